@@ -1,0 +1,35 @@
+"""gpumem: dissect GPU memory hierarchies with microbenchmarks.
+
+Plugins import what they need from here: the ``hookimpl`` marker and the contract classes.
+Importing gpumem never imports CuPy or Numba; the CUDA device and the simulator engine load
+them only when a device of theirs is opened.
+"""
+
+from __future__ import annotations
+
+import pluggy
+
+__version__ = "0.1.0"
+
+#: Marker for hook implementations in plugins: ``@gpumem.hookimpl``.
+hookimpl = pluggy.HookimplMarker("gpumem")
+
+from gpumem.architecture import Architecture  # noqa: E402
+from gpumem.device import (  # noqa: E402
+    ChaseRequest,
+    ChaseResult,
+    Device,
+    DeviceBackend,
+    DeviceInfo,
+    Discovery,
+    KernelSource,
+)
+from gpumem.experiment import Axis, Experiment, Plan, RunContext, Var  # noqa: E402
+from gpumem.findings import Expected, Finding  # noqa: E402
+from gpumem.simulator import Simulator  # noqa: E402
+
+__all__ = [
+    "Architecture", "Axis", "ChaseRequest", "ChaseResult", "Device", "DeviceBackend",
+    "DeviceInfo", "Discovery", "Expected", "Experiment", "Finding", "KernelSource", "Plan",
+    "RunContext", "Simulator", "Var", "__version__", "hookimpl",
+]

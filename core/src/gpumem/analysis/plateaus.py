@@ -1,0 +1,108 @@
+"""Plateaus and knees of a latency-versus-footprint curve (pure functions).
+
+A memory level shows up as a run of footprints with about the same latency (a plateau); the
+footprint where the curve leaves a plateau is that level's capacity as seen by the probe (a
+knee). Medians per footprint make the input robust to a few mis-timed accesses; plateaus are
+grown greedily in log-latency with a relative tolerance, so a slow drift (DRAM latency rising
+with TLB pressure) becomes a new plateau only once it exceeds the tolerance.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+
+@dataclass(frozen=True)
+class Plateau:
+    """A run of points ``[start, stop)`` (indices into the sorted curve) at one latency."""
+
+    start: int
+    stop: int
+    latency: float     # median of the points' latencies
+    spread: float      # relative median absolute deviation of the points
+    first_x: float
+    last_x: float
+
+    @property
+    def count(self) -> int:
+        return self.stop - self.start
+
+
+def find_plateaus(x: np.ndarray, y: np.ndarray, rel_tol: float = 0.08,
+                  min_points: int = 2) -> list[Plateau]:
+    """Greedy plateaus of ``y`` over ascending ``x``; NaNs are ignored.
+
+    A point joins the current run while ``|log y - log median(run)| <= log(1 + rel_tol)``.
+    Runs shorter than ``min_points`` are transitions, not plateaus.
+    """
+    x = np.asarray(x, dtype=float)
+    y = np.asarray(y, dtype=float)
+    ok = np.isfinite(y) & (y > 0)
+    xs, ys = x[ok], y[ok]
+    if xs.size == 0:
+        return []
+    order = np.argsort(xs, kind="stable")
+    xs, ys = xs[order], ys[order]
+    tol = np.log1p(rel_tol)
+    logs = np.log(ys)
+    runs: list[tuple[int, int]] = []
+    start = 0
+    for i in range(1, xs.size + 1):
+        if i == xs.size or abs(logs[i] - np.median(logs[start:i])) > tol:
+            runs.append((start, i))
+            start = i
+    out = []
+    for a, b in runs:
+        if b - a < min_points:
+            continue
+        seg = ys[a:b]
+        med = float(np.median(seg))
+        mad = float(np.median(np.abs(seg - med))) / med if med else 0.0
+        out.append(Plateau(a, b, med, mad, float(xs[a]), float(xs[b - 1])))
+    return _merge_close(out, tol, ys, xs)
+
+
+def _merge_close(ps: list[Plateau], tol: float, ys: np.ndarray, xs: np.ndarray
+                 ) -> list[Plateau]:
+    """Join neighbouring plateaus split only by a transition point but at the same level."""
+    merged: list[Plateau] = []
+    for p in ps:
+        if merged and abs(np.log(p.latency) - np.log(merged[-1].latency)) <= tol / 2:
+            q = merged[-1]
+            seg = np.concatenate([ys[q.start:q.stop], ys[p.start:p.stop]])
+            med = float(np.median(seg))
+            mad = float(np.median(np.abs(seg - med))) / med if med else 0.0
+            merged[-1] = Plateau(q.start, p.stop, med, mad, q.first_x, p.last_x)
+        else:
+            merged.append(p)
+    return merged
+
+
+def knee_bracket(x: np.ndarray, samples: np.ndarray, low: float, high: float,
+                 after: float, max_fraction: float = 0.02) -> tuple[float, float] | None:
+    """(last x still on the lower level, first x off it) for the step from ``low`` to ``high``.
+
+    ``samples`` holds the per-access latencies of each x (rows). An access counts as a miss
+    of the lower level when it is at or above the geometric mean of the two levels; x stays
+    on the lower level while at most ``max_fraction`` of its accesses miss (so a couple of
+    mis-timed accesses do not move the knee, but the first overflowing set does). Only
+    ``x >= after`` counts. ``None`` when the curve never leaves the level there.
+    """
+    x = np.asarray(x, dtype=float)
+    samples = np.asarray(samples, dtype=float)
+    keep = x >= after
+    xs, rows = x[keep], samples[keep]
+    order = np.argsort(xs)
+    xs, rows = xs[order], rows[order]
+    thr = float(np.sqrt(low * high))
+    with np.errstate(invalid="ignore"):
+        valid = np.isfinite(rows)
+        frac = np.where(valid.sum(axis=1) > 0,
+                        (rows >= thr).sum(axis=1) / np.maximum(valid.sum(axis=1), 1), np.nan)
+    off = np.nonzero(frac > max_fraction)[0]
+    if off.size == 0 or off[0] == 0:
+        return None
+    i = int(off[0])
+    return float(xs[i - 1]), float(xs[i])

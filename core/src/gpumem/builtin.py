@@ -1,0 +1,30 @@
+"""Core's own plugin: registered first, exactly like an installed plugin.
+
+It contributes what does not belong to any one architecture: the device-agnostic
+experiments, the ``cuda`` device backend and the built-in ``sim`` simulator.
+"""
+
+from __future__ import annotations
+
+from gpumem import hookimpl
+
+
+@hookimpl
+def gpumem_register_experiments(register):
+    from gpumem.experiments.latency import LatencyLadder
+
+    register(LatencyLadder)
+
+
+@hookimpl
+def gpumem_register_devices(register):
+    from gpumem.cuda.backend import CudaBackend
+
+    register(CudaBackend())
+
+
+@hookimpl
+def gpumem_register_simulators(register):
+    from gpumem.sim.simulator import BuiltinSimulator
+
+    register(BuiltinSimulator())

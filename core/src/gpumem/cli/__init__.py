@@ -1,0 +1,82 @@
+"""The ``gpumem`` command: one module per command, each a thin wrapper over plain functions.
+
+:func:`main` is the console-script entry point. It runs the typer app without click's
+"standalone" error handling so that every error is one line on stderr: usage errors exit 2,
+other gpumem errors 1, Ctrl-C 130.
+"""
+
+from __future__ import annotations
+
+import sys
+
+import typer
+
+from gpumem import __version__
+from gpumem.cli import _state
+from gpumem.errors import GpumemError
+
+app = typer.Typer(
+    name="gpumem",
+    help="Dissect GPU memory hierarchies with microbenchmarks.",
+    no_args_is_help=True,
+    add_completion=False,
+    pretty_exceptions_show_locals=False,
+)
+
+
+def _version(value: bool) -> None:
+    if value:
+        typer.echo(f"gpumem {__version__}")
+        raise typer.Exit()
+
+
+@app.callback()
+def _root(
+    strict: bool = typer.Option(False, "--strict",
+                                help="Fail when any plugin fails to load (also "
+                                     "GPUMEM_STRICT_PLUGINS=1)."),
+    version: bool = typer.Option(False, "--version", callback=_version, is_eager=True,
+                                 help="Print the version and exit."),
+) -> None:
+    """gpumem: caches, TLBs, latency, bandwidth and shared memory of a GPU, measured or
+    simulated, kept as labeled netCDF datasets."""
+    _state.strict = strict
+
+
+from gpumem.cli import devices as _devices  # noqa: E402,F401  (registers commands)
+from gpumem.cli import plugins as _plugins  # noqa: E402,F401
+from gpumem.cli import run as _run  # noqa: E402,F401
+from gpumem.cli import show as _show  # noqa: E402,F401
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Console-script entry point; returns (and exits with) the exit code."""
+    from typer._click import exceptions as click_exc
+
+    args = sys.argv[1:] if argv is None else argv
+    _state.argv = ["gpumem", *args]
+    try:
+        app(args=args, prog_name="gpumem", standalone_mode=False)
+        code = 0
+    except click_exc.Exit as e:
+        code = e.exit_code
+    except typer.Exit as e:
+        code = e.exit_code
+    except click_exc.ClickException as e:
+        msg = e.format_message().replace("\n", " ")
+        ctx = getattr(e, "ctx", None)
+        where = f" {ctx.command_path.split(' ', 1)[1]}" if ctx and " " in ctx.command_path else ""
+        print(f"gpumem{where}: error: {msg}", file=sys.stderr)
+        code = e.exit_code
+    except click_exc.Abort:
+        print("gpumem: aborted", file=sys.stderr)
+        code = 130
+    except KeyboardInterrupt:
+        print("gpumem: interrupted", file=sys.stderr)
+        code = 130
+    except GpumemError as e:
+        print(f"gpumem: error: {e}".replace("\n", " "), file=sys.stderr)
+        code = e.exit_code
+    if argv is None:
+        sys.exit(code)
+    return code

@@ -1,0 +1,28 @@
+"""Helpers shared by the commands: consoles, the plugin set, JSON output."""
+
+from __future__ import annotations
+
+import json
+import sys
+from typing import Any
+
+from rich.console import Console
+
+from gpumem.cli import _state
+from gpumem.plugins import Plugins, get_plugins
+
+
+def stdout() -> Console:
+    return Console(file=sys.stdout, soft_wrap=True)
+
+
+def stderr() -> Console:
+    return Console(file=sys.stderr, soft_wrap=True)
+
+
+def plugins() -> Plugins:
+    return get_plugins(strict=_state.strict)
+
+
+def print_json(data: Any) -> None:
+    sys.stdout.write(json.dumps(data, indent=2, sort_keys=False, default=str) + "\n")

@@ -1,0 +1,122 @@
+"""``gpumem run``: run experiments for an architecture on a GPU or a simulator."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Optional
+
+import typer
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+from rich.table import Table
+
+from gpumem.cli import _state, app
+from gpumem.cli._common import plugins, stderr, stdout
+from gpumem.runner import Outcome, Reporter, RunReport, RunRequest, run
+
+
+class RichReporter(Reporter):
+    """Progress bars on stderr; silent when stderr is not a terminal (logs, pipes, CI)."""
+
+    def __init__(self) -> None:
+        self.console = stderr()
+        self.progress = Progress(
+            TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(),
+            TimeElapsedColumn(), console=self.console, disable=not self.console.is_terminal,
+            transient=False)
+        self.tasks: dict[str, int] = {}
+
+    def __enter__(self) -> RichReporter:
+        self.progress.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.progress.stop()
+
+    def notice(self, message: str) -> None:
+        self.console.print(f"gpumem: {message}", highlight=False, markup=False)
+
+    def experiment_started(self, name: str, total: int) -> None:
+        self.tasks[name] = self.progress.add_task(name, total=total)
+
+    def points_added(self, name: str, count: int) -> None:
+        t = self.tasks[name]
+        self.progress.update(t, total=(self.progress.tasks[t].total or 0) + count)
+
+    def point_done(self, name: str) -> None:
+        self.progress.advance(self.tasks[name])
+
+    def experiment_finished(self, outcome: Outcome) -> None:
+        if outcome.status in ("failed", "skipped"):
+            self.console.print(f"gpumem: {outcome.experiment}: {outcome.status}: "
+                               f"{outcome.error}", highlight=False, markup=False)
+
+
+def _fmt(v: object) -> str:
+    if v is None:
+        return "-"
+    if isinstance(v, float):
+        return f"{v:,.6g}"
+    if isinstance(v, list):
+        return "[" + ", ".join(_fmt(x) for x in v) + "]"
+    return str(v)
+
+
+_STATUS_STYLE = {"pass": "green", "warn": "yellow", "fail": "red", "n/a": "dim"}
+
+
+def summary_table(report: RunReport) -> Table:
+    t = Table(title=f"gpumem {report.arch} on {report.device.name}")
+    for col in ("experiment", "finding", "value", "units", "expected", "status"):
+        t.add_column(col)
+    for o in report.outcomes:
+        if not o.findings:
+            t.add_row(o.experiment, f"({o.status}{': ' + o.error if o.error else ''})",
+                      "", "", "", "")
+        for f in o.findings:
+            style = _STATUS_STYLE.get(f.status, "")
+            t.add_row(o.experiment, f.name, _fmt(f.value), f.units, _fmt(f.expected),
+                      f"[{style}]{f.status}[/{style}]")
+    return t
+
+
+@app.command("run")
+def run_cmd(
+    experiments: Optional[list[str]] = typer.Argument(
+        None, help="Experiments to run, or 'all' (the default)."),
+    arch: str = typer.Option(..., "--arch", "-a", help="Architecture plugin, e.g. hopper."),
+    device: str = typer.Option("auto", "--device", "-d",
+                               help="auto | cuda:N | sim | a simulator's name."),
+    out: Optional[Path] = typer.Option(None, "--out", "-o",
+                                       help="Run directory (default: gpumem-results/ARCH-"
+                                            "DEVICE-TIMESTAMP)."),
+    resume: bool = typer.Option(False, "--resume",
+                                help="Skip experiments the run directory holds complete."),
+    quick: bool = typer.Option(False, "--quick", help="Reduced grids, for smoke tests."),
+    workers: int = typer.Option(1, "--workers", "-j", min=1,
+                                help="Worker processes for sweep points (simulators)."),
+    sim_config: Optional[Path] = typer.Option(None, "--sim-config",
+                                              help="Simulator config file (TOML for sim)."),
+    seed: int = typer.Option(0, "--seed", help="Seed for chains and simulated randomness."),
+) -> None:
+    """Run EXPERIMENTS (default: all) for ARCH on a GPU, or on the built-in simulator."""
+    req = RunRequest(arch=arch, experiments=experiments or ["all"], device=device, out=out,
+                     resume=resume, quick=quick, workers=workers, sim_config=sim_config,
+                     seed=seed, argv=_state.argv)
+    ps = plugins()
+    reporter = RichReporter()
+    with reporter:
+        try:
+            report = run(req, plugins=ps, reporter=reporter)
+        except KeyboardInterrupt:
+            reporter.progress.stop()
+            raise
+    con = stdout()
+    con.print(summary_table(report))
+    kept = sum(1 for o in report.outcomes if o.file)
+    con.print(f"results: {report.run_dir}  ({kept} file(s); "
+              f"gpumem show {report.run_dir})", highlight=False, markup=False)
+    if report.failed:
+        names = ", ".join(o.experiment for o in report.failed)
+        stderr().print(f"gpumem: {len(report.failed)} experiment(s) failed: {names}",
+                       highlight=False, markup=False)
+        raise typer.Exit(1)

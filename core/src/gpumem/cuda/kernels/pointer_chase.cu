@@ -1,0 +1,108 @@
+// gpumem generic pointer-chase kernels (core's fallback; architecture plugins may supply
+// tuned ones through the gpumem_kernel_source hook, with the same arguments).
+//
+// One thread walks the chain arr[j] -> j. After `warmup` untimed loads it times `record`
+// loads one by one, Mei & Chu style: t0 = clock64(); j = load(arr + j); s_next[i] = j;
+// t1 = clock64(). The shared-memory store needs j, so (with in-order issue) t1 is read only
+// after the load returned. Latencies and loaded values stay in shared memory during the
+// loop, so recording does not disturb the caches under test, and are copied out at the end.
+// The timer overhead (same sequence with a register move instead of a load) is timed too.
+//
+// Arguments: arr, start element, warmup, record, out_lat[record] (cycles incl. overhead),
+// out_next[record] (value loaded by access i), out_state[2] = {element read after warm-up,
+// last element reached}, out_overhead[record] (cycles of the empty timed sequence).
+// Dynamic shared memory: record * 12 bytes.
+
+#define GPUMEM_CHASE_KERNEL(NAME, LOAD)                                                   \
+extern "C" __global__ void NAME(const unsigned int* __restrict__ arr, unsigned int start,  \
+                                int warmup, int record, unsigned long long* out_lat,        \
+                                unsigned int* out_next, unsigned int* out_state,            \
+                                unsigned long long* out_overhead) {                         \
+    extern __shared__ unsigned long long smem[];                                            \
+    unsigned long long* s_lat = smem;                                                       \
+    unsigned int* s_next = reinterpret_cast<unsigned int*>(smem + record);                  \
+    unsigned int j = start;                                                                 \
+    for (int i = 0; i < warmup; ++i) {                                                      \
+        unsigned int n;                                                                     \
+        LOAD(n, arr + j);                                                                   \
+        j = n;                                                                              \
+    }                                                                                       \
+    out_state[0] = j;                                                                       \
+    for (int i = 0; i < record; ++i) {                                                      \
+        unsigned long long t0, t1;                                                          \
+        unsigned int n;                                                                     \
+        asm volatile("mov.u64 %0, %%clock64;" : "=l"(t0) :: "memory");                     \
+        LOAD(n, arr + j);                                                                   \
+        s_next[i] = n;                                                                      \
+        asm volatile("mov.u64 %0, %%clock64;" : "=l"(t1) :: "memory");                     \
+        s_lat[i] = t1 - t0;                                                                 \
+        j = n;                                                                              \
+    }                                                                                       \
+    out_state[1] = j;                                                                       \
+    for (int i = 0; i < record; ++i) { out_lat[i] = s_lat[i]; out_next[i] = s_next[i]; }    \
+    unsigned int k = j;                                                                     \
+    for (int i = 0; i < record; ++i) {                                                      \
+        unsigned long long t0, t1;                                                          \
+        asm volatile("mov.u64 %0, %%clock64;" : "=l"(t0) :: "memory");                     \
+        asm volatile("mov.u32 %0, %1;" : "=r"(k) : "r"(k + i));                             \
+        s_next[i] = k;                                                                      \
+        asm volatile("mov.u64 %0, %%clock64;" : "=l"(t1) :: "memory");                     \
+        s_lat[i] = t1 - t0;                                                                 \
+    }                                                                                       \
+    for (int i = 0; i < record; ++i) out_overhead[i] = s_lat[i];                            \
+}
+
+#define GPUMEM_LD_CA(dst, ptr) asm volatile("ld.global.ca.u32 %0, [%1];" : "=r"(dst) : "l"(ptr) : "memory")
+#define GPUMEM_LD_CG(dst, ptr) asm volatile("ld.global.cg.u32 %0, [%1];" : "=r"(dst) : "l"(ptr) : "memory")
+#define GPUMEM_LD_NC(dst, ptr) asm volatile("ld.global.nc.u32 %0, [%1];" : "=r"(dst) : "l"(ptr) : "memory")
+
+GPUMEM_CHASE_KERNEL(pointer_chase_ca, GPUMEM_LD_CA)
+GPUMEM_CHASE_KERNEL(pointer_chase_cg, GPUMEM_LD_CG)
+GPUMEM_CHASE_KERNEL(pointer_chase_nc, GPUMEM_LD_NC)
+
+// Chain builders (device side, so an 8 GB chain never crosses PCIe).
+// Sequential: arr[i] = (i + s) mod n.
+extern "C" __global__ void chain_sequential(unsigned int* arr, unsigned long long n,
+                                            unsigned long long s) {
+    for (unsigned long long i = blockIdx.x * (unsigned long long)blockDim.x + threadIdx.x;
+         i < n; i += (unsigned long long)gridDim.x * blockDim.x) {
+        unsigned long long v = i + s;
+        arr[i] = (unsigned int)(v >= n ? v - n : v);
+    }
+}
+
+// Random: the keyed Feistel permutation of gpumem/chains.py over `lines` blocks of
+// `per_line` elements; block perm(k) points to block perm(k+1).
+__device__ __forceinline__ unsigned long long gpumem_feistel(unsigned long long x, int half,
+        unsigned long long k0, unsigned long long k1, unsigned long long k2,
+        unsigned long long k3, unsigned long long n) {
+    const unsigned long long mask = (1ull << half) - 1ull;
+    const unsigned long long keys[4] = {k0, k1, k2, k3};
+    unsigned long long v = x;
+    while (true) {
+        unsigned long long left = v >> half, right = v & mask;
+        for (int r = 0; r < 4; ++r) {
+            unsigned long long h = (right ^ keys[r]) * 0x9E3779B97F4A7C15ull;
+            h ^= h >> 29;
+            h *= 0xBF58476D1CE4E5B9ull;
+            h ^= h >> 32;
+            unsigned long long nl = right;
+            right = left ^ (h & mask);
+            left = nl;
+        }
+        v = (left << half) | right;
+        if (v < n) return v;
+    }
+}
+
+extern "C" __global__ void chain_random(unsigned int* arr, unsigned long long lines,
+                                        unsigned long long per_line, int half,
+                                        unsigned long long k0, unsigned long long k1,
+                                        unsigned long long k2, unsigned long long k3) {
+    for (unsigned long long k = blockIdx.x * (unsigned long long)blockDim.x + threadIdx.x;
+         k < lines; k += (unsigned long long)gridDim.x * blockDim.x) {
+        unsigned long long a = gpumem_feistel(k, half, k0, k1, k2, k3, lines);
+        unsigned long long b = gpumem_feistel(k + 1 == lines ? 0 : k + 1, half, k0, k1, k2, k3, lines);
+        arr[a * per_line] = (unsigned int)(b * per_line);
+    }
+}

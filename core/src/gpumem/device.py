@@ -1,0 +1,187 @@
+"""The device contract: what every device (CUDA GPU, built-in simulator, Accel-Sim) offers.
+
+A device runs a small, fixed set of *probes*; experiments are written against probes only, so
+one experiment runs unchanged on hardware and on any simulator, and both give datasets of the
+same schema. A device that lacks a probe raises :class:`gpumem.errors.ProbeUnsupported`.
+"""
+
+from __future__ import annotations
+
+import re
+from abc import ABC, abstractmethod
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+import numpy as np
+
+from gpumem.chains import ORDERS
+
+#: Probe names. Experiments declare which they need; devices say which they implement.
+PROBES = ("pointer_chase",)
+
+#: Load paths a pointer chase can take (the cache operator or fetch path of the load).
+LOAD_PATHS = ("ca", "cg", "nc", "tex")
+
+
+@dataclass(frozen=True)
+class DeviceInfo:
+    """Static properties of a device, measured devices and simulated ones alike.
+
+    ``kind`` is ``cuda``, ``sim`` or another backend's or simulator's name. Sizes in bytes,
+    clocks in MHz. ``key`` names the device in result paths and manifests.
+    """
+
+    kind: str
+    name: str
+    compute_capability: str
+    sm_count: int
+    l2_bytes: int
+    memory_bytes: int
+    clock_mhz: float
+    index: int = 0
+    memory_clock_mhz: float = 0.0
+    memory_bus_bits: int = 0
+    uuid: str = ""
+    driver: str = ""
+    runtime: str = ""
+    extra: dict[str, Any] = field(default_factory=dict, hash=False, compare=False)
+
+    @property
+    def key(self) -> str:
+        """Filesystem-safe identifier: kind, index or config, name and UUID prefix."""
+        slug = re.sub(r"[^A-Za-z0-9]+", "-", self.name).strip("-").lower()
+        if slug.startswith(self.kind + "-"):
+            slug = slug[len(self.kind) + 1:]
+        tail = re.sub(r"[^A-Za-z0-9]", "", self.uuid.removeprefix(self.kind + "-"))[:8].lower()
+        parts = [f"{self.kind}{self.index}" if self.kind == "cuda" else self.kind, slug]
+        if tail:
+            parts.append(tail)
+        return "-".join(p for p in parts if p)
+
+    def as_dict(self) -> dict[str, Any]:
+        d = asdict(self)
+        d["key"] = self.key
+        return d
+
+
+@dataclass(frozen=True)
+class ChaseRequest:
+    """One pointer chase: a single thread walks a chain over ``footprint`` bytes.
+
+    ``stride`` is the distance between consecutive chain elements (``order="sequential"``) or
+    the block size visited once per pass (``order="random"``), see :mod:`gpumem.chains`.
+    ``warmup`` accesses run untimed first (0 = cold start); ``record`` accesses are timed
+    individually. ``path`` is the load flavour: ``ca`` (L1-cached global), ``cg`` (L2 only),
+    ``nc`` (read-only path) or ``tex`` (texture fetch). ``sm`` picks the SM where it matters.
+    """
+
+    footprint: int
+    stride: int
+    record: int
+    warmup: int = 0
+    order: str = "sequential"
+    path: str = "ca"
+    element: int = 4
+    seed: int = 0
+    sm: int = 0
+
+    def validate(self) -> None:
+        if self.order not in ORDERS:
+            raise ValueError(f"order must be one of {ORDERS}, got {self.order!r}")
+        if self.path not in LOAD_PATHS:
+            raise ValueError(f"path must be one of {LOAD_PATHS}, got {self.path!r}")
+        if self.element not in (4, 8):
+            raise ValueError("element must be 4 or 8 bytes")
+        if self.stride <= 0 or self.stride % self.element:
+            raise ValueError(f"stride must be a positive multiple of {self.element} bytes")
+        if self.footprint < self.stride or self.footprint % self.element:
+            raise ValueError("footprint must be >= stride and a multiple of the element size")
+        if self.record <= 0 or self.warmup < 0:
+            raise ValueError("record must be > 0 and warmup >= 0")
+
+
+@dataclass
+class ChaseResult:
+    """Per-access results of a chase.
+
+    ``latency`` is in cycles as read by the device's timer, *including* ``timer_overhead``
+    (experiments subtract it, so the subtraction is visible in the data). ``index`` is the
+    element each access read. ``end_ok`` says the chase ended on the element the chain
+    predicts (a check against skipped or reordered loads).
+    """
+
+    latency: np.ndarray
+    index: np.ndarray
+    timer_overhead: float
+    end_ok: bool = True
+
+
+@dataclass(frozen=True)
+class KernelSource:
+    """CUDA C++ source of one probe's kernel, as an architecture plugin supplies it."""
+
+    code: str
+    name: str
+    options: tuple[str, ...] = ()
+
+
+class Device(ABC):
+    """An opened device. Use as a context manager, or call :meth:`close`."""
+
+    #: ``measured`` for hardware, ``simulated`` for simulators (the CF ``source`` attribute).
+    source: str = "measured"
+
+    def __init__(self, info: DeviceInfo, arch: str) -> None:
+        self.info = info
+        self.arch = arch
+
+    @property
+    @abstractmethod
+    def probes(self) -> frozenset[str]:
+        """Names of the probes this device implements."""
+
+    def pointer_chase(self, request: ChaseRequest) -> ChaseResult:
+        from gpumem.errors import ProbeUnsupported
+
+        raise ProbeUnsupported(f"{self.info.kind} device has no pointer_chase probe")
+
+    def provenance(self) -> dict[str, Any]:
+        """Attributes describing the device's state now (clocks, throttling, versions...)."""
+        return {}
+
+    def reopen_spec(self) -> dict[str, Any] | None:
+        """Picklable recipe to open this same device in a worker process, or ``None`` when the
+        device must stay in this process (the runner then runs its points here, in order)."""
+        return None
+
+    def close(self) -> None:  # noqa: B027 - optional hook
+        """Release the device."""
+
+    def __enter__(self) -> Device:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+
+@dataclass
+class Discovery:
+    """What a backend found: devices, and why it found none when it found none."""
+
+    devices: list[DeviceInfo]
+    message: str = ""
+
+
+class DeviceBackend(ABC):
+    """A kind of hardware gpumem can discover and open, such as ``cuda``."""
+
+    name: str = ""
+    summary: str = ""
+
+    @abstractmethod
+    def discover(self) -> Discovery:
+        """List devices; never raises for a missing driver or library (say so in ``message``)."""
+
+    @abstractmethod
+    def open(self, index: int, arch: str) -> Device:
+        """Open device ``index`` for measuring ``arch``; raise DeviceUnavailable if impossible."""

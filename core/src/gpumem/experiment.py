@@ -1,0 +1,127 @@
+"""``Experiment``: a named sweep over device probes, and the analysis of its raw data.
+
+An experiment knows nothing about CUDA or the simulator. It says
+
+* :meth:`~Experiment.plan` — the sweep axes (each becomes a dimension with a coordinate), the
+  variables each point records (with their own inner dimensions, e.g. ``access``), sized from
+  the device's properties;
+* :meth:`~Experiment.measure` — how one point runs through a device's probes;
+* :meth:`~Experiment.refine` — optionally, extra values of one axis worth measuring after a
+  first pass (a knee to bisect), repeated until it returns ``None``;
+* :meth:`~Experiment.analyze` — a pure function from the raw dataset to findings, so a stored
+  file can be analysed again later, by anyone.
+
+The runner assembles the points into one labeled dataset (see :mod:`gpumem.results.schema`).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from abc import ABC, abstractmethod
+from dataclasses import dataclass, field
+from typing import Any, ClassVar, Mapping
+
+import numpy as np
+import xarray as xr
+
+from gpumem.device import Device, DeviceInfo
+from gpumem.findings import Finding
+
+
+@dataclass(frozen=True)
+class Axis:
+    """A sweep axis: becomes a dataset dimension with a same-named coordinate."""
+
+    name: str
+    values: tuple
+    units: str = "1"
+    long_name: str = ""
+
+
+@dataclass(frozen=True)
+class Var:
+    """A variable recorded at every point; ``dims`` are its inner dimensions (beyond axes)."""
+
+    name: str
+    dims: tuple[str, ...] = ()
+    units: str = "1"
+    long_name: str = ""
+    dtype: str = "float64"
+
+
+@dataclass
+class Plan:
+    """What an experiment will measure on this device."""
+
+    axes: list[Axis]
+    variables: list[Var]
+    inner: dict[str, np.ndarray] = field(default_factory=dict)
+    attrs: dict[str, Any] = field(default_factory=dict)
+
+    def params_hash(self, experiment: Experiment) -> str:
+        """Identifies (experiment, version, grid, attrs): the key under which results are kept."""
+        blob = json.dumps({
+            "experiment": experiment.name,
+            "version": experiment.version,
+            "axes": [(a.name, [_jsonable(v) for v in a.values]) for a in self.axes],
+            "inner": {k: int(len(v)) for k, v in self.inner.items()},
+            "attrs": {k: _jsonable(v) for k, v in sorted(self.attrs.items())},
+        }, sort_keys=True)
+        return hashlib.sha256(blob.encode()).hexdigest()[:12]
+
+
+def _jsonable(v: Any) -> Any:
+    if isinstance(v, np.generic):
+        return v.item()
+    if isinstance(v, (list, tuple, np.ndarray)):
+        return [_jsonable(x) for x in v]
+    return v
+
+
+@dataclass(frozen=True)
+class RunContext:
+    """Everything an experiment may size itself from."""
+
+    arch: str
+    device: DeviceInfo
+    quick: bool = False
+    seed: int = 0
+
+
+class Experiment(ABC):
+    """Base class of experiments; subclasses set the class attributes and the four methods."""
+
+    #: Unique name, used on the command line and in file names.
+    name: ClassVar[str] = ""
+    #: One line: what the experiment measures.
+    summary: ClassVar[str] = ""
+    #: Architectures it applies to, or ``None`` for all.
+    archs: ClassVar[tuple[str, ...] | None] = None
+    #: Probes it needs from the device.
+    probes: ClassVar[tuple[str, ...]] = ()
+    #: Bump when the measurement changes meaning: old results then no longer resume.
+    version: ClassVar[str] = "1"
+
+    def applies_to(self, arch: str) -> bool:
+        return self.archs is None or arch in self.archs
+
+    @abstractmethod
+    def plan(self, ctx: RunContext) -> Plan:
+        """The sweep for this device (``ctx.quick``: a reduced grid for smoke tests)."""
+
+    @abstractmethod
+    def measure(self, device: Device, point: Mapping[str, Any], ctx: RunContext
+                ) -> Mapping[str, Any]:
+        """Run one point; return one array (shaped like the variable's inner dims) per Var.
+
+        Raise :class:`gpumem.errors.PointSkipped` for a point that cannot run here.
+        """
+
+    def refine(self, raw: xr.Dataset, ctx: RunContext) -> dict[str, list] | None:
+        """Extra values for one axis after looking at the data so far, or ``None`` to stop."""
+        return None
+
+    @abstractmethod
+    def analyze(self, raw: xr.Dataset) -> list[Finding]:
+        """Findings from a raw dataset (pure: reads only the dataset and its attributes)."""

@@ -1,0 +1,208 @@
+"""``latency``: the single-thread pointer-chase latency ladder.
+
+One thread chases a chain over a growing footprint, from 2 KB to 8 GB (or half the device's
+memory), and times every access. Two chain orders:
+
+* ``sequential`` (stride 128 B): each access a new line, LRU-friendly, so every cache level
+  shows as a flat plateau ending sharply at its capacity; TLBs mostly hit (16 K accesses per
+  2 MB page), so the last plateau is DRAM latency;
+* ``random`` (one access per 128 B block, in a seeded random cyclic order): the same levels,
+  and at footprints past the TLB reach every access also misses the TLBs, giving the DRAM
+  latency with a TLB miss.
+
+After the geometric first pass the knees between plateaus are bisected down to one stride
+(:meth:`LatencyLadder.refine`), so capacities are exact, not grid-bound.
+
+Findings: ``lat.l1``, ``lat.l2``, ``lat.l2_far``, ``lat.dram``, ``lat.dram_tlb_miss`` (cycles,
+each with an ``_ns`` twin), ``l1d.size``, ``l2.size``, ``l2.near_size``, ``l2.partitions``.
+"""
+
+from __future__ import annotations
+
+import zlib
+from typing import Any, Mapping
+
+import numpy as np
+import xarray as xr
+
+from gpumem.analysis.plateaus import Plateau, find_plateaus, knee_bracket
+from gpumem.device import ChaseRequest, Device
+from gpumem.experiment import Axis, Experiment, Plan, RunContext, Var
+from gpumem.findings import Finding
+
+STRIDE = 128
+ELEMENT = 4
+MIN_FOOTPRINT = 2 << 10
+MAX_FOOTPRINT = 8 << 30
+
+
+def _round(x: float) -> int:
+    return max(STRIDE, int(round(x / STRIDE)) * STRIDE)
+
+
+def footprint_grid(lo: int, hi: int, per_octave: int) -> tuple[int, ...]:
+    n = int(np.floor(np.log2(hi / lo) * per_octave + 1e-9))
+    values = sorted({_round(lo * 2 ** (k / per_octave)) for k in range(n + 1)} | {_round(hi)})
+    return tuple(v for v in values if v <= hi)
+
+
+class LatencyLadder(Experiment):
+    name = "latency"
+    summary = "pointer-chase latency ladder over footprint: L1, L2 near/far, DRAM, TLB miss"
+    probes = ("pointer_chase",)
+    version = "1"
+    references = ("Mei & Chu, Dissecting GPU Memory Hierarchy through Microbenchmarking, "
+                  "IEEE TPDS 28(1), 2017; gpu-benches gpu-latency (RRZE)")
+
+    #: Bisection of a knee stops when its bracket is this narrow (relative) or one stride.
+    knee_resolution = 2.0 ** -10
+
+    def plan(self, ctx: RunContext) -> Plan:
+        dev = ctx.device
+        l2 = max(dev.l2_bytes, 1 << 20)
+        mem_cap = max(dev.memory_bytes // 2, 64 << 20)
+        if ctx.quick:
+            hi = min(max(8 * l2, 64 << 20), mem_cap)
+            per_octave, record = 1, 256
+        else:
+            hi = min(max(MAX_FOOTPRINT, 4 * l2), mem_cap)
+            per_octave, record = 2, 1024
+        warm_cap = max(4 * l2 // STRIDE, 1 << 16)
+        return Plan(
+            axes=[
+                Axis("order", ("sequential", "random"), "1", "chain order"),
+                Axis("footprint", footprint_grid(MIN_FOOTPRINT, hi, per_octave), "byte",
+                     "bytes spanned by the chain"),
+            ],
+            variables=[
+                Var("latency", ("access",), "cycle",
+                    "cycles per access as read by the device timer, timer overhead included"),
+                Var("index", ("access",), "1", "element index read by each access", "int64"),
+                Var("timer_overhead", (), "cycle", "cycles the timer itself adds per access"),
+                Var("end_ok", (), "1", "chase ended on the element the chain predicts", "int8"),
+            ],
+            inner={"access": np.arange(record)},
+            attrs={"stride": STRIDE, "element": ELEMENT, "record": record,
+                   "warmup_cap": warm_cap, "path": "ca", "seed": ctx.seed},
+        )
+
+    def measure(self, device: Device, point: Mapping[str, Any], ctx: RunContext
+                ) -> Mapping[str, Any]:
+        footprint = int(point["footprint"])
+        plan_attrs = self.plan(ctx).attrs
+        record = int(plan_attrs["record"])
+        lines = footprint // STRIDE
+        warmup = int(min(lines, plan_attrs["warmup_cap"]))
+        req = ChaseRequest(footprint=footprint, stride=STRIDE, record=record, warmup=warmup,
+                           order=str(point["order"]), path="ca", element=ELEMENT,
+                           seed=ctx.seed ^ zlib.crc32(str(footprint).encode()))
+        res = device.pointer_chase(req)
+        return {"latency": res.latency, "index": res.index,
+                "timer_overhead": res.timer_overhead, "end_ok": int(res.end_ok)}
+
+    # ---- refinement ------------------------------------------------------------------
+    def refine(self, raw: xr.Dataset, ctx: RunContext) -> dict[str, list] | None:
+        x, samples = _curve(raw, "sequential")
+        levels = find_plateaus(x, _median(samples))
+        new: set[int] = set()
+        for lower, upper in zip(levels, levels[1:]):
+            br = knee_bracket(x, samples, lower.latency, upper.latency, after=lower.first_x)
+            if br is None:
+                continue
+            lo, hi = br
+            if hi - lo <= STRIDE or (hi - lo) / lo <= self.knee_resolution:
+                continue
+            mid = _round((lo + hi) / 2)
+            if lo < mid < hi:
+                new.add(mid)
+        return {"footprint": sorted(new)} if new else None
+
+    # ---- analysis --------------------------------------------------------------------
+    def analyze(self, raw: xr.Dataset) -> list[Finding]:
+        clock_mhz = float(raw.attrs.get("clock_mhz", 0) or 0)
+        l2_bytes = float(raw.attrs.get("l2_bytes", 0) or 0) or float("inf")
+        x, samples = _curve(raw, "sequential")
+        levels = find_plateaus(x, _median(samples))
+        out: list[Finding] = []
+        if not levels:
+            return out
+
+        def lat(name: str, p: Plateau | float, method: str, conf: float | None = None) -> None:
+            v = p.latency if isinstance(p, Plateau) else float(p)
+            c = conf if conf is not None else _confidence(p)
+            out.append(Finding(f"lat.{name}", round(v, 2), "cycle", c, method))
+            if clock_mhz > 0:
+                out.append(Finding(f"lat.{name}_ns", round(v / clock_mhz * 1e3, 3), "ns", c,
+                                   method + f"; cycles / {clock_mhz:g} MHz"))
+
+        caps: list[tuple[float, float] | None] = []
+        for lower, upper in zip(levels, levels[1:]):
+            caps.append(knee_bracket(x, samples, lower.latency, upper.latency,
+                                     after=lower.first_x))
+        caps.append(None)
+
+        method = "latency ladder, sequential chase, stride 128 B"
+        i = 0
+        cap0 = caps[0]
+        if cap0 is not None and cap0[0] < l2_bytes / 4:
+            lat("l1", levels[0], method + ", first plateau")
+            out.append(_capacity("l1d.size", cap0, "first knee of the " + method))
+            i = 1
+        l2_levels = []
+        while i < len(levels) and caps[i] is not None and caps[i][0] <= 1.5 * l2_bytes:
+            l2_levels.append(i)
+            i += 1
+        if l2_levels:
+            lat("l2", levels[l2_levels[0]], method + ", plateau ending near the L2 size")
+            if len(l2_levels) >= 2:
+                far = l2_levels[1]
+                lat("l2_far", levels[far], method + ", second L2 plateau")
+                out.append(_capacity("l2.near_size", caps[l2_levels[0]],
+                                     "knee between the near and far L2 plateaus"))
+                out.append(_capacity("l2.size", caps[far], "knee of the far L2 plateau"))
+            else:
+                out.append(_capacity("l2.size", caps[l2_levels[0]], "knee of the L2 plateau"))
+            out.append(Finding("l2.partitions", min(len(l2_levels), 2), "1",
+                               0.9, "distinct L2 latency plateaus"))
+        if i < len(levels):
+            lat("dram", levels[i], method + ", first plateau past the L2")
+        xr_, sr = _curve(raw, "random")
+        if xr_.size and xr_.max() > 2 * l2_bytes:
+            last = sr[int(np.argmax(xr_))]
+            last = last[np.isfinite(last)]
+            if last.size:
+                v = float(np.median(last))
+                conf = float(np.clip(1 - 5 * np.median(np.abs(last - v)) / v, 0, 1))
+                lat("dram_tlb_miss", v, f"random chase at the largest footprint "
+                    f"({int(xr_.max())} B)", conf)
+        return out
+
+
+def _curve(raw: xr.Dataset, order: str) -> tuple[np.ndarray, np.ndarray]:
+    """(footprints, per-access latency minus timer overhead) of one order, ok points only."""
+    if "order" not in raw.dims or order not in raw["order"].values:
+        return np.array([]), np.empty((0, 0))
+    sel = raw.sel(order=order)
+    lat = (sel["latency"] - sel["timer_overhead"]).transpose("footprint", "access")
+    ok = sel["point_status"].values == 0
+    x = sel["footprint"].values.astype(float)
+    return x[ok], lat.values.astype(float)[ok]
+
+
+def _median(samples: np.ndarray) -> np.ndarray:
+    if samples.size == 0:
+        return np.array([])
+    with np.errstate(all="ignore"):
+        return np.nanmedian(samples, axis=1)
+
+
+def _confidence(p: Plateau) -> float:
+    return float(np.clip((1 - 5 * p.spread) * min(1.0, p.count / 3), 0, 1))
+
+
+def _capacity(name: str, bracket: tuple[float, float] | None, method: str) -> Finding:
+    lo, hi = bracket  # type: ignore[misc]
+    resolved = hi - lo <= STRIDE
+    conf = 1.0 if resolved else float(np.clip(STRIDE / (hi - lo), 0.05, 0.95))
+    note = "" if resolved else f"capacity between {int(lo)} and {int(hi)} B"
+    return Finding(name, int(lo), "byte", conf, method, note=note)

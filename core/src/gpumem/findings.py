@@ -1,0 +1,250 @@
+"""Findings: inferred or measured parameters, with expected values and a pass/warn/fail status.
+
+Names follow the shared vocabulary (``l1d.size``, ``lat.l2_far``, ``tlb_l2.entries``; see
+``docs/findings.md``). In a netCDF file a finding is a variable whose name has the dots
+replaced by ``__`` and whose attributes carry units, expected value, source, status,
+confidence and method; :func:`to_dataset` and :func:`from_dataset` convert both ways.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field, replace
+from typing import Any, Sequence
+
+import numpy as np
+import xarray as xr
+
+STATUSES = ("pass", "warn", "fail", "n/a")
+_ORDER = {"pass": 0, "n/a": 0, "warn": 1, "fail": 2}
+
+Value = float | int | str | list
+
+
+@dataclass(frozen=True)
+class Expected:
+    """What a finding should be, and where that number comes from.
+
+    A numeric finding passes within ``max(abs_tol, rel_tol * |value|)``, warns within twice
+    that, and fails beyond. Structural values (sizes, ways, policies) use ``rel_tol=0``.
+    """
+
+    name: str
+    value: Value
+    source: str
+    units: str = ""
+    rel_tol: float = 0.05
+    abs_tol: float = 0.0
+
+
+@dataclass
+class Finding:
+    """One inferred parameter. ``index`` = (dimension name, coordinates) for a list value."""
+
+    name: str
+    value: Value
+    units: str
+    confidence: float = 1.0
+    method: str = ""
+    index: tuple[str, list] | None = None
+    note: str = ""
+    expected: Value | None = None
+    expected_source: str = ""
+    status: str = "n/a"
+
+    def with_expected(self, exp: Expected | None) -> Finding:
+        if exp is None:
+            return replace(self, expected=None, expected_source="", status="n/a")
+        return replace(self, expected=exp.value, expected_source=exp.source,
+                       status=status_of(self.value, exp))
+
+    def as_dict(self) -> dict[str, Any]:
+        d = {
+            "value": _plain(self.value),
+            "units": self.units,
+            "expected": _plain(self.expected),
+            "expected_source": self.expected_source,
+            "status": self.status,
+            "confidence": round(float(self.confidence), 4),
+            "method": self.method,
+        }
+        if self.index:
+            d["index"] = {"dim": self.index[0], "values": _plain(list(self.index[1]))}
+        if self.note:
+            d["note"] = self.note
+        return d
+
+
+def _plain(v: Any) -> Any:
+    if isinstance(v, (list, tuple, np.ndarray)):
+        return [_plain(x) for x in v]
+    if isinstance(v, (np.integer,)):
+        return int(v)
+    if isinstance(v, (np.floating, float)):
+        f = float(v)
+        return None if math.isnan(f) else f
+    return v
+
+
+def _status_scalar(v: Any, exp: Expected, e: Any) -> str:
+    if isinstance(e, str) or isinstance(v, str):
+        return "pass" if str(v).strip().lower() == str(e).strip().lower() else "fail"
+    try:
+        fv, fe = float(v), float(e)
+    except (TypeError, ValueError):
+        return "n/a"
+    if math.isnan(fv) or math.isnan(fe):
+        return "n/a"
+    tol = max(exp.abs_tol, exp.rel_tol * abs(fe))
+    d = abs(fv - fe)
+    if d <= tol + 1e-12 * max(1.0, abs(fe)):
+        return "pass"
+    if d <= 2 * tol and tol > 0:
+        return "warn"
+    return "fail"
+
+
+def status_of(value: Value, exp: Expected) -> str:
+    """pass / warn / fail of ``value`` against ``exp`` (elementwise for lists: the worst)."""
+    e = exp.value
+    if isinstance(e, (list, tuple)):
+        if not isinstance(value, (list, tuple)) or len(value) != len(e):
+            return "fail"
+        statuses = [_status_scalar(v, exp, x) for v, x in zip(value, e)]
+        return max(statuses, key=lambda s: _ORDER[s])
+    if isinstance(value, (list, tuple)):
+        return "fail"
+    return _status_scalar(value, exp, e)
+
+
+def evaluate(findings: Sequence[Finding], expected: Sequence[Expected]) -> list[Finding]:
+    """Attach expected values (by name) and statuses; findings without one get ``n/a``."""
+    by_name = {}
+    for exp in expected:
+        by_name.setdefault(exp.name, exp)
+    return [f.with_expected(by_name.get(f.name)) for f in findings]
+
+
+def worst_status(findings: Sequence[Finding]) -> str:
+    statuses = [f.status for f in findings if f.status != "n/a"]
+    return max(statuses, key=lambda s: _ORDER[s]) if statuses else "n/a"
+
+
+# ---------------------------------------------------------------------------------------------
+# netCDF representation
+# ---------------------------------------------------------------------------------------------
+
+
+def var_name(name: str) -> str:
+    """``l1d.size`` -> ``l1d__size`` (netCDF names allow no dots in CF practice)."""
+    return name.replace(".", "__")
+
+
+def _attr_value(v: Any) -> Any:
+    if isinstance(v, (list, tuple)):
+        if all(isinstance(x, str) for x in v):
+            return ", ".join(v)
+        return np.asarray([np.nan if x is None else x for x in v], dtype=float)
+    if isinstance(v, bool):
+        return int(v)
+    return v
+
+
+def _value_type(v: Any) -> str:
+    if isinstance(v, str):
+        return "str"
+    if isinstance(v, (list, tuple)):
+        return "list_int" if all(isinstance(x, (int, np.integer)) for x in v) else "list"
+    if isinstance(v, (int, np.integer)) and not isinstance(v, bool):
+        return "int"
+    return "float"
+
+
+def to_dataset(findings: Sequence[Finding]) -> xr.Dataset:
+    """Findings as a Dataset: one variable per finding, metadata in its attributes."""
+    data_vars: dict[str, xr.Variable] = {}
+    coords: dict[str, Any] = {}
+    for f in findings:
+        vn = var_name(f.name)
+        attrs: dict[str, Any] = {
+            "gpumem_finding": f.name,
+            "long_name": f.name,
+            "units": f.units or "1",
+            "status": f.status,
+            "confidence": float(f.confidence),
+            "method": f.method,
+            "value_type": _value_type(f.value),
+        }
+        if f.expected is not None:
+            attrs["expected"] = _attr_value(f.expected)
+            attrs["expected_source"] = f.expected_source
+        if f.note:
+            attrs["note"] = f.note
+        if f.index is not None:
+            dim = f"{vn}__{f.index[0]}"
+            coords[dim] = xr.Variable(dim, np.asarray(f.index[1]), {"long_name": f.index[0]})
+            data_vars[vn] = xr.Variable(dim, np.asarray(f.value, dtype=float), attrs)
+        elif isinstance(f.value, str):
+            data_vars[vn] = xr.Variable((), np.array(f.value, dtype=object), attrs)
+        elif isinstance(f.value, (list, tuple)):
+            dim = f"{vn}__i"
+            coords[dim] = xr.Variable(dim, np.arange(len(f.value)))
+            data_vars[vn] = xr.Variable(dim, np.asarray(f.value, dtype=float), attrs)
+        else:
+            data_vars[vn] = xr.Variable((), np.float64(f.value), attrs)
+    ds = xr.Dataset(data_vars, coords=coords)
+    ds.attrs["gpumem_content"] = "findings"
+    return ds
+
+
+def _from_attr(v: Any, like: Any) -> Any:
+    if isinstance(v, np.ndarray):
+        return [_plain(x) for x in v.tolist()]
+    if isinstance(v, (np.integer, np.floating)):
+        return _plain(v)
+    if isinstance(v, str) and isinstance(like, list):
+        return [s.strip() for s in v.split(",")]
+    return v
+
+
+def from_dataset(ds: xr.Dataset) -> list[Finding]:
+    """Inverse of :func:`to_dataset` (variables without ``gpumem_finding`` are ignored)."""
+    out = []
+    for vn, var in ds.data_vars.items():
+        a = var.attrs
+        name = a.get("gpumem_finding")
+        if not name:
+            continue
+        values = var.values
+        if var.ndim == 0:
+            v = values.item()
+            value: Value = v if isinstance(v, str) else _plain(float(v))
+            if a.get("value_type") == "int" and isinstance(value, float):
+                value = int(value)
+            index = None
+        else:
+            value = [_plain(x) for x in values.tolist()]
+            if a.get("value_type") == "list_int":
+                value = [int(x) for x in value]
+            dim = var.dims[0]
+            label = ds[dim].attrs.get("long_name", dim.rsplit("__", 1)[-1])
+            index = None if dim.endswith("__i") else (label, _plain(ds[dim].values.tolist()))
+        out.append(Finding(
+            name=str(name), value=value, units=str(a.get("units", "")),
+            confidence=float(a.get("confidence", 1.0)), method=str(a.get("method", "")),
+            index=index, note=str(a.get("note", "")),
+            expected=_from_attr(a["expected"], value) if "expected" in a else None,
+            expected_source=str(a.get("expected_source", "")),
+            status=str(a.get("status", "n/a")),
+        ))
+    return out
+
+
+@dataclass
+class FindingsTable:
+    """Findings of several experiments and devices, for summary tables and JSON."""
+
+    rows: list[tuple[str, str, Finding]] = field(default_factory=list)  # (device, experiment, f)
+
+    def add(self, device: str, experiment: str, findings: Sequence[Finding]) -> None:
+        self.rows.extend((device, experiment, f) for f in findings)

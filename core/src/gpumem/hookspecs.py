@@ -1,0 +1,219 @@
+"""The hook specifications every gpumem plugin implements a subset of.
+
+A plugin is a module (or object) found through the ``gpumem`` entry-point group; it implements
+hooks by defining functions with these names, decorated with :data:`gpumem.hookimpl`.
+Registration hooks receive a ``register`` callback: call it once per contributed object. Each
+object has a unique ``name``; core refuses a name another plugin already holds and reports the
+plugin that tried (see :mod:`gpumem.plugins`).
+
+The families follow the product: **Architecture** (what ``--arch NAME`` resolves to),
+**Experiment** (sweeps and their analysis, plus expected values), **Device** (hardware backends
+and the CUDA kernels of each probe) and **Simulator** (simulated devices and their configs).
+``tests/test_hookspecs.py`` fails when a hook here lacks a docstring with an example, or when no
+test exercises it.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any, Callable
+
+import pluggy
+
+if TYPE_CHECKING:
+    from gpumem.architecture import Architecture
+    from gpumem.device import DeviceBackend, DeviceInfo, KernelSource
+    from gpumem.experiment import Experiment
+    from gpumem.findings import Expected
+    from gpumem.simulator import Simulator
+
+hookspec = pluggy.HookspecMarker("gpumem")
+
+# ---------------------------------------------------------------------------------------------
+# Architecture hooks
+# ---------------------------------------------------------------------------------------------
+
+
+@hookspec
+def gpumem_register_architectures(register: Callable[[Architecture], None]) -> None:
+    """Contribute GPU architectures that ``gpumem run --arch NAME`` can resolve.
+
+    An :class:`gpumem.Architecture` names the compute capabilities it claims, so
+    ``--device auto`` can pick a CUDA device the plugin knows how to measure.
+
+    :param register: call once per :class:`gpumem.Architecture`.
+
+    Example::
+
+        from gpumem import Architecture, hookimpl
+
+        @hookimpl
+        def gpumem_register_architectures(register):
+            register(Architecture(name="hopper", description="NVIDIA Hopper (GH100)",
+                                  compute_capabilities=("9.0",)))
+    """
+
+
+# ---------------------------------------------------------------------------------------------
+# Experiment hooks
+# ---------------------------------------------------------------------------------------------
+
+
+@hookspec
+def gpumem_register_experiments(register: Callable[[type[Experiment]], None]) -> None:
+    """Contribute experiments: named sweeps that run on any device and analyse into findings.
+
+    Register the class, not an instance; core instantiates it per run. An experiment limited to
+    some architectures sets ``archs = ("hopper",)``; ``gpumem run --arch X all`` runs every
+    experiment whose ``archs`` is ``None`` or contains ``X``.
+
+    :param register: call once per :class:`gpumem.Experiment` subclass.
+
+    Example::
+
+        from gpumem import Experiment, hookimpl
+
+        class CpAsync(Experiment):
+            name = "cpasync"
+            summary = "cp.async against matched plain loads"
+            archs = ("hopper",)
+            ...
+
+        @hookimpl
+        def gpumem_register_experiments(register):
+            register(CpAsync)
+    """
+
+
+@hookspec
+def gpumem_expected_values(arch: str, device: DeviceInfo) -> list[Expected] | None:
+    """Return expected values of findings for ``arch`` measured on ``device``.
+
+    Every plugin is asked; return ``None`` (or nothing) for architectures you do not model.
+    Values may be computed from the device's own properties (SM count, L2 size, clocks), so
+    two cards of one architecture each get their own. When several plugins return a value for
+    the same finding, the one returned first wins (pluggy calls the last registered plugin
+    first).
+
+    :param arch: the architecture name given to ``--arch``.
+    :param device: the properties of the device being measured (or simulated).
+    :return: a list of :class:`gpumem.Expected`, each with its source.
+
+    Example::
+
+        from gpumem import Expected, hookimpl
+
+        @hookimpl
+        def gpumem_expected_values(arch, device):
+            if arch != "kepler":
+                return None
+            return [Expected("lat.smem", 46.75, units="cycle", rel_tol=0.05,
+                             source="Mei & Chu 2016, authors' latency.txt [D]")]
+    """
+
+
+# ---------------------------------------------------------------------------------------------
+# Device hooks
+# ---------------------------------------------------------------------------------------------
+
+
+@hookspec
+def gpumem_register_devices(register: Callable[[DeviceBackend], None]) -> None:
+    """Contribute device backends: hardware gpumem can discover and open (``--device NAME:N``).
+
+    Core registers ``cuda``; a plugin for other hardware registers its own backend, which
+    ``gpumem devices`` then lists and ``--device NAME:N`` opens.
+
+    :param register: call once per :class:`gpumem.DeviceBackend` instance.
+
+    Example::
+
+        from gpumem import DeviceBackend, hookimpl
+
+        class RocmBackend(DeviceBackend):
+            name = "rocm"
+            def discover(self): ...
+            def open(self, index, arch): ...
+
+        @hookimpl
+        def gpumem_register_devices(register):
+            register(RocmBackend())
+    """
+
+
+@hookspec(firstresult=True)
+def gpumem_kernel_source(arch: str, probe: str) -> KernelSource | None:
+    """Return the tuned CUDA kernel for ``probe`` on ``arch``, or ``None`` to use core's own.
+
+    Stops at the first non-``None`` result. The probes are named in
+    :data:`gpumem.device.PROBES` (``pointer_chase``, ``stream``, ...); the kernel must keep the
+    probe's argument contract documented in ``gpumem/cuda/kernels``.
+
+    :param arch: the architecture being measured.
+    :param probe: the probe name.
+    :return: a :class:`gpumem.KernelSource` or ``None``.
+
+    Example::
+
+        from importlib.resources import files
+        from gpumem import KernelSource, hookimpl
+
+        @hookimpl
+        def gpumem_kernel_source(arch, probe):
+            if arch == "hopper" and probe == "pointer_chase":
+                code = files("gpumem_hopper.kernels").joinpath("chase.cu").read_text()
+                return KernelSource(code=code, name="pointer_chase", options=("-std=c++17",))
+            return None
+    """
+
+
+# ---------------------------------------------------------------------------------------------
+# Simulator hooks
+# ---------------------------------------------------------------------------------------------
+
+
+@hookspec
+def gpumem_register_simulators(register: Callable[[Simulator], None]) -> None:
+    """Contribute simulators: programs or models that turn a config into a simulated device.
+
+    Core registers ``sim``, the built-in memory-hierarchy model; the ``accelsim`` plugin
+    registers a driver for an installed Accel-Sim. ``--device NAME`` selects one.
+
+    :param register: call once per :class:`gpumem.Simulator` instance.
+
+    Example::
+
+        from gpumem import Simulator, hookimpl
+
+        class MySim(Simulator):
+            name = "mysim"
+            def available(self): return (True, "")
+            def create_device(self, arch, config, *, seed=0): ...
+
+        @hookimpl
+        def gpumem_register_simulators(register):
+            register(MySim())
+    """
+
+
+@hookspec(firstresult=True)
+def gpumem_simulator_config(arch: str, simulator: str) -> Any:
+    """Return the configuration ``simulator`` needs to imitate ``arch``, or ``None``.
+
+    Stops at the first non-``None`` result. For the built-in ``sim`` it is a
+    :class:`gpumem.sim.SimConfig`; other simulators document their own type.
+
+    :param arch: the architecture name.
+    :param simulator: the simulator name (``sim``, ``accelsim``, ...).
+
+    Example::
+
+        from importlib.resources import files
+        from gpumem import hookimpl
+        from gpumem.sim import SimConfig
+
+        @hookimpl
+        def gpumem_simulator_config(arch, simulator):
+            if arch == "hopper" and simulator == "sim":
+                return SimConfig.from_toml(files("gpumem_hopper").joinpath("sim.toml").read_text())
+            return None
+    """

@@ -1,0 +1,245 @@
+"""Plugin loading and the registry of what each plugin contributes.
+
+We load entry points ourselves, one at a time, instead of pluggy's
+``load_setuptools_entrypoints``: that one stops at the first plugin that fails to import, and
+one broken third-party package must not take the command down. The loop, per entry point of
+the group ``gpumem`` (sorted by name, after core's built-in plugin):
+
+1. skip it when ``GPUMEM_DISABLE_PLUGINS`` names it, or when ``GPUMEM_LOAD_PLUGINS`` is set and
+   does not name it (both comma-separated entry-point names; core's built-in is always loaded);
+2. import it and register it with pluggy, inside try/except;
+3. collect what it registers (architectures, experiments, devices, simulators); a name
+   another plugin already holds is a conflict: the later plugin is unregistered as a whole;
+4. on any failure record (name, distribution, version, error), warn once on stderr, go on.
+
+``strict=True`` (``--strict`` or ``GPUMEM_STRICT_PLUGINS=1``) turns any failure into a
+:class:`~gpumem.errors.PluginError` after everything was tried.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+from dataclasses import dataclass, field
+from importlib import metadata
+from typing import Any, Callable, Iterable
+
+import pluggy
+
+from gpumem import hookspecs
+from gpumem.errors import PluginError
+
+GROUP = "gpumem"
+BUILTIN = "core"
+KINDS = ("architectures", "experiments", "devices", "simulators")
+_REGISTER_HOOKS = {
+    "architectures": "gpumem_register_architectures",
+    "experiments": "gpumem_register_experiments",
+    "devices": "gpumem_register_devices",
+    "simulators": "gpumem_register_simulators",
+}
+
+
+@dataclass
+class PluginRecord:
+    """What ``gpumem list-plugins`` shows for one plugin."""
+
+    name: str
+    distribution: str
+    version: str
+    status: str = "ok"
+    error: str = ""
+    contributes: dict[str, list[str]] = field(default_factory=lambda: {k: [] for k in KINDS})
+
+    def as_dict(self) -> dict[str, Any]:
+        return {
+            "name": self.name,
+            "distribution": self.distribution,
+            "version": self.version,
+            "status": self.status,
+            "error": self.error,
+            "contributes": {k: sorted(v) for k, v in self.contributes.items()},
+        }
+
+
+@dataclass
+class Contribution:
+    obj: Any
+    plugin: PluginRecord
+
+
+class Plugins:
+    """A loaded plugin set: the pluggy manager, the records and the registry."""
+
+    def __init__(self) -> None:
+        self.pm = pluggy.PluginManager(GROUP)
+        self.pm.add_hookspecs(hookspecs)
+        self.records: list[PluginRecord] = []
+        self.registry: dict[str, dict[str, Contribution]] = {k: {} for k in KINDS}
+
+    @property
+    def hook(self) -> Any:
+        return self.pm.hook
+
+    @property
+    def failures(self) -> list[PluginRecord]:
+        return [r for r in self.records if r.status != "ok"]
+
+    def architectures(self) -> dict[str, Any]:
+        return {n: c.obj for n, c in sorted(self.registry["architectures"].items())}
+
+    def experiments(self) -> dict[str, Any]:
+        return {n: c.obj for n, c in sorted(self.registry["experiments"].items())}
+
+    def devices(self) -> dict[str, Any]:
+        return {n: c.obj for n, c in sorted(self.registry["devices"].items())}
+
+    def simulators(self) -> dict[str, Any]:
+        return {n: c.obj for n, c in sorted(self.registry["simulators"].items())}
+
+    def owner(self, kind: str, name: str) -> PluginRecord:
+        return self.registry[kind][name].plugin
+
+    # ---- loading ---------------------------------------------------------------------
+    def add(self, obj: Any, record: PluginRecord, warn: Callable[[str], None]) -> bool:
+        """Register one plugin object and collect its contributions; False on failure."""
+        self.records.append(record)
+        try:
+            self.pm.register(obj, name=record.name)
+        except Exception as e:  # noqa: BLE001 - any failure is the plugin's, reported
+            return self._fail(record, f"cannot register: {_describe(e)}", warn)
+        try:
+            self.pm.check_pending()
+        except pluggy.PluginValidationError as e:
+            self.pm.unregister(obj)
+            return self._fail(record, _describe(e), warn)
+        pending: list[tuple[str, str, Any]] = []
+        try:
+            for kind, hookname in _REGISTER_HOOKS.items():
+                for impl in getattr(self.pm.hook, hookname).get_hookimpls():
+                    if impl.plugin is not obj:
+                        continue
+                    impl.function(register=lambda o, _k=kind: pending.append(
+                        (_k, _name_of(o, _k), o)))
+        except Exception as e:  # noqa: BLE001
+            self.pm.unregister(obj)
+            return self._fail(record, f"registration raised {_describe(e)}", warn)
+        seen: set[tuple[str, str]] = set()
+        for kind, name, _o in pending:
+            if not name:
+                self.pm.unregister(obj)
+                return self._fail(record, f"registered {kind[:-1]} without a name", warn)
+            holder = self.registry[kind].get(name)
+            if holder is not None or (kind, name) in seen:
+                other = holder.plugin if holder else record
+                self.pm.unregister(obj)
+                return self._fail(
+                    record, f"{kind[:-1]} '{name}' is already registered by plugin "
+                    f"'{other.name}' ({other.distribution} {other.version})", warn)
+            seen.add((kind, name))
+        for kind, name, o in pending:
+            self.registry[kind][name] = Contribution(o, record)
+            record.contributes[kind].append(name)
+        return True
+
+    def _fail(self, record: PluginRecord, error: str, warn: Callable[[str], None]) -> bool:
+        record.status = "error"
+        record.error = error
+        record.contributes = {k: [] for k in KINDS}
+        warn(f"plugin '{record.name}' ({record.distribution} {record.version}) "
+             f"failed to load: {error}")
+        return False
+
+
+def _describe(e: BaseException) -> str:
+    text = str(e).strip().splitlines()[0] if str(e).strip() else ""
+    return f"{type(e).__name__}: {text}" if text else type(e).__name__
+
+
+def _name_of(obj: Any, kind: str) -> str:
+    return str(getattr(obj, "name", "") or "")
+
+
+def _env_list(var: str) -> list[str] | None:
+    raw = os.environ.get(var)
+    if raw is None:
+        return None
+    return [x.strip() for x in raw.split(",") if x.strip()]
+
+
+def entry_points() -> list[metadata.EntryPoint]:
+    """Entry points of the ``gpumem`` group (tests replace this to control discovery)."""
+    return list(metadata.entry_points(group=GROUP))
+
+
+def _stderr_warn(message: str) -> None:
+    print(f"gpumem: warning: {message}", file=sys.stderr)
+
+
+def strict_from_env() -> bool:
+    return os.environ.get("GPUMEM_STRICT_PLUGINS", "").strip().lower() in ("1", "true", "yes")
+
+
+def load_plugins(*, strict: bool = False, warn: Callable[[str], None] | None = None,
+                 eps: Iterable[metadata.EntryPoint] | None = None) -> Plugins:
+    """Build a fresh :class:`Plugins`: core's built-in plugin, then every entry point."""
+    from gpumem import __version__, builtin
+
+    warn = warn or _stderr_warn
+    plugins = Plugins()
+    plugins.add(builtin, PluginRecord(BUILTIN, "gpumem", __version__), warn)
+    allow = _env_list("GPUMEM_LOAD_PLUGINS")
+    block = set(_env_list("GPUMEM_DISABLE_PLUGINS") or [])
+    found = sorted(entry_points() if eps is None else eps,
+                   key=lambda ep: (ep.name, ep.dist.name if ep.dist else ""))
+    names = {ep.name for ep in found}
+    for unknown in sorted(set(allow or []) - names) + sorted(block - names):
+        warn(f"no plugin named '{unknown}' is installed "
+             f"(GPUMEM_LOAD_PLUGINS / GPUMEM_DISABLE_PLUGINS)")
+    loaded: dict[str, PluginRecord] = {}
+    for ep in found:
+        if ep.name in block or (allow is not None and ep.name not in allow):
+            continue
+        dist = ep.dist.name if ep.dist else "?"
+        version = ep.dist.version if ep.dist else "?"
+        record = PluginRecord(ep.name, dist, version)
+        if ep.name in loaded or ep.name == BUILTIN:
+            other = loaded.get(ep.name) or PluginRecord(BUILTIN, "gpumem", __version__)
+            plugins.records.append(record)
+            plugins._fail(record, f"plugin name '{ep.name}' is already taken by "
+                                  f"{other.distribution} {other.version}", warn)
+            continue
+        loaded[ep.name] = record
+        try:
+            obj = ep.load()
+        except BaseException as e:  # noqa: BLE001 - even SystemExit from a plugin import
+            if isinstance(e, KeyboardInterrupt):
+                raise
+            plugins.records.append(record)
+            plugins._fail(record, f"import failed: {_describe(e)}", warn)
+            continue
+        plugins.add(obj, record, warn)
+    if strict and plugins.failures:
+        names_ = ", ".join(f"{r.name} ({r.error})" for r in plugins.failures)
+        raise PluginError(f"plugin errors (strict mode): {names_}")
+    return plugins
+
+
+_cached: Plugins | None = None
+
+
+def get_plugins(*, strict: bool = False) -> Plugins:
+    """The process-wide plugin set, loaded on first use."""
+    global _cached
+    if _cached is None:
+        _cached = load_plugins(strict=strict or strict_from_env())
+    elif (strict or strict_from_env()) and _cached.failures:
+        names_ = ", ".join(f"{r.name} ({r.error})" for r in _cached.failures)
+        raise PluginError(f"plugin errors (strict mode): {names_}")
+    return _cached
+
+
+def reset_plugins() -> None:
+    """Forget the loaded plugin set (tests; a changed environment)."""
+    global _cached
+    _cached = None

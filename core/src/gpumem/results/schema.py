@@ -1,0 +1,179 @@
+"""The raw-dataset schema: sweep points assembled into one labeled, CF-attributed Dataset.
+
+Every experiment's raw data has dimensions named after its sweep axes plus the inner
+dimensions of its variables, each with a coordinate; ``units`` and ``long_name`` on every
+variable; a ``point_status`` flag variable over the sweep axes (CF flag_values/flag_meanings)
+saying which points ran, were skipped or failed; and the global attributes listed in
+``docs/results.md``. Attribute values are only str, numbers or arrays (netCDF refuses bool,
+None and dict: those are encoded as 0/1, empty strings and JSON strings).
+"""
+
+from __future__ import annotations
+
+import getpass
+import json
+import platform
+import sys
+from datetime import datetime, timezone
+from itertools import product
+from typing import Any, Iterable, Mapping
+
+import numpy as np
+import xarray as xr
+
+from gpumem import __version__
+from gpumem.device import DeviceInfo
+from gpumem.experiment import Axis, Plan
+
+SCHEMA_VERSION = 1
+CONVENTIONS = "CF-1.12"
+POINT_OK, POINT_SKIPPED, POINT_FAILED = 0, 1, 2
+
+
+def now_iso() -> str:
+    return datetime.now(timezone.utc).isoformat(timespec="seconds")
+
+
+def points(axes: list[Axis]) -> list[dict[str, Any]]:
+    """All sweep points, in axis order (the order results are merged in)."""
+    names = [a.name for a in axes]
+    return [dict(zip(names, combo)) for combo in product(*(a.values for a in axes))]
+
+
+def point_key(point: Mapping[str, Any]) -> tuple:
+    return tuple(_scalar(v) for v in point.values())
+
+
+def _scalar(v: Any) -> Any:
+    return v.item() if isinstance(v, np.generic) else v
+
+
+def attr_safe(value: Any) -> Any:
+    """Encode a Python value as a netCDF-safe attribute value."""
+    if isinstance(value, bool):
+        return int(value)
+    if value is None:
+        return ""
+    if isinstance(value, (dict, list, tuple)) and not _numeric_seq(value):
+        return json.dumps(value, sort_keys=True, default=str)
+    if isinstance(value, (list, tuple)):
+        return np.asarray(value)
+    if isinstance(value, np.generic):
+        return value.item()
+    if isinstance(value, (str, int, float, np.ndarray)):
+        return value
+    return str(value)
+
+
+def _numeric_seq(v: Any) -> bool:
+    return (isinstance(v, (list, tuple)) and len(v) > 0
+            and all(isinstance(x, (int, float)) and not isinstance(x, bool) for x in v))
+
+
+def assemble(plan: Plan, axes: list[Axis], results: Mapping[tuple, tuple[int, str, Mapping]]
+             ) -> xr.Dataset:
+    """Build the raw Dataset from per-point results ``{key: (status, reason, values)}``.
+
+    Points missing from ``results`` count as failed ("not run"); values of skipped and failed
+    points are NaN (or -1 for integer variables).
+    """
+    shape = tuple(len(a.values) for a in axes)
+    index = {a.name: {_scalar(v): i for i, v in enumerate(a.values)} for a in axes}
+    data: dict[str, np.ndarray] = {}
+    for var in plan.variables:
+        inner_shape = tuple(len(plan.inner[d]) for d in var.dims)
+        dtype = np.dtype(var.dtype)
+        fill = np.nan if dtype.kind == "f" else -1
+        data[var.name] = np.full(shape + inner_shape, fill, dtype=dtype)
+    status = np.full(shape, POINT_FAILED, dtype=np.int8)
+    reasons: dict[str, str] = {}
+    for point in points(axes):
+        key = point_key(point)
+        pos = tuple(index[a.name][_scalar(point[a.name])] for a in axes)
+        st, reason, values = results.get(key, (POINT_FAILED, "not run", {}))
+        status[pos] = st
+        if st != POINT_OK:
+            reasons[json.dumps([_scalar(v) for v in key])] = reason
+            continue
+        for var in plan.variables:
+            v = np.asarray(values[var.name])
+            want = data[var.name].shape[len(shape):]
+            if v.shape != want:
+                raise ValueError(f"variable {var.name!r} at {point} has shape {v.shape}, "
+                                 f"expected {want}")
+            data[var.name][pos] = v
+    axis_dims = tuple(a.name for a in axes)
+    ds = xr.Dataset(
+        {var.name: (axis_dims + var.dims, data[var.name],
+                    {"units": var.units, "long_name": var.long_name or var.name})
+         for var in plan.variables},
+        coords={
+            **{a.name: (a.name, np.asarray(a.values),
+                        {"units": a.units, "long_name": a.long_name or a.name}) for a in axes},
+            **{d: (d, np.asarray(v), {"long_name": d, "units": "1"})
+               for d, v in plan.inner.items()},
+        },
+    )
+    ds["point_status"] = (axis_dims, status, {
+        "long_name": "outcome of each sweep point",
+        "units": "1",
+        "flag_values": np.array([POINT_OK, POINT_SKIPPED, POINT_FAILED], dtype=np.int8),
+        "flag_meanings": "ok skipped failed",
+        "reasons": json.dumps(reasons, sort_keys=True),
+    })
+    for k, v in plan.attrs.items():
+        ds.attrs[f"plan_{k}"] = attr_safe(v)
+    return ds
+
+
+def global_attrs(*, experiment: str, experiment_version: str, summary: str, arch: str,
+                 device: DeviceInfo, source: str, plugin: str, plugin_version: str,
+                 params_hash: str, argv: Iterable[str], provenance: Mapping[str, Any],
+                 references: str = "", extra: Mapping[str, Any] | None = None) -> dict[str, Any]:
+    """The global attributes every raw results file carries (CF + ACDD + gpumem's own)."""
+    created = now_iso()
+    try:
+        user = getpass.getuser()
+    except Exception:  # noqa: BLE001 - no user database in some containers
+        user = "unknown"
+    attrs: dict[str, Any] = {
+        "Conventions": CONVENTIONS,
+        "title": f"gpumem {experiment}: {summary}",
+        "institution": "",
+        "source": f"{source} ({device.kind}: {device.name}); gpumem {__version__}",
+        "history": f"{created} {user}@{platform.node()}: {' '.join(argv)}",
+        "references": references,
+        "comment": "",
+        "date_created": created,
+        "gpumem_schema_version": SCHEMA_VERSION,
+        "gpumem_version": __version__,
+        "gpumem_source_kind": source,
+        "gpumem_experiment": experiment,
+        "gpumem_experiment_version": experiment_version,
+        "gpumem_arch": arch,
+        "gpumem_plugin": plugin,
+        "gpumem_plugin_version": plugin_version,
+        "gpumem_params_hash": params_hash,
+        "python_version": sys.version.split()[0],
+        "device_kind": device.kind,
+        "device_key": device.key,
+        "device_name": device.name,
+        "device_uuid": device.uuid,
+        "device_index": device.index,
+        "compute_capability": device.compute_capability,
+        "sm_count": device.sm_count,
+        "l2_bytes": device.l2_bytes,
+        "memory_bytes": device.memory_bytes,
+        "clock_mhz": device.clock_mhz,
+        "memory_clock_mhz": device.memory_clock_mhz,
+        "memory_bus_bits": device.memory_bus_bits,
+        "cuda_driver_version": device.driver,
+        "cuda_runtime_version": device.runtime,
+    }
+    for k, v in device.extra.items():
+        attrs[f"device_{k}"] = attr_safe(v)
+    for k, v in provenance.items():
+        attrs[k] = attr_safe(v)
+    for k, v in (extra or {}).items():
+        attrs[k] = attr_safe(v)
+    return attrs

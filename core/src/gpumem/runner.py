@@ -1,0 +1,518 @@
+"""The runner: resolve a request, run its experiments on one device, keep every result.
+
+``gpumem run`` is a thin wrapper over :func:`run`. The order of work is deliberate:
+
+1. resolve everything the user typed (architecture, experiments, device, output folder) and
+   raise :class:`~gpumem.errors.UsageError` for anything wrong *before* writing a byte;
+2. open the device and the run store;
+3. per experiment: plan the sweep, skip it if ``--resume`` finds it complete and intact, run
+   its points (in worker processes with ``--workers N`` where the device allows), let it
+   refine, assemble the raw dataset, analyse it, attach expected values, write the file
+   atomically, and only then mark it complete in the manifest. A failing experiment is
+   recorded and the next one runs; Ctrl-C marks the running one interrupted and keeps the
+   rest.
+"""
+
+from __future__ import annotations
+
+import os
+import pickle
+import re
+import sys
+import time
+import traceback
+from concurrent.futures import ProcessPoolExecutor
+from dataclasses import dataclass, field
+from datetime import datetime
+from pathlib import Path
+from typing import Any, Callable, Mapping, Sequence
+
+import multiprocessing as mp
+
+from gpumem.device import Device, DeviceInfo
+from gpumem.errors import (
+    DeviceUnavailable,
+    GpumemError,
+    Interrupted,
+    PointSkipped,
+    ProbeUnsupported,
+    UsageError,
+)
+from gpumem.experiment import Axis, Experiment, Plan, RunContext
+from gpumem.findings import Expected, Finding, evaluate, to_dataset
+from gpumem.plugins import Plugins, get_plugins, load_plugins
+from gpumem.results.schema import (
+    POINT_FAILED,
+    POINT_OK,
+    POINT_SKIPPED,
+    assemble,
+    global_attrs,
+    now_iso,
+    point_key,
+    points,
+)
+from gpumem.results.store import RunStore
+
+DEFAULT_RESULTS_ROOT = Path("gpumem-results")
+MAX_REFINE_ROUNDS = 32
+
+
+@dataclass
+class RunRequest:
+    """What the user asked for (the CLI's options, parsed)."""
+
+    arch: str
+    experiments: Sequence[str] = ("all",)
+    device: str = "auto"
+    out: Path | None = None
+    resume: bool = False
+    quick: bool = False
+    workers: int = 1
+    sim_config: Path | None = None
+    seed: int = 0
+    argv: Sequence[str] = ()
+
+
+@dataclass
+class Outcome:
+    """How one experiment ended: complete, failed, skipped, resumed or interrupted."""
+
+    experiment: str
+    status: str
+    file: Path | None = None
+    findings: list[Finding] = field(default_factory=list)
+    error: str = ""
+    wall_s: float = 0.0
+    points: int = 0
+
+
+@dataclass
+class RunReport:
+    run_dir: Path
+    device: DeviceInfo
+    arch: str
+    outcomes: list[Outcome] = field(default_factory=list)
+    notices: list[str] = field(default_factory=list)
+
+    @property
+    def failed(self) -> list[Outcome]:
+        return [o for o in self.outcomes if o.status in ("failed", "interrupted")]
+
+
+class Reporter:
+    """Progress callbacks; the CLI supplies a rich display, tests and libraries this no-op."""
+
+    def notice(self, message: str) -> None: ...
+    def experiment_started(self, name: str, total: int) -> None: ...
+    def points_added(self, name: str, count: int) -> None: ...
+    def point_done(self, name: str) -> None: ...
+    def experiment_finished(self, outcome: Outcome) -> None: ...
+
+
+# ---------------------------------------------------------------------------------------------
+# Resolution (no side effects)
+# ---------------------------------------------------------------------------------------------
+
+_DEVICE_RE = re.compile(r"^(?P<backend>[A-Za-z][\w-]*):(?P<index>\d+)$")
+
+
+@dataclass
+class DeviceChoice:
+    """A resolved ``--device``: a backend index, or a simulator with its config."""
+
+    kind: str  # "backend" | "simulator"
+    name: str
+    index: int = 0
+    config: Any = None
+    notice: str = ""
+
+
+def _choices(names: Sequence[str]) -> str:
+    return ", ".join(sorted(names)) or "none"
+
+
+def resolve_arch(plugins: Plugins, arch: str) -> Any:
+    archs = plugins.architectures()
+    if arch not in archs:
+        raise UsageError(f"unknown architecture '{arch}' (choose from: {_choices(archs)})")
+    return archs[arch]
+
+
+def resolve_experiments(plugins: Plugins, arch: str, names: Sequence[str]) -> list[type[Experiment]]:
+    available = plugins.experiments()
+    applicable = {n: c for n, c in available.items() if c().applies_to(arch)}
+    names = list(names) or ["all"]
+    if "all" in names:
+        if len(names) > 1:
+            raise UsageError("give experiment names or 'all', not both")
+        return [applicable[n] for n in sorted(applicable)]
+    out = []
+    for n in names:
+        if n not in available:
+            raise UsageError(f"unknown experiment '{n}' (choose from: "
+                             f"{_choices(list(applicable) + ['all'])})")
+        if n not in applicable:
+            raise UsageError(f"experiment '{n}' does not apply to '{arch}' (it is for "
+                             f"{', '.join(available[n].archs or [])})")
+        if available[n] not in out:
+            out.append(available[n])
+    return out
+
+
+def simulator_config(plugins: Plugins, arch: str, simulator: Any,
+                     sim_config: Path | None) -> Any:
+    if sim_config is not None:
+        if not Path(sim_config).is_file():
+            raise UsageError(f"--sim-config {sim_config}: no such file")
+        try:
+            return simulator.load_config(Path(sim_config))
+        except GpumemError:
+            raise
+        except NotImplementedError as e:
+            raise UsageError(str(e)) from None
+    cfg = plugins.hook.gpumem_simulator_config(arch=arch, simulator=simulator.name)
+    if cfg is None:
+        raise UsageError(f"no '{simulator.name}' config for architecture '{arch}' "
+                         f"(pass one with --sim-config FILE)")
+    return cfg
+
+
+def resolve_device(plugins: Plugins, arch_obj: Any, spec: str,
+                   sim_config: Path | None) -> DeviceChoice:
+    """Turn ``--device`` into a :class:`DeviceChoice` (discovers hardware for ``auto``)."""
+    sims = plugins.simulators()
+    backends = plugins.devices()
+    valid = ["auto", *(f"{b}:N" for b in backends), *sims]
+    if spec == "auto":
+        reasons = []
+        for bname, backend in backends.items():
+            found = backend.discover()
+            claimed = [d for d in found.devices if arch_obj.claims(d.compute_capability)]
+            if claimed:
+                return DeviceChoice("backend", bname, claimed[0].index)
+            if found.devices:
+                ccs = ", ".join(sorted({d.compute_capability for d in found.devices}))
+                reasons.append(f"{bname}: compute capability {ccs} is not "
+                               f"{arch_obj.name}'s ({', '.join(arch_obj.compute_capabilities)})")
+            elif found.message:
+                reasons.append(f"{bname}: {found.message}")
+        sim = sims.get("sim")
+        if sim is None:
+            raise UsageError("no device for --device auto and the built-in simulator is "
+                             "disabled")
+        cfg = simulator_config(plugins, arch_obj.name, sim, sim_config)
+        why = "; ".join(reasons) or "no device backend"
+        return DeviceChoice("simulator", "sim", config=cfg,
+                            notice=f"no {arch_obj.name} GPU found ({why}); running on the "
+                                   f"built-in simulator")
+    if spec in sims:
+        sim = sims[spec]
+        ok, why = sim.available()
+        if not ok:
+            raise UsageError(f"simulator '{spec}' is not available here: {why}")
+        return DeviceChoice("simulator", spec, config=simulator_config(
+            plugins, arch_obj.name, sim, sim_config))
+    m = _DEVICE_RE.match(spec)
+    if m and m["backend"] in backends:
+        if sim_config is not None:
+            raise UsageError("--sim-config applies only to a simulator device")
+        return DeviceChoice("backend", m["backend"], int(m["index"]))
+    raise UsageError(f"unknown device '{spec}' (choose from: {', '.join(valid)})")
+
+
+def open_device(plugins: Plugins, choice: DeviceChoice, arch: str, seed: int) -> Device:
+    if choice.kind == "simulator":
+        return plugins.simulators()[choice.name].create_device(arch, choice.config, seed=seed)
+    backend = plugins.devices()[choice.name]
+    try:
+        return backend.open(choice.index, arch)
+    except DeviceUnavailable as e:
+        raise UsageError(f"device {choice.name}:{choice.index} is not available: {e}") from None
+
+
+def default_out(root: Path, arch: str, device_key: str) -> Path:
+    stamp = datetime.now().strftime("%Y%m%dT%H%M%S")
+    return root / f"{arch}-{device_key}-{stamp}"
+
+
+def latest_run(root: Path, arch: str, device_key: str) -> Path | None:
+    runs = sorted(p for p in root.glob(f"{arch}-{device_key}-*") if (p / "manifest.json").exists())
+    return runs[-1] if runs else None
+
+
+def list_devices(plugins: Plugins) -> dict[str, Any]:
+    """What ``gpumem devices`` prints: hardware per backend, and the simulators."""
+    out: dict[str, Any] = {"backends": [], "simulators": []}
+    for name, backend in plugins.devices().items():
+        found = backend.discover()
+        out["backends"].append({"name": name, "summary": backend.summary,
+                                "devices": [d.as_dict() for d in found.devices],
+                                "message": found.message})
+    for name, sim in plugins.simulators().items():
+        ok, why = sim.available()
+        out["simulators"].append({"name": name, "summary": sim.summary, "available": ok,
+                                  "reason": why,
+                                  "plugin": plugins.owner("simulators", name).name})
+    return out
+
+
+# ---------------------------------------------------------------------------------------------
+# Points
+# ---------------------------------------------------------------------------------------------
+
+PointResult = tuple[int, str, Mapping[str, Any]]
+
+
+def run_point(experiment: Experiment, device: Device, point: Mapping[str, Any],
+              ctx: RunContext) -> PointResult:
+    """One point, with its failure turned into data (ProbeUnsupported and Ctrl-C propagate)."""
+    try:
+        return POINT_OK, "", experiment.measure(device, point, ctx)
+    except PointSkipped as e:
+        return POINT_SKIPPED, e.reason, {}
+    except (ProbeUnsupported, KeyboardInterrupt):
+        raise
+    except Exception as e:  # noqa: BLE001 - recorded per point, the sweep goes on
+        return POINT_FAILED, f"{type(e).__name__}: {e}", {}
+
+
+_worker_device: Device | None = None
+
+
+def _worker_init(spec: dict[str, Any]) -> None:
+    """Open, once per worker process, the device described by ``Device.reopen_spec()``."""
+    global _worker_device
+    plugins = load_plugins(warn=lambda _m: None)
+    sim = plugins.simulators()[spec["simulator"]]
+    _worker_device = sim.create_device(spec["arch"], spec["config"], seed=spec["seed"])
+
+
+def _worker_point(cls: type[Experiment], point: Mapping[str, Any], ctx: RunContext) -> PointResult:
+    assert _worker_device is not None
+    try:
+        return run_point(cls(), _worker_device, point, ctx)
+    except ProbeUnsupported as e:
+        return POINT_SKIPPED, f"unsupported: {e}", {}
+
+
+class PointRunner:
+    """Runs points in this process or in a pool of worker processes (same results either way:
+    every point is independent and seeded by its own key)."""
+
+    def __init__(self, device: Device, workers: int) -> None:
+        self.device = device
+        self.pool: ProcessPoolExecutor | None = None
+        spec = device.reopen_spec() if workers > 1 else None
+        if spec is not None:
+            method = "fork" if "fork" in mp.get_all_start_methods() and \
+                device.source == "simulated" else "spawn"
+            self.pool = ProcessPoolExecutor(max_workers=workers, mp_context=mp.get_context(method),
+                                            initializer=_worker_init, initargs=(spec,))
+
+    def run(self, experiment: Experiment, pts: list[dict[str, Any]], ctx: RunContext,
+            on_done: Callable[[], None]) -> dict[tuple, PointResult]:
+        results: dict[tuple, PointResult] = {}
+        cls = type(experiment)
+        if self.pool is not None and _picklable(cls):
+            futures = [(point_key(p), self.pool.submit(_worker_point, cls, p, ctx)) for p in pts]
+            try:
+                for key, fut in futures:
+                    res = fut.result()
+                    if res[1].startswith("unsupported: ") and res[0] == POINT_SKIPPED:
+                        raise ProbeUnsupported(res[1][len("unsupported: "):])
+                    results[key] = res
+                    on_done()
+            except BaseException:
+                for _k, fut in futures:
+                    fut.cancel()
+                raise
+            return results
+        for p in pts:
+            results[point_key(p)] = run_point(experiment, self.device, p, ctx)
+            on_done()
+        return results
+
+    def close(self) -> None:
+        if self.pool is not None:
+            self.pool.shutdown(wait=True, cancel_futures=True)
+            self.pool = None
+
+
+def _picklable(obj: Any) -> bool:
+    try:
+        pickle.dumps(obj)
+        return True
+    except Exception:  # noqa: BLE001
+        return False
+
+
+# ---------------------------------------------------------------------------------------------
+# Experiments
+# ---------------------------------------------------------------------------------------------
+
+
+def expected_values(plugins: Plugins, arch: str, device: DeviceInfo) -> list[Expected]:
+    out: list[Expected] = []
+    for result in plugins.hook.gpumem_expected_values(arch=arch, device=device):
+        if result:
+            out.extend(result)
+    return out
+
+
+def _extend(axes: list[Axis], extra: Mapping[str, Sequence[Any]]) -> tuple[list[Axis], list[dict]]:
+    """Add refinement values to axes; return the new axes and the points that are new."""
+    new_axes = []
+    for a in axes:
+        add = [v for v in extra.get(a.name, ()) if v not in a.values]
+        vals = tuple(sorted(set(a.values) | set(add))) if add else a.values
+        new_axes.append(Axis(a.name, vals, a.units, a.long_name))
+    old = {point_key(p) for p in points(axes)}
+    fresh = [p for p in points(new_axes) if point_key(p) not in old]
+    return new_axes, fresh
+
+
+def run_experiment(plugins: Plugins, store: RunStore, device: Device, cls: type[Experiment],
+                   ctx: RunContext, expected: list[Expected], runner: PointRunner,
+                   reporter: Reporter, resume: bool, argv: Sequence[str]) -> Outcome:
+    exp = cls()
+    t0 = time.monotonic()
+    plan: Plan = exp.plan(ctx)
+    phash = plan.params_hash(exp)
+    key = store.entry_key(device.info.key, exp.name, phash)
+    if resume:
+        ok, _why = store.is_complete(key)
+        if ok:
+            entry = store.entry(key)
+            assert entry is not None
+            from gpumem.results.io import open_findings
+            from gpumem.findings import from_dataset
+
+            path = store.root / entry.data["file"]
+            return Outcome(exp.name, "resumed", path, from_dataset(open_findings(path)))
+    missing = set(exp.probes) - set(device.probes)
+    if missing:
+        reason = f"device has no {', '.join(sorted(missing))} probe"
+        store.set_entry(key, device=device.info.key, experiment=exp.name, params_hash=phash,
+                        status="skipped", error=reason)
+        return Outcome(exp.name, "skipped", error=reason)
+    store.set_entry(key, device=device.info.key, experiment=exp.name, params_hash=phash,
+                    arch=ctx.arch, status="running", started=now_iso(), pid=os.getpid(),
+                    error="")
+    axes = list(plan.axes)
+    pts = points(axes)
+    reporter.experiment_started(exp.name, len(pts))
+    before = device.provenance()
+    try:
+        results = runner.run(exp, pts, ctx, lambda: reporter.point_done(exp.name))
+        for _round in range(MAX_REFINE_ROUNDS):
+            raw = assemble(plan, axes, results)
+            extra = exp.refine(raw, ctx)
+            if not extra:
+                break
+            axes, fresh = _extend(axes, extra)
+            if not fresh:
+                break
+            reporter.points_added(exp.name, len(fresh))
+            results.update(runner.run(exp, fresh, ctx, lambda: reporter.point_done(exp.name)))
+    except ProbeUnsupported as e:
+        store.set_entry(key, status="skipped", error=str(e))
+        return Outcome(exp.name, "skipped", error=str(e), wall_s=time.monotonic() - t0)
+    except KeyboardInterrupt:
+        store.set_entry(key, status="interrupted", error="interrupted (Ctrl-C)")
+        raise
+    raw = assemble(plan, axes, results)
+    after = device.provenance()
+    owner = plugins.owner("experiments", exp.name)
+    attrs = global_attrs(
+        experiment=exp.name, experiment_version=exp.version, summary=exp.summary,
+        arch=ctx.arch, device=device.info, source=device.source, plugin=owner.name,
+        plugin_version=owner.version, params_hash=phash, argv=argv,
+        provenance={**{f"before_{k}": v for k, v in before.items()},
+                    **{f"after_{k}": v for k, v in after.items()}},
+        references=str(getattr(exp, "references", "")),
+        extra={"gpumem_sim_config": device.config.to_toml()} if hasattr(device, "config")
+        and hasattr(device.config, "to_toml") else None,
+    )
+    raw.attrs.update(attrs)
+    n_points = int(raw["point_status"].size)
+    bad = int((raw["point_status"] == POINT_FAILED).sum())
+    error = f"{bad} of {n_points} points failed" if bad else ""
+    try:
+        findings = evaluate(exp.analyze(raw), expected)
+    except Exception as e:  # noqa: BLE001 - keep the raw data, report the analysis bug
+        findings = []
+        error = f"analysis failed: {type(e).__name__}: {e}"
+        raw.attrs["gpumem_analysis_error"] = traceback.format_exc(limit=5)
+    fds = to_dataset(findings)
+    fds.attrs.update({k: raw.attrs[k] for k in ("gpumem_experiment", "device_key",
+                                                  "gpumem_arch", "date_created")})
+    path, sha = store.write(device.info.key, exp.name, phash, raw, fds)
+    status = "failed" if error else "complete"
+    store.set_entry(key, status=status, file=str(path.relative_to(store.root)), sha256=sha,
+                    finished=now_iso(), wall_s=round(time.monotonic() - t0, 3), error=error,
+                    points=n_points, findings={f.name: f.as_dict() for f in findings})
+    return Outcome(exp.name, status, path, findings, error, time.monotonic() - t0, n_points)
+
+
+# ---------------------------------------------------------------------------------------------
+# A run
+# ---------------------------------------------------------------------------------------------
+
+
+def run(req: RunRequest, *, plugins: Plugins | None = None, reporter: Reporter | None = None,
+        results_root: Path = DEFAULT_RESULTS_ROOT) -> RunReport:
+    """Run ``req``; see the module docstring for the order of work."""
+    plugins = plugins or get_plugins()
+    reporter = reporter or Reporter()
+    if req.workers < 1:
+        raise UsageError(f"--workers must be >= 1, got {req.workers}")
+    arch_obj = resolve_arch(plugins, req.arch)
+    classes = resolve_experiments(plugins, req.arch, req.experiments)
+    if not classes:
+        raise UsageError(f"no experiment applies to '{req.arch}'")
+    if req.out is not None:
+        RunStore.check_writable(req.out)
+    choice = resolve_device(plugins, arch_obj, req.device, req.sim_config)
+    device = open_device(plugins, choice, req.arch, req.seed)
+    try:
+        out = req.out
+        if out is None:
+            if req.resume:
+                out = latest_run(results_root, req.arch, device.info.key)
+                if out is None:
+                    raise UsageError(f"--resume: no earlier run of '{req.arch}' on "
+                                     f"{device.info.key} under {results_root}/ (give --out)")
+            else:
+                out = default_out(results_root, req.arch, device.info.key)
+        store = RunStore.open(out)
+        report = RunReport(out, device.info, req.arch)
+        if choice.notice:
+            report.notices.append(choice.notice)
+            reporter.notice(choice.notice)
+        store.start_run({"argv": list(req.argv), "arch": req.arch, "device": device.info.key,
+                         "pid": os.getpid(), "python": sys.version.split()[0]})
+        ctx = RunContext(req.arch, device.info, req.quick, req.seed)
+        expected = expected_values(plugins, req.arch, device.info)
+        runner = PointRunner(device, req.workers)
+        try:
+            for cls in classes:
+                try:
+                    outcome = run_experiment(plugins, store, device, cls, ctx, expected, runner,
+                                             reporter, req.resume, req.argv)
+                except KeyboardInterrupt:
+                    kept = sum(1 for o in report.outcomes if o.file)
+                    raise Interrupted(
+                        f"interrupted during '{cls.name}'; {kept} finished experiment(s) kept "
+                        f"in {out} (continue with: --resume --out {out})") from None
+                except Exception as e:  # noqa: BLE001 - one experiment's bug, the rest run
+                    outcome = Outcome(cls.name, "failed", error=f"{type(e).__name__}: {e}")
+                    store.set_entry(f"{device.info.key}/{cls.name}/unplanned",
+                                    device=device.info.key,
+                                    experiment=cls.name, status="failed", error=outcome.error)
+                report.outcomes.append(outcome)
+                reporter.experiment_finished(outcome)
+        finally:
+            runner.close()
+        return report
+    finally:
+        device.close()

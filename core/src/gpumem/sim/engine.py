@@ -1,0 +1,353 @@
+"""The simulation engine: caches and TLBs as flat arrays, walked by Numba-compiled loops.
+
+A :class:`SimConfig` compiles into a :class:`Hierarchy` of flat arrays (one record per cache or
+TLB level, one per set, one per way) so the per-access loop runs as machine code: a pure-Python
+loop would manage about a million accesses per second, this one well over twenty million.
+
+Every random choice (replacement, timer jitter) comes from a SplitMix64 stream seeded from the
+config seed, the request seed and the SM, so results never depend on which worker process
+simulated them.
+"""
+
+from __future__ import annotations
+
+from typing import NamedTuple
+
+import numba as nb
+import numpy as np
+
+from gpumem.chains import feistel_params, splitmix64
+from gpumem.sim.config import CacheLevel, SimConfig, TlbLevel
+
+POLICY_CODES = {"lru": 0, "fifo": 1, "random": 2, "weighted": 3}
+INDEX_CODES = {"modulo": 0, "bits": 1, "xor": 2, "table": 3}
+ORDER_CODES = {"sequential": 0, "random": 1}
+
+
+# Columns of the per-level metadata table ``Hierarchy.meta``.
+LINE_SHIFT, SECTOR_SHIFT, N_SETS, SET_BASE, IDX_KIND, IDX_OFF, IDX_LEN, POLICY, W_OFF, \
+    TRANSLATE = range(10)
+META_COLUMNS = 10
+
+
+class Hierarchy(NamedTuple):
+    """Flat arrays describing all levels (caches first, then TLBs) and their state.
+
+    Kept to a few arrays on purpose: the compiled loop unpacks them once, because fetching an
+    array out of a tuple inside the loop costs a reference-count update per access.
+    """
+
+    meta: np.ndarray       # int64[L, META_COLUMNS]
+    set_ways: np.ndarray   # int64[S]  ways of each set
+    set_off: np.ndarray    # int64[S]  first way record of each set
+    idx_param: np.ndarray  # int64[P]  bits, masks or table entries of the set-index functions
+    weights: np.ndarray    # float64[W] per-way eviction weights (weighted policy)
+    cost: np.ndarray       # float64[L] hit latency (cache) or miss penalty (TLB)
+    tags: np.ndarray       # int64[T]  block number held by each way, -1 when invalid
+    stamp: np.ndarray      # int64[T]  last use (LRU) or fill time (FIFO)
+    sect: np.ndarray       # int64[T]  valid-sector bitmask
+    rng: np.ndarray        # uint64[L] replacement random stream per level
+
+
+def _log2(x: int) -> int:
+    return int(x).bit_length() - 1
+
+
+def compile_hierarchy(cfg: SimConfig, seed: int) -> tuple[Hierarchy, dict[str, int]]:
+    """Flatten ``cfg``'s caches and TLBs; return the arrays and a level-name -> id map."""
+    levels: list[CacheLevel | TlbLevel] = [*cfg.caches, *cfg.tlbs]
+    meta = np.zeros((len(levels), META_COLUMNS), np.int64)
+    cost = np.zeros(len(levels), np.float64)
+    set_ways: list[int] = []
+    set_off: list[int] = []
+    params: list[int] = []
+    weights: list[float] = []
+    total_ways = 0
+    for i, lv in enumerate(levels):
+        m = meta[i]
+        if isinstance(lv, CacheLevel):
+            m[LINE_SHIFT] = _log2(lv.line)
+            m[SECTOR_SHIFT] = _log2(lv.sector_size)
+            m[TRANSLATE] = 1 if lv.translate else 0
+            cost[i] = lv.hit_latency
+        else:
+            m[LINE_SHIFT] = m[SECTOR_SHIFT] = _log2(lv.page)
+            cost[i] = lv.miss_penalty
+        ways = lv.way_list
+        m[N_SETS] = len(ways)
+        m[SET_BASE] = len(set_ways)
+        for w in ways:
+            set_ways.append(w)
+            set_off.append(total_ways)
+            total_ways += w
+        p = {"modulo": [], "bits": lv.index.bits, "xor": lv.index.masks,
+             "table": lv.index.table}[lv.index.function]
+        m[IDX_KIND] = INDEX_CODES[lv.index.function]
+        m[IDX_OFF] = len(params)
+        m[IDX_LEN] = len(p)
+        params.extend(int(x) for x in p)
+        m[POLICY] = POLICY_CODES[lv.policy]
+        m[W_OFF] = len(weights)
+        weights.extend(lv.way_weights or [1.0] * max(ways))
+    rng = np.array([stream_seed(seed, 1000 + i) for i in range(len(levels))], dtype=np.uint64)
+    h = Hierarchy(
+        meta, np.array(set_ways, np.int64), np.array(set_off, np.int64),
+        np.array(params or [0], np.int64), np.array(weights, np.float64), cost,
+        np.full(total_ways, -1, np.int64), np.zeros(total_ways, np.int64),
+        np.zeros(total_ways, np.int64), rng,
+    )
+    return h, {lv.name: i for i, lv in enumerate(levels)}
+
+
+def reset(h: Hierarchy) -> None:
+    """Invalidate every line and TLB entry (a cold hierarchy)."""
+    h.tags.fill(-1)
+    h.stamp.fill(0)
+    h.sect.fill(0)
+
+
+def stream_seed(*parts: int) -> int:
+    """A 64-bit seed mixed from integers (config seed, request seed, SM, level ...)."""
+    x = 0x243F6A8885A308D3
+    for p in parts:
+        x = splitmix64(x ^ (int(p) & ((1 << 64) - 1)))
+    return x or 1
+
+
+def reseed(h: Hierarchy, *parts: int) -> None:
+    """Give every level's replacement stream a seed derived from ``parts`` and its level id."""
+    for i in range(h.rng.shape[0]):
+        h.rng[i] = stream_seed(*parts, 1000 + i)
+
+
+# ---------------------------------------------------------------------------------------------
+# Compiled kernel
+#
+# One function holds the whole per-access loop on purpose. Numba increments and decrements the
+# reference count of every array passed to a function it does not inline, and that costs more
+# than a cache lookup; so the lookup is written once, inside the loop, in a small state machine
+# that visits "the next level to look up": the path's caches in order, with the TLB levels
+# spliced in before the first physically tagged level (or before DRAM).
+# ---------------------------------------------------------------------------------------------
+
+_U = nb.uint64
+
+
+@nb.njit(cache=True, inline="always")
+def _parity(x):
+    x ^= x >> 32
+    x ^= x >> 16
+    x ^= x >> 8
+    x ^= x >> 4
+    x ^= x >> 2
+    x ^= x >> 1
+    return x & 1
+
+
+@nb.njit(cache=True, inline="always")
+def _mix(z):
+    """SplitMix64 output function."""
+    z = (z ^ (z >> _U(30))) * _U(0xBF58476D1CE4E5B9)
+    z = (z ^ (z >> _U(27))) * _U(0x94D049BB133111EB)
+    return z ^ (z >> _U(31))
+
+
+@nb.njit(cache=True, inline="always")
+def _feistel(x, half, k0, k1, k2, k3, n):
+    """The permutation of :func:`gpumem.chains.feistel_vec`, one value at a time."""
+    mask = (_U(1) << _U(half)) - _U(1)
+    v = _U(x)
+    while True:
+        left = v >> _U(half)
+        right = v & mask
+        for k in (k0, k1, k2, k3):
+            h = (right ^ _U(k)) * _U(0x9E3779B97F4A7C15)
+            h = h ^ (h >> _U(29))
+            h = h * _U(0xBF58476D1CE4E5B9)
+            h = h ^ (h >> _U(32))
+            left, right = right, left ^ (h & mask)
+        v = (left << _U(half)) | right
+        if v < _U(n):
+            return np.int64(v)
+
+
+@nb.njit(cache=True)
+def _chase(meta, set_ways, set_off, idx_param, weights, cost, tags, stamp, sect, rng,
+           path, tlb_first, tlb_count, dram_latency, base, footprint, stride, element,
+           order, fp, warmup, record, overhead, jitter, outlier_rate, outlier_cycles,
+           noise_seed, out_lat, out_idx, out_level):
+    n_elem = footprint // element
+    s_elem = stride // element
+    n_lines = footprint // stride
+    fp_half, fk0, fk1, fk2, fk3, fn = fp[0], fp[1], fp[2], fp[3], fp[4], fp[5]
+    plen = path.shape[0]
+    tlb_end = tlb_first + tlb_count
+    noise = _U(noise_seed)
+    cur = np.int64(0)  # element index of the current access (sequential order)
+    for k in range(warmup + record):
+        now = np.int64(k + 1)
+        if order == 0:
+            off = cur * element
+            cur += s_elem
+            if cur >= n_elem:
+                cur -= n_elem
+        else:
+            off = _feistel(k % n_lines, fp_half, fk0, fk1, fk2, fk3, fn) * stride
+        addr = base + off
+
+        # ---- one load ----
+        pen = 0.0
+        translated = False
+        in_tlb = False
+        p = 0
+        t = tlb_first
+        lat = 0.0
+        lvl = plen
+        while True:
+            # choose the next level to look up
+            if in_tlb:
+                if t == tlb_end:  # every TLB level missed: the page walk is paid
+                    in_tlb = False
+                    translated = True
+                    continue
+                lv = t
+            else:
+                if p == plen:
+                    if translated:
+                        lat = dram_latency + pen
+                        lvl = plen
+                        break
+                    in_tlb = True
+                    continue
+                lv = path[p]
+                if meta[lv, TRANSLATE] == 1 and not translated:
+                    in_tlb = True
+                    continue
+            # set index
+            shift = meta[lv, LINE_SHIFT]
+            sshift = meta[lv, SECTOR_SHIFT]
+            block = addr >> shift
+            kind = meta[lv, IDX_KIND]
+            if kind == 0:
+                st = block % meta[lv, N_SETS]
+            elif kind == 1:
+                st = 0
+                for j in range(meta[lv, IDX_LEN]):
+                    st |= ((addr >> idx_param[meta[lv, IDX_OFF] + j]) & 1) << j
+            elif kind == 2:
+                st = 0
+                for j in range(meta[lv, IDX_LEN]):
+                    st |= _parity(addr & idx_param[meta[lv, IDX_OFF] + j]) << j
+            else:
+                st = idx_param[meta[lv, IDX_OFF] + block % meta[lv, IDX_LEN]]
+            sid = meta[lv, SET_BASE] + st
+            base_w = set_off[sid]
+            ways = set_ways[sid]
+            sbit = np.int64(1) << ((addr >> sshift) & ((np.int64(1) << (shift - sshift)) - 1))
+            pol = meta[lv, POLICY]
+            # lookup
+            hit = False
+            found = False
+            empty = -1
+            victim = 0  # oldest stamp so far: the LRU / FIFO victim, found in the same scan
+            oldest = now
+            for w in range(ways):
+                tg = tags[base_w + w]
+                if tg == block:
+                    found = True
+                    if pol == 0:
+                        stamp[base_w + w] = now
+                    if sect[base_w + w] & sbit:
+                        hit = True
+                    else:  # sector miss: the line stays, the sector is fetched
+                        sect[base_w + w] |= sbit
+                    break
+                if tg < 0:
+                    if empty < 0:
+                        empty = w
+                elif stamp[base_w + w] < oldest:
+                    oldest = stamp[base_w + w]
+                    victim = w
+            # fill on miss
+            if not found:
+                if empty >= 0:
+                    victim = empty
+                elif pol <= 1:  # LRU, FIFO: the oldest stamp goes (found above)
+                    pass
+                else:  # random or weighted: one draw from the level's stream
+                    z = rng[lv] + _U(0x9E3779B97F4A7C15)
+                    rng[lv] = z
+                    z = _mix(z)
+                    if pol == 2:
+                        victim = np.int64(z % _U(ways))
+                    else:  # weighted: way w goes with probability weights[w] / sum
+                        wo = meta[lv, W_OFF]
+                        total = 0.0
+                        for w in range(ways):
+                            total += weights[wo + w]
+                        r = (z >> _U(11)) * (1.0 / 9007199254740992.0) * total
+                        victim = ways - 1
+                        acc = 0.0
+                        for w in range(ways):
+                            acc += weights[wo + w]
+                            if r < acc:
+                                victim = w
+                                break
+                tags[base_w + victim] = block
+                stamp[base_w + victim] = now
+                sect[base_w + victim] = sbit
+            # advance
+            if in_tlb:
+                if hit:
+                    in_tlb = False
+                    translated = True
+                else:
+                    pen += cost[lv]
+                    t += 1
+            else:
+                if hit:
+                    lat = cost[lv] + pen
+                    lvl = p
+                    break
+                p += 1
+
+        # ---- record ----
+        if k >= warmup:
+            i = k - warmup
+            tm = lat + overhead
+            if jitter > 0.0:
+                noise += _U(0x9E3779B97F4A7C15)
+                u1 = (_mix(noise) >> _U(11)) * (1.0 / 9007199254740992.0)
+                noise += _U(0x9E3779B97F4A7C15)
+                u2 = (_mix(noise) >> _U(11)) * (1.0 / 9007199254740992.0)
+                tm += jitter * np.sqrt(-2.0 * np.log(u1 + 1e-300)) * np.cos(6.283185307179586 * u2)
+            if outlier_rate > 0.0:
+                noise += _U(0x9E3779B97F4A7C15)
+                if (_mix(noise) >> _U(11)) * (1.0 / 9007199254740992.0) < outlier_rate:
+                    tm += outlier_cycles
+            out_lat[i] = np.floor(tm + 0.5)
+            out_idx[i] = off // element
+            out_level[i] = lvl
+
+
+def simulate_chase(h: Hierarchy, path_ids: np.ndarray, tlb_first: int, tlb_count: int,
+                   dram_latency: float, *, base: int, footprint: int, stride: int,
+                   element: int, order: str, seed: int, warmup: int, record: int,
+                   overhead: float, jitter: float, outlier_rate: float,
+                   outlier_cycles: float, noise_seed: int
+                   ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Run one pointer chase on ``h`` (its state carries over: call :func:`reset` for a cold
+    start). Returns per recorded access: latency in cycles including the timer overhead, the
+    element index read, and the position in the path that served it (``len(path)`` = DRAM).
+    """
+    out_lat = np.empty(record, np.float64)
+    out_idx = np.empty(record, np.int64)
+    out_level = np.empty(record, np.int8)
+    n_lines = max(1, footprint // stride)
+    fp = np.array(feistel_params(n_lines, seed), dtype=np.int64)
+    _chase(*h, path_ids, np.int64(tlb_first), np.int64(tlb_count), float(dram_latency),
+           np.int64(base), np.int64(footprint), np.int64(stride), np.int64(element),
+           np.int64(ORDER_CODES[order]), fp, np.int64(warmup), np.int64(record),
+           float(overhead), float(jitter), float(outlier_rate), float(outlier_cycles),
+           np.uint64(stream_seed(noise_seed)), out_lat, out_idx, out_level)
+    return out_lat, out_idx, out_level

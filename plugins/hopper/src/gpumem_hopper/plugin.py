@@ -1,0 +1,36 @@
+"""Hook implementations of the hopper plugin (nothing else lives here)."""
+
+from __future__ import annotations
+
+from importlib.resources import files
+
+from gpumem import Architecture, hookimpl
+
+ARCH = Architecture(
+    name="hopper",
+    description="NVIDIA Hopper (GH100: H100, H200), compute capability 9.0",
+    compute_capabilities=("9.0",),
+)
+
+
+@hookimpl
+def gpumem_register_architectures(register):
+    register(ARCH)
+
+
+@hookimpl
+def gpumem_expected_values(arch, device):
+    if arch != ARCH.name:
+        return None
+    from gpumem_hopper.expected import expected_values
+
+    return expected_values(device)
+
+
+@hookimpl
+def gpumem_simulator_config(arch, simulator):
+    if arch != ARCH.name or simulator != "sim":
+        return None
+    from gpumem.sim import SimConfig
+
+    return SimConfig.from_toml(files("gpumem_hopper").joinpath("sim.toml").read_text())
