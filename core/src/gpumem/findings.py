@@ -169,7 +169,7 @@ def to_dataset(findings: Sequence[Finding]) -> xr.Dataset:
         attrs: dict[str, Any] = {
             "gpumem_finding": f.name,
             "long_name": f.name,
-            "units": f.units or "1",
+            "units": f.units,
             "status": f.status,
             "confidence": float(f.confidence),
             "method": f.method,

@@ -56,11 +56,12 @@ def main(argv: list[str] | None = None) -> int:
     args = sys.argv[1:] if argv is None else argv
     _state.argv = ["gpumem", *args]
     try:
-        app(args=args, prog_name="gpumem", standalone_mode=False)
-        code = 0
-    except click_exc.Exit as e:
-        code = e.exit_code
+        rv = app(args=args, prog_name="gpumem", standalone_mode=False)
+        code = rv if isinstance(rv, int) else 0  # typer.Exit(n) inside a command returns n
     except typer.Exit as e:
+        code = e.exit_code
+    except click_exc.NoArgsIsHelpError as e:
+        print(e.format_message(), file=sys.stderr)
         code = e.exit_code
     except click_exc.ClickException as e:
         msg = e.format_message().replace("\n", " ")
@@ -68,7 +69,7 @@ def main(argv: list[str] | None = None) -> int:
         where = f" {ctx.command_path.split(' ', 1)[1]}" if ctx and " " in ctx.command_path else ""
         print(f"gpumem{where}: error: {msg}", file=sys.stderr)
         code = e.exit_code
-    except click_exc.Abort:
+    except typer.Abort:
         print("gpumem: aborted", file=sys.stderr)
         code = 130
     except KeyboardInterrupt:

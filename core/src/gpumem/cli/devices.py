@@ -24,7 +24,7 @@ def devices(json_: bool = typer.Option(False, "--json", help="Print JSON.")) -> 
     out = stdout()
     for b in data["backends"]:
         if not b["devices"]:
-            out.print(f"{b['name']}: no devices ({b['message']})", highlight=False)
+            out.print(f"{b['name']}: no devices ({b['message']})", highlight=False, markup=False)
             continue
         t = Table(title=f"{b['name']} devices")
         for col in ("device", "name", "cc", "SMs", "L2", "memory", "SM clock", "driver"):
@@ -35,7 +35,7 @@ def devices(json_: bool = typer.Option(False, "--json", help="Print JSON.")) -> 
                       f"{d['clock_mhz']:.0f} MHz", d["driver"])
         out.print(t)
         if b["message"]:
-            out.print(f"{b['name']}: {b['message']}", highlight=False)
+            out.print(f"{b['name']}: {b['message']}", highlight=False, markup=False)
     t = Table(title="simulators")
     for col in ("device", "available", "plugin", "summary"):
         t.add_column(col)

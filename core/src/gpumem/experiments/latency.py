@@ -55,7 +55,7 @@ class LatencyLadder(Experiment):
                   "IEEE TPDS 28(1), 2017; gpu-benches gpu-latency (RRZE)")
 
     #: Bisection of a knee stops when its bracket is this narrow (relative) or one stride.
-    knee_resolution = 2.0 ** -10
+    knee_resolution = 0.0
 
     def plan(self, ctx: RunContext) -> Plan:
         dev = ctx.device

@@ -143,7 +143,9 @@ class RunStore:
         parent = root.parent
         while not parent.exists() and parent != parent.parent:
             parent = parent.parent
-        if not parent.is_dir() or not os.access(parent, os.W_OK | os.X_OK):
+        if not parent.is_dir():
+            raise UsageError(f"--out {root}: cannot create it ({parent} is not a directory)")
+        if not os.access(parent, os.W_OK | os.X_OK):
             raise UsageError(f"--out {root}: cannot create it ({parent} is not writable)")
 
     @classmethod

@@ -47,6 +47,7 @@ class Hierarchy(NamedTuple):
     stamp: np.ndarray      # int64[T]  last use (LRU) or fill time (FIFO)
     sect: np.ndarray       # int64[T]  valid-sector bitmask
     rng: np.ndarray        # uint64[L] replacement random stream per level
+    clock: np.ndarray      # int64[1]  accesses so far: the LRU/FIFO time stamp
 
 
 def _log2(x: int) -> int:
@@ -94,7 +95,7 @@ def compile_hierarchy(cfg: SimConfig, seed: int) -> tuple[Hierarchy, dict[str, i
         meta, np.array(set_ways, np.int64), np.array(set_off, np.int64),
         np.array(params or [0], np.int64), np.array(weights, np.float64), cost,
         np.full(total_ways, -1, np.int64), np.zeros(total_ways, np.int64),
-        np.zeros(total_ways, np.int64), rng,
+        np.zeros(total_ways, np.int64), rng, np.zeros(1, np.int64),
     )
     return h, {lv.name: i for i, lv in enumerate(levels)}
 
@@ -104,6 +105,7 @@ def reset(h: Hierarchy) -> None:
     h.tags.fill(-1)
     h.stamp.fill(0)
     h.sect.fill(0)
+    h.clock.fill(0)
 
 
 def stream_seed(*parts: int) -> int:
@@ -172,7 +174,7 @@ def _feistel(x, half, k0, k1, k2, k3, n):
 
 
 @nb.njit(cache=True)
-def _chase(meta, set_ways, set_off, idx_param, weights, cost, tags, stamp, sect, rng,
+def _chase(meta, set_ways, set_off, idx_param, weights, cost, tags, stamp, sect, rng, clock,
            path, tlb_first, tlb_count, dram_latency, base, footprint, stride, element,
            order, fp, warmup, record, overhead, jitter, outlier_rate, outlier_cycles,
            noise_seed, out_lat, out_idx, out_level):
@@ -184,8 +186,9 @@ def _chase(meta, set_ways, set_off, idx_param, weights, cost, tags, stamp, sect,
     tlb_end = tlb_first + tlb_count
     noise = _U(noise_seed)
     cur = np.int64(0)  # element index of the current access (sequential order)
+    t0 = clock[0]
     for k in range(warmup + record):
-        now = np.int64(k + 1)
+        now = t0 + k + 1
         if order == 0:
             off = cur * element
             cur += s_elem
@@ -328,6 +331,7 @@ def _chase(meta, set_ways, set_off, idx_param, weights, cost, tags, stamp, sect,
             out_lat[i] = np.floor(tm + 0.5)
             out_idx[i] = off // element
             out_level[i] = lvl
+    clock[0] = t0 + warmup + record
 
 
 def simulate_chase(h: Hierarchy, path_ids: np.ndarray, tlb_first: int, tlb_count: int,

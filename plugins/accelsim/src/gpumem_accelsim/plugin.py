@@ -1,0 +1,12 @@
+"""Hook implementations of the accelsim plugin."""
+
+from __future__ import annotations
+
+from gpumem import hookimpl
+
+
+@hookimpl
+def gpumem_register_simulators(register):
+    from gpumem_accelsim.simulator import AccelSim
+
+    register(AccelSim())

@@ -1,0 +1,36 @@
+"""Hook implementations of the fermi plugin (nothing else lives here)."""
+
+from __future__ import annotations
+
+from importlib.resources import files
+
+from gpumem import Architecture, hookimpl
+
+ARCH = Architecture(
+    name="fermi",
+    description="NVIDIA Fermi (GF1xx: GTX560Ti as dissected by Mei & Chu), compute capability 2.x",
+    compute_capabilities=("2.0", "2.1"),
+)
+
+
+@hookimpl
+def gpumem_register_architectures(register):
+    register(ARCH)
+
+
+@hookimpl
+def gpumem_expected_values(arch, device):
+    if arch != ARCH.name:
+        return None
+    from gpumem_fermi.expected import expected_values
+
+    return expected_values(device)
+
+
+@hookimpl
+def gpumem_simulator_config(arch, simulator):
+    if arch != ARCH.name or simulator != "sim":
+        return None
+    from gpumem.sim import SimConfig
+
+    return SimConfig.from_toml(files("gpumem_fermi").joinpath("sim.toml").read_text())

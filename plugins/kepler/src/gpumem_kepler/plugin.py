@@ -1,0 +1,36 @@
+"""Hook implementations of the kepler plugin (nothing else lives here)."""
+
+from __future__ import annotations
+
+from importlib.resources import files
+
+from gpumem import Architecture, hookimpl
+
+ARCH = Architecture(
+    name="kepler",
+    description="NVIDIA Kepler (GK1xx: GTX780 as dissected by Mei & Chu), compute capability 3.x",
+    compute_capabilities=("3.0", "3.2", "3.5", "3.7"),
+)
+
+
+@hookimpl
+def gpumem_register_architectures(register):
+    register(ARCH)
+
+
+@hookimpl
+def gpumem_expected_values(arch, device):
+    if arch != ARCH.name:
+        return None
+    from gpumem_kepler.expected import expected_values
+
+    return expected_values(device)
+
+
+@hookimpl
+def gpumem_simulator_config(arch, simulator):
+    if arch != ARCH.name or simulator != "sim":
+        return None
+    from gpumem.sim import SimConfig
+
+    return SimConfig.from_toml(files("gpumem_kepler").joinpath("sim.toml").read_text())

@@ -1,0 +1,3 @@
+"""gpumem plugin for NVIDIA Maxwell (GM204: GTX980)."""
+
+__version__ = "0.1.0"

@@ -1,0 +1,36 @@
+"""Hook implementations of the maxwell plugin (nothing else lives here)."""
+
+from __future__ import annotations
+
+from importlib.resources import files
+
+from gpumem import Architecture, hookimpl
+
+ARCH = Architecture(
+    name="maxwell",
+    description="NVIDIA Maxwell (GM2xx: GTX980 as dissected by Mei & Chu), compute capability 5.x",
+    compute_capabilities=("5.0", "5.2", "5.3"),
+)
+
+
+@hookimpl
+def gpumem_register_architectures(register):
+    register(ARCH)
+
+
+@hookimpl
+def gpumem_expected_values(arch, device):
+    if arch != ARCH.name:
+        return None
+    from gpumem_maxwell.expected import expected_values
+
+    return expected_values(device)
+
+
+@hookimpl
+def gpumem_simulator_config(arch, simulator):
+    if arch != ARCH.name or simulator != "sim":
+        return None
+    from gpumem.sim import SimConfig
+
+    return SimConfig.from_toml(files("gpumem_maxwell").joinpath("sim.toml").read_text())

@@ -1,0 +1,49 @@
+"""Findings: pass/warn/fail rules and the netCDF round trip."""
+
+from __future__ import annotations
+
+import pytest
+
+from gpumem.findings import Expected, Finding, evaluate, from_dataset, status_of, to_dataset
+
+
+@pytest.mark.parametrize("value, exp, status", [
+    (100.0, Expected("x", 100.0, "s", rel_tol=0.05), "pass"),
+    (104.9, Expected("x", 100.0, "s", rel_tol=0.05), "pass"),
+    (108.0, Expected("x", 100.0, "s", rel_tol=0.05), "warn"),
+    (111.0, Expected("x", 100.0, "s", rel_tol=0.05), "fail"),
+    (16384, Expected("x", 16384, "s", rel_tol=0.0), "pass"),
+    (16512, Expected("x", 16384, "s", rel_tol=0.0), "fail"),
+    ("LRU", Expected("x", "lru", "s"), "pass"),
+    ("fifo", Expected("x", "lru", "s"), "fail"),
+    ([17, 8, 8], Expected("x", [17, 8, 8], "s", rel_tol=0), "pass"),
+    ([17, 8, 9], Expected("x", [17, 8, 8], "s", rel_tol=0), "fail"),
+    ([17, 8], Expected("x", [17, 8, 8], "s", rel_tol=0), "fail"),
+])
+def test_status_rules(value, exp, status):
+    assert status_of(value, exp) == status
+
+
+def test_evaluate_marks_unexpected_findings_na():
+    fs = evaluate([Finding("a", 1.0, "1"), Finding("b", 2.0, "1")],
+                  [Expected("a", 1.0, "src")])
+    assert [f.status for f in fs] == ["pass", "n/a"]
+    assert fs[0].expected_source == "src"
+
+
+def test_round_trip_through_netcdf(tmp_path):
+    fs = evaluate([
+        Finding("l1d.size", 16384, "byte", 1.0, "ladder"),
+        Finding("lat.l2", 230.5, "cycle", 0.9, "ladder"),
+        Finding("l1d.policy", "non-lru", "", 0.8, "replay"),
+        Finding("tlb_l2.ways", [17, 8, 8, 8, 8, 8, 8], "1", 1.0, "overflow"),
+        Finding("smem.conflict_latency", [28.0, 30.0, 34.0], "cycle", 1.0, "stride",
+                index=("ways", [1, 2, 4])),
+    ], [Expected("l1d.size", 16384, "paper", rel_tol=0), Expected("l1d.policy", "non-lru", "p"),
+        Expected("tlb_l2.ways", [17, 8, 8, 8, 8, 8, 8], "p", rel_tol=0)])
+    path = tmp_path / "f.nc"
+    to_dataset(fs).to_netcdf(path, engine="netcdf4")
+    import xarray as xr
+
+    back = from_dataset(xr.open_dataset(path))
+    assert {f.name: f for f in back} == {f.name: f for f in fs}

@@ -1,0 +1,178 @@
+"""``gpumem run`` end to end on the built-in simulator: files, schema, findings, resume."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import numpy as np
+import pytest
+import xarray as xr
+
+from gpumem.results.store import MANIFEST
+
+ARCHS = ("fermi", "kepler", "maxwell", "hopper")
+
+
+@pytest.fixture(scope="module")
+def hopper_run(tmp_path_factory):
+    """One quick latency run of the hopper simulator, shared by the schema tests."""
+    from gpumem.cli import main
+    from gpumem.plugins import reset_plugins
+
+    out = tmp_path_factory.mktemp("runs") / "hopper"
+    reset_plugins()
+    code = main(["run", "--arch", "hopper", "latency", "--device", "sim", "--quick",
+                 "--out", str(out)])
+    assert code == 0
+    return out
+
+
+def only_file(run_dir: Path) -> Path:
+    files = sorted(run_dir.glob("*/*.nc"))
+    assert len(files) == 1, files
+    return files[0]
+
+
+def test_manifest_marks_the_experiment_complete_with_checksum(hopper_run):
+    manifest = json.loads((hopper_run / MANIFEST).read_text())
+    (entry,) = manifest["entries"].values()
+    assert entry["status"] == "complete" and entry["experiment"] == "latency"
+    assert len(entry["sha256"]) == 64 and (hopper_run / entry["file"]).is_file()
+    assert entry["findings"]["lat.l2"]["status"] == "pass"
+    assert manifest["runs"][0]["argv"][:2] == ["gpumem", "run"]
+
+
+def test_plain_xarray_opens_the_file_with_labeled_dims(hopper_run):
+    ds = xr.open_dataset(only_file(hopper_run))
+    assert set(ds.dims) == {"order", "footprint", "access"}
+    for dim in ds.dims:
+        assert dim in ds.coords
+    assert list(ds["order"].values) == ["sequential", "random"]
+    assert ds["latency"].dims == ("order", "footprint", "access")
+    for name, var in ds.variables.items():
+        assert "units" in var.attrs or name in ("order",), name
+        assert "long_name" in var.attrs, name
+    assert ds["latency"].attrs["units"] == "cycle"
+    assert ds["footprint"].attrs["units"] == "byte"
+    assert int(ds["footprint"].min()) == 2048
+    assert (ds["point_status"].values == 0).all()
+    ds.close()
+
+
+def test_global_attributes_follow_cf_and_carry_provenance(hopper_run):
+    ds = xr.open_dataset(only_file(hopper_run))
+    a = ds.attrs
+    assert a["Conventions"] == "CF-1.12"
+    for key in ("title", "source", "history", "date_created", "gpumem_schema_version",
+                "gpumem_version", "device_name", "device_uuid", "compute_capability",
+                "gpumem_plugin", "gpumem_params_hash", "gpumem_sim_config"):
+        assert key in a, key
+    assert a["source"].startswith("simulated")
+    assert a["compute_capability"] == "9.0" and a["sm_count"] == 132
+    assert "[[cache]]" in a["gpumem_sim_config"]
+    ds.close()
+
+
+def test_findings_group_holds_values_expected_and_status(hopper_run):
+    f = xr.open_dataset(only_file(hopper_run), group="findings")
+    v = f["lat__l2"]
+    assert v.attrs["gpumem_finding"] == "lat.l2" and v.attrs["units"] == "cycle"
+    assert v.attrs["status"] == "pass" and "gpu-benches" in v.attrs["expected_source"]
+    assert abs(float(v) - 280.0) < 1.0          # the config's near-L2 hit latency
+X
+    assert int(f["l2__near_size"]) == 30 << 20
+    assert abs(float(f["lat__l1"]) - 32.0) < 1.0
+    f.close()
+
+
+def test_show_json_describes_file_and_run(cli, hopper_run):
+    res = cli("show", str(hopper_run), "--json")
+    assert res.code == 0, res.err
+    data = json.loads(res.out)
+    (f,) = data["files"]
+    assert f["dims"]["access"] == 256
+    assert f["variables"]["latency"]["units"] == "cycle"
+    assert f["findings"]["lat.dram"]["status"] == "pass"
+    res = cli("show", str(only_file(hopper_run)))
+    assert res.code == 0 and "lat.l2" in res.out and "latency(order, footprint, access)" in res.out
+
+
+@pytest.mark.parametrize("arch", ARCHS)
+def test_every_in_tree_architecture_runs_on_its_simulator(cli, tmp_path, arch):
+    """The simulator returns its own config's latencies through the whole pipeline."""
+    from gpumem.plugins import get_plugins
+
+    res = cli("run", "--arch", arch, "latency", "--device", "sim", "--quick",
+              "--out", str(tmp_path / arch))
+    assert res.code == 0, res.err
+    cfg = get_plugins().hook.gpumem_simulator_config(arch=arch, simulator="sim")
+    f = xr.open_dataset(only_file(tmp_path / arch), group="findings")
+    l2 = cfg.level(cfg.paths["ca"][-1]) if cfg.paths["ca"][-1] == "l2" else cfg.level("l2")
+    assert abs(float(f["lat__l2"]) - l2.hit_latency) <= 0.02 * l2.hit_latency
+    assert abs(float(f["lat__dram"]) - cfg.dram.latency) <= 0.02 * cfg.dram.latency
+    f.close()
+
+
+def test_auto_falls_back_to_the_simulator_with_one_notice(cli, tmp_path):
+    res = cli("run", "--arch", "hopper", "latency", "--quick", "--out", str(tmp_path / "r"))
+    assert res.code == 0
+    notices = [ln for ln in res.err.splitlines() if "built-in simulator" in ln]
+    assert len(notices) == 1 and notices[0].startswith("gpumem: no hopper GPU found")
+
+
+def test_resume_skips_complete_work_and_redoes_damaged_files(cli, tmp_path):
+    out = tmp_path / "r"
+    assert cli("run", "--arch", "kepler", "latency", "--device", "sim", "--quick",
+               "--out", str(out)).code == 0
+    path = only_file(out)
+    first = path.stat().st_mtime_ns
+    res = cli("run", "--arch", "kepler", "latency", "--device", "sim", "--quick",
+              "--out", str(out), "--resume")
+    assert res.code == 0 and path.stat().st_mtime_ns == first
+    path.write_bytes(path.read_bytes()[:100])  # damage it: the checksum no longer matches
+    res = cli("run", "--arch", "kepler", "latency", "--device", "sim", "--quick",
+              "--out", str(out), "--resume")
+    assert res.code == 0
+    assert xr.open_dataset(path)["latency"].size > 0
+
+
+def test_resume_without_out_continues_the_latest_run(cli, tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    assert cli("run", "--arch", "kepler", "latency", "--device", "sim", "--quick").code == 0
+    runs = list((tmp_path / "gpumem-results").iterdir())
+    assert len(runs) == 1
+    res = cli("run", "--arch", "kepler", "latency", "--device", "sim", "--quick", "--resume")
+    assert res.code == 0 and str(runs[0]) in res.out
+    res = cli("run", "--arch", "maxwell", "latency", "--device", "sim", "--quick", "--resume")
+    assert res.code == 2 and "no earlier run of 'maxwell'" in res.err
+
+
+def test_sim_config_file_overrides_the_plugin_config(cli, tmp_path):
+    from gpumem.plugins import get_plugins
+
+    cfg = get_plugins().hook.gpumem_simulator_config(arch="hopper", simulator="sim")
+    cfg.level("l2").hit_latency = 300.0
+    cfg.save(tmp_path / "mine.toml")
+    res = cli("run", "--arch", "hopper", "latency", "--device", "sim", "--quick",
+              "--sim-config", str(tmp_path / "mine.toml"), "--out", str(tmp_path / "r"))
+    assert res.code == 0, res.err
+    f = xr.open_dataset(only_file(tmp_path / "r"), group="findings")
+    assert abs(float(f["lat__l2"]) - 300.0) < 1.0
+    assert f["lat__l2"].attrs["status"] == "pass"  # 300 is within 15 % of the published 280
+
+
+def test_workers_do_not_change_results(cli, tmp_path):
+    """Same config and seed: identical data and attributes (timestamps aside) for 1 or 2
+    worker processes."""
+    for w in ("1", "2"):
+        res = cli("run", "--arch", "hopper", "latency", "--device", "sim", "--quick",
+                  "--workers", w, "--out", str(tmp_path / f"w{w}"))
+        assert res.code == 0, res.err
+    a = xr.open_dataset(only_file(tmp_path / "w1"))
+    b = xr.open_dataset(only_file(tmp_path / "w2"))
+    xr.testing.assert_identical(a.drop_attrs(), b.drop_attrs())
+    volatile = {"history", "date_created"}
+    assert {k: v for k, v in a.attrs.items() if k not in volatile} == \
+        {k: v for k, v in b.attrs.items() if k not in volatile}
+    assert np.array_equal(a["latency"].values, b["latency"].values)

@@ -1,0 +1,143 @@
+"""The simulation engine against planted ground truth (predicted hit/miss sequences)."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from gpumem.device import ChaseRequest
+from gpumem.sim import CacheLevel, Dram, SetIndex, SimConfig, Timer, TlbLevel
+from gpumem.sim.device import SimDevice
+
+L1_HIT, L2_HIT, DRAM = 30.0, 200.0, 500.0
+
+
+def config(l1: CacheLevel | None = None, tlbs=None, timer=None) -> SimConfig:
+    l1 = l1 or CacheLevel("l1d", 16384, 128, 4, L1_HIT)
+    return SimConfig(
+        name="t", arch="t", compute_capability="9.0", sm_count=1, clock_mhz=1000.0,
+        caches=[l1, CacheLevel("l2", 1 << 20, 128, 16, L2_HIT, sector=32, scope="gpu",
+                               translate=True)],
+        paths={"ca": ["l1d", "l2"], "cg": ["l2"]},
+        tlbs=tlbs if tlbs is not None else [TlbLevel("tlb_l1", 2 << 20, 16, 16, 10.0)],
+        dram=Dram(DRAM), timer=timer or Timer(),
+    ).validate()
+
+
+def chase(cfg, **kw):
+    dev = SimDevice(cfg, cfg.arch)
+    req = ChaseRequest(**{"record": 512, "element": 4, **kw})
+    return dev.pointer_chase(req)
+
+
+def test_lru_cache_holds_exactly_its_capacity():
+    cfg = config()
+    res = chase(cfg, footprint=16384, stride=128, warmup=128)
+    assert (res.latency == L1_HIT).all()
+
+
+def test_first_miss_at_capacity_plus_one_line_and_periodic_after():
+    """N = C + b: one set holds ways + 1 lines, so exactly those miss, every pass (LRU)."""
+    cfg = config()
+    res = chase(cfg, footprint=16384 + 128, stride=128, warmup=129, record=129 * 3)
+    misses = res.latency != L1_HIT
+    lines = res.index * 4 // 128
+    sets = lines % 32
+    assert set(sets[misses]) == {0}
+    assert misses.sum() == 5 * 3   # 5 lines of set 0, three passes
+    assert (res.latency[misses] == L2_HIT).all()
+
+
+def test_fifo_differs_from_lru_when_a_line_is_rehit():
+    lru = config(CacheLevel("l1d", 512, 128, 4, L1_HIT))
+    fifo = config(CacheLevel("l1d", 512, 128, 4, L1_HIT, policy="fifo"))
+    # one set of 4 ways; pattern 0 1 2 3 0 4 0: LRU keeps 0 (re-hit), FIFO evicts it for 4
+    res_lru = _pattern(lru, [0, 1, 2, 3, 0, 4, 0])
+    res_fifo = _pattern(fifo, [0, 1, 2, 3, 0, 4, 0])
+    assert res_lru[-1] == L1_HIT and res_fifo[-1] == L2_HIT
+
+
+def _pattern(cfg, lines):
+    from gpumem.sim import engine
+
+    h, ids = engine.compile_hierarchy(cfg, 0)
+    path = np.array([ids["l1d"], ids["l2"]], np.int64)
+    out = []
+    for ln in lines:  # one access each, state carried over (no reset between calls)
+        lat, _, _ = engine.simulate_chase(
+            h, path, 2, len(cfg.tlbs), DRAM, base=cfg.base_address + ln * 128, footprint=128,
+            stride=128, element=4, order="sequential", seed=0, warmup=0, record=1,
+            overhead=0, jitter=0, outlier_rate=0, outlier_cycles=0, noise_seed=0)
+        out.append(float(lat[0]))
+    return out
+
+
+def test_bits_index_maps_128_byte_chunks_to_sets():
+    """Texture-L1 style: 4 sets x 4 ways of 32 B lines, set = address bits 7-8, so each
+    128-B chunk (4 lines) fills one set and chunks rotate through the sets."""
+    tex = CacheLevel("l1d", 512, 32, 4, L1_HIT, index=SetIndex("bits", bits=[7, 8]))
+    cfg = config(tex)
+    ok = chase(cfg, footprint=512, stride=32, warmup=16)
+    assert (ok.latency == L1_HIT).all()
+    # one more line (line 16, chunk 4) lands in set 0: 5 lines in 4 ways, only set 0 misses
+    res = chase(cfg, footprint=544, stride=32, warmup=17, record=17 * 2)
+    sets = ((res.index * 4) >> 7) & 3
+    missed = res.latency != L1_HIT
+    assert set(sets[missed]) == {0} and missed.sum() == 5 * 2
+
+
+def test_weighted_policy_prefers_its_heavy_way_and_is_deterministic():
+    w = CacheLevel("l1d", 512, 128, 4, L1_HIT, policy="weighted", way_weights=[6, 1, 1, 1])
+    cfg = config(w)
+    a = chase(cfg, footprint=640, stride=128, warmup=5, record=4000)
+    b = chase(cfg, footprint=640, stride=128, warmup=5, record=4000)
+    assert np.array_equal(a.latency, b.latency)
+    lru_misses = 4000  # LRU with 5 lines cycling in 4 ways misses every access
+    assert 0 < (a.latency != L1_HIT).sum() < lru_misses
+
+
+def test_sectors_fill_32_bytes_at_a_time():
+    """L2 lines of 128 B in 32-B sectors: a cold pass at 32-B stride misses every sector
+    (4 per line, not 1), a second pass hits them all."""
+    cfg = config()
+    cold = chase(cfg, footprint=2048, stride=32, warmup=0, record=64, path="cg")
+    assert (cold.latency >= DRAM).all()
+    warm = chase(cfg, footprint=2048, stride=32, warmup=64, record=64, path="cg")
+    assert (warm.latency == L2_HIT).all()
+
+
+def test_tlb_miss_penalty_past_reach():
+    tlb = [TlbLevel("tlb_l1", 2 << 20, 4, 4, 10.0), TlbLevel("tlb_l2", 2 << 20, 8, 8, 50.0)]
+    cfg = config(tlbs=tlb)
+    cfg.memory_bytes = 1 << 30
+    inside = chase(cfg, footprint=8 * (2 << 20), stride=2 << 20, warmup=8, record=64, path="cg")
+    assert set(inside.latency) == {L2_HIT + 10.0}  # L1 TLB (4) misses, L2 TLB (8) holds all
+    beyond = chase(cfg, footprint=9 * (2 << 20), stride=2 << 20, warmup=9, record=64, path="cg")
+    assert set(beyond.latency) == {L2_HIT + 60.0}
+
+
+def test_timer_overhead_jitter_and_outliers_are_seeded():
+    cfg = config(timer=Timer(overhead=5, jitter=2.0, outlier_rate=0.05, outlier_cycles=1000))
+    a = chase(cfg, footprint=4096, stride=128, warmup=32, record=2000, seed=3)
+    b = chase(cfg, footprint=4096, stride=128, warmup=32, record=2000, seed=3)
+    c = chase(cfg, footprint=4096, stride=128, warmup=32, record=2000, seed=4)
+    assert np.array_equal(a.latency, b.latency) and not np.array_equal(a.latency, c.latency)
+    assert a.timer_overhead == 5
+    assert abs(np.median(a.latency) - (L1_HIT + 5)) <= 1
+    assert 0.02 < (a.latency > 500).mean() < 0.08
+
+
+def test_footprint_beyond_memory_is_skipped_not_crashed():
+    from gpumem.errors import PointSkipped
+
+    cfg = config()
+    cfg.memory_bytes = 1 << 20
+    with pytest.raises(PointSkipped, match="exceeds device memory"):
+        chase(cfg, footprint=2 << 20, stride=128)
+
+
+def test_unknown_path_is_unsupported():
+    from gpumem.errors import ProbeUnsupported
+
+    with pytest.raises(ProbeUnsupported, match="no 'tex' load path"):
+        chase(config(), footprint=4096, stride=128, path="tex")
