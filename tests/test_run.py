@@ -80,8 +80,10 @@ def test_findings_group_holds_values_expected_and_status(hopper_run):
     assert v.attrs["gpumem_finding"] == "lat.l2" and v.attrs["units"] == "cycle"
     assert v.attrs["status"] == "pass" and "gpu-benches" in v.attrs["expected_source"]
     assert abs(float(v) - 280.0) < 1.0          # the config's near-L2 hit latency
-X
-    assert int(f["l2__near_size"]) == 30 << 20
+    # the config's L2 sizes: knees bisected to one 128-B stride, first overflowing sets
+    # showing in more than 2 % of the 256 recorded accesses (a handful of lines past C)
+    assert 0 <= int(f["l2__size"]) - (60 << 20) <= 16 * 128
+    assert 0 <= int(f["l2__near_size"]) - (30 << 20) <= 16 * 128
     assert abs(float(f["lat__l1"]) - 32.0) < 1.0
     f.close()
 
@@ -143,7 +145,7 @@ def test_resume_without_out_continues_the_latest_run(cli, tmp_path, monkeypatch)
     runs = list((tmp_path / "gpumem-results").iterdir())
     assert len(runs) == 1
     res = cli("run", "--arch", "kepler", "latency", "--device", "sim", "--quick", "--resume")
-    assert res.code == 0 and str(runs[0]) in res.out
+    assert res.code == 0 and runs[0].name in res.out
     res = cli("run", "--arch", "maxwell", "latency", "--device", "sim", "--quick", "--resume")
     assert res.code == 2 and "no earlier run of 'maxwell'" in res.err
 

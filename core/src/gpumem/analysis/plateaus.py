@@ -80,28 +80,42 @@ def _merge_close(ps: list[Plateau], tol: float, ys: np.ndarray, xs: np.ndarray
     return merged
 
 
-def knee_bracket(x: np.ndarray, samples: np.ndarray, low: float, high: float,
-                 after: float, max_fraction: float = 0.02) -> tuple[float, float] | None:
-    """(last x still on the lower level, first x off it) for the step from ``low`` to ``high``.
+def miss_fractions(samples: np.ndarray, threshold: float) -> np.ndarray:
+    """Per row, the fraction of finite samples at or above ``threshold``."""
+    samples = np.asarray(samples, dtype=float)
+    valid = np.isfinite(samples)
+    n = valid.sum(axis=1)
+    with np.errstate(invalid="ignore"):
+        above = (np.where(valid, samples, -np.inf) >= threshold).sum(axis=1)
+    return np.where(n > 0, above / np.maximum(n, 1), np.nan)
 
-    ``samples`` holds the per-access latencies of each x (rows). An access counts as a miss
-    of the lower level when it is at or above the geometric mean of the two levels; x stays
-    on the lower level while at most ``max_fraction`` of its accesses miss (so a couple of
-    mis-timed accesses do not move the knee, but the first overflowing set does). Only
-    ``x >= after`` counts. ``None`` when the curve never leaves the level there.
+
+def knee_bracket(x: np.ndarray, samples: np.ndarray, lower: Plateau, high: float,
+                 min_margin: float = 0.02) -> tuple[float, float] | None:
+    """(last x still on ``lower``, first x off it) for the step up to latency ``high``.
+
+    ``samples`` holds the per-access latencies of each x (rows). An access counts as "above"
+    when it reaches the geometric mean of the two levels. Real levels have wide latency
+    distributions (a far L2 hit ranges 440-560 cycles on an H200, overlapping DRAM's low
+    tail), so the plateau's own fraction of such accesses is the baseline, and x leaves the
+    level when its fraction exceeds that baseline by a binomial margin (at least
+    ``min_margin``). A few mis-timed accesses therefore do not move the knee, while the first
+    overflowing cache set does. ``None`` when the curve never leaves the level.
     """
     x = np.asarray(x, dtype=float)
     samples = np.asarray(samples, dtype=float)
-    keep = x >= after
+    keep = x >= lower.first_x
     xs, rows = x[keep], samples[keep]
     order = np.argsort(xs)
     xs, rows = xs[order], rows[order]
-    thr = float(np.sqrt(low * high))
-    with np.errstate(invalid="ignore"):
-        valid = np.isfinite(rows)
-        frac = np.where(valid.sum(axis=1) > 0,
-                        (rows >= thr).sum(axis=1) / np.maximum(valid.sum(axis=1), 1), np.nan)
-    off = np.nonzero(frac > max_fraction)[0]
+    if xs.size == 0:
+        return None
+    frac = miss_fractions(rows, float(np.sqrt(lower.latency * high)))
+    on = xs <= lower.last_x
+    base = float(np.nanmedian(frac[on])) if on.any() else 0.0
+    n = max(1, rows.shape[1])
+    margin = max(min_margin, 4.0 * np.sqrt(max(base, 1.0 / n) * (1.0 - min(base, 0.999)) / n))
+    off = np.nonzero(frac > base + margin)[0]
     if off.size == 0 or off[0] == 0:
         return None
     i = int(off[0])

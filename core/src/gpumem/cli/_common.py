@@ -13,7 +13,10 @@ from gpumem.plugins import Plugins, get_plugins
 
 
 def stdout() -> Console:
-    return Console(file=sys.stdout, soft_wrap=True)
+    """Tables on stdout; when piped, wide enough that names are never cut to '…'."""
+    probe = Console(file=sys.stdout)
+    return Console(file=sys.stdout, soft_wrap=True,
+                   width=None if probe.is_terminal else max(probe.width, 160))
 
 
 def stderr() -> Console:

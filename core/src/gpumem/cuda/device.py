@@ -14,6 +14,11 @@ from gpumem.errors import PointSkipped, ProbeUnsupported
 
 GENERIC_SOURCE = "pointer_chase.cu"
 _PATH_KERNELS = {"ca": "pointer_chase_ca", "cg": "pointer_chase_cg", "nc": "pointer_chase_nc"}
+CU_FUNC_ATTRIBUTE_PREFERRED_SHARED_MEMORY_CARVEOUT = 9
+#: Carve-out preference of the chase kernels: 0 % shared memory, i.e. the largest L1 the
+#: driver allows beside the kernel's own shared memory. Without it the driver picked a
+#: shared-memory-heavy split on the H200 and the L1 plateau ended at 22 KB.
+CHASE_CARVEOUT_PERCENT = 0
 
 
 def generic_kernel_source() -> KernelSource:
@@ -34,6 +39,7 @@ class CudaDevice(Device):
         self.nvml = Nvml(info.index)
         self._modules: dict[str, Any] = {}
         self.kernel_sources: dict[str, KernelSource] = {}
+        self.carveout: dict[str, int] = {}
 
     @property
     def probes(self) -> frozenset[str]:
@@ -49,6 +55,17 @@ class CudaDevice(Device):
             self.kernel_sources[probe] = src
             self._modules[probe] = self.cp.RawModule(code=src.code, options=tuple(src.options))
         return self._modules[probe]
+
+    def _set_carveout(self, kern: Any, percent: int) -> int:
+        """Ask for an L1/shared split; return the preference read back (-1: unknown)."""
+        drv = self.cp.cuda.driver
+        try:
+            drv.funcSetAttribute(kern.ptr, CU_FUNC_ATTRIBUTE_PREFERRED_SHARED_MEMORY_CARVEOUT,
+                                 percent)
+            return int(drv.funcGetAttribute(CU_FUNC_ATTRIBUTE_PREFERRED_SHARED_MEMORY_CARVEOUT,
+                                            kern.ptr))
+        except Exception:  # noqa: BLE001 - older CuPy/driver: record that we could not
+            return -1
 
     def kernel_sha256(self, probe: str) -> str:
         src = self.kernel_sources.get(probe)
@@ -97,6 +114,7 @@ class CudaDevice(Device):
             state = cp.zeros(2, dtype=cp.uint32)
             ovh = cp.empty(req.record, dtype=cp.uint64)
             kern = mod.get_function(_PATH_KERNELS[req.path])
+            self.carveout[req.path] = self._set_carveout(kern, CHASE_CARVEOUT_PERCENT)
             kern((1,), (1,), (arr, np.uint32(start), np.int32(req.warmup), np.int32(req.record),
                               lat, nxt, state, ovh), shared_mem=12 * req.record)
             cp.cuda.runtime.deviceSynchronize()
@@ -119,6 +137,8 @@ class CudaDevice(Device):
         out = {f"nvml_{k}": v for k, v in snap.items()}
         for probe in self.kernel_sources:
             out[f"kernel_{probe}_sha256"] = self.kernel_sha256(probe)
+        for path, pct in self.carveout.items():
+            out[f"kernel_carveout_{path}_percent"] = pct
         return out
 
     def close(self) -> None:

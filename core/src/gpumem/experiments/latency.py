@@ -106,7 +106,7 @@ class LatencyLadder(Experiment):
         levels = find_plateaus(x, _median(samples))
         new: set[int] = set()
         for lower, upper in zip(levels, levels[1:]):
-            br = knee_bracket(x, samples, lower.latency, upper.latency, after=lower.first_x)
+            br = knee_bracket(x, samples, lower, upper.latency)
             if br is None:
                 continue
             lo, hi = br
@@ -137,8 +137,7 @@ class LatencyLadder(Experiment):
 
         caps: list[tuple[float, float] | None] = []
         for lower, upper in zip(levels, levels[1:]):
-            caps.append(knee_bracket(x, samples, lower.latency, upper.latency,
-                                     after=lower.first_x))
+            caps.append(knee_bracket(x, samples, lower, upper.latency))
         caps.append(None)
 
         method = "latency ladder, sequential chase, stride 128 B"

@@ -37,8 +37,8 @@ def _lat(name: str, cycles: float, source: str) -> list[Expected]:
     ]
 
 
-def _exact(name: str, value: object, source: str, units: str = "1") -> Expected:
-    return Expected(name, value, source, units, rel_tol=0.0)  # type: ignore[arg-type]
+def _exact(name: str, value: int | str | list[int], source: str, units: str = "1") -> Expected:
+    return Expected(name, value, source, units, rel_tol=0.0)
 
 
 def expected_values(device: DeviceInfo) -> list[Expected]:
