@@ -116,6 +116,13 @@ def test_every_in_tree_architecture_runs_on_its_simulator(cli, tmp_path, arch):
     f.close()
 
 
+def _has_gpu() -> bool:
+    from gpumem.cuda.backend import CudaBackend
+
+    return bool(CudaBackend().discover().devices)
+
+
+@pytest.mark.skipif(_has_gpu(), reason="a GPU is present: auto picks it")
 def test_auto_falls_back_to_the_simulator_with_one_notice(cli, tmp_path):
     res = cli("run", "--arch", "hopper", "latency", "--quick", "--out", str(tmp_path / "r"))
     assert res.code == 0

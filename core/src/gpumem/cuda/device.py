@@ -14,7 +14,6 @@ from gpumem.errors import PointSkipped, ProbeUnsupported
 
 GENERIC_SOURCE = "pointer_chase.cu"
 _PATH_KERNELS = {"ca": "pointer_chase_ca", "cg": "pointer_chase_cg", "nc": "pointer_chase_nc"}
-CU_FUNC_ATTRIBUTE_PREFERRED_SHARED_MEMORY_CARVEOUT = 9
 #: Carve-out preference of the chase kernels: 0 % shared memory, i.e. the largest L1 the
 #: driver allows beside the kernel's own shared memory. Without it the driver picked a
 #: shared-memory-heavy split on the H200 and the L1 plateau ended at 22 KB.
@@ -58,12 +57,9 @@ class CudaDevice(Device):
 
     def _set_carveout(self, kern: Any, percent: int) -> int:
         """Ask for an L1/shared split; return the preference read back (-1: unknown)."""
-        drv = self.cp.cuda.driver
-        try:
-            drv.funcSetAttribute(kern.ptr, CU_FUNC_ATTRIBUTE_PREFERRED_SHARED_MEMORY_CARVEOUT,
-                                 percent)
-            return int(drv.funcGetAttribute(CU_FUNC_ATTRIBUTE_PREFERRED_SHARED_MEMORY_CARVEOUT,
-                                            kern.ptr))
+        try:  # RawModule.get_function returns a RawKernel, which exposes the attribute
+            kern.preferred_shared_memory_carveout = percent
+            return int(kern.preferred_shared_memory_carveout)
         except Exception:  # noqa: BLE001 - older CuPy/driver: record that we could not
             return -1
 

@@ -1,0 +1,74 @@
+"""On a CUDA GPU (skipped elsewhere): the CUDA device's probes do what the contract says."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from gpumem.chains import chain_array, feistel_params
+from gpumem.device import ChaseRequest
+from gpumem.errors import DeviceUnavailable
+
+pytestmark = pytest.mark.gpu
+
+
+@pytest.fixture(scope="module")
+def cuda_device():
+    from gpumem.cuda.backend import CudaBackend
+
+    backend = CudaBackend()
+    found = backend.discover()
+    if not found.devices:
+        pytest.skip(f"no CUDA device: {found.message}")
+    try:
+        dev = backend.open(0, "hopper")
+    except DeviceUnavailable as e:
+        pytest.skip(str(e))
+    yield dev
+    dev.close()
+
+
+def test_device_properties_are_read(cuda_device):
+    info = cuda_device.info
+    assert info.sm_count > 0 and info.l2_bytes > 0 and info.memory_bytes > 0
+    assert info.clock_mhz > 0 and "." in info.compute_capability
+
+
+@pytest.mark.parametrize("order", ["sequential", "random"])
+def test_small_chase_hits_l1_and_ends_where_the_chain_says(cuda_device, order):
+    res = cuda_device.pointer_chase(ChaseRequest(footprint=16384, stride=128, record=256,
+                                                 warmup=128, order=order, seed=3))
+    assert res.end_ok
+    lat = res.latency - res.timer_overhead
+    assert 10 <= np.median(lat) <= 80, np.median(lat)   # an L1 hit: tens of cycles
+    assert res.timer_overhead < 40
+
+
+def test_large_chase_is_slower_than_small(cuda_device):
+    small = cuda_device.pointer_chase(ChaseRequest(footprint=16384, stride=128, record=256,
+                                                   warmup=128))
+    big = cuda_device.pointer_chase(ChaseRequest(footprint=1 << 30, stride=128, record=256,
+                                                 warmup=1024, order="random"))
+    assert big.end_ok
+    assert np.median(big.latency) > 5 * np.median(small.latency)
+
+
+def test_device_built_random_chain_matches_numpy(cuda_device):
+    import cupy as cp
+
+    mod = cuda_device._module("pointer_chase")
+    footprint, stride = 1 << 20, 32
+    lines = footprint // stride
+    arr = cp.zeros(footprint // 4, dtype=cp.uint32)
+    half, k0, k1, k2, k3, _ = feistel_params(lines, 5)
+    mod.get_function("chain_random")(
+        (64,), (256,), (arr, np.uint64(lines), np.uint64(stride // 4), np.int32(half),
+                        np.uint64(k0), np.uint64(k1), np.uint64(k2), np.uint64(k3)))
+    assert (arr.get() == chain_array(footprint, stride, "random", 5)).all()
+
+
+def test_provenance_has_clocks_and_throttle_reasons(cuda_device):
+    cuda_device.pointer_chase(ChaseRequest(footprint=4096, stride=128, record=16))
+    prov = cuda_device.provenance()
+    assert "nvml_sm_clock_mhz" in prov and "nvml_clock_event_reasons" in prov
+    assert prov["kernel_carveout_ca_percent"] == 0  # the largest L1 was asked for
