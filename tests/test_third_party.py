@@ -76,3 +76,30 @@ def test_a_failing_experiment_is_reported_and_the_others_still_run(plugin_site, 
     assert status == {"toy-badanalysis": "failed", "toy-chase": "complete"}
     (raw,) = out.glob("*/toy-badanalysis-*.nc")  # measured data kept despite the bug
     assert "ZeroDivisionError" in xr.open_dataset(raw).attrs["gpumem_analysis_error"]
+
+
+def test_two_runs_into_one_directory_at_once(plugin_site, tmp_path):
+    """Two processes, same --out, overlapping work: both finish, nothing is corrupted."""
+    import os
+    import subprocess
+    import sys
+
+    from helpers import GPUMEM_ENV
+
+    out = tmp_path / "shared"
+    env = {k: v for k, v in os.environ.items() if k not in GPUMEM_ENV}
+    env.update(PYTHONPATH=str(plugin_site), GPUMEM_DISABLE_PLUGINS="broken,dup")
+    cmds = [["toy-chase", "toy-slow"], ["toy-slow", "toy-chase"]]
+    procs = [subprocess.Popen([sys.executable, "-m", "gpumem", "run", "--arch", "toyarch", *c,
+                               "--device", "sim", "--out", str(out)], env=env,
+                              stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+             for c in cmds]
+    for p in procs:
+        _, err = p.communicate(timeout=300)
+        assert p.returncode == 0, err
+    manifest = json.loads((out / "manifest.json").read_text())
+    assert len(manifest["runs"]) == 2
+    assert {e["status"] for e in manifest["entries"].values()} == {"complete"}
+    for e in manifest["entries"].values():
+        xr.open_dataset(out / e["file"]).load()
+    assert not list(out.glob("*/.*.tmp")) and not list(out.glob(".manifest.json.*"))

@@ -31,11 +31,13 @@ class Plateau:
 
 
 def find_plateaus(x: np.ndarray, y: np.ndarray, rel_tol: float = 0.08,
-                  min_points: int = 2) -> list[Plateau]:
+                  min_points: int = 2, min_span: float = 1.05) -> list[Plateau]:
     """Greedy plateaus of ``y`` over ascending ``x``; NaNs are ignored.
 
     A point joins the current run while ``|log y - log median(run)| <= log(1 + rel_tol)``.
-    Runs shorter than ``min_points`` are transitions, not plateaus.
+    Runs shorter than ``min_points``, or spanning less than a factor ``min_span`` in x, are
+    transitions, not plateaus: bisecting a soft knee puts many points into a narrow footprint
+    range (an H200's far L2 fades out over 59.4-62 MB), and those must not pass for a level.
     """
     x = np.asarray(x, dtype=float)
     y = np.asarray(y, dtype=float)
@@ -55,7 +57,7 @@ def find_plateaus(x: np.ndarray, y: np.ndarray, rel_tol: float = 0.08,
             start = i
     out = []
     for a, b in runs:
-        if b - a < min_points:
+        if b - a < min_points or xs[b - 1] < min_span * xs[a]:
             continue
         seg = ys[a:b]
         med = float(np.median(seg))

@@ -1,0 +1,38 @@
+"""Plateau and knee detection on synthetic curves with planted levels and noise."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from gpumem.analysis.plateaus import find_plateaus, knee_bracket
+
+
+def test_levels_are_found_and_narrow_transitions_are_not_levels():
+    x = np.array([1, 2, 4, 8, 16, 16.1, 16.2, 16.3, 32, 64, 128], dtype=float)
+    y = np.array([30, 30, 31, 30, 30, 150, 160, 155, 300, 301, 299], dtype=float)
+    levels = find_plateaus(x, y)
+    assert [round(p.latency) for p in levels] == [30, 300]
+
+
+def test_knee_ignores_a_few_outliers_but_not_a_real_step():
+    rng = np.random.default_rng(0)
+    x = np.array([1, 2, 3, 4, 5, 6], dtype=float) * 1000
+    rows = []
+    for i in range(6):
+        r = rng.normal(30, 1, 1000)
+        r[rng.random(1000) < 0.005] = 900          # mis-timed accesses everywhere
+        if i >= 4:
+            r[: 100 * (i - 3)] = 300               # from x=5000 a growing share misses
+        rows.append(r)
+    lower = find_plateaus(x[:4], np.median(rows[:4], axis=1))[0]
+    assert knee_bracket(x, np.array(rows), lower, 300.0) == (4000.0, 5000.0)
+
+
+def test_knee_uses_the_plateau_baseline_for_wide_distributions():
+    """A far-L2-like level whose tail crosses the threshold on every point."""
+    rng = np.random.default_rng(1)
+    x = np.arange(1, 9, dtype=float)
+    rows = [np.concatenate([rng.uniform(440, 560, 900), rng.uniform(600, 850, 100)])
+            for _ in range(5)] + [rng.uniform(520, 850, 1000) for _ in range(3)]
+    lower = find_plateaus(x[:5], np.median(rows[:5], axis=1))[0]
+    assert knee_bracket(x, np.array(rows), lower, 697.0) == (5.0, 6.0)
