@@ -17,7 +17,15 @@ import numpy as np
 from gpumem.chains import ORDERS
 
 #: Probe names. Experiments declare which they need; devices say which they implement.
-PROBES = ("pointer_chase",)
+PROBES = ("pointer_chase", "stream", "async_copy", "smem")
+
+#: Address orderings of a streaming probe (which element each thread's k-th load reads):
+#: ``coalesced`` - a warp's threads read consecutive elements, the k-th load of a thread is
+#: a whole grid-slice further (each load instruction fully coalesced);
+#: ``thread`` - each thread reads ``ilp`` consecutive elements (per-thread contiguous);
+#: ``warp`` - each warp reads ``ilp`` consecutive warp-wide slices (warp contiguous).
+STREAM_ORDERS = ("coalesced", "thread", "warp")
+STREAM_KINDS = ("read", "write", "copy")
 
 #: Load paths a pointer chase can take (the cache operator or fetch path of the load).
 LOAD_PATHS = ("ca", "cg", "nc", "tex")
@@ -84,6 +92,7 @@ class ChaseRequest:
     element: int = 4
     seed: int = 0
     sm: int = 0
+    fine_grained: bool = True
 
     def validate(self) -> None:
         if self.order not in ORDERS:
@@ -115,6 +124,105 @@ class ChaseResult:
     timer_overhead: float
     end_ok: bool = True
 
+    @property
+    def mean(self) -> float:
+        """Mean cycles per access, timer overhead removed (a mean chase records only this)."""
+        return float(np.mean(self.latency)) - self.timer_overhead
+
+
+@dataclass(frozen=True)
+class StreamRequest:
+    """A bandwidth run: ``ctas`` x ``threads`` threads stream over ``footprint`` bytes.
+
+    Each thread issues ``ilp`` independent loads of ``width`` bytes per iteration, in the
+    address ``order`` of :data:`STREAM_ORDERS`, through load ``path``; ``kind`` is read,
+    write or copy (read one buffer, write another). ``work`` is the bytes each direction
+    moves in total (0: one pass over the footprint), so a sweep over ``ilp`` at fixed work
+    changes concurrency, not the amount moved. ``reverse`` walks the buffer backwards. For
+    the ``async_copy`` probe ``ilp`` is the number of cp.async groups in flight per thread.
+    """
+
+    footprint: int
+    ctas: int
+    threads: int
+    ilp: int = 1
+    width: int = 4
+    path: str = "cg"
+    order: str = "coalesced"
+    kind: str = "read"
+    work: int = 0
+    reverse: bool = False
+    seed: int = 0
+
+    @property
+    def bytes_per_direction(self) -> int:
+        return self.work or self.footprint
+
+    def validate(self) -> None:
+        if self.order not in STREAM_ORDERS:
+            raise ValueError(f"order must be one of {STREAM_ORDERS}, got {self.order!r}")
+        if self.kind not in STREAM_KINDS:
+            raise ValueError(f"kind must be one of {STREAM_KINDS}, got {self.kind!r}")
+        if self.path not in LOAD_PATHS:
+            raise ValueError(f"path must be one of {LOAD_PATHS}, got {self.path!r}")
+        if self.width not in (4, 8, 16):
+            raise ValueError("width must be 4, 8 or 16 bytes")
+        if self.ctas <= 0 or self.threads <= 0 or self.ilp <= 0:
+            raise ValueError("ctas, threads and ilp must be >= 1")
+        if self.footprint < self.width * self.threads or self.work < 0:
+            raise ValueError("footprint must hold at least one element per thread")
+
+
+@dataclass
+class StreamResult:
+    """What a bandwidth run moved and how long it took (``bytes`` counts read + written)."""
+
+    bytes: int
+    seconds: float
+    cycles: float
+
+    @property
+    def gbs(self) -> float:
+        return self.bytes / self.seconds / 1e9 if self.seconds > 0 else float("nan")
+
+
+@dataclass(frozen=True)
+class SmemRequest:
+    """Shared-memory access by ``warps`` warps per SM, thread t at word ``t * stride``.
+
+    ``width`` bytes per access, ``bank_mode`` the bank width to run in (4 or 8 bytes; 8 only
+    where the hardware has the mode). ``kind``: ``latency`` (one warp, dependent loads:
+    cycles per access) or ``throughput`` (``warps`` x ``ilp`` independent loads per SM:
+    bytes per cycle per SM).
+    """
+
+    stride: int
+    width: int = 4
+    bank_mode: int = 4
+    warps: int = 1
+    ilp: int = 1
+    kind: str = "latency"
+    iterations: int = 64
+    seed: int = 0
+
+    def validate(self) -> None:
+        if self.stride < 0:
+            raise ValueError("stride must be >= 0 words")
+        if self.width not in (4, 8) or self.bank_mode not in (4, 8):
+            raise ValueError("width and bank_mode must be 4 or 8 bytes")
+        if self.kind not in ("latency", "throughput"):
+            raise ValueError("kind must be 'latency' or 'throughput'")
+        if self.warps <= 0 or self.ilp <= 0 or self.iterations <= 0:
+            raise ValueError("warps, ilp and iterations must be >= 1")
+
+
+@dataclass
+class SmemResult:
+    """``latency``: cycles per access (timer overhead removed); ``bytes_per_cycle``: per SM."""
+
+    latency: float
+    bytes_per_cycle: float
+
 
 @dataclass(frozen=True)
 class KernelSource:
@@ -141,9 +249,25 @@ class Device(ABC):
         """Names of the probes this device implements."""
 
     def pointer_chase(self, request: ChaseRequest) -> ChaseResult:
+        """Fine-grained (or, with ``fine_grained=False``, mean) pointer chase."""
+        raise self._unsupported("pointer_chase")
+
+    def stream(self, request: StreamRequest) -> StreamResult:
+        """Streaming loads / stores / copies at a given concurrency."""
+        raise self._unsupported("stream")
+
+    def async_copy(self, request: StreamRequest) -> StreamResult:
+        """Streaming with asynchronous copies (cp.async) into shared memory."""
+        raise self._unsupported("async_copy")
+
+    def smem(self, request: SmemRequest) -> SmemResult:
+        """Strided shared-memory access: latency or throughput."""
+        raise self._unsupported("smem")
+
+    def _unsupported(self, probe: str) -> Exception:
         from gpumem.errors import ProbeUnsupported
 
-        raise ProbeUnsupported(f"{self.info.kind} device has no pointer_chase probe")
+        return ProbeUnsupported(f"{self.info.kind} device has no {probe} probe")
 
     def provenance(self) -> dict[str, Any]:
         """Attributes describing the device's state now (clocks, throttling, versions...)."""

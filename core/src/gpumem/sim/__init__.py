@@ -1,5 +1,16 @@
-"""The built-in simulator: ``SimConfig`` (what to simulate) and the engine that runs it."""
+"""The built-in simulator: ``SimConfig`` (what to simulate) and the engines that run it."""
 
-from gpumem.sim.config import CacheLevel, Dram, SetIndex, SimConfig, SimConfigError, Timer, TlbLevel
+from gpumem.sim.config import (
+    CacheLevel,
+    Dram,
+    SetIndex,
+    SharedMemory,
+    SimConfig,
+    SimConfigError,
+    Throughput,
+    Timer,
+    TlbLevel,
+)
 
-__all__ = ["CacheLevel", "Dram", "SetIndex", "SimConfig", "SimConfigError", "Timer", "TlbLevel"]
+__all__ = ["CacheLevel", "Dram", "SetIndex", "SharedMemory", "SimConfig", "SimConfigError",
+           "Throughput", "Timer", "TlbLevel"]

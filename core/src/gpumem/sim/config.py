@@ -1,9 +1,11 @@
-"""``SimConfig``: the typed, validated description of a simulated memory hierarchy.
+"""``SimConfig``: the typed, validated description of a simulated GPU memory hierarchy.
 
 A config is plain data: loaded from and saved to TOML, embedded verbatim in every simulated
-dataset's attributes, and compiled into flat arrays by :mod:`gpumem.sim.engine`. Validation
-errors name the field and the rule (``cache[l1d].ways: must divide size / line``), so a
-hand-written file fails loudly before any simulation runs.
+dataset's attributes, and compiled into flat arrays by :mod:`gpumem.sim.engine` (latency)
+and read by :mod:`gpumem.sim.throughput` (bandwidth). TOML is converted field by field from
+the dataclasses' type hints, so a wrong type, a missing field or an unknown key fails with
+the field's path; :meth:`SimConfig.validate` then checks the rules between fields. Every
+error starts with the path: ``cache[l1d].ways: must divide size / line = 128``.
 """
 
 from __future__ import annotations
@@ -12,9 +14,10 @@ import dataclasses
 import hashlib
 import math
 import sys
-from dataclasses import dataclass, field
+import types
+from dataclasses import MISSING, dataclass, field, fields
 from pathlib import Path
-from typing import Any
+from typing import Any, Union, get_args, get_origin, get_type_hints
 
 import tomli_w
 
@@ -42,7 +45,8 @@ def _is_pow2(x: int) -> bool:
 
 @dataclass
 class SetIndex:
-    """How an address picks a set.
+    """How an address picks a set (TOML keys ``index``, ``index_bits``, ``xor_masks``,
+    ``index_table`` on the level).
 
     ``modulo``: block number mod sets. ``bits``: the address bits listed (LSB first) form the
     set number, e.g. ``[7, 8]`` for the texture L1 of Fermi. ``xor``: set bit i is the parity
@@ -64,10 +68,12 @@ class SetIndex:
             if any(b < 0 or b > 62 for b in self.bits):
                 _fail(f"{where}.index_bits", "bits must be in 0..62")
             if 2 ** len(self.bits) != sets:
-                _fail(f"{where}.index_bits", f"{len(self.bits)} bits select {2 ** len(self.bits)} sets, not {sets}")
+                _fail(f"{where}.index_bits",
+                      f"{len(self.bits)} bits select {2 ** len(self.bits)} sets, not {sets}")
         if self.function == "xor":
             if 2 ** len(self.masks) != sets:
-                _fail(f"{where}.xor_masks", f"{len(self.masks)} masks select {2 ** len(self.masks)} sets, not {sets}")
+                _fail(f"{where}.xor_masks",
+                      f"{len(self.masks)} masks select {2 ** len(self.masks)} sets, not {sets}")
             if any(m <= 0 for m in self.masks):
                 _fail(f"{where}.xor_masks", "masks must be positive address masks")
         if self.function == "table":
@@ -79,14 +85,41 @@ class SetIndex:
                 _fail(f"{where}.index_table", "every set must appear at least once")
 
 
+def _validate_ways(where: str, ways: int | list[int], units: int, unit_name: str) -> None:
+    if isinstance(ways, list):
+        if not ways or any(w <= 0 for w in ways):
+            _fail(f"{where}.ways", "a list of ways needs one positive entry per set")
+        if sum(ways) != units:
+            _fail(f"{where}.ways", f"the ways add up to {sum(ways)}, not {unit_name} = {units}")
+    elif ways <= 0 or units % ways:
+        _fail(f"{where}.ways", f"must divide {unit_name} = {units}")
+
+
+def _validate_policy(where: str, policy: str, weights: list[float], max_ways: int) -> None:
+    if policy not in POLICIES:
+        _fail(f"{where}.policy", f"must be one of {', '.join(POLICIES)}")
+    if policy == "weighted":
+        if len(weights) != max_ways:
+            _fail(f"{where}.way_weights", f"needs one weight per way ({max_ways})")
+        if any(w < 0 for w in weights) or sum(weights) <= 0:
+            _fail(f"{where}.way_weights", "weights must be >= 0 with a positive sum")
+
+
 @dataclass
 class CacheLevel:
-    """One cache level (per SM or shared by the GPU).
+    """One cache level, per SM (``scope = "sm"``) or shared by the GPU (``"gpu"``).
 
     ``ways`` is an int for equal sets or a list (one entry per set) for unequal sets.
     ``sector`` is the fill granularity (``line`` when unsectored). ``translate`` says the level
     is looked up with a physical address, so the TLBs are consulted before it; a virtually
-    tagged level (Maxwell's L1) hits without translation.
+    tagged level (Maxwell's L1) hits without translation. ``bandwidth`` (bytes per cycle, per
+    SM for an SM-scope level, in all for a GPU-scope one; 0 = no limit) caps the throughput
+    model.
+
+    Partitions: a GPU-scope level may be split in ``partitions`` (a power of two) homes
+    chosen by the parity of ``address & partition_masks[i]``; an SM's near partition is
+    ``sm * partitions // sm_count`` and a hit in another partition costs ``far_latency``.
+    ``sm_offsets`` adds a per-SM latency (cyclic over SMs), as distance on the die does.
     """
 
     name: str
@@ -100,6 +133,11 @@ class CacheLevel:
     index: SetIndex = field(default_factory=SetIndex)
     scope: str = "sm"
     translate: bool = False
+    bandwidth: float = 0.0
+    partitions: int = 1
+    partition_masks: list[int] = field(default_factory=list)
+    far_latency: float = 0.0
+    sm_offsets: list[float] = field(default_factory=list)
 
     @property
     def sets(self) -> int:
@@ -126,27 +164,24 @@ class CacheLevel:
             _fail(f"{where}.sector", "at most 32 sectors per line")
         if self.size <= 0 or self.size % self.line:
             _fail(f"{where}.size", f"must be a positive multiple of line ({self.line})")
-        if isinstance(self.ways, list):
-            if not self.ways or any(w <= 0 for w in self.ways):
-                _fail(f"{where}.ways", "a list of ways needs one positive entry per set")
-            if sum(self.ways) * self.line != self.size:
-                _fail(f"{where}.ways", f"sum(ways) x line = {sum(self.ways) * self.line}, not size {self.size}")
-        else:
-            if self.ways <= 0 or (self.size // self.line) % self.ways:
-                _fail(f"{where}.ways", f"must divide size / line = {self.size // self.line}")
-        if self.policy not in POLICIES:
-            _fail(f"{where}.policy", f"must be one of {', '.join(POLICIES)}")
-        if self.policy == "weighted":
-            if len(self.way_weights) != max(self.way_list):
-                _fail(f"{where}.way_weights", f"needs one weight per way ({max(self.way_list)})")
-            if any(w < 0 for w in self.way_weights) or sum(self.way_weights) <= 0:
-                _fail(f"{where}.way_weights", "weights must be >= 0 with a positive sum")
+        _validate_ways(where, self.ways, self.size // self.line, "size / line")
+        _validate_policy(where, self.policy, self.way_weights, max(self.way_list))
         if self.scope not in SCOPES:
             _fail(f"{where}.scope", f"must be one of {', '.join(SCOPES)}")
-        if not (self.hit_latency >= 0):
+        if not self.hit_latency >= 0:
             _fail(f"{where}.hit_latency", "must be >= 0 cycles")
-        if self.index.function in ("modulo",) and isinstance(self.ways, list):
-            pass  # modulo over unequal sets is allowed: set = block mod sets
+        if self.bandwidth < 0:
+            _fail(f"{where}.bandwidth", "must be >= 0 bytes per cycle (0 = unlimited)")
+        if not _is_pow2(self.partitions):
+            _fail(f"{where}.partitions", "must be a power of two (1 = unpartitioned)")
+        if self.partitions > 1:
+            if self.scope != "gpu":
+                _fail(f"{where}.partitions", "only a GPU-scope level can be partitioned")
+            if 2 ** len(self.partition_masks) != self.partitions:
+                _fail(f"{where}.partition_masks",
+                      f"needs log2(partitions) = {self.partitions.bit_length() - 1} masks")
+            if self.far_latency < self.hit_latency:
+                _fail(f"{where}.far_latency", "must be >= hit_latency")
         self.index.validate(where, self.sets)
 
 
@@ -180,15 +215,8 @@ class TlbLevel:
     def validate(self, where: str) -> None:
         if not _is_pow2(self.page):
             _fail(f"{where}.page", f"must be a power of two, got {self.page}")
-        if isinstance(self.ways, list):
-            if sum(self.ways) != self.entries or any(w <= 0 for w in self.ways):
-                _fail(f"{where}.ways", f"positive ways summing to entries ({self.entries})")
-        elif self.ways <= 0 or self.entries % self.ways:
-            _fail(f"{where}.ways", f"must divide entries ({self.entries})")
-        if self.policy not in POLICIES:
-            _fail(f"{where}.policy", f"must be one of {', '.join(POLICIES)}")
-        if self.policy == "weighted" and len(self.way_weights) != max(self.way_list):
-            _fail(f"{where}.way_weights", f"needs one weight per way ({max(self.way_list)})")
+        _validate_ways(where, self.ways, self.entries, "entries")
+        _validate_policy(where, self.policy, self.way_weights, max(self.way_list))
         if self.miss_penalty < 0:
             _fail(f"{where}.miss_penalty", "must be >= 0 cycles")
         self.index.validate(where, self.sets)
@@ -196,8 +224,14 @@ class TlbLevel:
 
 @dataclass
 class Dram:
+    """DRAM: unloaded latency (cycles), theoretical bandwidth (GB/s, 10^9 byte/s), the
+    fraction of it streams sustain (``efficiency``) and writes' extra loss
+    (``write_efficiency``)."""
+
     latency: float
     bandwidth_gbs: float = 0.0
+    efficiency: float = 1.0
+    write_efficiency: float = 1.0
 
 
 @dataclass
@@ -206,22 +240,109 @@ class Timer:
 
     ``overhead`` is reported by the device (as a CUDA device measures it) and subtracted by the
     experiments. ``jitter`` is a Gaussian sigma in cycles; a fraction ``outlier_rate`` of the
-    accesses gets ``outlier_cycles`` more (a mis-timed access).
+    accesses gets ``outlier_cycles`` more (a mis-timed access). ``throughput_jitter`` is the
+    relative sigma of a timed bandwidth run.
     """
 
     overhead: float = 0.0
     jitter: float = 0.0
     outlier_rate: float = 0.0
     outlier_cycles: float = 0.0
+    throughput_jitter: float = 0.0
+
+
+@dataclass
+class SharedMemory:
+    """Shared memory per SM: banks, bank width (and the widths the hardware can switch to),
+    the latency of a conflict-free access and what each extra conflicting way adds.
+
+    An access by a warp is split by bank; the number of *distinct* bank words hitting the
+    busiest bank is the conflict degree n (threads reading one word share it: broadcast).
+    Latency = ``latency + conflict_cycles * (min(n, conflict_cap) - 1)`` (no cap when 0), or,
+    when ``conflict_latencies`` is given, that table's value for n = 1, 2, 4, ... (measured
+    curves that are not straight lines, Kepler's; interpolated between powers of two).
+    """
+
+    size: int = 49152
+    banks: int = 32
+    bank_width: int = 4
+    modes: list[int] = field(default_factory=lambda: [4])
+    latency: float = 30.0
+    conflict_cycles: float = 2.0
+    conflict_cap: int = 0
+    conflict_latencies: list[float] = field(default_factory=list)
+    bytes_per_cycle: float = 0.0
+
+    def conflict_latency(self, ways: int) -> float:
+        """Cycles of one warp access with ``ways``-way bank conflicts."""
+        if self.conflict_latencies:
+            table = self.conflict_latencies
+            pos = min(max(0.0, math.log2(ways)), len(table) - 1)
+            lo = int(pos)
+            hi = min(lo + 1, len(table) - 1)
+            return table[lo] + (table[hi] - table[lo]) * (pos - lo)
+        counted = min(ways, self.conflict_cap) if self.conflict_cap else ways
+        return self.latency + self.conflict_cycles * (counted - 1)
+
+    @property
+    def peak_bytes_per_cycle(self) -> float:
+        return self.bytes_per_cycle or float(self.banks * self.bank_width)
+
+    def validate(self, where: str = "smem") -> None:
+        if not _is_pow2(self.banks):
+            _fail(f"{where}.banks", "must be a power of two")
+        if self.bank_width not in (4, 8):
+            _fail(f"{where}.bank_width", "must be 4 or 8 bytes")
+        if not self.modes or any(m not in (4, 8) for m in self.modes):
+            _fail(f"{where}.modes", "bank widths the hardware supports: a list of 4 and/or 8")
+        if self.bank_width not in self.modes:
+            _fail(f"{where}.modes", f"must include the default bank_width ({self.bank_width})")
+        if self.latency < 0 or self.conflict_cycles < 0 or self.conflict_cap < 0:
+            _fail(f"{where}.latency", "latency, conflict_cycles and conflict_cap must be >= 0")
+        t = self.conflict_latencies
+        if t and (len(t) > 6 or any(b < a for a, b in zip(t, t[1:])) or t[0] < 0):
+            _fail(f"{where}.conflict_latencies",
+                  "cycles for 1, 2, 4, ... 32 ways: at most 6 entries, non-decreasing")
+
+
+@dataclass
+class Throughput:
+    """Per-SM limits that shape bandwidth: occupancy and requests in flight.
+
+    ``inflight_sectors_per_sm``: outstanding 32-byte sector requests an SM can track (its
+    MSHRs); ``inflight_async_sectors_per_sm`` the same for cp.async (0 = same limit).
+    ``issue_bytes_per_cycle``: what one SM's load path can issue per cycle. ``sharpness`` is
+    the exponent of the smooth minimum between demand and a cap (large = a sharp knee).
+    """
+
+    max_warps_per_sm: int = 64
+    max_ctas_per_sm: int = 32
+    max_threads_per_cta: int = 1024
+    inflight_sectors_per_sm: int = 0
+    inflight_async_sectors_per_sm: int = 0
+    issue_bytes_per_cycle: float = 0.0
+    sharpness: float = 8.0
+
+    def validate(self, where: str = "throughput") -> None:
+        if self.max_warps_per_sm <= 0 or self.max_ctas_per_sm <= 0:
+            _fail(f"{where}.max_warps_per_sm", "occupancy limits must be >= 1")
+        if self.max_threads_per_cta <= 0 or self.max_threads_per_cta % 32:
+            _fail(f"{where}.max_threads_per_cta", "must be a positive multiple of 32")
+        if self.inflight_sectors_per_sm < 0 or self.inflight_async_sectors_per_sm < 0:
+            _fail(f"{where}.inflight_sectors_per_sm", "must be >= 0 (0 = unlimited)")
+        if self.sharpness <= 0:
+            _fail(f"{where}.sharpness", "must be > 0")
 
 
 @dataclass
 class SimConfig:
-    """A simulated GPU: SMs and clock, caches, load paths, TLBs, DRAM and timer behaviour.
+    """A simulated GPU: SMs and clock, caches, load paths, TLBs, DRAM, shared memory,
+    throughput limits and timer behaviour.
 
     ``paths`` maps a load flavour (``ca``, ``cg``, ``nc``, ``tex``) to the cache levels it
     looks up, in order; ``path_latency`` adds a fixed pipeline latency to every load of a
     path (Fermi's texture pipeline adds about 100 cycles to hits and misses alike).
+    ``page_walk_latency`` is added when every TLB level misses.
     """
 
     name: str
@@ -229,12 +350,15 @@ class SimConfig:
     compute_capability: str
     sm_count: int
     clock_mhz: float
-    caches: list[CacheLevel]
+    caches: list[CacheLevel] = field(metadata={"toml": "cache"})
     paths: dict[str, list[str]]
-    tlbs: list[TlbLevel]
     dram: Dram
+    tlbs: list[TlbLevel] = field(default_factory=list, metadata={"toml": "tlb"})
     timer: Timer = field(default_factory=Timer)
+    smem: SharedMemory = field(default_factory=SharedMemory)
+    throughput: Throughput = field(default_factory=Throughput)
     path_latency: dict[str, float] = field(default_factory=dict)
+    page_walk_latency: float = 0.0
     memory_bytes: int = 16 << 30
     base_address: int = 1 << 40
     description: str = ""
@@ -269,14 +393,20 @@ class SimConfig:
         for i, t in enumerate(self.tlbs):
             t.validate(f"tlb[{t.name or i}]")
         pages = [t.page for t in self.tlbs]
-        if pages and self.tlbs and any(p < pages[0] for p in pages):
+        if pages and any(p < pages[0] for p in pages):
             _fail("tlb", "the first TLB level must have the smallest page")
-        if self.dram.latency < 0:
-            _fail("dram.latency", "must be >= 0 cycles")
-        if not (0 <= self.timer.outlier_rate < 1):
+        if self.dram.latency < 0 or self.dram.bandwidth_gbs < 0:
+            _fail("dram.latency", "latency and bandwidth_gbs must be >= 0")
+        if not 0 < self.dram.write_efficiency <= 1 or not 0 < self.dram.efficiency <= 1:
+            _fail("dram.efficiency", "efficiency and write_efficiency must be in (0, 1]")
+        if not 0 <= self.timer.outlier_rate < 1:
             _fail("timer.outlier_rate", "must be in [0, 1)")
-        if self.timer.jitter < 0:
-            _fail("timer.jitter", "must be >= 0")
+        if self.timer.jitter < 0 or self.timer.throughput_jitter < 0:
+            _fail("timer.jitter", "jitter and throughput_jitter must be >= 0")
+        if self.page_walk_latency < 0:
+            _fail("page_walk_latency", "must be >= 0 cycles")
+        self.smem.validate()
+        self.throughput.validate()
         if self.base_address % (max(pages) if pages else 4096):
             _fail("base_address", "must be aligned to the largest TLB page")
         return self
@@ -304,39 +434,7 @@ class SimConfig:
 
     # ---- TOML ---------------------------------------------------------------------------
     def to_dict(self) -> dict[str, Any]:
-        def level(obj: Any) -> dict[str, Any]:
-            d = dataclasses.asdict(obj)
-            idx = d.pop("index")
-            d["index"] = idx["function"]
-            if idx["bits"]:
-                d["index_bits"] = idx["bits"]
-            if idx["masks"]:
-                d["xor_masks"] = idx["masks"]
-            if idx["table"]:
-                d["index_table"] = idx["table"]
-            if not d.get("way_weights"):
-                d.pop("way_weights", None)
-            return d
-
-        out: dict[str, Any] = {
-            "name": self.name,
-            "arch": self.arch,
-            "description": self.description,
-            "source": self.source,
-            "compute_capability": self.compute_capability,
-            "sm_count": self.sm_count,
-            "clock_mhz": self.clock_mhz,
-            "memory_bytes": self.memory_bytes,
-            "base_address": self.base_address,
-            "seed": self.seed,
-            "timer": dataclasses.asdict(self.timer),
-            "dram": dataclasses.asdict(self.dram),
-            "paths": {k: list(v) for k, v in self.paths.items()},
-            "path_latency": dict(self.path_latency),
-            "cache": [level(c) for c in self.caches],
-            "tlb": [level(t) for t in self.tlbs],
-        }
-        return out
+        return _to_table(self)
 
     def to_toml(self) -> str:
         return tomli_w.dumps(self.to_dict())
@@ -346,102 +444,7 @@ class SimConfig:
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> SimConfig:
-        data = dict(data)
-
-        def take(d: dict[str, Any], key: str, where: str, kind: type | tuple[type, ...]) -> Any:
-            if key not in d:
-                _fail(f"{where}{key}", "is required")
-            v = d.pop(key)
-            if kind is float and isinstance(v, int) and not isinstance(v, bool):
-                v = float(v)
-            if not isinstance(v, kind) or isinstance(v, bool) and kind is not bool:
-                want = kind.__name__ if isinstance(kind, type) else "/".join(k.__name__ for k in kind)
-                _fail(f"{where}{key}", f"must be {want}, got {type(v).__name__} {v!r}")
-            return v
-
-        def opt(d: dict[str, Any], key: str, default: Any) -> Any:
-            return d.pop(key, default)
-
-        def index_of(d: dict[str, Any]) -> SetIndex:
-            return SetIndex(
-                function=str(opt(d, "index", "modulo")),
-                bits=[int(b) for b in opt(d, "index_bits", [])],
-                masks=[int(m) for m in opt(d, "xor_masks", [])],
-                table=[int(s) for s in opt(d, "index_table", [])],
-            )
-
-        def leftovers(d: dict[str, Any], where: str) -> None:
-            if d:
-                _fail(f"{where}{sorted(d)[0]}", "unknown field")
-
-        caches = []
-        for i, raw in enumerate(data.pop("cache", [])):
-            d = dict(raw)
-            w = f"cache[{d.get('name', i)}]."
-            ways = take(d, "ways", w, (int, list))
-            c = CacheLevel(
-                name=take(d, "name", w, str),
-                size=take(d, "size", w, int),
-                line=take(d, "line", w, int),
-                ways=[int(x) for x in ways] if isinstance(ways, list) else ways,
-                hit_latency=take(d, "hit_latency", w, float),
-                sector=int(opt(d, "sector", 0)),
-                policy=str(opt(d, "policy", "lru")),
-                way_weights=[float(x) for x in opt(d, "way_weights", [])],
-                index=index_of(d),
-                scope=str(opt(d, "scope", "sm")),
-                translate=bool(opt(d, "translate", False)),
-            )
-            leftovers(d, w)
-            caches.append(c)
-        tlbs = []
-        for i, raw in enumerate(data.pop("tlb", [])):
-            d = dict(raw)
-            w = f"tlb[{d.get('name', i)}]."
-            ways = take(d, "ways", w, (int, list))
-            t = TlbLevel(
-                name=take(d, "name", w, str),
-                page=take(d, "page", w, int),
-                entries=take(d, "entries", w, int),
-                ways=[int(x) for x in ways] if isinstance(ways, list) else ways,
-                miss_penalty=take(d, "miss_penalty", w, float),
-                policy=str(opt(d, "policy", "lru")),
-                way_weights=[float(x) for x in opt(d, "way_weights", [])],
-                index=index_of(d),
-            )
-            leftovers(d, w)
-            tlbs.append(t)
-        dram_d = dict(data.pop("dram", {}))
-        dram = Dram(latency=take(dram_d, "latency", "dram.", float),
-                    bandwidth_gbs=float(opt(dram_d, "bandwidth_gbs", 0.0)))
-        leftovers(dram_d, "dram.")
-        timer_d = dict(data.pop("timer", {}))
-        timer = Timer(**{k: float(timer_d.pop(k)) for k in list(timer_d)
-                         if k in {f.name for f in dataclasses.fields(Timer)}})
-        leftovers(timer_d, "timer.")
-        paths_raw = data.pop("paths", None)
-        if not isinstance(paths_raw, dict):
-            _fail("paths", "is required: a table of load path -> list of cache levels")
-        cfg = cls(
-            name=take(data, "name", "", str),
-            arch=take(data, "arch", "", str),
-            compute_capability=str(take(data, "compute_capability", "", str)),
-            sm_count=take(data, "sm_count", "", int),
-            clock_mhz=take(data, "clock_mhz", "", float),
-            caches=caches,
-            paths={str(k): [str(x) for x in v] for k, v in paths_raw.items()},
-            tlbs=tlbs,
-            dram=dram,
-            timer=timer,
-            path_latency={str(k): float(v) for k, v in dict(opt(data, "path_latency", {})).items()},
-            memory_bytes=int(opt(data, "memory_bytes", 16 << 30)),
-            base_address=int(opt(data, "base_address", 1 << 40)),
-            description=str(opt(data, "description", "")),
-            source=str(opt(data, "source", "")),
-            seed=int(opt(data, "seed", 0)),
-        )
-        leftovers(data, "")
-        return cfg.validate()
+        return _from_table(cls, data, "").validate()
 
     @classmethod
     def from_toml(cls, text: str) -> SimConfig:
@@ -464,5 +467,109 @@ class SimConfig:
             raise SimConfigError(f"{p}: {e}") from None
 
 
-def ceil_log2(x: int) -> int:
-    return max(0, math.ceil(math.log2(x))) if x > 1 else 0
+# ---------------------------------------------------------------------------------------------
+# TOML <-> dataclasses, driven by the type hints
+# ---------------------------------------------------------------------------------------------
+
+_INDEX_KEYS = {"function": "index", "bits": "index_bits", "masks": "xor_masks",
+               "table": "index_table"}
+
+
+def _toml_key(f: dataclasses.Field) -> str:
+    return f.metadata.get("toml", f.name)
+
+
+def _to_table(obj: Any) -> Any:
+    if isinstance(obj, SetIndex):
+        return {_INDEX_KEYS[k]: v for k, v in dataclasses.asdict(obj).items()
+                if k == "function" or v}
+    if dataclasses.is_dataclass(obj):
+        out: dict[str, Any] = {}
+        for f in fields(obj):
+            v = getattr(obj, f.name)
+            if isinstance(v, SetIndex):
+                out.update(_to_table(v))
+            else:
+                out[_toml_key(f)] = _to_table(v)
+        return out
+    if isinstance(obj, list):
+        return [_to_table(v) for v in obj]
+    if isinstance(obj, dict):
+        return {str(k): _to_table(v) for k, v in obj.items()}
+    return obj
+
+
+def _type_name(tp: Any) -> str:
+    return getattr(tp, "__name__", None) or str(tp).replace("typing.", "")
+
+
+def _convert(tp: Any, value: Any, where: str) -> Any:
+    origin = get_origin(tp)
+    if origin in (Union, getattr(types, "UnionType", Union)):
+        options = get_args(tp)
+        for opt in options:  # int | list[int]: pick by the value's shape
+            if get_origin(opt) is list and isinstance(value, list):
+                return _convert(opt, value, where)
+            if get_origin(opt) is None and not isinstance(value, list):
+                return _convert(opt, value, where)
+        _fail(where, f"must be {' or '.join(_type_name(o) for o in options)}")
+    if dataclasses.is_dataclass(tp):
+        return _from_table(tp, value, where + ".")
+    if origin is list:
+        if not isinstance(value, list):
+            _fail(where, f"must be a list, got {type(value).__name__} {value!r}")
+        return [_convert(get_args(tp)[0], v, f"{where}[{i}]") for i, v in enumerate(value)]
+    if origin is dict:
+        if not isinstance(value, dict):
+            _fail(where, f"must be a table, got {type(value).__name__}")
+        return {str(k): _convert(get_args(tp)[1], v, f"{where}.{k}") for k, v in value.items()}
+    if tp is float:
+        if isinstance(value, bool) or not isinstance(value, (int, float)):
+            _fail(where, f"must be a number, got {type(value).__name__} {value!r}")
+        return float(value)
+    if tp is int:
+        if isinstance(value, bool) or not isinstance(value, int):
+            _fail(where, f"must be an integer, got {type(value).__name__} {value!r}")
+        return value
+    if tp is bool:
+        if not isinstance(value, bool):
+            _fail(where, f"must be true or false, got {value!r}")
+        return value
+    if tp is str:
+        if not isinstance(value, str):
+            _fail(where, f"must be a string, got {type(value).__name__} {value!r}")
+        return value
+    return value
+
+
+def _from_table(cls: type, data: Any, where: str) -> Any:
+    if not isinstance(data, dict):
+        _fail(where.rstrip(".") or "config", "must be a table")
+    data = dict(data)
+    hints = get_type_hints(cls)
+    kwargs: dict[str, Any] = {}
+    for f in fields(cls):
+        hint = hints[f.name]
+        if hint is SetIndex:
+            idx = {k: data.pop(v) for k, v in _INDEX_KEYS.items() if v in data}
+            kwargs[f.name] = _from_table(SetIndex, idx, where)
+            continue
+        key = _toml_key(f)
+        if key in data:
+            value = data.pop(key)
+            if get_origin(hint) is list and dataclasses.is_dataclass(get_args(hint)[0]):
+                if not isinstance(value, list):
+                    _fail(f"{where}{key}", "must be a list of tables ([[...]])")
+                kwargs[f.name] = [
+                    _from_table(get_args(hint)[0], v,
+                                f"{where}{key}[{v.get('name', i) if isinstance(v, dict) else i}].")
+                    for i, v in enumerate(value)]
+            else:
+                kwargs[f.name] = _convert(hint, value, f"{where}{key}")
+        elif f.default is MISSING and f.default_factory is MISSING:
+            _fail(f"{where}{key}", "is required")
+    if data:
+        _fail(f"{where}{sorted(data)[0]}", "unknown field")
+    return cls(**kwargs)
+
+

@@ -6,10 +6,20 @@ from typing import Any
 
 import numpy as np
 
-from gpumem.device import ChaseRequest, ChaseResult, Device, DeviceInfo
+from gpumem.device import (
+    ChaseRequest,
+    ChaseResult,
+    Device,
+    DeviceInfo,
+    SmemRequest,
+    SmemResult,
+    StreamRequest,
+    StreamResult,
+)
 from gpumem.errors import PointSkipped, ProbeUnsupported
 from gpumem.sim import engine
 from gpumem.sim.config import SimConfig
+from gpumem.sim.throughput import smem_model, stream_bytes, stream_model
 
 
 def sim_device_info(cfg: SimConfig) -> DeviceInfo:
@@ -42,7 +52,7 @@ class SimDevice(Device):
 
     @property
     def probes(self) -> frozenset[str]:
-        return frozenset({"pointer_chase"})
+        return frozenset({"pointer_chase", "stream", "async_copy", "smem"})
 
     def pointer_chase(self, request: ChaseRequest) -> ChaseResult:
         request.validate()
@@ -51,6 +61,8 @@ class SimDevice(Device):
             raise ProbeUnsupported(
                 f"simulated {cfg.name} has no '{request.path}' load path "
                 f"(config paths: {', '.join(sorted(cfg.paths))})")
+        if not 0 <= request.sm < cfg.sm_count:
+            raise PointSkipped(f"SM {request.sm} does not exist ({cfg.sm_count} SMs)")
         if request.footprint > cfg.memory_bytes:
             raise PointSkipped(
                 f"footprint {request.footprint} B exceeds device memory {cfg.memory_bytes} B")
@@ -61,6 +73,7 @@ class SimDevice(Device):
         lat, idx, _level = engine.simulate_chase(
             h, path, self._tlb_first, len(cfg.tlbs), cfg.dram.latency,
             base=cfg.base_address, footprint=request.footprint, stride=request.stride,
+            page_walk=cfg.page_walk_latency, sm=request.sm, sm_count=cfg.sm_count,
             element=request.element, order=request.order, seed=request.seed,
             warmup=request.warmup, record=request.record,
             overhead=cfg.timer.overhead + cfg.path_latency.get(request.path, 0.0),
@@ -68,7 +81,38 @@ class SimDevice(Device):
             outlier_cycles=cfg.timer.outlier_cycles,
             noise_seed=engine.stream_seed(cfg.seed, self.seed, request.seed, request.sm, 7),
         )
-        return ChaseResult(latency=lat, index=idx, timer_overhead=cfg.timer.overhead)
+        overhead = cfg.timer.overhead
+        if not request.fine_grained:  # a mean chase: one number, as a two-clock-read kernel
+            return ChaseResult(latency=np.array([float(lat.mean())]), index=np.empty(0, np.int64),
+                               timer_overhead=overhead)
+        return ChaseResult(latency=lat, index=idx, timer_overhead=overhead)
+
+    def _timed(self, nbytes: int, rate: float, seed: int) -> StreamResult:
+        """Seconds for ``nbytes`` at ``rate`` bytes/cycle, with the config's run-to-run noise."""
+        cycles = nbytes / rate
+        sigma = self.config.timer.throughput_jitter
+        if sigma > 0:
+            rng = np.random.default_rng(engine.stream_seed(self.config.seed, self.seed, seed, 11))
+            cycles *= max(0.5, 1.0 + sigma * float(rng.standard_normal()))
+        return StreamResult(bytes=nbytes, seconds=cycles / (self.config.clock_mhz * 1e6),
+                            cycles=cycles)
+
+    def stream(self, request: StreamRequest) -> StreamResult:
+        request.validate()
+        model = stream_model(self.config, request)
+        return self._timed(stream_bytes(request), model.rate, request.seed)
+
+    def async_copy(self, request: StreamRequest) -> StreamResult:
+        request.validate()
+        if request.kind != "read":
+            raise PointSkipped("cp.async copies global to shared memory: kind must be 'read'")
+        model = stream_model(self.config, request, asynchronous=True)
+        return self._timed(stream_bytes(request), model.rate, request.seed)
+
+    def smem(self, request: SmemRequest) -> SmemResult:
+        request.validate()
+        latency, rate, _ways = smem_model(self.config, request)
+        return SmemResult(latency=latency, bytes_per_cycle=rate)
 
     def provenance(self) -> dict[str, Any]:
         return {

@@ -26,8 +26,8 @@ ORDER_CODES = {"sequential": 0, "random": 1}
 
 # Columns of the per-level metadata table ``Hierarchy.meta``.
 LINE_SHIFT, SECTOR_SHIFT, N_SETS, SET_BASE, IDX_KIND, IDX_OFF, IDX_LEN, POLICY, W_OFF, \
-    TRANSLATE = range(10)
-META_COLUMNS = 10
+    TRANSLATE, PARTS, PART_OFF, PART_LEN, SMO_OFF, SMO_LEN = range(15)
+META_COLUMNS = 15
 
 
 class Hierarchy(NamedTuple):
@@ -40,9 +40,10 @@ class Hierarchy(NamedTuple):
     meta: np.ndarray       # int64[L, META_COLUMNS]
     set_ways: np.ndarray   # int64[S]  ways of each set
     set_off: np.ndarray    # int64[S]  first way record of each set
-    idx_param: np.ndarray  # int64[P]  bits, masks or table entries of the set-index functions
-    weights: np.ndarray    # float64[W] per-way eviction weights (weighted policy)
+    idx_param: np.ndarray  # int64[P]  bits, masks, tables; partition masks
+    weights: np.ndarray    # float64[W] per-way eviction weights; per-SM latency offsets
     cost: np.ndarray       # float64[L] hit latency (cache) or miss penalty (TLB)
+    far_cost: np.ndarray   # float64[L] hit latency in a far partition
     tags: np.ndarray       # int64[T]  block number held by each way, -1 when invalid
     stamp: np.ndarray      # int64[T]  last use (LRU) or fill time (FIFO)
     sect: np.ndarray       # int64[T]  valid-sector bitmask
@@ -59,6 +60,7 @@ def compile_hierarchy(cfg: SimConfig, seed: int) -> tuple[Hierarchy, dict[str, i
     levels: list[CacheLevel | TlbLevel] = [*cfg.caches, *cfg.tlbs]
     meta = np.zeros((len(levels), META_COLUMNS), np.int64)
     cost = np.zeros(len(levels), np.float64)
+    far_cost = np.zeros(len(levels), np.float64)
     set_ways: list[int] = []
     set_off: list[int] = []
     params: list[int] = []
@@ -71,8 +73,17 @@ def compile_hierarchy(cfg: SimConfig, seed: int) -> tuple[Hierarchy, dict[str, i
             m[SECTOR_SHIFT] = _log2(lv.sector_size)
             m[TRANSLATE] = 1 if lv.translate else 0
             cost[i] = lv.hit_latency
+            far_cost[i] = lv.far_latency or lv.hit_latency
+            m[PARTS] = lv.partitions
+            m[PART_OFF] = len(params)
+            m[PART_LEN] = len(lv.partition_masks)
+            params.extend(int(x) for x in lv.partition_masks)
+            m[SMO_OFF] = len(weights)
+            m[SMO_LEN] = len(lv.sm_offsets)
+            weights.extend(float(x) for x in lv.sm_offsets)
         else:
             m[LINE_SHIFT] = m[SECTOR_SHIFT] = _log2(lv.page)
+            m[PARTS] = 1
             cost[i] = lv.miss_penalty
         ways = lv.way_list
         m[N_SETS] = len(ways)
@@ -93,7 +104,7 @@ def compile_hierarchy(cfg: SimConfig, seed: int) -> tuple[Hierarchy, dict[str, i
     rng = np.array([stream_seed(seed, 1000 + i) for i in range(len(levels))], dtype=np.uint64)
     h = Hierarchy(
         meta, np.array(set_ways, np.int64), np.array(set_off, np.int64),
-        np.array(params or [0], np.int64), np.array(weights, np.float64), cost,
+        np.array(params or [0], np.int64), np.array(weights, np.float64), cost, far_cost,
         np.full(total_ways, -1, np.int64), np.zeros(total_ways, np.int64),
         np.zeros(total_ways, np.int64), rng, np.zeros(1, np.int64),
     )
@@ -174,10 +185,10 @@ def _feistel(x, half, k0, k1, k2, k3, n):
 
 
 @nb.njit(cache=True)
-def _chase(meta, set_ways, set_off, idx_param, weights, cost, tags, stamp, sect, rng, clock,
-           path, tlb_first, tlb_count, dram_latency, base, footprint, stride, element,
-           order, fp, warmup, record, overhead, jitter, outlier_rate, outlier_cycles,
-           noise_seed, out_lat, out_idx, out_level):
+def _chase(meta, set_ways, set_off, idx_param, weights, cost, far_cost, tags, stamp, sect, rng,
+           clock, path, tlb_first, tlb_count, dram_latency, page_walk, sm, sm_count, base,
+           footprint, stride, element, order, fp, warmup, record, overhead, jitter,
+           outlier_rate, outlier_cycles, noise_seed, out_lat, out_idx, out_level):
     n_elem = footprint // element
     s_elem = stride // element
     n_lines = footprint // stride
@@ -212,6 +223,8 @@ def _chase(meta, set_ways, set_off, idx_param, weights, cost, tags, stamp, sect,
                 if t == tlb_end:  # every TLB level missed: the page walk is paid
                     in_tlb = False
                     translated = True
+                    if tlb_count > 0:
+                        pen += page_walk
                     continue
                 lv = t
             else:
@@ -309,7 +322,17 @@ def _chase(meta, set_ways, set_off, idx_param, weights, cost, tags, stamp, sect,
                     t += 1
             else:
                 if hit:
-                    lat = cost[lv] + pen
+                    c = cost[lv]
+                    parts = meta[lv, PARTS]
+                    if parts > 1:  # which partition is home, and is it this SM's?
+                        home = 0
+                        for j in range(meta[lv, PART_LEN]):
+                            home |= _parity(addr & idx_param[meta[lv, PART_OFF] + j]) << j
+                        if home != (sm * parts) // sm_count:
+                            c = far_cost[lv]
+                    if meta[lv, SMO_LEN] > 0:
+                        c += weights[meta[lv, SMO_OFF] + sm % meta[lv, SMO_LEN]]
+                    lat = c + pen
                     lvl = p
                     break
                 p += 1
@@ -336,6 +359,7 @@ def _chase(meta, set_ways, set_off, idx_param, weights, cost, tags, stamp, sect,
 
 def simulate_chase(h: Hierarchy, path_ids: np.ndarray, tlb_first: int, tlb_count: int,
                    dram_latency: float, *, base: int, footprint: int, stride: int,
+                   page_walk: float = 0.0, sm: int = 0, sm_count: int = 1,
                    element: int, order: str, seed: int, warmup: int, record: int,
                    overhead: float, jitter: float, outlier_rate: float,
                    outlier_cycles: float, noise_seed: int
@@ -350,7 +374,7 @@ def simulate_chase(h: Hierarchy, path_ids: np.ndarray, tlb_first: int, tlb_count
     n_lines = max(1, footprint // stride)
     fp = np.array(feistel_params(n_lines, seed), dtype=np.int64)
     _chase(*h, path_ids, np.int64(tlb_first), np.int64(tlb_count), float(dram_latency),
-           np.int64(base), np.int64(footprint), np.int64(stride), np.int64(element),
+           float(page_walk), np.int64(sm), np.int64(max(1, sm_count)), np.int64(base), np.int64(footprint), np.int64(stride), np.int64(element),
            np.int64(ORDER_CODES[order]), fp, np.int64(warmup), np.int64(record),
            float(overhead), float(jitter), float(outlier_rate), float(outlier_cycles),
            np.uint64(stream_seed(noise_seed)), out_lat, out_idx, out_level)

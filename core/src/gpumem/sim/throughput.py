@@ -1,0 +1,202 @@
+"""The simulator's bandwidth and shared-memory models (closed form, no per-access loop).
+
+Streaming bandwidth follows Little's law: an SM with ``S`` sector requests in flight against
+a level of latency ``L`` cycles moves ``32 S / L`` bytes per cycle. ``S`` grows with resident
+warps x ILP x sectors per load instruction until the SM's request-tracking limit; the GPU's
+rate then saturates at the tightest cap on the way: the SMs' issue rate, each cache level's
+bandwidth, DRAM's. The saturation is a smooth minimum ``(a^-p + b^-p)^(-1/p)`` whose
+sharpness ``p`` comes from the config, so a planted cap gives a predictable curve.
+
+Coalescing is computed, not assumed: the addresses of one warp's load instruction are
+generated for the requested ordering and the distinct 32-byte sectors counted. With
+per-thread contiguous ordering and wide loads, each instruction touches more sectors than it
+uses, and without an L1 on the path (``cg``) every instruction fetches them again: L2
+traffic grows while DRAM traffic does not - the mechanism the H100 plain-load study suspects.
+
+Shared memory: a warp's access splits by bank; the busiest bank's count of distinct bank
+words is the conflict degree; latency and bank-limited throughput follow from it.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+import numpy as np
+
+from gpumem.device import SmemRequest, StreamRequest
+from gpumem.errors import PointSkipped
+from gpumem.sim.config import CacheLevel, SimConfig
+
+SECTOR = 32
+WARP = 32
+
+
+def smooth_min(a: float, b: float, p: float) -> float:
+    """``min(a, b)`` with a rounded knee of sharpness ``p`` (exact for p -> infinity)."""
+    if a <= 0 or b <= 0:
+        return 0.0
+    if math.isinf(a):
+        return b
+    if math.isinf(b):
+        return a
+    lo, hi = min(a, b), max(a, b)
+    return lo * (1.0 + (lo / hi) ** p) ** (-1.0 / p)
+
+
+def warp_sectors(order: str, width: int, ilp: int) -> tuple[int, int]:
+    """(sectors per load instruction, distinct sectors over the ``ilp`` instructions) of one
+    warp, for the orderings of :data:`gpumem.device.STREAM_ORDERS`."""
+    t = np.arange(WARP)
+    per_instr = []
+    union: set[int] = set()
+    for k in range(ilp):
+        if order == "thread":
+            elem = t * ilp + k
+        else:  # coalesced and warp: consecutive elements across the warp in each instruction
+            elem = k * WARP + t
+        sectors = set((elem * width // SECTOR).tolist())
+        per_instr.append(len(sectors))
+        union |= sectors
+    return int(np.mean(per_instr)), len(union)
+
+
+@dataclass
+class StreamModel:
+    """The pieces of a modelled bandwidth run (kept for tests and explanations)."""
+
+    serving: str                 # cache level name or "dram"
+    warps_per_sm: int
+    active_sms: int
+    inflight_sectors_per_sm: float
+    latency_cycles: float
+    fetch_ratio: float           # sectors fetched from the serving path per useful byte x 32
+    demand: float                # useful bytes/cycle the concurrency asks for (Little)
+    caps: dict[str, float]       # useful bytes/cycle each limit allows
+    rate: float                  # useful bytes/cycle achieved (whole GPU)
+
+
+def _serving_level(cfg: SimConfig, req: StreamRequest, active_sms: int) -> CacheLevel | None:
+    for name in cfg.paths[req.path]:
+        lv = cfg.level(name)
+        working = req.footprint / active_sms if lv.scope == "sm" else req.footprint
+        if working <= lv.size:
+            return lv
+    return None
+
+
+def stream_model(cfg: SimConfig, req: StreamRequest, asynchronous: bool = False) -> StreamModel:
+    """Model a streaming run; raises PointSkipped for a launch the device could not run."""
+    tp = cfg.throughput
+    if req.threads > tp.max_threads_per_cta:
+        raise PointSkipped(f"{req.threads} threads per CTA exceed the limit "
+                           f"{tp.max_threads_per_cta}")
+    if req.path not in cfg.paths:
+        raise PointSkipped(f"no '{req.path}' load path in this config")
+    warps_per_cta = -(-req.threads // WARP)
+    resident = min(tp.max_ctas_per_sm, tp.max_warps_per_sm // warps_per_cta)
+    if asynchronous:
+        smem_per_cta = req.threads * req.ilp * req.width
+        if smem_per_cta > cfg.smem.size:
+            raise PointSkipped(f"{smem_per_cta} B of shared memory per CTA exceed "
+                               f"{cfg.smem.size} B")
+        resident = min(resident, cfg.smem.size // smem_per_cta)
+    if resident < 1:
+        raise PointSkipped(f"a CTA of {req.threads} threads cannot be resident")
+    active_sms = min(cfg.sm_count, req.ctas)
+    ctas_per_sm = min(resident, -(-req.ctas // cfg.sm_count))
+    warps = ctas_per_sm * warps_per_cta
+
+    per_instr, distinct = warp_sectors(req.order, req.width, req.ilp)
+    useful = req.ilp * WARP * req.width
+    path = cfg.paths[req.path]
+    l1_on_path = cfg.level(path[0]).scope == "sm"
+    fetched = (distinct if l1_on_path else per_instr * req.ilp) * SECTOR
+    fetch_ratio = fetched / useful
+
+    lv = _serving_level(cfg, req, active_sms)
+    latency = cfg.path_latency.get(req.path, 0.0)
+    if lv is None:
+        latency += cfg.dram.latency
+        serving = "dram"
+    else:
+        latency += lv.hit_latency
+        serving = lv.name
+    limit = tp.inflight_async_sectors_per_sm if asynchronous and \
+        tp.inflight_async_sectors_per_sm else tp.inflight_sectors_per_sm
+    inflight = warps * req.ilp * per_instr
+    if limit:
+        inflight = min(inflight, limit)
+    demand = active_sms * inflight * SECTOR / latency / fetch_ratio if latency > 0 \
+        else math.inf
+
+    caps: dict[str, float] = {}
+    if tp.issue_bytes_per_cycle:
+        caps["issue"] = active_sms * tp.issue_bytes_per_cycle / fetch_ratio
+    for name in path:
+        level = cfg.level(name)
+        if level.bandwidth:
+            scale = active_sms if level.scope == "sm" else 1
+            # traffic into an L1 is what the warps ask for; below it, what the L1 fetches
+            ratio = per_instr * req.ilp * SECTOR / useful if level.scope == "sm" else fetch_ratio
+            caps[name] = level.bandwidth * scale / ratio
+        if level is lv:
+            break
+    if lv is None and cfg.dram.bandwidth_gbs:
+        dram = cfg.dram.bandwidth_gbs * cfg.dram.efficiency * 1e9 / (cfg.clock_mhz * 1e6)
+        if req.kind == "write":
+            dram *= cfg.dram.write_efficiency
+        elif req.kind == "copy":
+            dram /= 0.5 + 0.5 / cfg.dram.write_efficiency
+        caps["dram"] = dram
+    if req.kind == "write":
+        demand = math.inf  # stores are posted: no round trip holds them back
+    elif req.kind == "copy":
+        demand *= 2.0      # a load in flight is matched by a store of the same size
+    rate = demand
+    for cap in sorted(caps.values(), reverse=True):
+        rate = smooth_min(rate, cap, tp.sharpness)
+    if math.isinf(rate):
+        raise PointSkipped("nothing limits this stream in the config (set bandwidths)")
+    return StreamModel(serving, warps, active_sms, inflight, latency, fetch_ratio, demand,
+                       caps, rate)
+
+
+def stream_bytes(req: StreamRequest) -> int:
+    return req.bytes_per_direction * (2 if req.kind == "copy" else 1)
+
+
+def bank_conflict_ways(stride: int, width: int, bank_mode: int, banks: int) -> int:
+    """Conflict degree of one warp: thread t reads ``width`` bytes at ``t * stride * width``.
+
+    Each access is cut into bank-width words; a bank serves one distinct word per cycle, so
+    the degree is the largest number of distinct words any bank is asked for (equal words
+    are broadcast)."""
+    per_bank: dict[int, set[int]] = {}
+    for t in range(WARP):
+        addr = t * stride * width
+        for piece in range(max(1, width // bank_mode)):
+            word = (addr + piece * bank_mode) // bank_mode
+            per_bank.setdefault(word % banks, set()).add(word)
+    return max(len(w) for w in per_bank.values())
+
+
+def smem_model(cfg: SimConfig, req: SmemRequest) -> tuple[float, float, int]:
+    """(latency in cycles, bytes per cycle per SM, conflict ways) of a shared-memory access."""
+    sm = cfg.smem
+    if req.bank_mode not in sm.modes:
+        raise PointSkipped(f"{req.bank_mode}-byte bank mode is not available (modes: "
+                           f"{', '.join(map(str, sm.modes))})")
+    n = bank_conflict_ways(req.stride, req.width, req.bank_mode, sm.banks)
+    latency = sm.conflict_latency(n)
+    per_instr = WARP * req.width
+    wavefronts = max(1, -(-per_instr // (sm.banks * req.bank_mode))) * n
+    bank_rate = min(per_instr / wavefronts, sm.peak_bytes_per_cycle)
+    warps = min(req.warps, cfg.throughput.max_warps_per_sm)
+    if req.kind == "latency":
+        warps, ilp = 1, 1
+    else:
+        ilp = req.ilp
+    demand = warps * ilp * per_instr / latency if latency > 0 else math.inf
+    rate = smooth_min(demand, bank_rate, cfg.throughput.sharpness)
+    return latency, rate, n
