@@ -7,24 +7,24 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from gpumem.chains import chain_array, chain_offsets, feistel_params, feistel_vec
+from gpumem.chains import chain_array, chain_offsets, permutation_params, permute_vec
 
 
 @settings(max_examples=50, deadline=None)
 @given(n=st.integers(1, 5000), seed=st.integers(0, 2**31))
-def test_feistel_is_a_permutation(n, seed):
-    p = feistel_vec(np.arange(n, dtype=np.uint64), feistel_params(n, seed))
+def test_permute_is_a_permutation(n, seed):
+    p = permute_vec(np.arange(n, dtype=np.uint64), permutation_params(n, seed))
     assert sorted(p.tolist()) == list(range(n))
 
 
-def test_numba_feistel_matches_numpy():
-    from gpumem.sim.engine import _feistel
+def test_numba_permute_matches_numpy():
+    from gpumem.sim.engine import _permute
 
     for n, seed in [(1, 0), (7, 1), (1000, 42), (2**20 + 3, 9)]:
-        params = feistel_params(n, seed)
+        params = permutation_params(n, seed)
         xs = np.arange(min(n, 500), dtype=np.uint64)
-        ref = feistel_vec(xs, params)
-        got = [_feistel(int(x), *params) for x in xs]
+        ref = permute_vec(xs, params)
+        got = [_permute(int(x), *params) for x in xs]
         assert got == ref.tolist()
 
 

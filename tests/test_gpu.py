@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from gpumem.chains import chain_array, feistel_params
+from gpumem.chains import chain_array, permutation_params
 from gpumem.device import ChaseRequest
 from gpumem.errors import DeviceUnavailable
 
@@ -60,9 +60,9 @@ def test_device_built_random_chain_matches_numpy(cuda_device):
     footprint, stride = 1 << 20, 32
     lines = footprint // stride
     arr = cp.zeros(footprint // 4, dtype=cp.uint32)
-    half, k0, k1, k2, k3, _ = feistel_params(lines, 5)
+    bits, k0, k1, k2, k3, _ = permutation_params(lines, 5)
     mod.get_function("chain_random")(
-        (64,), (256,), (arr, np.uint64(lines), np.uint64(stride // 4), np.int32(half),
+        (64,), (256,), (arr, np.uint64(lines), np.uint64(stride // 4), np.int32(bits),
                         np.uint64(k0), np.uint64(k1), np.uint64(k2), np.uint64(k3)))
     assert (arr.get() == chain_array(footprint, stride, "random", 5)).all()
 

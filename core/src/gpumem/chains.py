@@ -5,12 +5,12 @@ Two orders, both over an array of ``footprint`` bytes:
 * ``sequential`` — Mei & Chu's chain ``A[i] = (i + s) mod N`` (``N`` = footprint / element,
   ``s`` = stride / element): the k-th access reads element ``k * s mod N``.
 * ``random`` — one access per ``stride``-sized block, visited in a pseudo-random cyclic order
-  given by a keyed Feistel permutation of the block numbers (bijective, so every block is
-  visited once per pass; seeded, so the simulator and the CUDA device walk the same chain).
+  given by a keyed permutation of the block numbers (bijective, so every block is visited
+  once per pass; seeded, so the simulator and the CUDA device walk the same chain).
 
-The simulator computes offsets on the fly (:func:`feistel` is written with plain integer
-arithmetic so Numba can compile it); the CUDA device materialises the chain with
-:func:`chain_array`. ``tests/test_chains.py`` checks the two agree.
+The same permutation is written three times: here with NumPy (:func:`permute_vec`), in the
+simulator's compiled loop, and in the CUDA chain builder. ``tests/test_chains.py`` (and, on a
+GPU, ``tests/test_gpu.py``) check that all three agree.
 """
 
 from __future__ import annotations
@@ -29,37 +29,36 @@ def splitmix64(x: int) -> int:
     return x ^ (x >> 31)
 
 
-def feistel_params(n: int, seed: int) -> tuple[int, int, int, int, int, int]:
-    """(half_bits, k0, k1, k2, k3, n) for a permutation of ``range(n)``."""
-    bits = max(2, int(n - 1).bit_length())
-    half = (bits + 1) // 2
-    keys = [splitmix64(seed * 4 + i) & 0xFFFFFFFF for i in range(4)]
-    return half, keys[0], keys[1], keys[2], keys[3], n
+def permutation_params(n: int, seed: int) -> tuple[int, int, int, int, int, int]:
+    """(bits, xor key, odd multiplier, odd multiplier, add key, n) of a permutation of
+    ``range(n)``: a keyed bijection on ``bits``-bit integers, cycle-walked into ``[0, n)``."""
+    bits = max(1, int(n - 1).bit_length())
+    mask = (1 << bits) - 1
+    k = [splitmix64(seed * 4 + i) for i in range(4)]
+    return bits, k[0] & mask, (k[1] | 1) & mask, (k[2] | 1) & mask, k[3] & mask, n
 
 
-def _round(r, k, mask):
-    h = (r ^ k) * np.uint64(0x9E3779B97F4A7C15)
-    h = h ^ (h >> np.uint64(29))
-    h = h * np.uint64(0xBF58476D1CE4E5B9)
-    h = h ^ (h >> np.uint64(32))
-    return h & mask
+def permute_vec(x: np.ndarray, params: tuple[int, int, int, int, int, int]) -> np.ndarray:
+    """Vectorised permutation of ``x`` (uint64 array of values < n).
 
-
-def feistel_vec(x: np.ndarray, params: tuple[int, int, int, int, int, int]) -> np.ndarray:
-    """Vectorised permutation of ``x`` (uint64 array of values < n) with cycle walking."""
-    half, k0, k1, k2, k3, n = params
-    mask = np.uint64((1 << half) - 1)
-    sh = np.uint64(half)
-    keys = [np.uint64(k) for k in (k0, k1, k2, k3)]
+    Each step is a bijection on ``bits``-bit integers (xor with a key, multiply by an odd
+    number, xor-shift right, again, add a key); values that land at or above ``n`` are
+    stepped again (cycle walking), which keeps it a bijection of ``range(n)``. The domain is
+    under ``2 n``, so fewer than two steps are needed on average.
+    """
+    bits, k0, k1, k2, k3, n = params
+    mask = np.uint64((1 << bits) - 1)
+    sh = np.uint64((bits + 1) // 2)
     out = np.asarray(x, dtype=np.uint64).copy()
     todo = np.ones(out.shape, dtype=bool)
     while todo.any():
         v = out[todo]
-        left = v >> sh
-        right = v & mask
-        for k in keys:
-            left, right = right, left ^ _round(right, k, mask)
-        v = (left << sh) | right
+        v = (v ^ np.uint64(k0)) & mask
+        v = (v * np.uint64(k1)) & mask
+        v ^= v >> sh
+        v = (v * np.uint64(k2)) & mask
+        v ^= v >> sh
+        v = (v + np.uint64(k3)) & mask
         out[todo] = v
         todo[todo] = v >= np.uint64(n)
     return out
@@ -75,8 +74,8 @@ def chain_offsets(footprint: int, stride: int, order: str, seed: int, count: int
         return ((k * s) % n) * element
     if order == "random":
         n = footprint // stride
-        params = feistel_params(n, seed)
-        return feistel_vec((k % n).astype(np.uint64), params).astype(np.int64) * stride
+        params = permutation_params(n, seed)
+        return permute_vec((k % n).astype(np.uint64), params).astype(np.int64) * stride
     raise ValueError(f"unknown chain order {order!r} (choose from {', '.join(ORDERS)})")
 
 

@@ -8,7 +8,7 @@ from typing import Any
 
 import numpy as np
 
-from gpumem.chains import chain_offsets, feistel_params
+from gpumem.chains import chain_offsets, permutation_params
 from gpumem.device import ChaseRequest, ChaseResult, Device, DeviceInfo, KernelSource
 from gpumem.errors import PointSkipped, ProbeUnsupported
 
@@ -76,10 +76,10 @@ class CudaDevice(Device):
                 (1024,), (256,), (arr, np.uint64(n), np.uint64(req.stride // 4)))
         else:
             lines = req.footprint // req.stride
-            half, k0, k1, k2, k3, _n = feistel_params(lines, req.seed)
+            bits, k0, k1, k2, k3, _n = permutation_params(lines, req.seed)
             mod.get_function("chain_random")(
                 (1024,), (256,), (arr, np.uint64(lines), np.uint64(req.stride // 4),
-                                  np.int32(half), np.uint64(k0), np.uint64(k1), np.uint64(k2),
+                                  np.int32(bits), np.uint64(k0), np.uint64(k1), np.uint64(k2),
                                   np.uint64(k3)))
         return arr
 

@@ -16,7 +16,7 @@ from typing import NamedTuple
 import numba as nb
 import numpy as np
 
-from gpumem.chains import feistel_params, splitmix64
+from gpumem.chains import permutation_params, splitmix64
 from gpumem.sim.config import CacheLevel, SimConfig, TlbLevel
 
 POLICY_CODES = {"lru": 0, "fifo": 1, "random": 2, "weighted": 3}
@@ -44,9 +44,10 @@ class Hierarchy(NamedTuple):
     weights: np.ndarray    # float64[W] per-way eviction weights; per-SM latency offsets
     cost: np.ndarray       # float64[L] hit latency (cache) or miss penalty (TLB)
     far_cost: np.ndarray   # float64[L] hit latency in a far partition
-    tags: np.ndarray       # int64[T]  block number held by each way, -1 when invalid
-    stamp: np.ndarray      # int64[T]  last use (LRU) or fill time (FIFO)
-    sect: np.ndarray       # int64[T]  valid-sector bitmask
+    way: np.ndarray        # int64[2T] per way: block number (-1 = invalid), then
+    #                        (time stamp << 32) | valid-sector mask, side by side so that one
+    #                        set's ways share a few host cache lines (the simulator is bound by
+    #                        the host's memory latency on big caches)
     rng: np.ndarray        # uint64[L] replacement random stream per level
     clock: np.ndarray      # int64[1]  accesses so far: the LRU/FIFO time stamp
 
@@ -105,17 +106,21 @@ def compile_hierarchy(cfg: SimConfig, seed: int) -> tuple[Hierarchy, dict[str, i
     h = Hierarchy(
         meta, np.array(set_ways, np.int64), np.array(set_off, np.int64),
         np.array(params or [0], np.int64), np.array(weights, np.float64), cost, far_cost,
-        np.full(total_ways, -1, np.int64), np.zeros(total_ways, np.int64),
-        np.zeros(total_ways, np.int64), rng, np.zeros(1, np.int64),
+        _empty_ways(total_ways), rng, np.zeros(1, np.int64),
     )
     return h, {lv.name: i for i, lv in enumerate(levels)}
 
 
+def _empty_ways(n: int) -> np.ndarray:
+    w = np.zeros(2 * n, np.int64)
+    w[0::2] = -1
+    return w
+
+
 def reset(h: Hierarchy) -> None:
     """Invalidate every line and TLB entry (a cold hierarchy)."""
-    h.tags.fill(-1)
-    h.stamp.fill(0)
-    h.sect.fill(0)
+    h.way[0::2] = -1
+    h.way[1::2] = 0
     h.clock.fill(0)
 
 
@@ -144,6 +149,7 @@ def reseed(h: Hierarchy, *parts: int) -> None:
 # ---------------------------------------------------------------------------------------------
 
 _U = nb.uint64
+CHUNK = 4096
 
 
 @nb.njit(cache=True, inline="always")
@@ -166,27 +172,24 @@ def _mix(z):
 
 
 @nb.njit(cache=True, inline="always")
-def _feistel(x, half, k0, k1, k2, k3, n):
-    """The permutation of :func:`gpumem.chains.feistel_vec`, one value at a time."""
-    mask = (_U(1) << _U(half)) - _U(1)
+def _permute(x, bits, k0, k1, k2, k3, n):
+    """The permutation of :func:`gpumem.chains.permute_vec`, one value at a time."""
+    mask = (_U(1) << _U(bits)) - _U(1)
+    sh = _U((bits + 1) // 2)
     v = _U(x)
     while True:
-        left = v >> _U(half)
-        right = v & mask
-        for k in (k0, k1, k2, k3):
-            h = (right ^ _U(k)) * _U(0x9E3779B97F4A7C15)
-            h = h ^ (h >> _U(29))
-            h = h * _U(0xBF58476D1CE4E5B9)
-            h = h ^ (h >> _U(32))
-            left, right = right, left ^ (h & mask)
-        v = (left << _U(half)) | right
+        v = (v ^ _U(k0)) & mask
+        v = (v * _U(k1)) & mask
+        v ^= v >> sh
+        v = (v * _U(k2)) & mask
+        v ^= v >> sh
+        v = (v + _U(k3)) & mask
         if v < _U(n):
             return np.int64(v)
 
 
 @nb.njit(cache=True)
-def _chase(meta, set_ways, set_off, idx_param, weights, cost, far_cost, tags, stamp, sect, rng,
-           clock, path, tlb_first, tlb_count, dram_latency, page_walk, sm, sm_count, base,
+def _chase(meta, set_ways, set_off, idx_param, weights, cost, far_cost, way, rng, clock, path, tlb_first, tlb_count, dram_latency, page_walk, sm, sm_count, base,
            footprint, stride, element, order, fp, warmup, record, overhead, jitter,
            outlier_rate, outlier_cycles, noise_seed, out_lat, out_idx, out_level):
     n_elem = footprint // element
@@ -198,15 +201,23 @@ def _chase(meta, set_ways, set_off, idx_param, weights, cost, far_cost, tags, st
     noise = _U(noise_seed)
     cur = np.int64(0)  # element index of the current access (sequential order)
     t0 = clock[0]
+    chunk = np.empty(CHUNK, np.int64)  # byte offsets of the next CHUNK accesses
+    mru_block = np.full(meta.shape[0], -1, np.int64)  # last block each level looked up
+    mru_way = np.zeros(meta.shape[0], np.int64)       # ... and where it sits
     for k in range(warmup + record):
         now = t0 + k + 1
-        if order == 0:
-            off = cur * element
-            cur += s_elem
-            if cur >= n_elem:
-                cur -= n_elem
-        else:
-            off = _feistel(k % n_lines, fp_half, fk0, fk1, fk2, fk3, fn) * stride
+        q = k % CHUNK
+        if q == 0:  # compute a chunk of the chain in a tight loop the compiler can vectorise
+            for r in range(min(CHUNK, warmup + record - k)):
+                if order == 0:
+                    chunk[r] = cur * element
+                    cur += s_elem
+                    if cur >= n_elem:
+                        cur -= n_elem
+                else:
+                    chunk[r] = _permute((k + r) % n_lines, fp_half, fk0, fk1, fk2, fk3,
+                                        fn) * stride
+        off = chunk[q]
         addr = base + off
 
         # ---- one load ----
@@ -239,79 +250,93 @@ def _chase(meta, set_ways, set_off, idx_param, weights, cost, far_cost, tags, st
                 if meta[lv, TRANSLATE] == 1 and not translated:
                     in_tlb = True
                     continue
-            # set index
             shift = meta[lv, LINE_SHIFT]
             sshift = meta[lv, SECTOR_SHIFT]
             block = addr >> shift
-            kind = meta[lv, IDX_KIND]
-            if kind == 0:
-                st = block % meta[lv, N_SETS]
-            elif kind == 1:
-                st = 0
-                for j in range(meta[lv, IDX_LEN]):
-                    st |= ((addr >> idx_param[meta[lv, IDX_OFF] + j]) & 1) << j
-            elif kind == 2:
-                st = 0
-                for j in range(meta[lv, IDX_LEN]):
-                    st |= _parity(addr & idx_param[meta[lv, IDX_OFF] + j]) << j
-            else:
-                st = idx_param[meta[lv, IDX_OFF] + block % meta[lv, IDX_LEN]]
-            sid = meta[lv, SET_BASE] + st
-            base_w = set_off[sid]
-            ways = set_ways[sid]
             sbit = np.int64(1) << ((addr >> sshift) & ((np.int64(1) << (shift - sshift)) - 1))
             pol = meta[lv, POLICY]
-            # lookup
             hit = False
-            found = False
-            empty = -1
-            victim = 0  # oldest stamp so far: the LRU / FIFO victim, found in the same scan
-            oldest = now
-            for w in range(ways):
-                tg = tags[base_w + w]
-                if tg == block:
-                    found = True
-                    if pol == 0:
-                        stamp[base_w + w] = now
-                    if sect[base_w + w] & sbit:
-                        hit = True
-                    else:  # sector miss: the line stays, the sector is fetched
-                        sect[base_w + w] |= sbit
-                    break
-                if tg < 0:
-                    if empty < 0:
-                        empty = w
-                elif stamp[base_w + w] < oldest:
-                    oldest = stamp[base_w + w]
-                    victim = w
-            # fill on miss
-            if not found:
-                if empty >= 0:
-                    victim = empty
-                elif pol <= 1:  # LRU, FIFO: the oldest stamp goes (found above)
-                    pass
-                else:  # random or weighted: one draw from the level's stream
-                    z = rng[lv] + _U(0x9E3779B97F4A7C15)
-                    rng[lv] = z
-                    z = _mix(z)
-                    if pol == 2:
-                        victim = np.int64(z % _U(ways))
-                    else:  # weighted: way w goes with probability weights[w] / sum
-                        wo = meta[lv, W_OFF]
-                        total = 0.0
-                        for w in range(ways):
-                            total += weights[wo + w]
-                        r = (z >> _U(11)) * (1.0 / 9007199254740992.0) * total
-                        victim = ways - 1
-                        acc = 0.0
-                        for w in range(ways):
-                            acc += weights[wo + w]
-                            if r < acc:
-                                victim = w
-                                break
-                tags[base_w + victim] = block
-                stamp[base_w + victim] = now
-                sect[base_w + victim] = sbit
+            if block == mru_block[lv]:
+                # The block this level saw last is still where it was put: no set scan. Its
+                # stamp is already the newest in its set, so LRU order needs no update.
+                j = mru_way[lv]
+                st_sect = way[j + 1]
+                if st_sect & sbit:
+                    hit = True
+                else:  # sector miss: the line stays, the sector is fetched
+                    way[j + 1] = st_sect | sbit
+            else:
+                kind = meta[lv, IDX_KIND]
+                if kind == 0:
+                    st = block % meta[lv, N_SETS]
+                elif kind == 1:
+                    st = 0
+                    for j in range(meta[lv, IDX_LEN]):
+                        st |= ((addr >> idx_param[meta[lv, IDX_OFF] + j]) & 1) << j
+                elif kind == 2:
+                    st = 0
+                    for j in range(meta[lv, IDX_LEN]):
+                        st |= _parity(addr & idx_param[meta[lv, IDX_OFF] + j]) << j
+                else:
+                    st = idx_param[meta[lv, IDX_OFF] + block % meta[lv, IDX_LEN]]
+                sid = meta[lv, SET_BASE] + st
+                base_w = set_off[sid]
+                ways = set_ways[sid]
+                # lookup
+                found = False
+                empty = -1
+                victim = 0  # oldest stamp so far: the LRU / FIFO victim, found in the same scan
+                oldest = now << 32
+                for w in range(ways):
+                    j = 2 * (base_w + w)
+                    tg = way[j]
+                    if tg == block:
+                        found = True
+                        st_sect = way[j + 1]
+                        if pol == 0:
+                            st_sect = (now << 32) | (st_sect & 0xFFFFFFFF)
+                        if st_sect & sbit:
+                            hit = True
+                        else:  # sector miss: the line stays, the sector is fetched
+                            st_sect |= sbit
+                        way[j + 1] = st_sect
+                        break
+                    if tg < 0:
+                        if empty < 0:
+                            empty = w
+                    elif way[j + 1] < oldest:  # stamps sit in the high bits: compare whole words
+                        oldest = way[j + 1]
+                        victim = w
+                # fill on miss
+                if not found:
+                    if empty >= 0:
+                        victim = empty
+                    elif pol <= 1:  # LRU, FIFO: the oldest stamp goes (found above)
+                        pass
+                    else:  # random or weighted: one draw from the level's stream
+                        z = rng[lv] + _U(0x9E3779B97F4A7C15)
+                        rng[lv] = z
+                        z = _mix(z)
+                        if pol == 2:
+                            victim = np.int64(z % _U(ways))
+                        else:  # weighted: way w goes with probability weights[w] / sum
+                            wo = meta[lv, W_OFF]
+                            total = 0.0
+                            for w in range(ways):
+                                total += weights[wo + w]
+                            r = (z >> _U(11)) * (1.0 / 9007199254740992.0) * total
+                            victim = ways - 1
+                            acc = 0.0
+                            for w in range(ways):
+                                acc += weights[wo + w]
+                                if r < acc:
+                                    victim = w
+                                    break
+                    j = 2 * (base_w + victim)
+                    way[j] = block
+                    way[j + 1] = (now << 32) | sbit
+                mru_block[lv] = block
+                mru_way[lv] = j
             # advance
             if in_tlb:
                 if hit:
@@ -368,11 +393,13 @@ def simulate_chase(h: Hierarchy, path_ids: np.ndarray, tlb_first: int, tlb_count
     start). Returns per recorded access: latency in cycles including the timer overhead, the
     element index read, and the position in the path that served it (``len(path)`` = DRAM).
     """
+    if int(h.clock[0]) + warmup + record >= 1 << 31:
+        raise ValueError("the hierarchy's clock would overflow its 31-bit stamps: reset() it")
     out_lat = np.empty(record, np.float64)
     out_idx = np.empty(record, np.int64)
     out_level = np.empty(record, np.int8)
     n_lines = max(1, footprint // stride)
-    fp = np.array(feistel_params(n_lines, seed), dtype=np.int64)
+    fp = np.array(permutation_params(n_lines, seed), dtype=np.int64)
     _chase(*h, path_ids, np.int64(tlb_first), np.int64(tlb_count), float(dram_latency),
            float(page_walk), np.int64(sm), np.int64(max(1, sm_count)), np.int64(base), np.int64(footprint), np.int64(stride), np.int64(element),
            np.int64(ORDER_CODES[order]), fp, np.int64(warmup), np.int64(record),

@@ -71,38 +71,33 @@ extern "C" __global__ void chain_sequential(unsigned int* arr, unsigned long lon
     }
 }
 
-// Random: the keyed Feistel permutation of gpumem/chains.py over `lines` blocks of
+// Random: the keyed permutation of gpumem/chains.py (permute_vec) over `lines` blocks of
 // `per_line` elements; block perm(k) points to block perm(k+1).
-__device__ __forceinline__ unsigned long long gpumem_feistel(unsigned long long x, int half,
+__device__ __forceinline__ unsigned long long gpumem_permute(unsigned long long x, int bits,
         unsigned long long k0, unsigned long long k1, unsigned long long k2,
         unsigned long long k3, unsigned long long n) {
-    const unsigned long long mask = (1ull << half) - 1ull;
-    const unsigned long long keys[4] = {k0, k1, k2, k3};
+    const unsigned long long mask = (1ull << bits) - 1ull;
+    const int sh = (bits + 1) / 2;
     unsigned long long v = x;
     while (true) {
-        unsigned long long left = v >> half, right = v & mask;
-        for (int r = 0; r < 4; ++r) {
-            unsigned long long h = (right ^ keys[r]) * 0x9E3779B97F4A7C15ull;
-            h ^= h >> 29;
-            h *= 0xBF58476D1CE4E5B9ull;
-            h ^= h >> 32;
-            unsigned long long nl = right;
-            right = left ^ (h & mask);
-            left = nl;
-        }
-        v = (left << half) | right;
+        v = (v ^ k0) & mask;
+        v = (v * k1) & mask;
+        v ^= v >> sh;
+        v = (v * k2) & mask;
+        v ^= v >> sh;
+        v = (v + k3) & mask;
         if (v < n) return v;
     }
 }
 
 extern "C" __global__ void chain_random(unsigned int* arr, unsigned long long lines,
-                                        unsigned long long per_line, int half,
+                                        unsigned long long per_line, int bits,
                                         unsigned long long k0, unsigned long long k1,
                                         unsigned long long k2, unsigned long long k3) {
     for (unsigned long long k = blockIdx.x * (unsigned long long)blockDim.x + threadIdx.x;
          k < lines; k += (unsigned long long)gridDim.x * blockDim.x) {
-        unsigned long long a = gpumem_feistel(k, half, k0, k1, k2, k3, lines);
-        unsigned long long b = gpumem_feistel(k + 1 == lines ? 0 : k + 1, half, k0, k1, k2, k3, lines);
+        unsigned long long a = gpumem_permute(k, bits, k0, k1, k2, k3, lines);
+        unsigned long long b = gpumem_permute(k + 1 == lines ? 0 : k + 1, bits, k0, k1, k2, k3, lines);
         arr[a * per_line] = (unsigned int)(b * per_line);
     }
 }

@@ -1,0 +1,146 @@
+"""Speed and memory of the built-in simulator (issue 3 targets; not a test: machines are noisy).
+
+    python benchmarks/bench_sim.py chase          # simulated accesses per second, one core
+    python benchmarks/bench_sim.py workers        # a sweep with --workers 1 and 2: time, identical?
+    python benchmarks/bench_sim.py archs          # gpumem run --arch A all --device sim, each arch
+    python benchmarks/bench_sim.py tlb8g          # peak RSS of a chase sweep up to 8 GB
+    python benchmarks/bench_sim.py all
+
+Targets: >= 20 M accesses/s on one core for the pointer chase; every in-tree architecture's
+default grid in <= 60 s; the 8 GB sweep in < 1 GB resident memory.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import resource
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[1]
+
+
+def _hopper():
+    from gpumem.plugins import get_plugins
+
+    return get_plugins().hook.gpumem_simulator_config(arch="hopper", simulator="sim")
+
+
+def chase() -> dict:
+    """Accesses per second of the chase kernel on the hopper config, by regime."""
+    from gpumem.device import ChaseRequest
+    from gpumem.sim.device import SimDevice
+
+    dev = SimDevice(_hopper(), "hopper")
+    regimes = {
+        "L1-resident (128 KB, sequential)": dict(footprint=128 << 10, order="sequential"),
+        "L2-resident (16 MB, sequential)": dict(footprint=16 << 20, order="sequential"),
+        "far-L2 (48 MB, random)": dict(footprint=48 << 20, order="random"),
+        "DRAM (1 GB, sequential)": dict(footprint=1 << 30, order="sequential"),
+        "DRAM + TLB misses (8 GB, random)": dict(footprint=8 << 30, order="random"),
+    }
+    dev.pointer_chase(ChaseRequest(footprint=4096, stride=128, record=16))  # JIT / cache load
+    out = {}
+    n = 4_000_000
+    for name, kw in regimes.items():
+        best = 0.0
+        for _ in range(3):
+            t = time.perf_counter()
+            dev.pointer_chase(ChaseRequest(stride=128, record=n // 2, warmup=n // 2, **kw))
+            best = max(best, n / (time.perf_counter() - t))
+        out[name] = round(best / 1e6, 1)
+    return {"accesses_per_second_millions": out}
+
+
+def _run(args: list[str], cwd: Path) -> float:
+    t = time.perf_counter()
+    subprocess.run([sys.executable, "-m", "gpumem", *args], cwd=cwd, check=True,
+                   capture_output=True, text=True)
+    return time.perf_counter() - t
+
+
+def workers() -> dict:
+    """The hopper latency ladder with 1 and 2 worker processes: wall time and equality."""
+    import xarray as xr
+
+    with tempfile.TemporaryDirectory() as tmp:
+        tmp = Path(tmp)
+        times = {}
+        for w in (1, 2):
+            times[w] = _run(["run", "--arch", "hopper", "latency", "--device", "sim",
+                             "--workers", str(w), "--out", str(tmp / f"w{w}")], tmp)
+        a = xr.open_dataset(next((tmp / "w1").glob("*/*.nc")))
+        b = xr.open_dataset(next((tmp / "w2").glob("*/*.nc")))
+        same = a.drop_attrs().identical(b.drop_attrs())
+        points = int(a["point_status"].size)
+    serial = times[1]
+    return {"points": points, "wall_s": {str(k): round(v, 2) for k, v in times.items()},
+            "speedup_2_workers": round(serial / times[2], 2), "identical": bool(same)}
+
+
+def archs() -> dict:
+    out = {}
+    with tempfile.TemporaryDirectory() as tmp:
+        for arch in ("fermi", "kepler", "maxwell", "hopper"):
+            out[arch] = round(_run(["run", "--arch", arch, "all", "--device", "sim", "--out",
+                                    str(Path(tmp) / arch)], Path(tmp)), 1)
+    return {"run_all_sim_wall_s": out}
+
+
+def tlb8g() -> dict:
+    """Peak resident memory of a child process that chases footprints up to 8 GB."""
+    code = (
+        "import resource\n"
+        "from gpumem.plugins import get_plugins\n"
+        "from gpumem.device import ChaseRequest\n"
+        "from gpumem.sim.device import SimDevice\n"
+        "cfg = get_plugins().hook.gpumem_simulator_config(arch='hopper', simulator='sim')\n"
+        "dev = SimDevice(cfg, 'hopper')\n"
+        "fp = 2 << 20\n"
+        "while fp <= 8 << 30:\n"
+        "    r = dev.pointer_chase(ChaseRequest(footprint=fp, stride=2 << 20, record=4096,\n"
+        "                                       warmup=min(fp // (2 << 20), 1 << 16),\n"
+        "                                       order='random'))\n"
+        "    fp *= 2\n"
+        "print(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss)\n")
+    t = time.perf_counter()
+    res = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                         check=True)
+    kib = int(res.stdout.strip().splitlines()[-1])
+    return {"tlb_sweep_8GB_peak_rss_MiB": round(kib / 1024, 1),
+            "tlb_sweep_wall_s": round(time.perf_counter() - t, 2)}
+
+
+def scaling_model(serial_s: float, parallel_s: float) -> dict:
+    """Amdahl fit from 1- and 2-worker times: predicted speed-up for more cores."""
+    # t(n) = s + p / n ; t(1) = s + p ; t(2) = s + p / 2
+    p = 2 * (serial_s - parallel_s)
+    s = serial_s - p
+    if p <= 0:
+        return {"note": "no parallel speed-up measured"}
+    return {"serial_s": round(s, 2), "parallel_s": round(p, 2),
+            "predicted_speedup": {n: round((s + p) / (s + p / n), 2) for n in (4, 8, 16, 32)}}
+
+
+def main() -> None:
+    what = sys.argv[1] if len(sys.argv) > 1 else "all"
+    results: dict = {"cpu_count": os.cpu_count()}
+    if what in ("chase", "all"):
+        results.update(chase())
+    if what in ("workers", "all"):
+        w = workers()
+        results["workers"] = w
+        results["workers"]["scaling_model"] = scaling_model(w["wall_s"]["1"], w["wall_s"]["2"])
+    if what in ("archs", "all"):
+        results.update(archs())
+    if what in ("tlb8g", "all"):
+        results.update(tlb8g())
+    print(json.dumps(results, indent=1))
+
+
+if __name__ == "__main__":
+    main()
