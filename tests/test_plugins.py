@@ -27,12 +27,13 @@ def record(plugins, name):
     return next(r for r in plugins.records if r.name == name)
 
 
-def test_core_builtin_contributes_sim_cuda_and_latency():
+def test_core_builtin_contributes_sim_cuda_and_the_generic_experiments():
     plugins, warnings = load()
     core = record(plugins, "core")
     assert core.status == "ok" and core.distribution == "gpumem"
-    assert core.contributes == {"architectures": [], "experiments": ["latency"],
-                                "devices": ["cuda"], "simulators": ["sim"]}
+    assert core.contributes == {
+        "architectures": [], "devices": ["cuda"], "simulators": ["sim"],
+        "experiments": ["bandwidth", "latency", "smem_bandwidth", "smem_latency"]}
     assert warnings == []
 
 

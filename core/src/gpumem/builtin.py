@@ -11,9 +11,12 @@ from gpumem import hookimpl
 
 @hookimpl
 def gpumem_register_experiments(register):
+    from gpumem.experiments.bandwidth import Bandwidth
     from gpumem.experiments.latency import LatencyLadder
+    from gpumem.experiments.smem import SmemBandwidth, SmemLatency
 
-    register(LatencyLadder)
+    for experiment in (LatencyLadder, Bandwidth, SmemLatency, SmemBandwidth):
+        register(experiment)
 
 
 @hookimpl

@@ -52,6 +52,8 @@ class DeviceInfo:
     uuid: str = ""
     driver: str = ""
     runtime: str = ""
+    peak_bandwidth_gbs: float = 0.0
+    smem_bank_modes: tuple[int, ...] = (4,)
     extra: dict[str, Any] = field(default_factory=dict, hash=False, compare=False)
 
     @property

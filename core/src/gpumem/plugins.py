@@ -140,6 +140,8 @@ class Plugins:
         for kind, name, o in pending:
             self.registry[kind][name] = Contribution(o, record)
             record.contributes[kind].append(name)
+        for names in record.contributes.values():
+            names.sort()
         return True
 
     def _fail(self, record: PluginRecord, error: str, warn: Callable[[str], None]) -> bool:

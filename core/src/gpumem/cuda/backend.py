@@ -49,6 +49,8 @@ def device_info(cupy: Any, index: int) -> DeviceInfo:
     uuid = static.get("uuid") or _text(props.get("uuid", b"")).encode().hex()[:32]
     clock_khz = attrs.get("ClockRate") or props.get("clockRate", 0)
     mem_khz = attrs.get("MemoryClockRate") or props.get("memoryClockRate", 0)
+    bus = int(attrs.get("GlobalMemoryBusWidth") or props.get("memoryBusWidth", 0))
+    major = int(props["major"])
     return DeviceInfo(
         kind="cuda",
         index=index,
@@ -59,7 +61,10 @@ def device_info(cupy: Any, index: int) -> DeviceInfo:
         memory_bytes=int(props["totalGlobalMem"]),
         clock_mhz=float(clock_khz) / 1000.0,
         memory_clock_mhz=float(mem_khz) / 1000.0,
-        memory_bus_bits=int(attrs.get("GlobalMemoryBusWidth") or props.get("memoryBusWidth", 0)),
+        memory_bus_bits=bus,
+        # double data rate: two transfers per memory clock on every bus bit
+        peak_bandwidth_gbs=2.0 * float(mem_khz) * 1e3 * bus / 8 / 1e9,
+        smem_bank_modes=(4, 8) if major == 3 else (4,),
         uuid=uuid,
         driver=static.get("driver_version") or _version(rt.driverGetVersion()),
         runtime=_version(rt.runtimeGetVersion()),
@@ -68,6 +73,7 @@ def device_info(cupy: Any, index: int) -> DeviceInfo:
             "cuda_driver_api_version": _version(rt.driverGetVersion()),
             "shared_memory_per_sm": int(attrs.get("MaxSharedMemoryPerMultiprocessor", 0)),
             "shared_memory_per_block_optin": int(attrs.get("MaxSharedMemoryPerBlockOptin", 0)),
+            "max_warps_per_sm": int(attrs.get("MaxThreadsPerMultiProcessor", 2048)) // 32,
             "persisting_l2_max_bytes": int(props.get("persistingL2CacheMaxSize", 0)),
             **{f"nvml_{k}": v for k, v in static.items() if k not in ("uuid",)},
         },

@@ -167,6 +167,8 @@ def global_attrs(*, experiment: str, experiment_version: str, summary: str, arch
         "clock_mhz": device.clock_mhz,
         "memory_clock_mhz": device.memory_clock_mhz,
         "memory_bus_bits": device.memory_bus_bits,
+        "peak_bandwidth_gbs": device.peak_bandwidth_gbs,
+        "smem_bank_modes": np.asarray(device.smem_bank_modes, dtype=np.int32),
         "cuda_driver_version": device.driver,
         "cuda_runtime_version": device.runtime,
     }

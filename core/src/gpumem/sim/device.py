@@ -32,7 +32,11 @@ def sim_device_info(cfg: SimConfig) -> DeviceInfo:
         memory_bytes=cfg.memory_bytes,
         clock_mhz=cfg.clock_mhz,
         uuid=f"sim-{cfg.digest()[:16]}",
-        extra={"page_bytes": cfg.page_bytes},
+        peak_bandwidth_gbs=cfg.dram.bandwidth_gbs,
+        smem_bank_modes=(cfg.smem.bank_width,
+                         *(m for m in cfg.smem.modes if m != cfg.smem.bank_width)),
+        extra={"page_bytes": cfg.page_bytes, "smem_bytes_per_sm": cfg.smem.size,
+               "max_warps_per_sm": cfg.throughput.max_warps_per_sm},
     )
 
 

@@ -1,0 +1,99 @@
+"""``bandwidth``: global-memory throughput over CTAs x threads x ILP (read, write, copy).
+
+The footprint is at least eight times the L2 (and 256 MiB), so every pass streams from DRAM.
+Each point is timed ``repeats`` times; the findings take, per kind, the best point of the grid
+by its median repeat. That is how peak bandwidth is usually reported (Mei & Chu sec. 5.1,
+gpu-benches gpu-stream), and the whole surface stays in the file for the curves: throughput
+rising with concurrency until it saturates.
+
+Findings: ``bw.dram_read``, ``bw.dram_write``, ``bw.dram_copy`` (GB/s, 10^9 B/s; copy counts
+bytes read plus written), ``bw.dram_read_fraction`` (of the device's theoretical peak).
+"""
+
+from __future__ import annotations
+
+from typing import Any, Mapping
+
+import numpy as np
+import xarray as xr
+
+from gpumem.device import Device, StreamRequest
+from gpumem.experiment import Axis, Experiment, Plan, RunContext, Var
+from gpumem.findings import Finding
+
+KINDS = ("read", "write", "copy")
+
+
+class Bandwidth(Experiment):
+    name = "bandwidth"
+    summary = "DRAM read, write and copy bandwidth over CTAs x threads x ILP"
+    probes = ("stream",)
+    version = "1"
+    references = ("Mei & Chu, IEEE TPDS 28(1), 2017, sec. 5.1 (global throughput); "
+                  "RRZE gpu-benches gpu-stream")
+
+    def plan(self, ctx: RunContext) -> Plan:
+        dev = ctx.device
+        sms = max(1, dev.sm_count)
+        footprint = min(max(8 * dev.l2_bytes, 256 << 20), max(dev.memory_bytes // 4, 1 << 20))
+        if ctx.quick:
+            ctas = (sms, 4 * sms)
+            threads, ilps, widths, repeats = (256, 1024), (1, 4), (16,), 3
+        else:
+            ctas = tuple(sorted({max(1, sms * f // 4) for f in (1, 2, 4, 8, 16, 32)}))
+            threads, ilps, widths, repeats = (64, 128, 256, 512, 1024), (1, 2, 4, 8), (4, 16), 10
+        return Plan(
+            axes=[Axis("kind", KINDS, "1", "read, write or copy"),
+                  Axis("width", widths, "byte", "bytes per load or store"),
+                  Axis("ctas", ctas, "1", "thread blocks in the grid"),
+                  Axis("threads", threads, "1", "threads per block"),
+                  Axis("ilp", ilps, "1", "independent loads per thread per iteration")],
+            variables=[Var("gbs", ("repeat",), "GB/s",
+                           "bytes moved (read + written) per second, 10^9 byte/s"),
+                       Var("seconds", ("repeat",), "s", "time of one timed run")],
+            inner={"repeat": np.arange(repeats)},
+            attrs={"footprint": footprint, "order": "coalesced", "path": "cg",
+                   "repeats": repeats},
+        )
+
+    def measure(self, device: Device, point: Mapping[str, Any], ctx: RunContext
+                ) -> Mapping[str, Any]:
+        attrs = self.plan(ctx).attrs
+        gbs, secs = [], []
+        for r in range(int(attrs["repeats"])):
+            req = StreamRequest(footprint=int(attrs["footprint"]), ctas=int(point["ctas"]),
+                                threads=int(point["threads"]), ilp=int(point["ilp"]),
+                                width=int(point["width"]), path="cg", kind=str(point["kind"]),
+                                seed=ctx.seed * 1000 + r)
+            res = device.stream(req)
+            gbs.append(res.gbs)
+            secs.append(res.seconds)
+        return {"gbs": np.array(gbs), "seconds": np.array(secs)}
+
+    def analyze(self, raw: xr.Dataset) -> list[Finding]:
+        ok = raw["point_status"] == 0
+        med = raw["gbs"].median("repeat").where(ok)
+        out: list[Finding] = []
+        for kind in KINDS:
+            if kind not in raw["kind"].values:
+                continue
+            m = med.sel(kind=kind)
+            if not np.isfinite(m.values).any():
+                continue
+            best = m.where(m == m.max(), drop=True)
+            where = {d: best[d].values[0].item() for d in best.dims}
+            reps = raw["gbs"].sel(kind=kind, **where).values
+            spread = float((np.nanmax(reps) - np.nanmin(reps)) / np.nanmedian(reps))
+            method = (f"best median of {reps.size} runs over the grid "
+                      f"(at {where['ctas']} CTAs x {where['threads']} threads, ILP "
+                      f"{where['ilp']}, {where['width']} B)")
+            value = round(float(m.max()), 2)
+            out.append(Finding(f"bw.dram_{kind}", value, "GB/s",
+                               float(np.clip(1 - spread, 0, 1)), method))
+            peak = float(raw.attrs.get("peak_bandwidth_gbs", 0) or 0)
+            if kind == "read" and peak > 0:
+                out.append(Finding("bw.dram_read_fraction", round(value / peak, 4), "1",
+                                   float(np.clip(1 - spread, 0, 1)),
+                                   f"bw.dram_read / theoretical {peak:.1f} GB/s (device "
+                                   f"memory clock x bus width x 2)"))
+        return out

@@ -1,0 +1,132 @@
+"""Shared memory: latency over stride (bank conflicts), and throughput over warps x ILP.
+
+``smem_latency`` follows Mei & Chu sec. 6.2: one warp, thread t starts at word t * stride,
+dependent loads; strides 0..64 words in every bank mode the device offers. The conflict
+degree of a power-of-two stride s is gcd(s, banks), so the latency at s = 1, 2, 4, ... 32
+gives the conflict-latency curve, the stride after which latency stops growing gives the
+number of banks, and whether stride 2 conflicts gives the bank width.
+
+``smem_bandwidth`` follows sec. 6.1: warps x ILP independent loads per SM, bytes per cycle.
+
+Findings: ``lat.smem``, ``smem.conflict_latency`` (indexed by ways), ``smem.banks``,
+``smem.bank_width``; ``bw.smem`` (GB/s per SM), ``smem.peak_warps``.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Mapping
+
+import numpy as np
+import xarray as xr
+
+from gpumem.device import Device, SmemRequest
+from gpumem.experiment import Axis, Experiment, Plan, RunContext, Var
+from gpumem.findings import Finding
+
+STRIDES = (0, 1, *range(2, 65, 2))
+
+
+class SmemLatency(Experiment):
+    name = "smem_latency"
+    summary = "shared-memory latency over stride: bank conflicts, banks, bank width"
+    probes = ("smem",)
+    version = "1"
+    references = "Mei & Chu, IEEE TPDS 28(1), 2017, sec. 6.2 (shared_bankconflict.cu)"
+
+    def plan(self, ctx: RunContext) -> Plan:
+        modes = tuple(ctx.device.smem_bank_modes) or (4,)
+        strides = (0, 1, 2, 4, 8, 16, 32, 64) if ctx.quick else STRIDES
+        return Plan(
+            axes=[Axis("bank_mode", modes, "byte", "bank width the run is configured for"),
+                  Axis("stride", strides, "1", "words between neighbouring threads")],
+            variables=[Var("latency", (), "cycle", "cycles per access, timer overhead removed")],
+            attrs={"width": 4, "iterations": 64},
+        )
+
+    def measure(self, device: Device, point: Mapping[str, Any], ctx: RunContext
+                ) -> Mapping[str, Any]:
+        res = device.smem(SmemRequest(stride=int(point["stride"]),
+                                      bank_mode=int(point["bank_mode"]), seed=ctx.seed))
+        return {"latency": res.latency}
+
+    def analyze(self, raw: xr.Dataset) -> list[Finding]:
+        default = int(raw["bank_mode"].values[0])  # devices list their default mode first
+        lat = raw["latency"].where(raw["point_status"] == 0).sel(bank_mode=default)
+        by_stride = {int(s): float(v) for s, v in zip(lat["stride"].values, lat.values)
+                     if np.isfinite(v)}
+        out: list[Finding] = []
+        if 1 not in by_stride:
+            return out
+        base = by_stride[1]
+        method = "one warp, thread t at word t*stride, dependent loads"
+        out.append(Finding("lat.smem", round(base, 2), "cycle", 1.0,
+                           method + ", stride 1 (no conflict)"))
+        # 4-byte words per bank word: 1 with 4-byte banks, 2 with 8-byte banks (stride 2
+        # then puts two threads in one bank word: no conflict)
+        per = 2 if 2 in by_stride and by_stride[2] <= base * 1.02 else 1
+        if 2 in by_stride:
+            out.append(Finding("smem.bank_width", 4 * per, "byte", 0.9,
+                               f"stride 2 {'does not conflict' if per == 2 else 'conflicts'}"
+                               f" in the {default}-byte mode"))
+        ways = [n for n in (1, 2, 4, 8, 16, 32, 64) if n * per in by_stride]
+        banks = None
+        for n, m in zip(ways, ways[1:]):
+            if by_stride[m * per] <= by_stride[n * per] * 1.02:
+                banks = n
+                break
+        if banks is None and ways:
+            banks = ways[-1]
+        resolved = banks is not None and banks < ways[-1]
+        out.append(Finding("smem.banks", int(banks), "1", 1.0 if resolved else 0.3,
+                           "largest power-of-two conflict degree that still adds latency"))
+        ways = [n for n in ways if n <= banks]
+        out.append(Finding("smem.conflict_latency", [round(by_stride[n * per], 2) for n in ways],
+                           "cycle", 1.0,
+                           method + f"; n-way conflict at stride {per}n (n <= banks)",
+                           index=("ways", ways)))
+        return out
+
+
+class SmemBandwidth(Experiment):
+    name = "smem_bandwidth"
+    summary = "shared-memory throughput per SM over warps x ILP"
+    probes = ("smem",)
+    version = "1"
+    references = "Mei & Chu, IEEE TPDS 28(1), 2017, sec. 6.1 (shared_bandwidth.cu)"
+
+    def plan(self, ctx: RunContext) -> Plan:
+        max_warps = int(ctx.device.extra.get("max_warps_per_sm", 64) or 64)
+        warps = tuple(w for w in (1, 2, 4, 8, 16, 24, 32, 48, 64) if w <= max_warps)
+        ilps = (1, 2, 4, 6, 8)
+        if ctx.quick:
+            warps, ilps = tuple(w for w in (1, 8, 32) if w <= max_warps), (1, 4)
+        return Plan(
+            axes=[Axis("warps", warps, "1", "active warps per SM"),
+                  Axis("ilp", ilps, "1", "independent loads per thread per iteration")],
+            variables=[Var("bytes_per_cycle", (), "byte/cycle", "bytes loaded per SM cycle")],
+            attrs={"width": 4, "stride": 1},
+        )
+
+    def measure(self, device: Device, point: Mapping[str, Any], ctx: RunContext
+                ) -> Mapping[str, Any]:
+        res = device.smem(SmemRequest(stride=1, warps=int(point["warps"]),
+                                      ilp=int(point["ilp"]), kind="throughput", seed=ctx.seed))
+        return {"bytes_per_cycle": res.bytes_per_cycle}
+
+    def analyze(self, raw: xr.Dataset) -> list[Finding]:
+        bpc = raw["bytes_per_cycle"].where(raw["point_status"] == 0)
+        if not np.isfinite(bpc.values).any():
+            return []
+        peak = float(bpc.max())
+        clock = float(raw.attrs.get("clock_mhz", 0) or 0)
+        out = []
+        best = bpc.max("ilp")
+        at = [int(w) for w, v in zip(best["warps"].values, best.values) if v >= 0.95 * peak]
+        if clock > 0:
+            out.append(Finding("bw.smem", round(peak * clock / 1e3, 2), "GB/s", 1.0,
+                               f"best of warps x ILP: {peak:.1f} B/cycle per SM x "
+                               f"{clock:g} MHz (per SM)"))
+        if at:
+            out.append(Finding("smem.peak_warps", at[0], "1", 0.9,
+                               "fewest warps per SM reaching 95 % of the peak"))
+        return out
