@@ -72,3 +72,36 @@ def test_provenance_has_clocks_and_throttle_reasons(cuda_device):
     prov = cuda_device.provenance()
     assert "nvml_sm_clock_mhz" in prov and "nvml_clock_event_reasons" in prov
     assert prov["kernel_carveout_ca_percent"] == 0  # the largest L1 was asked for
+
+
+def test_stream_read_write_copy(cuda_device):
+    from gpumem.device import StreamRequest
+
+    sms = cuda_device.info.sm_count
+    fp = 8 * cuda_device.info.l2_bytes
+    res = {k: cuda_device.stream(StreamRequest(footprint=fp, ctas=4 * sms, threads=512, ilp=4,
+                                               width=16, kind=k)).gbs
+           for k in ("read", "write", "copy")}
+    peak = cuda_device.info.peak_bandwidth_gbs
+    for kind, gbs in res.items():
+        assert 0.3 * peak < gbs <= 1.05 * peak, (kind, gbs, peak)
+    low = cuda_device.stream(StreamRequest(footprint=fp, ctas=sms, threads=64, ilp=1)).gbs
+    assert low < res["read"]  # less concurrency, less bandwidth
+
+
+def test_async_copy_streams(cuda_device):
+    from gpumem.device import StreamRequest
+
+    sms = cuda_device.info.sm_count
+    r = cuda_device.async_copy(StreamRequest(footprint=8 * cuda_device.info.l2_bytes,
+                                             ctas=4 * sms, threads=256, ilp=4, width=16))
+    assert r.gbs > 0.2 * cuda_device.info.peak_bandwidth_gbs
+
+
+def test_smem_latency_grows_with_conflicts_and_throughput_is_sane(cuda_device):
+    from gpumem.device import SmemRequest
+
+    lat = {s: cuda_device.smem(SmemRequest(stride=s)).latency for s in (1, 2, 32)}
+    assert 10 < lat[1] < 60 and lat[1] < lat[2] < lat[32]
+    bpc = cuda_device.smem(SmemRequest(stride=1, warps=32, ilp=4, kind="throughput"))
+    assert 32 < bpc.bytes_per_cycle <= 160

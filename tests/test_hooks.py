@@ -109,10 +109,25 @@ def test_generic_kernel_is_packaged_and_names_every_path():
         assert name in src.code
 
 
+INSTANCES = {
+    "pointer_chase": "",
+    "stream": "".join(
+        f"template __global__ void stream<{w},{k},{o},{d}>(const Vec<{w}>::T*, Vec<{w}>::T*, "
+        f"unsigned long long, unsigned long long, int, unsigned int*);\n"
+        for w in (4, 8, 16) for k in (1, 2, 4, 8, 16) for o in (0, 1, 2) for d in (0, 1, 2))
+    + "".join(f"template __global__ void async_read<{k}>(const uint4*, unsigned long long, "
+              f"unsigned long long, int, unsigned int*);\n" for k in (1, 2, 4, 8, 16)),
+    "smem": "".join(f"template __global__ void smem_throughput<{k}>(int, unsigned long long*, "
+                    f"unsigned int*);\n" for k in (1, 2, 4, 6, 8)),
+}
+
+
 @pytest.mark.skipif(shutil.which("nvcc") is None, reason="nvcc not installed")
-def test_generic_kernel_compiles_for_sm90_without_spills(tmp_path):
+@pytest.mark.parametrize("probe", sorted(INSTANCES))
+def test_generic_kernels_compile_for_sm90_without_spills(tmp_path, probe):
+    """Every generic kernel, with the template instances the experiments use."""
     cu = tmp_path / "k.cu"
-    cu.write_text(generic_kernel_source().code)
+    cu.write_text(generic_kernel_source(probe).code + "\n" + INSTANCES[probe])
     res = subprocess.run(["nvcc", "-arch=sm_90", "-cubin", "-Xptxas", "-v", "-o",
                           str(tmp_path / "k.cubin"), str(cu)], capture_output=True, text=True)
     assert res.returncode == 0, res.stderr

@@ -9,7 +9,17 @@ from typing import Any
 import numpy as np
 
 from gpumem.chains import chain_offsets, permutation_params
-from gpumem.device import ChaseRequest, ChaseResult, Device, DeviceInfo, KernelSource
+from gpumem.device import (
+    ChaseRequest,
+    ChaseResult,
+    Device,
+    DeviceInfo,
+    KernelSource,
+    SmemRequest,
+    SmemResult,
+    StreamRequest,
+    StreamResult,
+)
 from gpumem.errors import PointSkipped, ProbeUnsupported
 
 GENERIC_SOURCE = "pointer_chase.cu"
@@ -20,9 +30,18 @@ _PATH_KERNELS = {"ca": "pointer_chase_ca", "cg": "pointer_chase_cg", "nc": "poin
 CHASE_CARVEOUT_PERCENT = 0
 
 
-def generic_kernel_source() -> KernelSource:
-    code = files("gpumem.cuda").joinpath("kernels", GENERIC_SOURCE).read_text()
-    return KernelSource(code=code, name="pointer_chase", options=("-std=c++17",))
+STREAM_ORDER_CODES = {"coalesced": 0, "thread": 1, "warp": 2}
+STREAM_KIND_CODES = {"read": 0, "write": 1, "copy": 2}
+SMEM_LATENCY_LOADS = 64
+SMEM_THROUGHPUT_ITERATIONS = 1024
+
+
+def generic_kernel_source(probe: str = "pointer_chase") -> KernelSource:
+    """Core's own kernel for ``probe`` (architecture plugins may supply tuned ones)."""
+    file = {"pointer_chase": GENERIC_SOURCE, "stream": "stream.cu", "async_copy": "stream.cu",
+            "smem": "smem.cu"}[probe]
+    code = files("gpumem.cuda").joinpath("kernels", file).read_text()
+    return KernelSource(code=code, name=probe, options=("-std=c++17",))
 
 
 class CudaDevice(Device):
@@ -42,18 +61,33 @@ class CudaDevice(Device):
 
     @property
     def probes(self) -> frozenset[str]:
-        return frozenset({"pointer_chase"})
+        probes = {"pointer_chase", "stream", "smem"}
+        if int(self.info.compute_capability.split(".")[0]) >= 8:
+            probes.add("async_copy")  # cp.async exists from sm_80
+        return frozenset(probes)
 
     # ---- kernels ---------------------------------------------------------------------
-    def _module(self, probe: str) -> Any:
-        if probe not in self._modules:
+    def _source(self, probe: str) -> KernelSource:
+        if probe not in self.kernel_sources:
             from gpumem.plugins import get_plugins
 
             src = get_plugins().hook.gpumem_kernel_source(arch=self.arch, probe=probe)
-            src = src or generic_kernel_source()
-            self.kernel_sources[probe] = src
-            self._modules[probe] = self.cp.RawModule(code=src.code, options=tuple(src.options))
-        return self._modules[probe]
+            self.kernel_sources[probe] = src or generic_kernel_source(probe)
+        return self.kernel_sources[probe]
+
+    def _module(self, probe: str, names: tuple[str, ...] = ()) -> Any:
+        """The compiled module of ``probe`` (templates instantiated as ``names``), cached."""
+        key = (probe, names)
+        if key not in self._modules:
+            src = self._source(probe)
+            self._modules[key] = self.cp.RawModule(
+                code=src.code, options=tuple(src.options),
+                name_expressions=list(names) if names else None)
+        return self._modules[key]
+
+    def _kernel(self, probe: str, name: str) -> Any:
+        """A kernel by name; template instances (``stream<16,4,0,0>``) are compiled on demand."""
+        return self._module(probe, (name,) if "<" in name else ()).get_function(name)
 
     def _set_carveout(self, kern: Any, percent: int) -> int:
         """Ask for an L1/shared split; return the preference read back (-1: unknown)."""
@@ -66,6 +100,10 @@ class CudaDevice(Device):
     def kernel_sha256(self, probe: str) -> str:
         src = self.kernel_sources.get(probe)
         return hashlib.sha256(src.code.encode()).hexdigest() if src else ""
+
+    def close(self) -> None:
+        self._buf = self._buf_b = None
+        self.nvml.close()
 
     def _build_chain(self, mod: Any, req: ChaseRequest) -> Any:
         cp = self.cp
@@ -128,6 +166,118 @@ class CudaDevice(Device):
                            timer_overhead=float(np.median(ovh_h)),
                            end_ok=bool(int(state_h[1]) == int(expected_end)))
 
+    # ---- streaming -------------------------------------------------------------------
+    def _buffers(self, footprint: int, need_b: bool) -> tuple[Any, Any]:
+        """Two device buffers of ``footprint`` bytes, kept while the footprint stays."""
+        cp = self.cp
+        if getattr(self, "_buf_size", None) != footprint:
+            self._buf = self._buf_b = None
+            cp.get_default_memory_pool().free_all_blocks()
+            free, _ = cp.cuda.runtime.memGetInfo()
+            if footprint * 2 > free - (512 << 20):
+                raise PointSkipped(f"two buffers of {footprint} B do not fit in free device "
+                                   f"memory ({free} B)")
+            self._buf = cp.zeros(footprint // 4, dtype=cp.uint32)
+            self._buf_b = cp.zeros(footprint // 4, dtype=cp.uint32)
+            self._buf_size = footprint
+            self._sink = cp.zeros(1, dtype=cp.uint32)
+            self._warm: set = set()
+        return self._buf, self._buf_b
+
+    def _time(self, launch: Any, key: Any) -> float:
+        """Seconds of one launch, timed with CUDA events after an untimed warm-up the first
+        time a configuration runs."""
+        cp = self.cp
+        if key not in self._warm:
+            launch()
+            self._warm.add(key)
+        start, end = cp.cuda.Event(), cp.cuda.Event()
+        start.record()
+        launch()
+        end.record()
+        end.synchronize()
+        return cp.cuda.get_elapsed_time(start, end) / 1e3
+
+    def _stream_launch(self, req: StreamRequest, asynchronous: bool) -> StreamResult:
+        req.validate()
+        if req.path != "cg":
+            raise ProbeUnsupported("the generic CUDA stream kernels load with .cg (path 'cg')")
+        if req.threads > 1024:
+            raise PointSkipped(f"{req.threads} threads per block exceed 1024")
+        elems = req.footprint // req.width
+        chunk = req.ctas * req.threads * req.ilp
+        chunks = elems // chunk
+        if chunks < 1:
+            raise PointSkipped("the footprint is smaller than one chunk of the grid")
+        iters = -(-(req.bytes_per_direction // req.width) // chunk)
+        a, b = self._buffers(req.footprint, req.kind != "read")
+        if asynchronous:
+            smem = req.ilp * req.threads * 16
+            if req.width != 16 or req.kind != "read":
+                raise PointSkipped("cp.async copies 16-byte elements, reads only")
+            if smem > 227 * 1024:
+                raise PointSkipped(f"{smem} B of shared memory per block")
+            name = f"async_read<{req.ilp}>"
+            kern = self._kernel("async_copy", name)
+            if smem > 48 * 1024:
+                kern.max_dynamic_shared_size_bytes = smem
+            args = (a, np.uint64(chunks), np.uint64(iters), np.int32(req.reverse), self._sink)
+
+            def launch() -> None:
+                kern((req.ctas,), (req.threads,), args, shared_mem=smem)
+        else:
+            name = (f"stream<{req.width},{req.ilp},{STREAM_ORDER_CODES[req.order]},"
+                    f"{STREAM_KIND_CODES[req.kind]}>")
+            kern = self._kernel("stream", name)
+            args = (a, b, np.uint64(chunks), np.uint64(iters), np.int32(req.reverse),
+                    self._sink)
+
+            def launch() -> None:
+                kern((req.ctas,), (req.threads,), args)
+        seconds = self._time(launch, (name, req.ctas, req.threads, req.reverse))
+        moved = iters * chunk * req.width * (2 if req.kind == "copy" else 1)
+        return StreamResult(bytes=int(moved), seconds=seconds,
+                            cycles=seconds * self.info.clock_mhz * 1e6)
+
+    def stream(self, request: StreamRequest) -> StreamResult:
+        return self._stream_launch(request, asynchronous=False)
+
+    def async_copy(self, request: StreamRequest) -> StreamResult:
+        if "async_copy" not in self.probes:
+            raise ProbeUnsupported("cp.async needs compute capability 8.0 or newer")
+        return self._stream_launch(request, asynchronous=True)
+
+    # ---- shared memory ---------------------------------------------------------------
+    def smem(self, request: SmemRequest) -> SmemResult:
+        request.validate()
+        cp = self.cp
+        if request.bank_mode not in self.info.smem_bank_modes:
+            raise PointSkipped(f"{request.bank_mode}-byte bank mode is not available")
+        if request.width != 4 or request.bank_mode != 4:
+            raise ProbeUnsupported("the generic CUDA smem kernels use 4-byte words in the "
+                                   "4-byte bank mode")
+        sink = cp.zeros(1, dtype=cp.uint32)
+        if request.kind == "latency":
+            out = cp.zeros(32, dtype=cp.uint64)
+            self._kernel("smem", "smem_latency")(
+                (1,), (32,), (np.uint32(request.stride), np.int32(SMEM_LATENCY_LOADS), out,
+                              sink))
+            per_load = float(np.median(out.get())) / 1000.0
+            return SmemResult(latency=per_load, bytes_per_cycle=float("nan"))
+        per_block = max(1, -(-request.warps // 32))
+        threads = request.warps * 32 // per_block
+        blocks = self.info.sm_count * per_block
+        out = cp.zeros(blocks, dtype=cp.uint64)
+        kern = self._kernel("smem", f"smem_throughput<{request.ilp}>")
+        smem = request.ilp * threads * 4
+        args = (np.int32(SMEM_THROUGHPUT_ITERATIONS), out, sink)
+        kern((blocks,), (threads,), args, shared_mem=smem)  # warm-up
+        kern((blocks,), (threads,), args, shared_mem=smem)
+        cp.cuda.runtime.deviceSynchronize()
+        cycles = float(np.median(out.get()))
+        nbytes = threads * per_block * request.ilp * 4 * SMEM_THROUGHPUT_ITERATIONS
+        return SmemResult(latency=float("nan"), bytes_per_cycle=nbytes / cycles)
+
     def provenance(self) -> dict[str, Any]:
         snap = self.nvml.snapshot()
         out = {f"nvml_{k}": v for k, v in snap.items()}
@@ -137,5 +287,3 @@ class CudaDevice(Device):
             out[f"kernel_carveout_{path}_percent"] = pct
         return out
 
-    def close(self) -> None:
-        self.nvml.close()
