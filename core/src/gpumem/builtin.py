@@ -12,10 +12,11 @@ from gpumem import hookimpl
 @hookimpl
 def gpumem_register_experiments(register):
     from gpumem.experiments.bandwidth import Bandwidth
+    from gpumem.experiments.cache_structure import CacheStructure
     from gpumem.experiments.latency import LatencyLadder
     from gpumem.experiments.smem import SmemBandwidth, SmemLatency
 
-    for experiment in (LatencyLadder, Bandwidth, SmemLatency, SmemBandwidth):
+    for experiment in (LatencyLadder, Bandwidth, SmemLatency, SmemBandwidth, CacheStructure):
         register(experiment)
 
 

@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import numpy as np
 
-ORDERS = ("sequential", "random")
+ORDERS = ("sequential", "random", "pattern")
 _M64 = (1 << 64) - 1
 
 
@@ -65,9 +65,18 @@ def permute_vec(x: np.ndarray, params: tuple[int, int, int, int, int, int]) -> n
 
 
 def chain_offsets(footprint: int, stride: int, order: str, seed: int, count: int,
-                  start: int = 0, element: int = 4) -> np.ndarray:
-    """Byte offsets of accesses ``start .. start+count-1`` of the chase (int64)."""
+                  start: int = 0, element: int = 4,
+                  pattern: tuple[int, ...] = ()) -> np.ndarray:
+    """Byte offsets of accesses ``start .. start+count-1`` of the chase (int64).
+
+    ``pattern``: for ``order="pattern"``, the byte offsets visited in a cycle (distinct,
+    element-aligned, below the footprint): any access sequence a chain can express, such as
+    re-touching a line through another of its elements.
+    """
     k = np.arange(start, start + count, dtype=np.int64)
+    if order == "pattern":
+        p = np.asarray(pattern, dtype=np.int64)
+        return p[k % len(p)]
     if order == "sequential":
         n = footprint // element
         s = stride // element
@@ -88,6 +97,8 @@ def chain_array(footprint: int, stride: int, order: str, seed: int,
     """
     n = footprint // element
     dtype = np.uint32 if element == 4 else np.uint64
+    if order == "pattern":
+        raise ValueError("pattern chains are built by pattern_array")
     if order == "sequential":
         s = stride // element
         return ((np.arange(n, dtype=np.int64) + s) % n).astype(dtype)
@@ -96,3 +107,19 @@ def chain_array(footprint: int, stride: int, order: str, seed: int,
     visit = chain_offsets(footprint, stride, "random", seed, lines, element=element) // element
     arr[visit] = np.roll(visit, -1).astype(dtype)
     return arr
+
+
+def pattern_array(pattern: tuple[int, ...], element: int = 4) -> tuple[np.ndarray, np.ndarray]:
+    """(element indices, next-element indices) of a pattern chain: the entries to write."""
+    idx = np.asarray(pattern, dtype=np.int64) // element
+    return idx, np.roll(idx, -1)
+
+
+def validate_pattern(pattern: tuple[int, ...], footprint: int, element: int) -> None:
+    p = np.asarray(pattern, dtype=np.int64)
+    if p.size == 0:
+        raise ValueError("a pattern chase needs a non-empty pattern")
+    if (p % element).any() or (p < 0).any() or (p >= footprint).any():
+        raise ValueError("pattern offsets must be element-aligned and inside the footprint")
+    if np.unique(p).size != p.size:
+        raise ValueError("pattern offsets must be distinct (a chain element has one successor)")

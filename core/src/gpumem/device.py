@@ -54,6 +54,7 @@ class DeviceInfo:
     runtime: str = ""
     peak_bandwidth_gbs: float = 0.0
     smem_bank_modes: tuple[int, ...] = (4,)
+    load_paths: tuple[str, ...] = ("ca", "cg", "nc")
     extra: dict[str, Any] = field(default_factory=dict, hash=False, compare=False)
 
     @property
@@ -83,6 +84,7 @@ class ChaseRequest:
     ``warmup`` accesses run untimed first (0 = cold start); ``record`` accesses are timed
     individually. ``path`` is the load flavour: ``ca`` (L1-cached global), ``cg`` (L2 only),
     ``nc`` (read-only path) or ``tex`` (texture fetch). ``sm`` picks the SM where it matters.
+    ``order="pattern"`` visits the byte offsets in ``pattern`` cyclically.
     """
 
     footprint: int
@@ -95,8 +97,13 @@ class ChaseRequest:
     seed: int = 0
     sm: int = 0
     fine_grained: bool = True
+    pattern: tuple[int, ...] = ()
 
     def validate(self) -> None:
+        if self.order == "pattern":
+            from gpumem.chains import validate_pattern
+
+            validate_pattern(self.pattern, self.footprint, self.element)
         if self.order not in ORDERS:
             raise ValueError(f"order must be one of {ORDERS}, got {self.order!r}")
         if self.path not in LOAD_PATHS:

@@ -20,7 +20,7 @@ import hashlib
 import json
 from abc import ABC, abstractmethod
 from dataclasses import dataclass, field
-from typing import Any, ClassVar, Mapping
+from typing import Any, Callable, ClassVar, Mapping
 
 import numpy as np
 import xarray as xr
@@ -110,16 +110,28 @@ class Experiment(ABC):
     def plan(self, ctx: RunContext) -> Plan:
         """The sweep for this device (``ctx.quick``: a reduced grid for smoke tests)."""
 
-    @abstractmethod
     def measure(self, device: Device, point: Mapping[str, Any], ctx: RunContext
                 ) -> Mapping[str, Any]:
         """Run one point; return one array (shaped like the variable's inner dims) per Var.
 
-        Raise :class:`gpumem.errors.PointSkipped` for a point that cannot run here.
+        Raise :class:`gpumem.errors.PointSkipped` for a point that cannot run here. Grid
+        experiments implement this; adaptive ones implement :meth:`sweep` instead.
         """
+        raise TypeError(f"experiment '{self.name}' implements neither measure() nor sweep()")
 
     def refine(self, raw: xr.Dataset, ctx: RunContext) -> dict[str, list] | None:
         """Extra values for one axis after looking at the data so far, or ``None`` to stop."""
+        return None
+
+    def sweep(self, device: Device, ctx: RunContext, progress: Callable[[int], None]
+              ) -> xr.Dataset | None:
+        """Adaptive experiments override this: drive the probes, return the raw dataset.
+
+        A search whose next probe depends on the last answer (Mei & Chu's size -> line ->
+        sets -> policy sequence) does not fit a grid. Such an experiment runs here and returns
+        its dataset (with a ``point_status`` variable); ``progress(n)`` reports n more probes
+        done. The default returns ``None``: the runner measures ``plan()`` point by point.
+        """
         return None
 
     @abstractmethod

@@ -29,6 +29,8 @@ from typing import Any, Callable, Mapping, Sequence
 
 import multiprocessing as mp
 
+import numpy as np
+
 from gpumem.device import Device, DeviceInfo
 from gpumem.errors import (
     DeviceUnavailable,
@@ -46,6 +48,7 @@ from gpumem.results.schema import (
     POINT_OK,
     POINT_SKIPPED,
     assemble,
+    attr_safe,
     global_attrs,
     now_iso,
     point_key,
@@ -371,6 +374,25 @@ def _extend(axes: list[Axis], extra: Mapping[str, Sequence[Any]]) -> tuple[list[
     return new_axes, fresh
 
 
+def _adaptive(exp: Experiment, device: Device, ctx: RunContext, reporter: Reporter
+              ) -> Any:
+    """Run an experiment that drives its own search (``Experiment.sweep``), or return None."""
+    if type(exp).sweep is Experiment.sweep:
+        return None
+    reporter.experiment_started(exp.name, 0)
+    done = [0]
+
+    def progress(n: int) -> None:
+        done[0] += n
+        for _ in range(n):
+            reporter.point_done(exp.name)
+
+    raw = exp.sweep(device, ctx, progress)
+    if raw is not None and "point_status" not in raw:
+        raw["point_status"] = ((), np.int8(POINT_OK), {"long_name": "outcome", "units": "1"})
+    return raw
+
+
 def run_experiment(plugins: Plugins, store: RunStore, device: Device, cls: type[Experiment],
                    ctx: RunContext, expected: list[Expected], runner: PointRunner,
                    reporter: Reporter, resume: bool, argv: Sequence[str]) -> Outcome:
@@ -400,27 +422,32 @@ def run_experiment(plugins: Plugins, store: RunStore, device: Device, cls: type[
                     error="")
     axes = list(plan.axes)
     pts = points(axes)
-    reporter.experiment_started(exp.name, len(pts))
     before = device.provenance()
     try:
-        results = runner.run(exp, pts, ctx, lambda: reporter.point_done(exp.name))
-        for _round in range(MAX_REFINE_ROUNDS):
+        raw = _adaptive(exp, device, ctx, reporter)
+        if raw is None:
+            reporter.experiment_started(exp.name, len(pts))
+            results = runner.run(exp, pts, ctx, lambda: reporter.point_done(exp.name))
+            for _round in range(MAX_REFINE_ROUNDS):
+                raw = assemble(plan, axes, results)
+                extra = exp.refine(raw, ctx)
+                if not extra:
+                    break
+                axes, fresh = _extend(axes, extra)
+                if not fresh:
+                    break
+                reporter.points_added(exp.name, len(fresh))
+                results.update(runner.run(exp, fresh, ctx,
+                                          lambda: reporter.point_done(exp.name)))
             raw = assemble(plan, axes, results)
-            extra = exp.refine(raw, ctx)
-            if not extra:
-                break
-            axes, fresh = _extend(axes, extra)
-            if not fresh:
-                break
-            reporter.points_added(exp.name, len(fresh))
-            results.update(runner.run(exp, fresh, ctx, lambda: reporter.point_done(exp.name)))
     except ProbeUnsupported as e:
         store.set_entry(key, status="skipped", error=str(e))
         return Outcome(exp.name, "skipped", error=str(e), wall_s=time.monotonic() - t0)
     except KeyboardInterrupt:
         store.set_entry(key, status="interrupted", error="interrupted (Ctrl-C)")
         raise
-    raw = assemble(plan, axes, results)
+    for k, v in plan.attrs.items():
+        raw.attrs.setdefault(f"plan_{k}", attr_safe(v))
     after = device.provenance()
     owner = plugins.owner("experiments", exp.name)
     attrs = global_attrs(

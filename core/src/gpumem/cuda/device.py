@@ -109,7 +109,12 @@ class CudaDevice(Device):
         cp = self.cp
         n = req.footprint // 4
         arr = cp.empty(n, dtype=cp.uint32)
-        if req.order == "sequential":
+        if req.order == "pattern":
+            from gpumem.chains import pattern_array
+
+            idx, nxt = pattern_array(req.pattern)
+            arr[cp.asarray(idx)] = cp.asarray(nxt.astype(np.uint32))
+        elif req.order == "sequential":
             mod.get_function("chain_sequential")(
                 (1024,), (256,), (arr, np.uint64(n), np.uint64(req.stride // 4)))
         else:
@@ -142,7 +147,8 @@ class CudaDevice(Device):
             cp.get_default_memory_pool().free_all_blocks()
             raise PointSkipped(f"out of device memory for footprint {req.footprint} B: {e}")
         try:
-            start = int(chain_offsets(req.footprint, req.stride, req.order, req.seed, 1)[0] // 4)
+            start = int(chain_offsets(req.footprint, req.stride, req.order, req.seed, 1,
+                                      pattern=req.pattern)[0] // 4)
             lat = cp.empty(req.record, dtype=cp.uint64)
             nxt = cp.empty(req.record, dtype=cp.uint32)
             state = cp.zeros(2, dtype=cp.uint32)
@@ -161,7 +167,7 @@ class CudaDevice(Device):
         index[1:] = nxt_h[:-1]
         total = req.warmup + req.record
         expected_end = chain_offsets(req.footprint, req.stride, req.order, req.seed, 1,
-                                     start=total, element=4)[0] // 4
+                                     start=total, element=4, pattern=req.pattern)[0] // 4
         return ChaseResult(latency=lat_h.astype(np.float64), index=index,
                            timer_overhead=float(np.median(ovh_h)),
                            end_ok=bool(int(state_h[1]) == int(expected_end)))

@@ -169,6 +169,7 @@ def global_attrs(*, experiment: str, experiment_version: str, summary: str, arch
         "memory_bus_bits": device.memory_bus_bits,
         "peak_bandwidth_gbs": device.peak_bandwidth_gbs,
         "smem_bank_modes": np.asarray(device.smem_bank_modes, dtype=np.int32),
+        "load_paths": ",".join(device.load_paths),
         "cuda_driver_version": device.driver,
         "cuda_runtime_version": device.runtime,
     }

@@ -33,6 +33,7 @@ def sim_device_info(cfg: SimConfig) -> DeviceInfo:
         clock_mhz=cfg.clock_mhz,
         uuid=f"sim-{cfg.digest()[:16]}",
         peak_bandwidth_gbs=cfg.dram.bandwidth_gbs,
+        load_paths=tuple(cfg.paths),
         smem_bank_modes=(cfg.smem.bank_width,
                          *(m for m in cfg.smem.modes if m != cfg.smem.bank_width)),
         extra={"page_bytes": cfg.page_bytes, "smem_bytes_per_sm": cfg.smem.size,
@@ -84,6 +85,7 @@ class SimDevice(Device):
             jitter=cfg.timer.jitter, outlier_rate=cfg.timer.outlier_rate,
             outlier_cycles=cfg.timer.outlier_cycles,
             noise_seed=engine.stream_seed(cfg.seed, self.seed, request.seed, request.sm, 7),
+            pattern=request.pattern,
         )
         overhead = cfg.timer.overhead
         if not request.fine_grained:  # a mean chase: one number, as a two-clock-read kernel

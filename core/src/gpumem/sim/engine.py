@@ -21,7 +21,7 @@ from gpumem.sim.config import CacheLevel, SimConfig, TlbLevel
 
 POLICY_CODES = {"lru": 0, "fifo": 1, "random": 2, "weighted": 3}
 INDEX_CODES = {"modulo": 0, "bits": 1, "xor": 2, "table": 3}
-ORDER_CODES = {"sequential": 0, "random": 1}
+ORDER_CODES = {"sequential": 0, "random": 1, "pattern": 2}
 
 
 # Columns of the per-level metadata table ``Hierarchy.meta``.
@@ -190,7 +190,7 @@ def _permute(x, bits, k0, k1, k2, k3, n):
 
 @nb.njit(cache=True)
 def _chase(meta, set_ways, set_off, idx_param, weights, cost, far_cost, way, rng, clock, path, tlb_first, tlb_count, dram_latency, page_walk, sm, sm_count, base,
-           footprint, stride, element, order, fp, warmup, record, overhead, jitter,
+           footprint, stride, element, order, fp, pattern, warmup, record, overhead, jitter,
            outlier_rate, outlier_cycles, noise_seed, out_lat, out_idx, out_level):
     n_elem = footprint // element
     s_elem = stride // element
@@ -214,6 +214,8 @@ def _chase(meta, set_ways, set_off, idx_param, weights, cost, far_cost, way, rng
                     cur += s_elem
                     if cur >= n_elem:
                         cur -= n_elem
+                elif order == 2:
+                    chunk[r] = pattern[(k + r) % pattern.shape[0]]
                 else:
                     chunk[r] = _permute((k + r) % n_lines, fp_half, fk0, fk1, fk2, fk3,
                                         fn) * stride
@@ -387,7 +389,7 @@ def simulate_chase(h: Hierarchy, path_ids: np.ndarray, tlb_first: int, tlb_count
                    page_walk: float = 0.0, sm: int = 0, sm_count: int = 1,
                    element: int, order: str, seed: int, warmup: int, record: int,
                    overhead: float, jitter: float, outlier_rate: float,
-                   outlier_cycles: float, noise_seed: int
+                   outlier_cycles: float, noise_seed: int, pattern: tuple[int, ...] = ()
                    ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Run one pointer chase on ``h`` (its state carries over: call :func:`reset` for a cold
     start). Returns per recorded access: latency in cycles including the timer overhead, the
@@ -402,7 +404,8 @@ def simulate_chase(h: Hierarchy, path_ids: np.ndarray, tlb_first: int, tlb_count
     fp = np.array(permutation_params(n_lines, seed), dtype=np.int64)
     _chase(*h, path_ids, np.int64(tlb_first), np.int64(tlb_count), float(dram_latency),
            float(page_walk), np.int64(sm), np.int64(max(1, sm_count)), np.int64(base), np.int64(footprint), np.int64(stride), np.int64(element),
-           np.int64(ORDER_CODES[order]), fp, np.int64(warmup), np.int64(record),
+           np.int64(ORDER_CODES[order]), fp,
+           np.asarray(pattern or (0,), dtype=np.int64), np.int64(warmup), np.int64(record),
            float(overhead), float(jitter), float(outlier_rate), float(outlier_cycles),
            np.uint64(stream_seed(noise_seed)), out_lat, out_idx, out_level)
     return out_lat, out_idx, out_level

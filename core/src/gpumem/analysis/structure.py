@@ -1,0 +1,149 @@
+"""Cache and TLB structure from fine-grained chases (pure functions over logged chases).
+
+The rules, after Mei & Chu (TPDS 2017, sec. 4), for an LRU-like cache of C bytes, b-byte
+lines, S sets of W ways, chased with a cyclic chain:
+
+* no access misses while N <= C (after one warm-up pass);
+* with a 4-byte stride, one element past C overflows one set: its W + 1 lines each miss
+  once per pass; the count of missing elements stays put until N = C + b + 4, where a
+  second line (and set) starts: the jump gives b;
+* with a b-byte stride and N = C + b, exactly one set's W + 1 lines miss: W; and S = C/(W b);
+* the addresses of the lines that share a set show which address bits select it (bits
+  constant within a set), including XOR-folded pairs (a_i ^ a_j constant);
+* under LRU (and FIFO) every access to the overflowing set misses; fewer misses mean another
+  policy, and replaying which line misses next tells which slot each miss evicted
+  (per-slot weights: Fermi's favoured way);
+* LRU and FIFO agree on cyclic chains; a pattern that re-touches one line before the set
+  overflows tells them apart (LRU keeps it, FIFO evicts it).
+
+Robustness: a miss must sit in the latency band of the next level, and a "real" overflow
+needs one element to miss in at least two of eight passes (any policy guarantees that by
+pigeonhole once a set overflows), so mis-timed accesses neither fake nor hide a miss.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from itertools import combinations
+from typing import Iterable, Sequence
+
+import numpy as np
+
+from gpumem.experiments.chaselog import Chase
+
+LEVEL_OF_PATH = {"ca": "l1d", "tex": "tex_l1", "nc": "ro"}
+BAND = 1.35  # a miss lies within this factor of the next level's latency
+
+
+def band(miss_latency: float) -> tuple[float, float]:
+    return miss_latency / BAND, miss_latency * BAND
+
+
+def miss_counts(chase: Chase, lo: float, hi: float) -> Counter:
+    """Element index -> number of in-band events (misses) in the recorded passes."""
+    m = chase.in_band(lo, hi)
+    return Counter(chase.ev_index[m].tolist())
+
+
+def overflows(chase: Chase, lo: float, hi: float) -> bool:
+    """True when some element missed in at least two recorded passes."""
+    return any(n >= 2 for n in miss_counts(chase, lo, hi).values())
+
+
+def missing_elements(chase: Chase, lo: float, hi: float) -> set[int]:
+    return set(miss_counts(chase, lo, hi))
+
+
+def constant_bits(groups: Sequence[Sequence[int]], lo_bit: int, hi_bit: int
+                  ) -> tuple[list[int], list[tuple[int, int]]]:
+    """Address bits (and XOR-folded bit pairs) that select a set.
+
+    ``groups``: byte addresses of lines known to share a set, one list per set. A bit in
+    ``[lo_bit, hi_bit)`` is an index bit when it is constant within every group; a pair
+    (i, j) of the other bits is an XOR-folded index bit when ``a_i ^ a_j`` is. More groups
+    (sets) make a constant-by-chance bit less likely.
+    """
+    groups = [np.asarray(g, dtype=np.int64) for g in groups if len(g) >= 2]
+    if not groups:
+        return [], []
+
+    def const_in_all(f) -> bool:
+        return all(np.unique(f(g)).size == 1 for g in groups)
+
+    bits = range(lo_bit, hi_bit)
+    plain = [b for b in bits if const_in_all(lambda g, b=b: (g >> b) & 1)]
+    pairs = [(i, j) for i, j in combinations([b for b in bits if b not in plain], 2)
+             if const_in_all(lambda g, i=i, j=j: ((g >> i) ^ (g >> j)) & 1)]
+    return plain, _independent(pairs)
+
+
+def _independent(pairs: list[tuple[int, int]]) -> list[tuple[int, int]]:
+    """Keep XOR pairs that use each bit once (a ^ b and b ^ c imply a ^ c: drop the third)."""
+    used: set[int] = set()
+    out = []
+    for i, j in sorted(pairs, key=lambda p: (p[1] - p[0], p)):
+        if i in used or j in used:
+            continue
+        used.update((i, j))
+        out.append((i, j))
+    return sorted(out)
+
+
+def format_bits(plain: Iterable[int], pairs: Iterable[tuple[int, int]] = ()) -> str:
+    """``[7, 8]`` -> ``"7-8"``; ``[9, 10, 11], [(7, 13)]`` -> ``"9-11, 7^13"``."""
+    plain = sorted(plain)
+    runs: list[str] = []
+    i = 0
+    while i < len(plain):
+        j = i
+        while j + 1 < len(plain) and plain[j + 1] == plain[j] + 1:
+            j += 1
+        runs.append(f"{plain[i]}-{plain[j]}" if j > i else f"{plain[i]}")
+        i = j + 1
+    runs += [f"{a}^{b}" for a, b in sorted(pairs)]
+    return ", ".join(runs)
+
+
+def replay_evictions(miss_lines: Sequence[int], set_lines: Iterable[int]) -> list[int]:
+    """Evictions per slot, replaying the misses of one overflowing set (W + 1 lines cycling
+    through W ways; ``set_lines`` are those W + 1 lines).
+
+    Exactly one line is absent at any time, and the next miss is the first access to it: so
+    the line evicted by miss i is the line of miss i + 1, and the line filled by miss i takes
+    that line's slot. At the first miss the W other lines are resident; slots are labelled in
+    their order.
+    """
+    seq = list(miss_lines)
+    lines = sorted(set(set_lines))
+    ways = len(lines) - 1
+    counts = [0] * max(ways, 0)
+    if not seq or ways < 1:
+        return counts
+    slot = {line: i for i, line in enumerate(x for x in lines if x != seq[0])}
+    for cur, nxt in zip(seq, seq[1:]):
+        if nxt == cur or nxt not in slot or cur in slot:
+            continue  # a repeated or out-of-set record: nothing to learn from this pair
+        s = slot.pop(nxt)
+        counts[s] += 1
+        slot[cur] = s
+    return counts
+
+
+def way_weights(counts: Sequence[int]) -> list[float]:
+    """Eviction counts as weights relative to the least-chosen slot, largest first."""
+    c = np.sort(np.asarray(counts, dtype=float))[::-1]
+    if c.size == 0 or c[-1] <= 0:
+        return [float(x) for x in c]
+    return [round(float(x) * 2) / 2 for x in c / c[-1]]
+
+
+def uniform_enough(counts: Sequence[int]) -> bool:
+    """Chi-square test at about 1 % that eviction counts are uniform over the slots."""
+    c = np.asarray(counts, dtype=float)
+    n = c.sum()
+    if n < 5 * c.size:
+        return True
+    exp = n / c.size
+    chi2 = float(((c - exp) ** 2 / exp).sum())
+    dof = c.size - 1
+    return chi2 < dof + 3.0 * np.sqrt(2.0 * dof)  # about the 99th percentile for dof >= 3

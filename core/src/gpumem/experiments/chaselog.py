@@ -1,0 +1,182 @@
+"""``ChaseLog``: many fine-grained chases of an adaptive search, kept compactly.
+
+A structure search runs dozens of chases of up to hundreds of thousands of accesses, nearly
+all of them hits. The log keeps, per chase, its parameters (path, stage, footprint, stride,
+order, pattern, warm-up and record counts, timer overhead, median latency) and, per access,
+only the *events*: accesses at or above the chase's event threshold (misses, and mis-timed
+accesses), with their position in the record, element index and latency. Every other access
+was below the threshold; which element it touched follows from the chain's definition
+(:func:`gpumem.chains.chain_offsets`), so nothing an analysis needs is lost. A threshold of
+``-inf`` keeps every access (the small calibration chases).
+
+Dataset schema (documented in docs/results.md): dimension ``chase`` with ``path``, ``stage``,
+``footprint``, ``stride``, ``order``, ``warmup``, ``record``, ``timer_overhead``,
+``median_latency``, ``event_threshold``, ``pattern_len``; dimension ``pattern_pos`` with
+``pattern`` (chase, pattern_pos; -1 padded); dimension ``event`` with ``event_chase``,
+``event_access``, ``event_index``, ``event_latency``. Latencies exclude the timer overhead.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import numpy as np
+import xarray as xr
+
+from gpumem.chains import chain_offsets
+from gpumem.device import ChaseRequest, ChaseResult, Device
+from gpumem.errors import PointSkipped
+
+MAX_EVENTS_PER_CHASE = 200_000
+
+
+@dataclass
+class Chase:
+    """One logged chase, as the analysis sees it."""
+
+    number: int
+    path: str
+    stage: str
+    footprint: int
+    stride: int
+    order: str
+    warmup: int
+    record: int
+    timer_overhead: float
+    median: float
+    threshold: float
+    pattern: tuple[int, ...]
+    seed: int
+    ev_access: np.ndarray = field(default_factory=lambda: np.empty(0, np.int64))
+    ev_index: np.ndarray = field(default_factory=lambda: np.empty(0, np.int64))
+    ev_latency: np.ndarray = field(default_factory=lambda: np.empty(0))
+
+    def elements(self) -> np.ndarray:
+        """Element index of every recorded access (reconstructed from the chain)."""
+        return chain_offsets(self.footprint, self.stride, self.order, self.seed, self.record,
+                             start=self.warmup, pattern=self.pattern) // 4
+
+    @property
+    def per_pass(self) -> int:
+        if self.order == "pattern":
+            return len(self.pattern)
+        return self.footprint // self.stride
+
+    def in_band(self, lo: float, hi: float) -> np.ndarray:
+        """Mask of events whose latency lies in [lo, hi)."""
+        return (self.ev_latency >= lo) & (self.ev_latency < hi)
+
+
+class ChaseLog:
+    """Runs chases on a device and logs them; ``dataset()`` is the raw data to store."""
+
+    def __init__(self, device: Device, seed: int = 0, progress=None) -> None:
+        self.device = device
+        self.seed = seed
+        self.progress = progress or (lambda n: None)
+        self.chases: list[Chase] = []
+
+    def run(self, *, path: str, stage: str, footprint: int, stride: int, passes: float = 1,
+            warmup: int | None = None, order: str = "sequential", threshold: float = -np.inf,
+            pattern: tuple[int, ...] = (), record: int | None = None) -> Chase | None:
+        """One chase: ``warmup`` accesses (default one pass), then ``passes`` passes recorded.
+
+        Returns ``None`` (and logs nothing) when the device skips the footprint.
+        """
+        per = len(pattern) if order == "pattern" else footprint // stride
+        rec = record if record is not None else max(1, int(round(passes * per)))
+        warm = per if warmup is None else warmup
+        seed = self.seed + len(self.chases)
+        req = ChaseRequest(footprint=footprint, stride=stride, record=rec, warmup=warm,
+                           order=order, path=path, seed=seed, pattern=pattern)
+        try:
+            res: ChaseResult = self.device.pointer_chase(req)
+        except PointSkipped:
+            return None
+        self.progress(1)
+        lat = res.latency - res.timer_overhead
+        keep = np.nonzero(lat >= threshold)[0][:MAX_EVENTS_PER_CHASE]
+        c = Chase(len(self.chases), path, stage, footprint, stride, order, warm, rec,
+                  float(res.timer_overhead), float(np.median(lat)), float(threshold),
+                  tuple(pattern), seed, keep.astype(np.int64), res.index[keep].astype(np.int64),
+                  lat[keep].astype(float))
+        self.chases.append(c)
+        return c
+
+    def dataset(self) -> xr.Dataset:
+        return chases_to_dataset(self.chases)
+
+
+def chases_to_dataset(chases: list[Chase]) -> xr.Dataset:
+    n = len(chases)
+    plen = max([len(c.pattern) for c in chases] + [1])
+    pattern = np.full((n, plen), -1, np.int64)
+    for i, c in enumerate(chases):
+        pattern[i, :len(c.pattern)] = c.pattern
+    ev_chase = np.concatenate([np.full(c.ev_access.size, c.number, np.int64) for c in chases]
+                              or [np.empty(0, np.int64)])
+    cat = (lambda f, dt: np.concatenate([getattr(c, f) for c in chases] or [np.empty(0, dt)]))
+
+    def v(dim: str, data, units: str, long_name: str):
+        return (dim, data, {"units": units, "long_name": long_name})
+
+    ds = xr.Dataset(
+        {
+            "path": v("chase", np.array([c.path for c in chases], dtype=object), "",
+                      "load path (ca, cg, nc, tex)"),
+            "stage": v("chase", np.array([c.stage for c in chases], dtype=object), "",
+                       "search stage the chase belongs to"),
+            "footprint": v("chase", np.array([c.footprint for c in chases], np.int64), "byte",
+                           "bytes spanned by the chain"),
+            "stride": v("chase", np.array([c.stride for c in chases], np.int64), "byte",
+                        "chain stride"),
+            "order": v("chase", np.array([c.order for c in chases], dtype=object), "",
+                       "chain order"),
+            "warmup": v("chase", np.array([c.warmup for c in chases], np.int64), "1",
+                        "untimed accesses before the record"),
+            "record": v("chase", np.array([c.record for c in chases], np.int64), "1",
+                        "timed accesses"),
+            "seed": v("chase", np.array([c.seed for c in chases], np.int64), "1", "chain seed"),
+            "timer_overhead": v("chase", np.array([c.timer_overhead for c in chases]), "cycle",
+                                "timer overhead removed from every latency"),
+            "median_latency": v("chase", np.array([c.median for c in chases]), "cycle",
+                                "median latency of the recorded accesses"),
+            "event_threshold": v("chase", np.array([c.threshold for c in chases]), "cycle",
+                                 "accesses at or above this latency are kept as events"),
+            "pattern": (("chase", "pattern_pos"), pattern,
+                        {"units": "byte", "long_name": "pattern offsets (-1: none)"}),
+            "event_chase": v("event", ev_chase, "1", "chase the event belongs to"),
+            "event_access": v("event", cat("ev_access", np.int64), "1",
+                              "position of the access in the record"),
+            "event_index": v("event", cat("ev_index", np.int64), "1", "element index read"),
+            "event_latency": v("event", cat("ev_latency", float), "cycle",
+                               "latency of the access, timer overhead removed"),
+        },
+        coords={"chase": np.arange(n), "pattern_pos": np.arange(plen),
+                "event": np.arange(ev_chase.size)},
+    )
+    ds["point_status"] = ("chase", np.zeros(n, np.int8),
+                          {"long_name": "outcome of each chase", "units": "1",
+                           "flag_values": np.array([0, 1, 2], np.int8),
+                           "flag_meanings": "ok skipped failed"})
+    return ds
+
+
+def chases_from_dataset(ds: xr.Dataset) -> list[Chase]:
+    out = []
+    ev_chase = ds["event_chase"].values
+    order = np.argsort(ev_chase, kind="stable")
+    starts = np.searchsorted(ev_chase[order], np.arange(ds.sizes["chase"] + 1))
+    for i in range(ds.sizes["chase"]):
+        sel = order[starts[i]:starts[i + 1]]
+        pat = ds["pattern"].values[i]
+        out.append(Chase(
+            i, str(ds["path"].values[i]), str(ds["stage"].values[i]),
+            int(ds["footprint"].values[i]), int(ds["stride"].values[i]),
+            str(ds["order"].values[i]), int(ds["warmup"].values[i]),
+            int(ds["record"].values[i]), float(ds["timer_overhead"].values[i]),
+            float(ds["median_latency"].values[i]), float(ds["event_threshold"].values[i]),
+            tuple(int(p) for p in pat[pat >= 0]), int(ds["seed"].values[i]),
+            ds["event_access"].values[sel], ds["event_index"].values[sel],
+            ds["event_latency"].values[sel]))
+    return out
