@@ -15,8 +15,10 @@ def gpumem_register_experiments(register):
     from gpumem.experiments.cache_structure import CacheStructure
     from gpumem.experiments.latency import LatencyLadder
     from gpumem.experiments.smem import SmemBandwidth, SmemLatency
+    from gpumem.experiments.tlb_structure import TlbStructure
 
-    for experiment in (LatencyLadder, Bandwidth, SmemLatency, SmemBandwidth, CacheStructure):
+    for experiment in (LatencyLadder, Bandwidth, SmemLatency, SmemBandwidth, CacheStructure,
+                       TlbStructure):
         register(experiment)
 
 
