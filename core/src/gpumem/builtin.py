@@ -14,11 +14,12 @@ def gpumem_register_experiments(register):
     from gpumem.experiments.bandwidth import Bandwidth
     from gpumem.experiments.cache_structure import CacheStructure
     from gpumem.experiments.latency import LatencyLadder
+    from gpumem.experiments.patterns import Patterns
     from gpumem.experiments.smem import SmemBandwidth, SmemLatency
     from gpumem.experiments.tlb_structure import TlbStructure
 
     for experiment in (LatencyLadder, Bandwidth, SmemLatency, SmemBandwidth, CacheStructure,
-                       TlbStructure):
+                       TlbStructure, Patterns):
         register(experiment)
 
 

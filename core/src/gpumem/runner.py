@@ -173,7 +173,11 @@ def simulator_config(plugins: Plugins, arch: str, simulator: Any,
             raise
         except NotImplementedError as e:
             raise UsageError(str(e)) from None
-    cfg = plugins.hook.gpumem_simulator_config(arch=arch, simulator=simulator.name)
+    try:
+        cfg = plugins.hook.gpumem_simulator_config(arch=arch, simulator=simulator.name)
+    except Exception as e:  # noqa: BLE001 - a plugin's config is the plugin's bug
+        raise GpumemError(f"the '{simulator.name}' config that a plugin ships for '{arch}' "
+                          f"is invalid: {e}") from None
     if cfg is None:
         raise UsageError(f"no '{simulator.name}' config for architecture '{arch}' "
                          f"(pass one with --sim-config FILE)")
