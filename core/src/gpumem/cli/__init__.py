@@ -43,7 +43,9 @@ def _root(
     _state.strict = strict
 
 
-from gpumem.cli import devices as _devices  # noqa: E402,F401  (registers commands)
+from gpumem.cli import analyze as _analyze  # noqa: E402,F401  (registers commands)
+from gpumem.cli import compare as _compare  # noqa: E402,F401
+from gpumem.cli import devices as _devices  # noqa: E402,F401
 from gpumem.cli import plugins as _plugins  # noqa: E402,F401
 from gpumem.cli import run as _run  # noqa: E402,F401
 from gpumem.cli import show as _show  # noqa: E402,F401

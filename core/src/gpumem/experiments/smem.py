@@ -121,12 +121,12 @@ class SmemBandwidth(Experiment):
         clock = float(raw.attrs.get("clock_mhz", 0) or 0)
         out = []
         best = bpc.max("ilp")
-        at = [int(w) for w, v in zip(best["warps"].values, best.values) if v >= 0.95 * peak]
+        at = [int(w) for w, v in zip(best["warps"].values, best.values) if v >= 0.98 * peak]
         if clock > 0:
             out.append(Finding("bw.smem", round(peak * clock / 1e3, 2), "GB/s", 1.0,
                                f"best of warps x ILP: {peak:.1f} B/cycle per SM x "
                                f"{clock:g} MHz (per SM)"))
         if at:
             out.append(Finding("smem.peak_warps", at[0], "1", 0.9,
-                               "fewest warps per SM reaching 95 % of the peak"))
+                               "fewest warps per SM within 2 % of the peak"))
         return out

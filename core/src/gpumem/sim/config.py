@@ -258,6 +258,8 @@ class SharedMemory:
 
     An access by a warp is split by bank; the number of *distinct* bank words hitting the
     busiest bank is the conflict degree n (threads reading one word share it: broadcast).
+    ``bytes_per_cycle`` caps an SM, ``warp_bytes_per_cycle`` one warp (its issue rate; 0 = no
+    limit), so throughput needs several warps whatever the ILP, as measured on real GPUs.
     Latency = ``latency + conflict_cycles * (min(n, conflict_cap) - 1)`` (no cap when 0), or,
     when ``conflict_latencies`` is given, that table's value for n = 1, 2, 4, ... (measured
     curves that are not straight lines, Kepler's; interpolated between powers of two).
@@ -272,6 +274,7 @@ class SharedMemory:
     conflict_cap: int = 0
     conflict_latencies: list[float] = field(default_factory=list)
     bytes_per_cycle: float = 0.0
+    warp_bytes_per_cycle: float = 0.0
 
     def conflict_latency(self, ways: int) -> float:
         """Cycles of one warp access with ``ways``-way bank conflicts."""

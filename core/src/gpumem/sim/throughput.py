@@ -197,6 +197,9 @@ def smem_model(cfg: SimConfig, req: SmemRequest) -> tuple[float, float, int]:
         warps, ilp = 1, 1
     else:
         ilp = req.ilp
-    demand = warps * ilp * per_instr / latency if latency > 0 else math.inf
+    per_warp = ilp * per_instr / latency if latency > 0 else math.inf
+    if sm.warp_bytes_per_cycle:
+        per_warp = min(per_warp, sm.warp_bytes_per_cycle)
+    demand = warps * per_warp
     rate = smooth_min(demand, bank_rate, cfg.throughput.sharpness)
     return latency, rate, n

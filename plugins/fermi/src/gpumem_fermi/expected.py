@@ -73,6 +73,14 @@ def expected_values(device: DeviceInfo) -> list[Expected]:
         _exact("l1d.line", 128, f"{l1}: 128 B lines", "byte"),
         _exact("l1d.sets", 32, f"{l1}: 32 sets"),
         _exact("l1d.ways", 4, f"{l1}: 4 ways"),
+        Expected("l1d.way_weights", [3.0, 1.0, 1.0, 1.0],
+                 f"[P] {REF} sec. 3.3: one way is evicted 3x as often as each other; sorted "
+                 f"largest first, so the ambiguous way numbering does not matter", "1",
+                 rel_tol=0.17),
+        _exact("l1d.index_bits", "9-11, 7^13, 8^14",
+               f"[D] {REF} sec. 3.3: fitted set = (L mod 32) ^ bit6(L) ^ (bit7(L) << 1) over all "
+               f"129 mapped lines, L = address >> 7 (the constant term depends on the array "
+               f"base and is dropped)", ""),
         _exact("l1d.policy", "non-lru", f"[P] {REF} sec. 3.3: aperiodic misses; one way is "
                "evicted 3x as often as each other way (which one is ambiguous)", ""),
     ]
@@ -122,6 +130,8 @@ def expected_values(device: DeviceInfo) -> list[Expected]:
         Expected("smem.conflict_latency", [49.6, 87.0, 161.8, 311.4, 610.7, 1209.2],
                  f"[D] {REF} sec. 5.2, latency.txt: cycles per access at 1, 2, 4, 8, 16, 32-way "
                  "conflicts (n = gcd(stride, 32))", "cycle", rel_tol=LAT_TOL),
+        Expected("bw.smem", 34.90, f"[P, D] {REF} sec. 5.1, Fermi.txt: best shared-memory "
+                 f"throughput per SM (16 warps, ILP 4)", "GB/s", rel_tol=0.05),
         _exact("smem.peak_warps", 16, f"[P, D] {REF} sec. 5.1, Fermi.txt: peak 34.90 GB/s per "
                "SM at 16 active warps (ILP 4)"),
     ]

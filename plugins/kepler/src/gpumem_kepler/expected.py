@@ -124,6 +124,8 @@ def expected_values(device: DeviceInfo) -> list[Expected]:
                  f"[D] {REF} sec. 5.2, latency.txt, 8-byte bank mode: cycles per access at 1, "
                  "2, 4, 8, 16, 32-way conflicts (counted in 8-byte words)", "cycle",
                  rel_tol=LAT_TOL),
+        Expected("bw.smem", 83.81, f"[P, D] {REF} sec. 5.1, Kepler.txt: best shared-memory "
+                 f"throughput per SM (32 warps, ILP 6)", "GB/s", rel_tol=0.05),
         _exact("smem.peak_warps", 32, f"[P, D] {REF} sec. 5.1, Kepler.txt: peak 83.81 GB/s per "
                "SM at 32 active warps (ILP 6)"),
     ]

@@ -100,6 +100,8 @@ def expected_values(device: DeviceInfo) -> list[Expected]:
         Expected("smem.conflict_latency", [28.0, 30.0, 34.0, 42.0, 58.0, 90.0],
                  f"[D] {REF} sec. 5.2, latency.txt: cycles per access at 1, 2, 4, 8, 16, 32-way "
                  "conflicts (n = gcd(stride, 32))", "cycle", rel_tol=LAT_TOL),
+        Expected("bw.smem", 137.41, f"[P, D] {REF} sec. 5.1, Maxwell.txt: best shared-memory "
+                 f"throughput per SM (16 warps, ILP 8)", "GB/s", rel_tol=0.05),
         _exact("smem.peak_warps", 16, f"[P, D] {REF} sec. 5.1, Maxwell.txt: peak 137.41 GB/s "
                "per SM at 16 active warps (ILP 8)"),
     ]

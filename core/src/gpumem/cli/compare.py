@@ -1,0 +1,69 @@
+"""``gpumem compare``: findings of runs side by side, and against expected values."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import typer
+from rich.table import Table
+
+from gpumem.cli import app
+from gpumem.cli._common import plugins, print_json, stdout
+from gpumem.compare import compare
+
+_STYLE = {"pass": "green", "warn": "yellow", "fail": "red"}
+
+
+def _fmt(v: object) -> str:
+    if v is None:
+        return "-"
+    if isinstance(v, float):
+        return f"{v:,.6g}"
+    if isinstance(v, list):
+        return "[" + ", ".join(_fmt(x) for x in v) + "]"
+    return str(v)
+
+
+@app.command("compare")
+def compare_cmd(
+    targets: list[Path] = typer.Argument(..., help="Run directories or results files."),
+    expected: bool = typer.Option(False, "--expected",
+                                  help="Add the expected values of the first run's "
+                                       "architecture, with status and source."),
+    json_: bool = typer.Option(False, "--json", help="Print JSON."),
+) -> None:
+    """Findings of one or more runs side by side (and beside the expected values)."""
+    data = compare(plugins(), targets, expected)
+    if json_:
+        print_json(data)
+        return
+    labels = [r["label"] for r in data["runs"]]
+    t = Table(title="gpumem compare: " + " | ".join(
+        f"{r['label']} ({r['device']})" for r in data["runs"]))
+    t.add_column("experiment")
+    t.add_column("finding")
+    for lb in labels:
+        t.add_column(lb)
+    if len(labels) > 1:
+        t.add_column("difference")
+    t.add_column("units")
+    if expected:
+        t.add_column("expected")
+        t.add_column("status")
+        t.add_column("source")
+    for row in data["rows"]:
+        cells = [row["experiment"], row["finding"]]
+        cells += [_fmt(row["values"].get(lb)) for lb in labels]
+        if len(labels) > 1:
+            rel = row.get("relative_difference")
+            cells.append("-" if rel is None else f"{rel:+.1%}")
+        cells.append(row["units"])
+        if expected:
+            statuses = [row["status"].get(lb) for lb in labels if row["status"].get(lb)]
+            worst = "fail" if "fail" in statuses else "warn" if "warn" in statuses else \
+                ("pass" if statuses else "n/a")
+            style = _STYLE.get(worst, "dim")
+            cells += [_fmt(row.get("expected")), f"[{style}]{worst}[/{style}]",
+                      row.get("expected_source", "")]
+        t.add_row(*cells)
+    stdout().print(t)

@@ -1,0 +1,159 @@
+"""Findings side by side: runs against runs, and against the expected values.
+
+``gpumem analyze`` re-derives findings from one stored raw file (analysis is a pure function
+of the dataset); ``gpumem compare`` lines up the findings of one or more run directories (or
+results files), with the expected values and their sources.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import xarray as xr
+
+from gpumem.device import DeviceInfo
+from gpumem.errors import ResultsFileError, UsageError
+from gpumem.findings import Expected, Finding, evaluate, from_dataset, status_of
+from gpumem.plugins import Plugins
+from gpumem.results.io import open_findings, open_raw
+from gpumem.results.store import MANIFEST, RunStore
+
+
+def device_from_attrs(attrs: dict[str, Any]) -> DeviceInfo:
+    """The device a raw file was measured on, rebuilt from its global attributes."""
+    def num(key: str, cast=float, default=0):
+        try:
+            return cast(attrs.get(key, default))
+        except (TypeError, ValueError):
+            return default
+    modes = attrs.get("smem_bank_modes", [4])
+    return DeviceInfo(
+        kind=str(attrs.get("device_kind", "")), name=str(attrs.get("device_name", "")),
+        compute_capability=str(attrs.get("compute_capability", "")),
+        sm_count=num("sm_count", int), l2_bytes=num("l2_bytes", int),
+        memory_bytes=num("memory_bytes", int), clock_mhz=num("clock_mhz"),
+        index=num("device_index", int), memory_clock_mhz=num("memory_clock_mhz"),
+        memory_bus_bits=num("memory_bus_bits", int), uuid=str(attrs.get("device_uuid", "")),
+        driver=str(attrs.get("cuda_driver_version", "")),
+        peak_bandwidth_gbs=num("peak_bandwidth_gbs"),
+        smem_bank_modes=tuple(int(m) for m in (modes if hasattr(modes, "__iter__") else [modes])),
+    )
+
+
+def expected_for(plugins: Plugins, arch: str, device: DeviceInfo) -> list[Expected]:
+    out: list[Expected] = []
+    for result in plugins.hook.gpumem_expected_values(arch=arch, device=device):
+        if result:
+            out.extend(result)
+    return out
+
+
+def analyze_file(plugins: Plugins, path: Path, experiment: str | None = None,
+                 arch: str | None = None) -> tuple[str, list[Finding]]:
+    """(experiment name, findings) of a raw results file, analysed afresh."""
+    raw = open_raw(path)
+    name = experiment or str(raw.attrs.get("gpumem_experiment", ""))
+    experiments = plugins.experiments()
+    if not name:
+        raise UsageError(f"{path}: the file does not say which experiment produced it "
+                         f"(give --experiment; choose from: {', '.join(experiments)})")
+    if name not in experiments:
+        raise UsageError(f"{path}: unknown experiment '{name}' (choose from: "
+                         f"{', '.join(experiments)})")
+    findings = experiments[name]().analyze(raw)
+    arch = arch or str(raw.attrs.get("gpumem_arch", ""))
+    if arch:
+        findings = evaluate(findings, expected_for(plugins, arch, device_from_attrs(raw.attrs)))
+    return name, findings
+
+
+@dataclass
+class Source:
+    """One column of a comparison: a run directory or a file, with its findings."""
+
+    label: str
+    arch: str
+    device: DeviceInfo | None
+    findings: dict[tuple[str, str], Finding] = field(default_factory=dict)  # (exp, name)
+
+
+def load_source(target: Path) -> Source:
+    files: list[Path]
+    if target.is_dir():
+        if not (target / MANIFEST).exists():
+            raise ResultsFileError(f"{target}: not a gpumem run directory (no {MANIFEST})")
+        store = RunStore(target)
+        files = [target / e.data["file"] for e in store.entries()
+                 if e.status in ("complete", "failed") and e.data.get("file")]
+    elif target.is_file():
+        files = [target]
+    else:
+        raise ResultsFileError(f"{target}: no such file or directory")
+    src = Source(target.name if target.is_dir() else target.stem, "", None)
+    for f in files:
+        try:
+            fds = open_findings(f)
+        except ResultsFileError:
+            continue
+        with xr.open_dataset(f, engine="netcdf4") as raw_head:
+            attrs = dict(raw_head.attrs)
+        src.arch = src.arch or str(attrs.get("gpumem_arch", ""))
+        src.device = src.device or device_from_attrs(attrs)
+        exp = str(attrs.get("gpumem_experiment", f.stem))
+        for finding in from_dataset(fds):
+            src.findings[(exp, finding.name)] = finding
+    if not src.findings:
+        raise ResultsFileError(f"{target}: no findings to compare (nothing completed?)")
+    return src
+
+
+def compare(plugins: Plugins, targets: list[Path], with_expected: bool) -> dict[str, Any]:
+    """The comparison as plain data (what ``--json`` prints)."""
+    sources = [load_source(t) for t in targets]
+    labels = _unique([s.label for s in sources])
+    keys = sorted({k for s in sources for k in s.findings})
+    expected: dict[str, Expected] = {}
+    if with_expected:
+        first = sources[0]
+        if not first.arch or first.device is None:
+            raise UsageError(f"{targets[0]}: no architecture recorded: cannot look up "
+                             f"expected values")
+        for e in expected_for(plugins, first.arch, first.device):
+            expected.setdefault(e.name, e)
+    rows = []
+    for exp, name in keys:
+        row: dict[str, Any] = {"experiment": exp, "finding": name, "units": "",
+                               "values": {}, "status": {}}
+        for label, s in zip(labels, sources):
+            f = s.findings.get((exp, name))
+            if f is None:
+                continue
+            row["units"] = row["units"] or f.units
+            row["values"][label] = f.as_dict()["value"]
+            if name in expected:
+                row["status"][label] = status_of(f.value, expected[name])
+        if name in expected:
+            e = expected[name]
+            row["expected"] = e.value if not isinstance(e.value, tuple) else list(e.value)
+            row["expected_source"] = e.source
+            row["tolerance"] = {"rel": e.rel_tol, "abs": e.abs_tol}
+        vals = [v for v in row["values"].values() if isinstance(v, (int, float))]
+        if len(vals) >= 2 and vals[0]:
+            row["difference"] = vals[-1] - vals[0]
+            row["relative_difference"] = (vals[-1] - vals[0]) / abs(vals[0])
+        rows.append(row)
+    return {"runs": [{"label": lb, "arch": s.arch,
+                      "device": s.device.name if s.device else "", "path": str(t)}
+                     for lb, s, t in zip(labels, sources, targets)],
+            "expected": bool(with_expected), "rows": rows}
+
+
+def _unique(labels: list[str]) -> list[str]:
+    seen: dict[str, int] = {}
+    out = []
+    for lb in labels:
+        seen[lb] = seen.get(lb, 0) + 1
+        out.append(lb if seen[lb] == 1 else f"{lb}#{seen[lb]}")
+    return out
