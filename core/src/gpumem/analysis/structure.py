@@ -24,6 +24,7 @@ pigeonhole once a set overflows), so mis-timed accesses neither fake nor hide a 
 from __future__ import annotations
 
 from collections import Counter
+from dataclasses import dataclass
 from itertools import combinations
 from typing import Iterable, Sequence
 
@@ -45,13 +46,42 @@ def miss_counts(chase: Chase, lo: float, hi: float) -> Counter:
     return Counter(chase.ev_index[m].tolist())
 
 
-def overflows(chase: Chase, lo: float, hi: float) -> bool:
-    """True when some element missed in at least two recorded passes."""
-    return any(n >= 2 for n in miss_counts(chase, lo, hi).values())
+@dataclass(frozen=True)
+class MissRule:
+    """What counts as a miss: latency in [lo, hi), repeated at one element more often than
+    mis-timed accesses (at ``noise``, the in-band rate of a chase that cannot miss) would
+    repeat by chance anywhere in the chase (probability below ``alpha``)."""
+
+    lo: float
+    hi: float
+    noise: float = 0.0
+    alpha: float = 1e-3
+
+    def min_repeats(self, chase: Chase) -> int:
+        passes = max(1, chase.record // max(1, chase.per_pass))
+        r = min(max(self.noise, 1e-6), 0.2)
+        elements = max(1, chase.per_pass)
+        pmf = (1 - r) ** passes          # P(count = 0), then the binomial recurrence
+        cdf = pmf
+        for k in range(1, passes + 1):  # smallest k with elements * P(count >= k) < alpha
+            if elements * max(0.0, 1.0 - cdf) < self.alpha:
+                return max(2, k)
+            pmf *= (passes - k + 1) / k * r / (1 - r)
+            cdf += pmf
+        return passes + 1
 
 
-def missing_elements(chase: Chase, lo: float, hi: float) -> set[int]:
-    return set(miss_counts(chase, lo, hi))
+def overflows(chase: Chase, rule: MissRule) -> bool:
+    """True when some element misses more often than mis-timings can explain: a set
+    overflows (its lines miss pass after pass, under any replacement policy)."""
+    need = rule.min_repeats(chase)
+    return any(n >= need for n in miss_counts(chase, rule.lo, rule.hi).values())
+
+
+def missing_elements(chase: Chase, rule: MissRule) -> set[int]:
+    """Elements that really miss (see :func:`overflows`)."""
+    need = rule.min_repeats(chase)
+    return {e for e, n in miss_counts(chase, rule.lo, rule.hi).items() if n >= need}
 
 
 def constant_bits(groups: Sequence[Sequence[int]], lo_bit: int, hi_bit: int
@@ -89,7 +119,7 @@ def _independent(pairs: list[tuple[int, int]]) -> list[tuple[int, int]]:
     return sorted(out)
 
 
-def format_bits(plain: Iterable[int], pairs: Iterable[tuple[int, int]] = ()) -> str:
+def format_bits(plain: Iterable[int], pairs: Iterable[tuple[int, ...]] = ()) -> str:
     """``[7, 8]`` -> ``"7-8"``; ``[9, 10, 11], [(7, 13)]`` -> ``"9-11, 7^13"``."""
     plain = sorted(plain)
     runs: list[str] = []
@@ -100,7 +130,7 @@ def format_bits(plain: Iterable[int], pairs: Iterable[tuple[int, int]] = ()) -> 
             j += 1
         runs.append(f"{plain[i]}-{plain[j]}" if j > i else f"{plain[i]}")
         i = j + 1
-    runs += [f"{a}^{b}" for a, b in sorted(pairs)]
+    runs += ["^".join(str(b) for b in p) for p in sorted(pairs)]
     return ", ".join(runs)
 
 

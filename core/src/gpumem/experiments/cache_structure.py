@@ -24,6 +24,7 @@ Findings per level (``l1d``, ``tex_l1``, ``ro``, ``l2``): ``.size``, ``.line``, 
 from __future__ import annotations
 
 import math
+from itertools import combinations
 from typing import Any, Callable
 
 import numpy as np
@@ -31,8 +32,8 @@ import xarray as xr
 
 from gpumem.analysis.structure import (
     LEVEL_OF_PATH,
+    MissRule,
     band,
-    constant_bits,
     format_bits,
     miss_counts,
     missing_elements,
@@ -47,11 +48,13 @@ from gpumem.experiments.chaselog import Chase, ChaseLog, chases_from_dataset
 from gpumem.findings import Finding
 
 MAX_CAPACITY = 4 << 20     # largest first-level cache searched for
-SIZE_PASSES = 8            # passes recorded per overflow test (pigeonhole: see analysis)
-LINE_PASSES = 16
+START = 512                # smallest footprint: hit latency (no cache is smaller)
+SIZE_PASSES = 24           # passes recorded per overflow test (pigeonhole: see analysis)
+LINE_PASSES = 24
+LINE_PASSES_RANDOM = 128   # for policies under which a set's lines do not miss every pass
 SETS_PASSES = 32
 MAX_LINE = 1024
-EXTRA_SETS = 8             # sets overflowed one by one for the index bits
+MAX_INDEX_BIT = 30         # highest address bit tested as a set-index bit
 POLICY_MISSES = 5000       # misses replayed to estimate per-way eviction weights
 
 
@@ -99,6 +102,40 @@ class _Dissection:
     def __init__(self, log: ChaseLog, path: str, limit: int) -> None:
         self.log, self.path, self.limit = log, path, limit
 
+    def conflict(self, group: list[int], cand: int, ways: int) -> bool:
+        """Does the line at ``cand`` fall into the set of ``group`` (W + 1 lines of one set)?
+        W of them plus ``cand`` cycle: one set overflows only if ``cand`` joins it."""
+        if cand in group:  # the W + 1 lines of the set itself: an overflow, chased anyway
+            pattern = (group[0], *(g for g in group[1:] if g != cand), cand)
+        else:
+            pattern = (group[0], *group[1:ways], cand)
+        c = self.log.run(path=self.path, stage="bits", footprint=max(pattern) + 64,
+                         stride=4, passes=max(8, 2 * (ways + 2)), order="pattern",
+                         pattern=pattern, threshold=self.threshold)
+        return c is not None and overflows(c, self.rule)
+
+    def _size_chase(self, footprint: int) -> Chase | None:
+        for c in reversed(self.log.chases):
+            if c.path == self.path and c.stage == "size" and c.footprint == footprint:
+                return c
+        return None
+
+    def _jump(self, cap: int, n1: float, sector: int | None) -> int | None:
+        lo_k, hi_k = 1, MAX_LINE // 4 + 1
+        c = self.chase("line", cap + 4 * hi_k, 4, self.line_passes)
+        if c is None or not _second_set(c, hi_k, n1, sector, self.rule):
+            return None
+        while hi_k - lo_k > 1:
+            mid = (lo_k + hi_k) // 2
+            c = self.chase("line", cap + 4 * mid, 4, self.line_passes)
+            if c is None:
+                return None
+            if _second_set(c, mid, n1, sector, self.rule):
+                hi_k = mid
+            else:
+                lo_k = mid
+        return 4 * (hi_k - 1)
+
     def chase(self, stage: str, footprint: int, stride: int, passes: float, **kw: Any
               ) -> Chase | None:
         return self.log.run(path=self.path, stage=stage, footprint=footprint, stride=stride,
@@ -106,14 +143,14 @@ class _Dissection:
 
     def run(self) -> None:
         self.threshold = -np.inf
-        first = self.log.run(path=self.path, stage="size", footprint=1024, stride=32,
+        first = self.log.run(path=self.path, stage="size", footprint=START, stride=32,
                              passes=SIZE_PASSES)
         if first is None:
             return
         hit = first.median
         self.threshold = hit * 1.25
         # 1. size: double until a tenth of the accesses miss, then bisect
-        n, miss = 2048, None
+        n, miss = 2 * START, None
         while n <= 2 * self.limit:
             c = self.chase("size", n, 32, SIZE_PASSES)
             if c is None:
@@ -125,7 +162,8 @@ class _Dissection:
         if miss is None:
             return  # no cache level below the limit on this path
         lo_b, hi_b = band(miss)
-        sizes = {ch.footprint: overflows(ch, lo_b, hi_b)
+        rule = self.rule = MissRule(lo_b, hi_b, _noise_rate(first, lo_b, hi_b))
+        sizes = {ch.footprint: overflows(ch, rule)
                  for ch in self.log.chases if ch.path == self.path and ch.stage == "size"}
         lo = max(f for f, o in sizes.items() if not o)
         hi = min(f for f, o in sizes.items() if o and f > lo)
@@ -134,50 +172,62 @@ class _Dissection:
             c = self.chase("size", mid, 32, SIZE_PASSES)
             if c is None:
                 return
-            if overflows(c, lo_b, hi_b):
+            if overflows(c, rule):
                 hi = mid
             else:
                 lo = mid
         cap = lo
-        # 2. line: where the count of missing elements jumps
-        base = self.chase("line", cap + 4, 4, LINE_PASSES)
+        # Under LRU or FIFO an overflowing set's lines miss in every pass; under a random
+        # policy they do not, and the next stages need many more passes to see them all.
+        self.line_passes = LINE_PASSES if _every_pass(hi_chase := self._size_chase(hi), rule) \
+            else LINE_PASSES_RANDOM
+        # 2. line: where the count of missing elements jumps (C + b + 4)
+        base = self.chase("line", cap + 4, 4, self.line_passes)
         if base is None:
             return
-        n1 = len(missing_elements(base, lo_b, hi_b))
-        sector = _sector(base, lo_b, hi_b)
-        lo_k, hi_k = 1, MAX_LINE // 4 + 1
-        c = self.chase("line", cap + 4 * hi_k, 4, LINE_PASSES)
-        if c is None or not _second_set(c, hi_k, n1, sector, lo_b, hi_b):
-            return
-        while hi_k - lo_k > 1:
-            mid = (lo_k + hi_k) // 2
-            c = self.chase("line", cap + 4 * mid, 4, LINE_PASSES)
-            if c is None:
-                return
-            if _second_set(c, mid, n1, sector, lo_b, hi_b):
-                hi_k = mid
-            else:
-                lo_k = mid
-        jump = 4 * (hi_k - 1)
-        # 3. sets: one set overflowed at line stride. The jump is the line - unless the
-        #    sets are interleaved in chunks of several lines (Fermi's texture L1: 128-byte
-        #    chunks of 32-byte lines), in which case the chunk's lines look like sectors and
-        #    a chunk-stride chase overflows nothing: then the line is the smaller spacing.
-        for line in [jump] + ([sector] if sector and sector < jump else []):
-            if line <= 0 or cap % line:
+        n1 = _misses_per_pass(base, rule)
+        sector = _sector(base, rule)
+        jump = self._jump(cap, n1, sector)
+        # 3. sets: one set overflowed at line stride. Candidates: the jump, then every
+        #    power of two from large to small (a stride above the line touches too few
+        #    lines to overflow a set; the first candidate that overflows exactly one set,
+        #    W + 1 lines with C = S W b, is the line). The jump can mislead: with sets
+        #    interleaved in chunks of lines (Fermi's texture L1) it is the chunk; under a
+        #    random policy the counts wobble.
+        for line in _line_candidates(jump, sector):
+            if cap % line:
                 continue
-            sets_chase = self.chase("sets", cap + line, line, SETS_PASSES)
+            first_passes = SETS_PASSES if self.line_passes == LINE_PASSES else _passes_for(16)
+            sets_chase = self.chase("sets", cap + line, line, first_passes)
             if sets_chase is None:
                 return
-            overflowing = {e * 4 // line for e in missing_elements(sets_chase, lo_b, hi_b)}
+            overflowing = {e * 4 // line for e in missing_elements(sets_chase, rule)}
             ways = len(overflowing) - 1
             if ways >= 1 and cap % (ways * line) == 0:
                 break
         else:
             return
+        # A random policy may spare some line of the set for many passes: chase long
+        # enough that every one of its W + 1 lines misses (about 16 misses per line).
+        passes = _passes_for(ways)
+        if passes > SETS_PASSES:
+            sets_chase = self.chase("sets", cap + line, line, passes)
+            if sets_chase is None:
+                return
+            overflowing = {e * 4 // line for e in missing_elements(sets_chase, rule)}
+            ways = len(overflowing) - 1
+            if ways < 1 or cap % (ways * line):
+                return
         n_sets = cap // (ways * line)
-        for j in range(2, min(EXTRA_SETS, n_sets) + 1):
-            self.chase("sets", cap + j * line, line, SETS_PASSES)
+        # index bits, by conflict tests: x0 ^ 2^b joins x0's set unless bit b selects the
+        # set; two bits that each move x0 out but together keep it in are XOR-folded
+        if n_sets & (n_sets - 1) == 0 and n_sets > 1:
+            group = [g * line for g in sorted(overflowing)]
+            top = min(MAX_INDEX_BIT, max(self.limit, 1 << 20).bit_length() + 8)
+            involved = [b for b in range(line.bit_length() - 1, top)
+                        if not self.conflict(group, group[0] ^ (1 << b), ways)]
+            for i, j in combinations(involved, 2):
+                self.conflict(group, group[0] ^ (1 << i) ^ (1 << j), ways)
         # 4. policy: cycle through just that set's W + 1 lines, long; LRU-like (every access
         #    misses) -> tell LRU from FIFO; otherwise replay which slot each miss evicted
         pattern = tuple(x * line for x in sorted(overflowing))
@@ -186,6 +236,46 @@ class _Dissection:
         if pol is not None and _pattern_miss_fraction(pol, lo_b, hi_b) >= 0.97 and line >= 12:
             self.chase("fifo", cap + line, 4, 16, order="pattern",
                        pattern=_fifo_pattern(sorted(overflowing), line))
+
+
+def _components(bits: list[int], links: list[tuple[int, int]]
+                ) -> tuple[list[int], list[tuple[int, ...]]]:
+    """Bits linked by XOR-folding, as set-index functions: single bits, and tuples."""
+    parent = {b: b for b in bits}
+
+    def find(b: int) -> int:
+        while parent[b] != b:
+            b = parent[b]
+        return b
+
+    for i, j in links:
+        parent[find(i)] = find(j)
+    comps: dict[int, list[int]] = {}
+    for b in bits:
+        comps.setdefault(find(b), []).append(b)
+    plain = sorted(c[0] for c in comps.values() if len(c) == 1)
+    folded = sorted(tuple(sorted(c)) for c in comps.values() if len(c) > 1)
+    return plain, folded
+
+
+def _line_candidates(jump: int | None, sector: int | None) -> list[int]:
+    """The jump; and when sets interleave in chunks (the chunk's lines look like sectors),
+    the smaller spacing."""
+    out = [jump] if jump and jump & (jump - 1) == 0 else []
+    return out + ([sector] if sector and jump and sector < jump else [])
+
+
+def _every_pass(c: Chase | None, rule: MissRule) -> bool:
+    """Did some element of this (overflowing) chase miss in nearly every pass?"""
+    if c is None:
+        return True
+    passes = max(1, c.record // max(1, c.per_pass))
+    counts = miss_counts(c, rule.lo, rule.hi)
+    return bool(counts) and max(counts.values()) >= 0.9 * passes
+
+
+def _passes_for(ways: int) -> int:
+    return max(2 * SETS_PASSES, 32 * (ways + 1))
 
 
 def _miss_latency(c: Chase) -> float | None:
@@ -208,20 +298,36 @@ def _fifo_pattern(lines: list[int], line: int) -> tuple[int, ...]:
     return tuple(order)
 
 
-def _sector(c: Chase, lo: float, hi: float) -> int | None:
+def _noise_rate(c: Chase, lo: float, hi: float) -> float:
+    """In-band rate of a chase small enough never to miss: how often mis-timed accesses
+    land where misses do (every access of that chase is kept)."""
+    return float(c.in_band(lo, hi).sum() + 1) / (c.record + 1)
+
+
+def _sector(c: Chase, rule: MissRule) -> int | None:
     """Fill granularity: the smallest gap between missing addresses, when it is below
     MAX_LINE (sectors of one line); ``None`` when each missing line shows one miss."""
-    addrs = np.sort(np.fromiter(missing_elements(c, lo, hi), dtype=np.int64)) * 4
+    addrs = np.sort(np.fromiter(missing_elements(c, rule), dtype=np.int64)) * 4
     gaps = np.diff(addrs)
     gaps = gaps[(gaps > 0) & (gaps < MAX_LINE)]
     return int(gaps.min()) if gaps.size else None
 
 
-def _second_set(c: Chase, k: int, n1: int, sector: int | None, lo: float, hi: float) -> bool:
-    """At footprint C + 4k: did a second set start overflowing? Within the first new line
-    the count of missing elements only grows by one per new sector of that line."""
+def _misses_per_pass(c: Chase, rule: MissRule) -> float:
+    """Misses per recorded pass, counting only elements that miss repeatedly (mis-timed
+    accesses scatter over the footprint and almost never repeat at one element)."""
+    passes = max(1, c.record / max(1, c.per_pass))
+    need = rule.min_repeats(c)
+    counts = miss_counts(c, rule.lo, rule.hi)
+    return float(sum(n for n in counts.values() if n >= need)) / passes
+
+
+def _second_set(c: Chase, k: int, n1: float, sector: int | None, rule: MissRule) -> bool:
+    """At footprint C + 4k: did a second set start overflowing? The misses per pass double
+    then (under any policy, on average); within the first new line they only grow by at
+    most one per new sector of that line."""
     own = -(-4 * k // sector) - 1 if sector else 0
-    return len(missing_elements(c, lo, hi)) > n1 + own
+    return _misses_per_pass(c, rule) > 1.5 * n1 + own
 
 
 def _pattern_miss_fraction(c: Chase, lo: float, hi: float) -> float:
@@ -242,11 +348,12 @@ def _analyse_path(path: str, chases: list[Chase], l2_bytes: float) -> list[Findi
     if not jumped:
         return []
     lo_b, hi_b = band(jumped[0])
-    ok = [c.footprint for c in size if not overflows(c, lo_b, hi_b)]
+    rule = MissRule(lo_b, hi_b, _noise_rate(size[0], lo_b, hi_b))
+    ok = [c.footprint for c in size if not overflows(c, rule)]
     if not ok:
         return []
     cap = max(ok)
-    if not all(overflows(c, lo_b, hi_b) for c in size if c.footprint > cap):
+    if not all(overflows(c, rule) for c in size if c.footprint > cap):
         cap_note = "some footprints above the capacity did not overflow"
     else:
         cap_note = ""
@@ -260,27 +367,28 @@ def _analyse_path(path: str, chases: list[Chase], l2_bytes: float) -> list[Findi
     lines = sorted((c for c in chases if c.stage == "line"), key=lambda c: c.footprint)
     if not lines or lines[0].footprint != cap + 4:
         return out
-    n1 = len(missing_elements(lines[0], lo_b, hi_b))
-    sector_gap = _sector(lines[0], lo_b, hi_b)
+    n1 = _misses_per_pass(lines[0], rule)
+    sector_gap = _sector(lines[0], rule)
     jumps = [c.footprint for c in lines
-             if _second_set(c, (c.footprint - cap) // 4, n1, sector_gap, lo_b, hi_b)]
-    if not jumps:
-        return out
-    jump = min(jumps) - cap - 4
+             if _second_set(c, (c.footprint - cap) // 4, n1, sector_gap, rule)]
+    jump = min(jumps) - cap - 4 if jumps else None
     first: set[int] = set()
     line, ways, sets = 0, 0, []
-    for c in sorted((c for c in chases if c.stage == "sets"), key=lambda c: c.footprint):
+    for c in sorted((c for c in chases if c.stage == "sets"), key=lambda c: c.number):
         if c.footprint == cap + c.stride and not first:
-            cand = {e * 4 // c.stride for e in missing_elements(c, lo_b, hi_b)}
+            cand = {e * 4 // c.stride for e in missing_elements(c, rule)}
             if len(cand) >= 2 and cap % ((len(cand) - 1) * c.stride) == 0:
                 first, line, ways = cand, c.stride, len(cand) - 1
-        if line and c.stride == line:
-            sets.append(c)
+        elif line and c.stride == line and c.footprint == cap + line:
+            cand = {e * 4 // line for e in missing_elements(c, rule)}
+            if len(cand) - 1 >= ways and cap % ((len(cand) - 1) * line) == 0:
+                first, ways = cand, len(cand) - 1  # the longer chase: every line missed
     if not line:
         return out
     exact = (line & (line - 1)) == 0
     how = ("jump of the missing-element count at C + b + 4" if line == jump else
-           f"sets interleave in {jump}-B chunks; a set overflows at a {line}-B stride")
+           f"the largest stride at which one set overflows (missing-element count jumps "
+           f"at {jump} B)" if jump else "the largest stride at which one set overflows")
     out.append(Finding(f"{level}.line", int(line), "byte", 1.0 if exact else 0.5,
                        f"{method}: {how}"))
     sector = min(sector_gap, line) if sector_gap else line
@@ -290,23 +398,22 @@ def _analyse_path(path: str, chases: list[Chase], l2_bytes: float) -> list[Findi
     out.append(Finding(f"{level}.ways", int(ways), "1", 1.0,
                        method + ": lines missing with one set overflowed, minus one"))
     out.append(Finding(f"{level}.sets", int(n_sets), "1", 1.0, "size / (ways x line)"))
-    groups, seen = [sorted(first)], set(first)
-    for c in sets[1:]:
-        now = {e * 4 // line for e in missing_elements(c, lo_b, hi_b)}
-        new = sorted(now - seen)
-        if len(new) >= 2:
-            groups.append(new)
-        seen |= now
-    lo_bit = int(math.log2(line))
-    hi_bit = int(max(c.footprint for c in sets) - 1).bit_length()
-    plain, pairs = constant_bits([[x * line for x in g] for g in groups], lo_bit, hi_bit)
-    need = int(round(math.log2(n_sets))) if n_sets > 0 else 0
-    consistent = len(plain) + len(pairs) == need
-    out.append(Finding(f"{level}.index_bits", format_bits(plain, pairs), "", 
-                       0.9 if consistent else 0.4,
-                       f"address bits constant within each of {len(groups)} overflowing sets",
-                       note="" if consistent else f"{len(plain) + len(pairs)} bits found, "
-                       f"{need} expected from {n_sets} sets"))
+    bits = [c for c in chases if c.stage == "bits"]
+    if bits:
+        x0 = bits[0].pattern[0]
+        same = {c.pattern[-1] ^ x0: overflows(c, rule) for c in bits}
+        single = sorted(m.bit_length() - 1 for m in same if m & (m - 1) == 0)
+        involved = [b for b in single if not same[1 << b]]
+        links = [(i, j) for i, j in combinations(involved, 2) if same.get((1 << i) | (1 << j))]
+        plain, folded = _components(involved, links)
+        need = int(round(math.log2(n_sets)))
+        consistent = len(plain) + len(folded) == need
+        out.append(Finding(f"{level}.index_bits", format_bits(plain, folded), "",
+                           0.95 if consistent else 0.4,
+                           f"conflict tests: flipping each address bit {single[0]}-{single[-1]}"
+                           f" of a line, and pairs of them, moves it out of its set or not",
+                           note="" if consistent else f"{len(plain) + len(folded)} index "
+                           f"functions found, {need} expected from {n_sets} sets"))
     policy = [c for c in chases if c.stage == "policy"]
     if not policy:
         return out
@@ -333,7 +440,7 @@ def _analyse_path(path: str, chases: list[Chase], l2_bytes: float) -> list[Findi
     # (a hit plus a mis-timing rarely gets that far); a dropped or invented miss would
     # derail the slot bookkeeping from there on
     miss_lat = math.sqrt(lo_b * hi_b)
-    m = pol.in_band(lo_b, hi_b) | (pol.ev_latency >= 2 * miss_lat)
+    m = pol.in_band(miss_lat / 1.15, miss_lat * 1.15) | (pol.ev_latency >= 2 * miss_lat)
     order = np.argsort(pol.ev_access[m])
     miss_lines = (pol.ev_index[m][order] * 4 // line).tolist()
     counts = replay_evictions(miss_lines, first)

@@ -240,8 +240,8 @@ class Timer:
 
     ``overhead`` is reported by the device (as a CUDA device measures it) and subtracted by the
     experiments. ``jitter`` is a Gaussian sigma in cycles; a fraction ``outlier_rate`` of the
-    accesses gets ``outlier_cycles`` more (a mis-timed access). ``throughput_jitter`` is the
-    relative sigma of a timed bandwidth run.
+    accesses is mis-timed by an exponential delay of mean ``outlier_cycles``.
+    ``throughput_jitter`` is the relative sigma of a timed bandwidth run.
     """
 
     overhead: float = 0.0

@@ -377,7 +377,11 @@ def _chase(meta, set_ways, set_off, idx_param, weights, cost, far_cost, way, rng
             if outlier_rate > 0.0:
                 noise += _U(0x9E3779B97F4A7C15)
                 if (_mix(noise) >> _U(11)) * (1.0 / 9007199254740992.0) < outlier_rate:
-                    tm += outlier_cycles
+                    # a mis-timed access: an exponential delay of mean outlier_cycles, as
+                    # interrupts and preemptions give (heavy-tailed, rarely twice the same)
+                    noise += _U(0x9E3779B97F4A7C15)
+                    u = (_mix(noise) >> _U(11)) * (1.0 / 9007199254740992.0)
+                    tm += -outlier_cycles * np.log(1.0 - u)
             out_lat[i] = np.floor(tm + 0.5)
             out_idx[i] = off // element
             out_level[i] = lvl

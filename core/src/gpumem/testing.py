@@ -1,0 +1,147 @@
+"""Planted ground truth: random cache and TLB geometries for the simulator, with the answer.
+
+Inference code is only as good as its recovery of structures whose truth is known. These
+generators build a one-cache (or TLB-focused) :class:`~gpumem.sim.SimConfig` with a random
+geometry, replacement policy, set-index function and timer noise, and return the findings an
+exact inference must produce. The property tests and ``benchmarks/bench_recovery.py`` use
+them; plugin authors can use them to test their own inference.
+"""
+
+from __future__ import annotations
+
+import random
+from dataclasses import dataclass
+from typing import Any
+
+from gpumem.analysis.structure import format_bits
+from gpumem.sim.config import CacheLevel, Dram, SetIndex, SimConfig, Timer, TlbLevel
+
+POLICY_CLASS = {"lru": "lru", "fifo": "fifo", "random": "random", "weighted": "non-lru"}
+
+
+@dataclass
+class Planted:
+    config: SimConfig
+    truth: dict[str, Any]
+    description: str
+
+
+def _noise(r: random.Random) -> Timer:
+    return Timer(overhead=float(r.choice([0, 4, 8])), jitter=r.uniform(0.0, 2.0),
+                 outlier_rate=r.choice([0.0, 0.001, 0.005, 0.01]),
+                 outlier_cycles=float(r.choice([300, 1000, 3000])))
+
+
+def random_cache(seed: int, max_size: int = 64 << 10, min_size: int = 2 << 10) -> Planted:
+    """A first-level cache (path ``ca``) of random geometry in front of a big L2.
+
+    Sets interleaved in chunks of 2^shift lines (Fermi's texture L1: 4-line chunks) come with
+    ways that are a multiple of the chunk, as in real designs: otherwise a sequential stream
+    overflows a set before the cache is full and no chase can see the capacity."""
+    r = random.Random(seed)
+    while True:
+        line = r.choice([32, 64, 128])
+        ways = r.choice([1, 2, 3, 4, 6, 8, 12, 16])
+        index = r.choice(["modulo", "modulo", "bits", "xor"])
+        sets = r.choice([2, 4, 8, 16, 32, 64, 128]) if index != "modulo" else \
+            r.choice([2, 3, 4, 6, 8, 12, 16, 24, 32, 64, 128])
+        shift = r.choice([0, 0, 1, 2]) if index == "bits" else 0
+        if min_size <= sets * ways * line <= max_size and ways % (1 << shift) == 0:
+            break
+    size = sets * ways * line
+    sector = 32 if line == 128 and r.random() < 0.4 else 0
+    policy = r.choice(["lru", "fifo", "random", "weighted"])
+    weights = []
+    if policy == "weighted":
+        weights = [1.0] * ways
+        weights[r.randrange(ways)] = float(r.choice([3, 4, 6]))
+        if ways == 1:
+            policy, weights = "lru", []
+    lo = line.bit_length() - 1
+    nbits = sets.bit_length() - 1
+    idx = SetIndex()
+    plain: list[int] = []
+    pairs: list[tuple[int, int]] = []
+    if index == "modulo":
+        if sets & (sets - 1) == 0:
+            plain = list(range(lo, lo + nbits))
+    elif index == "bits":  # shift > 0: sets interleave in chunks of 2^shift lines
+        plain = list(range(lo + shift, lo + shift + nbits))
+        idx = SetIndex("bits", bits=plain)
+    else:  # xor: the low set bits are folded with bits above the set field
+        plain = list(range(lo, lo + nbits))
+        k = r.randint(1, nbits)
+        folded = list(range(lo + nbits + 1, lo + nbits + 1 + k))
+        masks = []
+        for i, b in enumerate(plain):
+            masks.append((1 << b) | ((1 << folded[i]) if i < k else 0))
+        pairs = [(plain[i], folded[i]) for i in range(k)]
+        plain = plain[k:]
+        idx = SetIndex("xor", masks=masks)
+    hit = float(r.choice([20, 30, 50, 90, 120]))
+    l1 = CacheLevel("l1d", size, line, ways, hit, sector=sector, policy=policy,
+                    way_weights=weights, index=idx)
+    l2 = CacheLevel("l2", 8 << 20, 128, 16, hit * r.choice([3, 5, 8]), sector=32,
+                    scope="gpu", translate=True)
+    cfg = SimConfig(name=f"planted-{seed}", arch="planted", compute_capability="9.0",
+                    sm_count=1, clock_mhz=1000.0, caches=[l1, l2],
+                    paths={"ca": ["l1d", "l2"], "cg": ["l2"]},
+                    tlbs=[TlbLevel("tlb_l1", 2 << 20, 32, 32, 10.0)],
+                    dram=Dram(hit * 10), timer=_noise(r), memory_bytes=1 << 30,
+                    seed=seed).validate()
+    truth: dict[str, Any] = {"l1d.size": size, "l1d.line": line, "l1d.ways": ways,
+                             "l1d.sets": sets, "l1d.sector": sector or line}
+    if ways > 1:
+        truth["l1d.policy"] = POLICY_CLASS[policy]
+    if plain or pairs:
+        truth["l1d.index_bits"] = format_bits(plain, pairs)
+    desc = (f"{size} B = {sets} sets x {ways} ways x {line} B"
+            f"{f' ({sector}-B sectors)' if sector else ''}, {policy}"
+            f"{weights if weights else ''}, index {index}, noise {cfg.timer}")
+    return Planted(cfg, truth, desc)
+
+
+def random_tlb(seed: int) -> Planted:
+    """Two TLB levels of random size, sets (unequal too) and penalties, pages 64 KB-2 MB."""
+    r = random.Random(seed)
+    page = r.choice([64 << 10, 512 << 10, 2 << 20])
+    e1 = r.choice([8, 12, 16, 32])
+    if r.random() < 0.3:  # unequal sets, as Mei & Chu found (17 + 6 x 8)
+        ways2 = [r.choice([12, 17, 20])] + [r.choice([4, 8])] * r.randint(2, 6)
+        table = [s for s, w in enumerate(ways2) for _ in range(w)]
+        r.shuffle(table)  # consecutive pages fill every set to its ways, then overflow
+        idx = SetIndex("table", table=table)
+    else:
+        ways = r.choice([4, 8, 16])
+        n = r.choice([2, 4, 8])
+        ways2 = [ways] * n
+        idx = SetIndex()
+    pen1, pen2 = float(r.choice([6, 12, 28])), float(r.choice([50, 84, 120]))
+    tlbs = [TlbLevel("tlb_l1", page, e1, e1, pen1),
+            TlbLevel("tlb_l2", page, sum(ways2), ways2 if len(set(ways2)) > 1 else ways2[0],
+                     pen2, index=idx)]
+    l2 = CacheLevel("l2", 8 << 20, 128, 16, 200.0, sector=32, scope="gpu", translate=True)
+    cfg = SimConfig(name=f"planted-tlb-{seed}", arch="planted", compute_capability="9.0",
+                    sm_count=1, clock_mhz=1000.0, caches=[l2], paths={"cg": ["l2"]},
+                    tlbs=tlbs, dram=Dram(600.0), memory_bytes=16 << 30,
+                    base_address=1 << 40, seed=seed,
+                    timer=Timer(overhead=6.0, jitter=r.uniform(0, 0.5))).validate()
+    truth = {"tlb.page": page, "tlb_l1.entries": e1, "tlb_l2.entries": sum(ways2),
+             "tlb_l2.sets": len(ways2),
+             "tlb_l2.ways": sorted(ways2, reverse=True) if len(set(ways2)) > 1 else ways2[0]}
+    return Planted(cfg, truth, f"page {page}, L1 TLB {e1}, L2 TLB {ways2}")
+
+
+def recovered(findings: list, truth: dict[str, Any]) -> dict[str, tuple[Any, Any]]:
+    """Mismatches ``{name: (planted, found)}`` between ``truth`` and a findings list."""
+    found = {f.name: f.value for f in findings}
+    bad = {}
+    for name, want in truth.items():
+        got = found.get(name)
+        if isinstance(want, list) and isinstance(got, list):
+            ok = [int(x) for x in want] == [int(x) for x in got]
+        else:
+            ok = got == want
+        if not ok:
+            bad[name] = (want, got)
+    return bad
