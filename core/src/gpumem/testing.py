@@ -10,7 +10,7 @@ them; plugin authors can use them to test their own inference.
 from __future__ import annotations
 
 import random
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from gpumem.analysis.structure import format_bits
@@ -21,9 +21,13 @@ POLICY_CLASS = {"lru": "lru", "fifo": "fifo", "random": "random", "weighted": "n
 
 @dataclass
 class Planted:
+    """A planted geometry: ``truth`` holds the findings recovery is judged on, ``detail``
+    finer ones (per-way eviction weights) reported beside the recovery rate."""
+
     config: SimConfig
     truth: dict[str, Any]
     description: str
+    detail: dict[str, Any] = field(default_factory=dict)
 
 
 def _noise(r: random.Random) -> Timer:
@@ -32,7 +36,11 @@ def _noise(r: random.Random) -> Timer:
                  outlier_cycles=float(r.choice([300, 1000, 3000])))
 
 
-def random_cache(seed: int, max_size: int = 64 << 10, min_size: int = 2 << 10) -> Planted:
+POLICIES = ("lru", "fifo", "random", "weighted")
+
+
+def random_cache(seed: int, max_size: int = 64 << 10, min_size: int = 2 << 10,
+                 policies: tuple[str, ...] = POLICIES) -> Planted:
     """A first-level cache (path ``ca``) of random geometry in front of a big L2.
 
     Sets interleaved in chunks of 2^shift lines (Fermi's texture L1: 4-line chunks) come with
@@ -50,7 +58,7 @@ def random_cache(seed: int, max_size: int = 64 << 10, min_size: int = 2 << 10) -
             break
     size = sets * ways * line
     sector = 32 if line == 128 and r.random() < 0.4 else 0
-    policy = r.choice(["lru", "fifo", "random", "weighted"])
+    policy = r.choice(list(policies))
     weights = []
     if policy == "weighted":
         weights = [1.0] * ways
@@ -98,23 +106,28 @@ def random_cache(seed: int, max_size: int = 64 << 10, min_size: int = 2 << 10) -
     desc = (f"{size} B = {sets} sets x {ways} ways x {line} B"
             f"{f' ({sector}-B sectors)' if sector else ''}, {policy}"
             f"{weights if weights else ''}, index {index}, noise {cfg.timer}")
-    return Planted(cfg, truth, desc)
+    detail = {"l1d.way_weights": sorted(weights, reverse=True)} if weights else {}
+    return Planted(cfg, truth, desc, detail)
 
 
 def random_tlb(seed: int) -> Planted:
-    """Two TLB levels of random size, sets (unequal too) and penalties, pages 64 KB-2 MB."""
+    """Two TLB levels of random size, sets (unequal too) and penalties, pages 64 KB-2 MB.
+
+    The L2 TLB holds more than twice the L1's entries: a cyclic chase misses an L2 no bigger
+    than the L1 at every footprint the L1 misses, so no sweep can see it (nor would a design).
+    """
     r = random.Random(seed)
     page = r.choice([64 << 10, 512 << 10, 2 << 20])
     e1 = r.choice([8, 12, 16, 32])
-    if r.random() < 0.3:  # unequal sets, as Mei & Chu found (17 + 6 x 8)
-        ways2 = [r.choice([12, 17, 20])] + [r.choice([4, 8])] * r.randint(2, 6)
+    ways2 = _l2_tlb_ways(r)
+    while sum(ways2) <= 2 * e1:
+        ways2 = _l2_tlb_ways(r)
+    unequal = len(set(ways2)) > 1
+    if unequal:  # unequal sets, as Mei & Chu found (17 + 6 x 8)
         table = [s for s, w in enumerate(ways2) for _ in range(w)]
         r.shuffle(table)  # consecutive pages fill every set to its ways, then overflow
         idx = SetIndex("table", table=table)
     else:
-        ways = r.choice([4, 8, 16])
-        n = r.choice([2, 4, 8])
-        ways2 = [ways] * n
         idx = SetIndex()
     pen1, pen2 = float(r.choice([6, 12, 28])), float(r.choice([50, 84, 120]))
     tlbs = [TlbLevel("tlb_l1", page, e1, e1, pen1),
@@ -130,6 +143,13 @@ def random_tlb(seed: int) -> Planted:
              "tlb_l2.sets": len(ways2),
              "tlb_l2.ways": sorted(ways2, reverse=True) if len(set(ways2)) > 1 else ways2[0]}
     return Planted(cfg, truth, f"page {page}, L1 TLB {e1}, L2 TLB {ways2}")
+
+
+def _l2_tlb_ways(r: random.Random) -> list[int]:
+    """Ways per L2 TLB set: unequal (17 + 6 x 8, Mei & Chu's Maxwell) 30% of the time."""
+    if r.random() < 0.3:
+        return [r.choice([12, 17, 20])] + [r.choice([4, 8])] * r.randint(2, 6)
+    return [r.choice([4, 8, 16])] * r.choice([2, 4, 8])
 
 
 def recovered(findings: list, truth: dict[str, Any]) -> dict[str, tuple[Any, Any]]:

@@ -23,6 +23,7 @@ pigeonhole once a set overflows), so mis-timed accesses neither fake nor hide a 
 
 from __future__ import annotations
 
+import math
 from collections import Counter
 from dataclasses import dataclass
 from itertools import combinations
@@ -58,7 +59,7 @@ class MissRule:
     alpha: float = 1e-3
 
     def min_repeats(self, chase: Chase) -> int:
-        passes = max(1, chase.record // max(1, chase.per_pass))
+        passes = max(1, chase.observed // max(1, chase.per_pass))
         r = min(max(self.noise, 1e-6), 0.2)
         elements = max(1, chase.per_pass)
         pmf = (1 - r) ** passes          # P(count = 0), then the binomial recurrence
@@ -134,7 +135,9 @@ def format_bits(plain: Iterable[int], pairs: Iterable[tuple[int, ...]] = ()) -> 
     return ", ".join(runs)
 
 
-def replay_evictions(miss_lines: Sequence[int], set_lines: Iterable[int]) -> list[int]:
+def replay_evictions(miss_lines: Sequence[int], set_lines: Iterable[int],
+                     sure: Sequence[bool] | None = None,
+                     positions: Sequence[int] | None = None, beam: int = 32) -> list[int]:
     """Evictions per slot, replaying the misses of one overflowing set (W + 1 lines cycling
     through W ways; ``set_lines`` are those W + 1 lines).
 
@@ -142,29 +145,72 @@ def replay_evictions(miss_lines: Sequence[int], set_lines: Iterable[int]) -> lis
     the line evicted by miss i is the line of miss i + 1, and the line filled by miss i takes
     that line's slot. At the first miss the W other lines are resident; slots are labelled in
     their order.
+
+    One wrong event (a mis-timed hit taken for a miss, a mis-timed miss dropped) swaps two
+    lines' labels for the rest of the replay, smearing the counts. So events that are not
+    ``sure`` are decided by a beam search: each is tried as a miss and as a hit. A hypothesis
+    scores the Dirichlet-multinomial likelihood of its eviction counts (which favours the
+    labelling that stays consistent with a fixed per-way choice), and, given the access
+    ``positions``, is all but ruled out when two of its misses lie more than W accesses
+    apart (the evicted line is always among the next W accesses). ``sure`` defaults to all.
     """
     seq = list(miss_lines)
+    flags = [True] * len(seq) if sure is None else list(sure)
+    pos = list(range(len(seq))) if positions is None else [int(x) for x in positions]
     lines = sorted(set(set_lines))
     ways = len(lines) - 1
-    counts = [0] * max(ways, 0)
-    if not seq or ways < 1:
-        return counts
-    slot = {line: i for i, line in enumerate(x for x in lines if x != seq[0])}
-    for cur, nxt in zip(seq, seq[1:]):
-        if nxt == cur or nxt not in slot or cur in slot:
-            continue  # a repeated or out-of-set record: nothing to learn from this pair
-        s = slot.pop(nxt)
-        counts[s] += 1
-        slot[cur] = s
-    return counts
+    if ways < 1:
+        return [0] * max(ways, 0)
+    start = next((i for i, (x, ok) in enumerate(zip(seq, flags)) if ok and x in lines), None)
+    if start is None:
+        return [0] * ways
+    slot0 = {line: i for i, line in enumerate(x for x in lines if x != seq[start])}
+    skip = math.log(ways)  # a hit skips one eviction factor, worth 1/W on average
+    # hypothesis: (score, absent line, slot map, counts, total, position of its last miss)
+    hyps = [(0.0, seq[start], slot0, [0] * ways, 0, pos[start])]
+    for nxt, ok, at in zip(seq[start + 1:], flags[start + 1:], pos[start + 1:]):
+        grown = []
+        for score, cur, slot, counts, total, last in hyps:
+            late = 20.0 if at - last > ways else 0.0  # a miss between went unseen
+            if nxt != cur and nxt in slot:
+                s = slot[nxt]
+                new_slot = dict(slot)
+                del new_slot[nxt]
+                new_slot[cur] = s
+                new_counts = list(counts)
+                new_counts[s] += 1
+                gain = math.log((counts[s] + 1) / (total + ways))
+                grown.append((score + gain - late, nxt, new_slot, new_counts, total + 1, at))
+                if not ok:
+                    grown.append((score - skip, cur, slot, counts, total, last))
+            else:  # a repeated or out-of-set record: nothing to learn from it
+                grown.append((score, cur, slot, counts, total, last))
+        grown.sort(key=lambda h: h[0], reverse=True)
+        seen: set = set()
+        hyps = []
+        for h in grown:
+            key = (h[1], h[5], tuple(sorted(h[2].items())))
+            if key not in seen:
+                seen.add(key)
+                hyps.append(h)
+                if len(hyps) == beam:
+                    break
+    return hyps[0][3]
 
 
 def way_weights(counts: Sequence[int]) -> list[float]:
-    """Eviction counts as weights relative to the least-chosen slot, largest first."""
+    """Eviction counts as weights, largest first, in half units of a plain way's count.
+
+    A plain way's count is the median of the lower half: the least count alone is a low order
+    statistic, which with 16 ways sits some 10 % under the typical way and makes every other
+    way look favoured."""
     c = np.sort(np.asarray(counts, dtype=float))[::-1]
-    if c.size == 0 or c[-1] <= 0:
+    if c.size == 0:
+        return []
+    base = float(np.median(c[c.size // 2:]))
+    if base <= 0:
         return [float(x) for x in c]
-    return [round(float(x) * 2) / 2 for x in c / c[-1]]
+    return [round(float(x) * 2) / 2 for x in c / base]
 
 
 def uniform_enough(counts: Sequence[int]) -> bool:

@@ -269,7 +269,7 @@ def _every_pass(c: Chase | None, rule: MissRule) -> bool:
     """Did some element of this (overflowing) chase miss in nearly every pass?"""
     if c is None:
         return True
-    passes = max(1, c.record // max(1, c.per_pass))
+    passes = max(1, c.observed // max(1, c.per_pass))
     counts = miss_counts(c, rule.lo, rule.hi)
     return bool(counts) and max(counts.values()) >= 0.9 * passes
 
@@ -281,7 +281,7 @@ def _passes_for(ways: int) -> int:
 def _miss_latency(c: Chase) -> float | None:
     """The next level's latency, once at least a tenth of the accesses miss (with a 32-byte
     stride over 128-byte lines only a quarter can: the median would never move)."""
-    if c.ev_latency.size >= 0.1 * c.record:
+    if c.ev_latency.size >= 0.1 * c.observed:
         return float(np.median(c.ev_latency))
     return None
 
@@ -301,7 +301,7 @@ def _fifo_pattern(lines: list[int], line: int) -> tuple[int, ...]:
 def _noise_rate(c: Chase, lo: float, hi: float) -> float:
     """In-band rate of a chase small enough never to miss: how often mis-timed accesses
     land where misses do (every access of that chase is kept)."""
-    return float(c.in_band(lo, hi).sum() + 1) / (c.record + 1)
+    return float(c.in_band(lo, hi).sum() + 1) / (c.observed + 1)
 
 
 def _sector(c: Chase, rule: MissRule) -> int | None:
@@ -316,7 +316,7 @@ def _sector(c: Chase, rule: MissRule) -> int | None:
 def _misses_per_pass(c: Chase, rule: MissRule) -> float:
     """Misses per recorded pass, counting only elements that miss repeatedly (mis-timed
     accesses scatter over the footprint and almost never repeat at one element)."""
-    passes = max(1, c.record / max(1, c.per_pass))
+    passes = max(1, c.observed / max(1, c.per_pass))
     need = rule.min_repeats(c)
     counts = miss_counts(c, rule.lo, rule.hi)
     return float(sum(n for n in counts.values() if n >= need)) / passes
@@ -330,8 +330,19 @@ def _second_set(c: Chase, k: int, n1: float, sector: int | None, rule: MissRule)
     return _misses_per_pass(c, rule) > 1.5 * n1 + own
 
 
+def _clean_band(miss_latencies: np.ndarray) -> tuple[float, float]:
+    """Latencies that are surely misses: the central 98 % of the band's misses, widened by
+    half its width and two cycles (timer jitter), so a hit plus a mis-timing rarely lands in
+    it."""
+    if miss_latencies.size == 0:
+        return (math.inf, math.inf)
+    lo, hi = np.percentile(miss_latencies, [1, 99])
+    pad = 0.5 * (hi - lo) + 2.0
+    return (float(lo - pad), float(hi + pad))
+
+
 def _pattern_miss_fraction(c: Chase, lo: float, hi: float) -> float:
-    return float(c.in_band(lo, hi).sum() / c.record) if c.record else 0.0
+    return float(c.in_band(lo, hi).sum() / c.observed) if c.observed else 0.0
 
 
 # ---------------------------------------------------------------------------------------------
@@ -436,23 +447,29 @@ def _analyse_path(path: str, chases: list[Chase], l2_bytes: float) -> list[Findi
             out.append(Finding(f"{level}.policy", "lru", "", 0.6,
                                "every access to an overflowing set misses (LRU or FIFO)"))
         return out
-    # misses for the replay: in the band, or so slow that they are misses plus a mis-timing
-    # (a hit plus a mis-timing rarely gets that far); a dropped or invented miss would
-    # derail the slot bookkeeping from there on
-    miss_lat = math.sqrt(lo_b * hi_b)
-    m = pol.in_band(miss_lat / 1.15, miss_lat * 1.15) | (pol.ev_latency >= 2 * miss_lat)
+    # misses for the replay: clean ones (within the spread of the bulk of misses) are taken
+    # as they are; others may be a miss or a mis-timed hit, and the replay decides
+    m = pol.in_band(lo_b, math.inf)
     order = np.argsort(pol.ev_access[m])
+    lat = pol.ev_latency[m][order]
+    clean = _clean_band(pol.ev_latency[pol.in_band(lo_b, hi_b)])
+    sure = (lat >= clean[0]) & (lat <= clean[1])
     miss_lines = (pol.ev_index[m][order] * 4 // line).tolist()
-    counts = replay_evictions(miss_lines, first)
-    if uniform_enough(counts):
+    # uniform or not, from the sure misses alone: a mistake there only smears the counts
+    # towards uniform, whereas the search below, free to pick among labellings, would
+    # make a uniform policy look skewed
+    plain = replay_evictions([x for x, ok in zip(miss_lines, sure) if ok], first)
+    if uniform_enough(plain):
         out.append(Finding(f"{level}.policy", "random", "", 0.8,
                            f"{frac:.0%} of accesses to an overflowing set miss; evictions "
-                           f"spread evenly over the ways {counts}"))
+                           f"spread evenly over the ways {plain}"))
     else:
+        counts = replay_evictions(miss_lines, first, sure=sure.tolist(),
+                                  positions=pol.ev_access[m][order].tolist())
         out.append(Finding(f"{level}.policy", "non-lru", "", 0.9,
                            f"{frac:.0%} of accesses to an overflowing set miss; replayed "
                            f"evictions per way {counts}"))
         out.append(Finding(f"{level}.way_weights", way_weights(counts), "1", 0.8,
-                           f"evictions per way ({sum(counts)} replayed) relative to the least "
-                           f"evicted, largest first"))
+                           f"evictions per way ({sum(counts)} replayed) in units of a "
+                           f"plain way's (the lower half's median), largest first"))
     return out

@@ -62,6 +62,15 @@ class Chase:
             return len(self.pattern)
         return self.footprint // self.stride
 
+    @property
+    def observed(self) -> int:
+        """Recorded accesses the events cover: all of them, unless the event log was cut at
+        MAX_EVENTS_PER_CHASE (a chase that misses nearly always); then up to the last event
+        kept, so that per-pass rates stay right."""
+        if self.ev_access.size >= MAX_EVENTS_PER_CHASE:
+            return int(self.ev_access[-1]) + 1
+        return self.record
+
     def in_band(self, lo: float, hi: float) -> np.ndarray:
         """Mask of events whose latency lies in [lo, hi)."""
         return (self.ev_latency >= lo) & (self.ev_latency < hi)

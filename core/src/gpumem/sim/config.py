@@ -260,7 +260,9 @@ class SharedMemory:
     busiest bank is the conflict degree n (threads reading one word share it: broadcast).
     ``bytes_per_cycle`` caps an SM, ``warp_bytes_per_cycle`` one warp (its issue rate; 0 = no
     limit), so throughput needs several warps whatever the ILP, as measured on real GPUs.
-    Latency = ``latency + conflict_cycles * (min(n, conflict_cap) - 1)`` (no cap when 0), or,
+    ``sharpness`` rounds the knee where many warps meet the SM cap (0: the throughput
+    section's); bank queues make it a soft knee on real GPUs (Kepler reaches 91 % of its
+    peak at 16 warps, 100 % at 32). Latency = ``latency + conflict_cycles * (min(n, conflict_cap) - 1)`` (no cap when 0), or,
     when ``conflict_latencies`` is given, that table's value for n = 1, 2, 4, ... (measured
     curves that are not straight lines, Kepler's; interpolated between powers of two).
     """
@@ -275,6 +277,7 @@ class SharedMemory:
     conflict_latencies: list[float] = field(default_factory=list)
     bytes_per_cycle: float = 0.0
     warp_bytes_per_cycle: float = 0.0
+    sharpness: float = 0.0
 
     def conflict_latency(self, ways: int) -> float:
         """Cycles of one warp access with ``ways``-way bank conflicts."""
@@ -300,6 +303,8 @@ class SharedMemory:
             _fail(f"{where}.modes", "bank widths the hardware supports: a list of 4 and/or 8")
         if self.bank_width not in self.modes:
             _fail(f"{where}.modes", f"must include the default bank_width ({self.bank_width})")
+        if self.sharpness < 0:
+            _fail(f"{where}.sharpness", "must be >= 0 (0: the throughput section's)")
         if self.latency < 0 or self.conflict_cycles < 0 or self.conflict_cap < 0:
             _fail(f"{where}.latency", "latency, conflict_cycles and conflict_cap must be >= 0")
         t = self.conflict_latencies

@@ -201,5 +201,5 @@ def smem_model(cfg: SimConfig, req: SmemRequest) -> tuple[float, float, int]:
     if sm.warp_bytes_per_cycle:
         per_warp = min(per_warp, sm.warp_bytes_per_cycle)
     demand = warps * per_warp
-    rate = smooth_min(demand, bank_rate, cfg.throughput.sharpness)
+    rate = smooth_min(demand, bank_rate, sm.sharpness or cfg.throughput.sharpness)
     return latency, rate, n
