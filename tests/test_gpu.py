@@ -105,3 +105,30 @@ def test_smem_latency_grows_with_conflicts_and_throughput_is_sane(cuda_device):
     assert 10 < lat[1] < 60 and lat[1] < lat[2] < lat[32]
     bpc = cuda_device.smem(SmemRequest(stride=1, warps=32, ilp=4, kind="throughput"))
     assert 32 < bpc.bytes_per_cycle <= 160
+
+
+@pytest.fixture(scope="module")
+def kepler_kernels_device():
+    """The GPU driven with the kepler plugin's kernels (its texture path runs on any GPU
+    from sm_30 on)."""
+    from gpumem.cuda.backend import CudaBackend
+
+    backend = CudaBackend()
+    if not backend.discover().devices:
+        pytest.skip("no CUDA device")
+    dev = backend.open(0, "kepler")
+    yield dev
+    dev.close()
+
+
+def test_texture_path_chase(kepler_kernels_device):
+    dev = kepler_kernels_device
+    assert "tex" in dev.info.load_paths
+    small = dev.pointer_chase(ChaseRequest(footprint=8192, stride=32, record=256, warmup=256,
+                                           path="tex"))
+    big = dev.pointer_chase(ChaseRequest(footprint=256 << 20, stride=128, record=256,
+                                         warmup=256, order="random", path="tex", seed=5))
+    assert small.end_ok and big.end_ok
+    hit = np.median(small.latency - small.timer_overhead)
+    miss = np.median(big.latency - big.timer_overhead)
+    assert 10 <= hit <= 200 and miss > 3 * hit, (hit, miss)

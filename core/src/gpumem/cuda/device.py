@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import ctypes
 import hashlib
+from dataclasses import replace
 from importlib.resources import files
 from typing import Any
 
@@ -23,7 +25,12 @@ from gpumem.device import (
 from gpumem.errors import PointSkipped, ProbeUnsupported
 
 GENERIC_SOURCE = "pointer_chase.cu"
-_PATH_KERNELS = {"ca": "pointer_chase_ca", "cg": "pointer_chase_cg", "nc": "pointer_chase_nc"}
+_PATH_KERNELS = {"ca": "pointer_chase_ca", "cg": "pointer_chase_cg", "nc": "pointer_chase_nc",
+                 "tex": "pointer_chase_tex"}
+#: Elements a 1-D texture over linear memory may span (2^27 on every GPU since sm_30).
+TEX_LINEAR_MAX_ELEMENTS = 1 << 27
+#: cuCtxSetSharedMemConfig values (CUsharedconfig).
+_BANK_CONFIG = {0: 0, 4: 1, 8: 2}
 #: Carve-out preference of the chase kernels: 0 % shared memory, i.e. the largest L1 the
 #: driver allows beside the kernel's own shared memory. Without it the driver picked a
 #: shared-memory-heavy split on the H200 and the L1 plateau ended at 22 KB.
@@ -36,11 +43,14 @@ SMEM_LATENCY_LOADS = 64
 SMEM_THROUGHPUT_ITERATIONS = 1024
 
 
-def generic_kernel_source(probe: str = "pointer_chase") -> KernelSource:
-    """Core's own kernel for ``probe`` (architecture plugins may supply tuned ones)."""
+def generic_kernel_source(probe: str = "pointer_chase", extra: str = "") -> KernelSource:
+    """Core's own kernel for ``probe``; ``extra`` is appended (a plugin's added kernels, which
+    may use core's macros, e.g. GPUMEM_CHASE_KERNEL for a texture path)."""
     file = {"pointer_chase": GENERIC_SOURCE, "stream": "stream.cu", "async_copy": "stream.cu",
             "smem": "smem.cu"}[probe]
     code = files("gpumem.cuda").joinpath("kernels", file).read_text()
+    if extra:
+        code += "\n" + extra
     return KernelSource(code=code, name=probe, options=("-std=c++17",))
 
 
@@ -58,6 +68,9 @@ class CudaDevice(Device):
         self._modules: dict[str, Any] = {}
         self.kernel_sources: dict[str, KernelSource] = {}
         self.carveout: dict[str, int] = {}
+        if "pointer_chase_tex" in self._source("pointer_chase").code:
+            # the architecture's kernels add a texture path: structure experiments chase it
+            self.info = replace(info, load_paths=tuple(info.load_paths) + ("tex",))
 
     @property
     def probes(self) -> frozenset[str]:
@@ -126,12 +139,26 @@ class CudaDevice(Device):
                                   np.uint64(k3)))
         return arr
 
+    def _texture(self, arr: Any) -> Any:
+        """A texture object over the chain (32-bit unsigned elements, element reads)."""
+        from cupy.cuda import runtime as rt
+        from cupy.cuda import texture
+
+        ch = texture.ChannelFormatDescriptor(32, 0, 0, 0, rt.cudaChannelFormatKindUnsigned)
+        res = texture.ResourceDescriptor(rt.cudaResourceTypeLinear, arr=arr, chDesc=ch,
+                                         sizeInBytes=arr.nbytes)
+        return texture.TextureObject(res, texture.TextureDescriptor())
+
     # ---- probes ----------------------------------------------------------------------
     def pointer_chase(self, req: ChaseRequest) -> ChaseResult:
         req.validate()
         cp = self.cp
-        if req.path not in _PATH_KERNELS:
-            raise ProbeUnsupported(f"the generic CUDA pointer chase has no '{req.path}' path")
+        if req.path not in self.info.load_paths or req.path not in _PATH_KERNELS:
+            raise ProbeUnsupported(f"the CUDA pointer chase for '{self.arch}' has no "
+                                   f"'{req.path}' path (paths: {', '.join(self.info.load_paths)})")
+        if req.path == "tex" and req.footprint // 4 > TEX_LINEAR_MAX_ELEMENTS:
+            raise PointSkipped(f"footprint {req.footprint} B exceeds a linear texture "
+                               f"({TEX_LINEAR_MAX_ELEMENTS} elements)")
         if req.element != 4:
             raise ProbeUnsupported("the CUDA pointer chase uses 4-byte elements")
         if req.footprint // 4 > 2**32 - 1:
@@ -155,8 +182,10 @@ class CudaDevice(Device):
             ovh = cp.empty(req.record, dtype=cp.uint64)
             kern = mod.get_function(_PATH_KERNELS[req.path])
             self.carveout[req.path] = self._set_carveout(kern, CHASE_CARVEOUT_PERCENT)
-            kern((1,), (1,), (arr, np.uint32(start), np.int32(req.warmup), np.int32(req.record),
-                              lat, nxt, state, ovh), shared_mem=12 * req.record)
+            chain = self._texture(arr) if req.path == "tex" else arr
+            kern((1,), (1,), (chain, np.uint32(start), np.int32(req.warmup),
+                              np.int32(req.record), lat, nxt, state, ovh),
+                 shared_mem=12 * req.record)
             cp.cuda.runtime.deviceSynchronize()
             lat_h, nxt_h, state_h, ovh_h = (x.get() for x in (lat, nxt, state, ovh))
         finally:
@@ -256,12 +285,33 @@ class CudaDevice(Device):
     # ---- shared memory ---------------------------------------------------------------
     def smem(self, request: SmemRequest) -> SmemResult:
         request.validate()
-        cp = self.cp
         if request.bank_mode not in self.info.smem_bank_modes:
             raise PointSkipped(f"{request.bank_mode}-byte bank mode is not available")
-        if request.width != 4 or request.bank_mode != 4:
-            raise ProbeUnsupported("the generic CUDA smem kernels use 4-byte words in the "
-                                   "4-byte bank mode")
+        if request.width != 4:
+            raise ProbeUnsupported("the CUDA smem kernels use 4-byte words")
+        default = self.info.smem_bank_modes[0] if self.info.smem_bank_modes else 4
+        if request.bank_mode != default:
+            self._set_bank_mode(request.bank_mode)
+        try:
+            return self._smem(request)
+        finally:
+            if request.bank_mode != default:
+                self._set_bank_mode(0)
+
+    def _set_bank_mode(self, width: int) -> None:
+        """Kepler's shared-memory bank width (4 or 8 bytes; 0: the default) for the current
+        context, through the driver API (CuPy has no binding). Newer GPUs ignore it."""
+        try:
+            lib = ctypes.CDLL("libcuda.so.1")
+            rc = lib.cuCtxSetSharedMemConfig(ctypes.c_int(_BANK_CONFIG[width]))
+        except (OSError, AttributeError) as e:
+            raise PointSkipped(f"cannot set the {width}-byte bank mode: {e}") from None
+        if rc != 0:
+            raise PointSkipped(f"cuCtxSetSharedMemConfig({width}-byte banks) failed: "
+                               f"CUresult {rc}")
+
+    def _smem(self, request: SmemRequest) -> SmemResult:
+        cp = self.cp
         sink = cp.zeros(1, dtype=cp.uint32)
         if request.kind == "latency":
             out = cp.zeros(32, dtype=cp.uint64)

@@ -34,3 +34,15 @@ def gpumem_simulator_config(arch, simulator):
     from gpumem.sim import SimConfig
 
     return SimConfig.from_toml(files("gpumem_maxwell").joinpath("sim.toml").read_text())
+
+
+@hookimpl
+def gpumem_kernel_source(arch, probe):
+    """Core's pointer chase plus this architecture's texture path (kernels/*.cu say why and
+    which toolkit the real GPU needs)."""
+    if arch != ARCH.name or probe != "pointer_chase":
+        return None
+    from gpumem.cuda.device import generic_kernel_source
+
+    extra = files("gpumem_maxwell").joinpath("kernels", "pointer_chase_paths.cu").read_text()
+    return generic_kernel_source(probe, extra=extra)

@@ -8,13 +8,18 @@
 // loop, so recording does not disturb the caches under test, and are copied out at the end.
 // The timer overhead (same sequence with a register move instead of a load) is timed too.
 //
-// Arguments: arr, start element, warmup, record, out_lat[record] (cycles incl. overhead),
+// Arguments: arr (ARR_T: a pointer, or a texture object for texture paths), start element,
+// warmup, record, out_lat[record] (cycles incl. overhead),
 // out_next[record] (value loaded by access i), out_state[2] = {element read after warm-up,
 // last element reached}, out_overhead[record] (cycles of the empty timed sequence).
 // Dynamic shared memory: record * 12 bytes.
 
-#define GPUMEM_CHASE_KERNEL(NAME, LOAD)                                                   \
-extern "C" __global__ void NAME(const unsigned int* __restrict__ arr, unsigned int start,  \
+//
+// GPUMEM_CHASE_KERNEL(NAME, ARR_T, LOAD) defines one kernel; LOAD(dst, arr, j) reads element
+// j. Architecture plugins append their own paths to this file with it (texture fetches).
+
+#define GPUMEM_CHASE_KERNEL(NAME, ARR_T, LOAD)                                            \
+extern "C" __global__ void NAME(ARR_T arr, unsigned int start,                             \
                                 int warmup, int record, unsigned long long* out_lat,        \
                                 unsigned int* out_next, unsigned int* out_state,            \
                                 unsigned long long* out_overhead) {                         \
@@ -24,7 +29,7 @@ extern "C" __global__ void NAME(const unsigned int* __restrict__ arr, unsigned i
     unsigned int j = start;                                                                 \
     for (int i = 0; i < warmup; ++i) {                                                      \
         unsigned int n;                                                                     \
-        LOAD(n, arr + j);                                                                   \
+        LOAD(n, arr, j);                                                                    \
         j = n;                                                                              \
     }                                                                                       \
     out_state[0] = j;                                                                       \
@@ -32,7 +37,7 @@ extern "C" __global__ void NAME(const unsigned int* __restrict__ arr, unsigned i
         unsigned long long t0, t1;                                                          \
         unsigned int n;                                                                     \
         asm volatile("mov.u64 %0, %%clock64;" : "=l"(t0) :: "memory");                     \
-        LOAD(n, arr + j);                                                                   \
+        LOAD(n, arr, j);                                                                    \
         s_next[i] = n;                                                                      \
         asm volatile("mov.u64 %0, %%clock64;" : "=l"(t1) :: "memory");                     \
         s_lat[i] = t1 - t0;                                                                 \
@@ -52,13 +57,14 @@ extern "C" __global__ void NAME(const unsigned int* __restrict__ arr, unsigned i
     for (int i = 0; i < record; ++i) out_overhead[i] = s_lat[i];                            \
 }
 
-#define GPUMEM_LD_CA(dst, ptr) asm volatile("ld.global.ca.u32 %0, [%1];" : "=r"(dst) : "l"(ptr) : "memory")
-#define GPUMEM_LD_CG(dst, ptr) asm volatile("ld.global.cg.u32 %0, [%1];" : "=r"(dst) : "l"(ptr) : "memory")
-#define GPUMEM_LD_NC(dst, ptr) asm volatile("ld.global.nc.u32 %0, [%1];" : "=r"(dst) : "l"(ptr) : "memory")
+#define GPUMEM_LD_CA(dst, arr, j) asm volatile("ld.global.ca.u32 %0, [%1];" : "=r"(dst) : "l"(arr + j) : "memory")
+#define GPUMEM_LD_CG(dst, arr, j) asm volatile("ld.global.cg.u32 %0, [%1];" : "=r"(dst) : "l"(arr + j) : "memory")
+#define GPUMEM_LD_NC(dst, arr, j) asm volatile("ld.global.nc.u32 %0, [%1];" : "=r"(dst) : "l"(arr + j) : "memory")
 
-GPUMEM_CHASE_KERNEL(pointer_chase_ca, GPUMEM_LD_CA)
-GPUMEM_CHASE_KERNEL(pointer_chase_cg, GPUMEM_LD_CG)
-GPUMEM_CHASE_KERNEL(pointer_chase_nc, GPUMEM_LD_NC)
+typedef const unsigned int* __restrict__ gpumem_chain_t;
+GPUMEM_CHASE_KERNEL(pointer_chase_ca, gpumem_chain_t, GPUMEM_LD_CA)
+GPUMEM_CHASE_KERNEL(pointer_chase_cg, gpumem_chain_t, GPUMEM_LD_CG)
+GPUMEM_CHASE_KERNEL(pointer_chase_nc, gpumem_chain_t, GPUMEM_LD_NC)
 
 // Chain builders (device side, so an 8 GB chain never crosses PCIe).
 // Sequential: arr[i] = (i + s) mod n.
