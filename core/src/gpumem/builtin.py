@@ -13,13 +13,15 @@ from gpumem import hookimpl
 def gpumem_register_experiments(register):
     from gpumem.experiments.bandwidth import Bandwidth
     from gpumem.experiments.cache_structure import CacheStructure
+    from gpumem.experiments.l2_map import L2SmMap
     from gpumem.experiments.latency import LatencyLadder
+    from gpumem.experiments.loads import AsyncCopy, IlpSweep
     from gpumem.experiments.patterns import Patterns
     from gpumem.experiments.smem import SmemBandwidth, SmemLatency
     from gpumem.experiments.tlb_structure import TlbStructure
 
     for experiment in (LatencyLadder, Bandwidth, SmemLatency, SmemBandwidth, CacheStructure,
-                       TlbStructure, Patterns):
+                       TlbStructure, Patterns, IlpSweep, AsyncCopy, L2SmMap):
         register(experiment)
 
 

@@ -125,13 +125,14 @@ class ChaseResult:
     ``latency`` is in cycles as read by the device's timer, *including* ``timer_overhead``
     (experiments subtract it, so the subtraction is visible in the data). ``index`` is the
     element each access read. ``end_ok`` says the chase ended on the element the chain
-    predicts (a check against skipped or reordered loads).
+    predicts (a check against skipped or reordered loads). ``sm`` is the SM it ran on.
     """
 
     latency: np.ndarray
     index: np.ndarray
     timer_overhead: float
     end_ok: bool = True
+    sm: int = 0
 
     @property
     def mean(self) -> float:

@@ -27,6 +27,8 @@ from gpumem.errors import PointSkipped, ProbeUnsupported
 GENERIC_SOURCE = "pointer_chase.cu"
 _PATH_KERNELS = {"ca": "pointer_chase_ca", "cg": "pointer_chase_cg", "nc": "pointer_chase_nc",
                  "tex": "pointer_chase_tex"}
+#: Largest record kept in shared memory (12 B per access; the default dynamic limit).
+SHARED_RECORD_MAX = 48 * 1024
 #: Elements a 1-D texture over linear memory may span (2^27 on every GPU since sm_30).
 TEX_LINEAR_MAX_ELEMENTS = 1 << 27
 #: cuCtxSetSharedMemConfig values (CUsharedconfig).
@@ -68,6 +70,8 @@ class CudaDevice(Device):
         self._modules: dict[str, Any] = {}
         self.kernel_sources: dict[str, KernelSource] = {}
         self.carveout: dict[str, int] = {}
+        self.kernel_audit: dict[str, dict[str, int]] = {}
+        self._sass: dict[str, dict[str, list[str]]] = {}
         if "pointer_chase_tex" in self._source("pointer_chase").code:
             # the architecture's kernels add a texture path: structure experiments chase it
             self.info = replace(info, load_paths=tuple(info.load_paths) + ("tex",))
@@ -99,8 +103,28 @@ class CudaDevice(Device):
         return self._modules[key]
 
     def _kernel(self, probe: str, name: str) -> Any:
-        """A kernel by name; template instances (``stream<16,4,0,0>``) are compiled on demand."""
-        return self._module(probe, (name,) if "<" in name else ()).get_function(name)
+        """A kernel by name; template instances (``stream<16,4,0,0>``) are compiled on demand.
+        Its registers, spills and shared memory go into the audit (see :mod:`.audit`)."""
+        kern = self._module(probe, (name,) if "<" in name else ()).get_function(name)
+        if name not in self.kernel_audit:
+            from gpumem.cuda.audit import function_attributes
+
+            self.kernel_audit[name] = function_attributes(kern)
+        return kern
+
+    def _sass_audit(self) -> dict[str, Any]:
+        """Load/store opcodes of the non-template kernels used so far (nvcc + cuobjdump)."""
+        from gpumem.cuda.audit import attr_key, sass_opcodes
+
+        arch = "sm_" + self.info.compute_capability.replace(".", "")
+        out: dict[str, Any] = {}
+        for probe, src in self.kernel_sources.items():
+            if probe not in self._sass:
+                self._sass[probe] = sass_opcodes(src.code, arch, tuple(src.options)) or {}
+            for name, ops in self._sass[probe].items():
+                if name in self.kernel_audit:
+                    out[f"kernel_sass_{attr_key(name)}"] = " ".join(ops) or "-"
+        return out
 
     def _set_carveout(self, kern: Any, percent: int) -> int:
         """Ask for an L1/shared split; return the preference read back (-1: unknown)."""
@@ -159,6 +183,8 @@ class CudaDevice(Device):
         if req.path == "tex" and req.footprint // 4 > TEX_LINEAR_MAX_ELEMENTS:
             raise PointSkipped(f"footprint {req.footprint} B exceeds a linear texture "
                                f"({TEX_LINEAR_MAX_ELEMENTS} elements)")
+        if not 0 <= req.sm < max(1, self.info.sm_count):
+            raise PointSkipped(f"SM {req.sm} does not exist ({self.info.sm_count} SMs)")
         if req.element != 4:
             raise ProbeUnsupported("the CUDA pointer chase uses 4-byte elements")
         if req.footprint // 4 > 2**32 - 1:
@@ -173,24 +199,41 @@ class CudaDevice(Device):
         except cp.cuda.memory.OutOfMemoryError as e:
             cp.get_default_memory_pool().free_all_blocks()
             raise PointSkipped(f"out of device memory for footprint {req.footprint} B: {e}")
+        # Where the record goes: paths whose first level is the L1 record to global memory
+        # through L2 only (shared memory would take L1 capacity on unified L1/shared GPUs);
+        # the L2-only path keeps the record in shared memory, out of L2's way.
+        to_global = req.path != "cg" or 12 * req.record > SHARED_RECORD_MAX
         try:
             start = int(chain_offsets(req.footprint, req.stride, req.order, req.seed, 1,
                                       pattern=req.pattern)[0] // 4)
-            lat = cp.empty(req.record, dtype=cp.uint64)
+            word = cp.uint32 if to_global else cp.uint64
+            lat = cp.empty(req.record, dtype=word)
             nxt = cp.empty(req.record, dtype=cp.uint32)
-            state = cp.zeros(2, dtype=cp.uint32)
-            ovh = cp.empty(req.record, dtype=cp.uint64)
-            kern = mod.get_function(_PATH_KERNELS[req.path])
+            state = cp.zeros(3, dtype=cp.uint32)
+            ovh = cp.empty(2048 if to_global else req.record, dtype=word)
+            claim = cp.zeros(1, dtype=cp.uint32)
+            name = _PATH_KERNELS[req.path] + ("_global" if to_global else "")
+            kern = self._kernel("pointer_chase", name)
             self.carveout[req.path] = self._set_carveout(kern, CHASE_CARVEOUT_PERCENT)
             chain = self._texture(arr) if req.path == "tex" else arr
-            kern((1,), (1,), (chain, np.uint32(start), np.int32(req.warmup),
-                              np.int32(req.record), lat, nxt, state, ovh),
-                 shared_mem=12 * req.record)
-            cp.cuda.runtime.deviceSynchronize()
+            smem = 0 if to_global else 12 * req.record
+            # pinned to SM req.sm: enough one-thread blocks that one lands there; only the
+            # first block on that SM runs the chase, the others return at once
+            for blocks in (2 * self.info.sm_count, 16 * self.info.sm_count):
+                kern((blocks,), (1,), (chain, np.uint32(start), np.int32(req.warmup),
+                                       np.int32(req.record), lat, nxt, state, ovh,
+                                       np.int32(req.sm), claim), shared_mem=smem)
+                cp.cuda.runtime.deviceSynchronize()
+                if int(claim.get()[0]):
+                    break
+            else:
+                raise PointSkipped(f"no block of the chase landed on SM {req.sm}")
             lat_h, nxt_h, state_h, ovh_h = (x.get() for x in (lat, nxt, state, ovh))
         finally:
             del arr
             cp.get_default_memory_pool().free_all_blocks()
+        if to_global:
+            ovh_h = ovh_h[:min(req.record, 1024)]
         index = np.empty(req.record, np.int64)
         index[0] = state_h[0]
         index[1:] = nxt_h[:-1]
@@ -199,7 +242,8 @@ class CudaDevice(Device):
                                      start=total, element=4, pattern=req.pattern)[0] // 4
         return ChaseResult(latency=lat_h.astype(np.float64), index=index,
                            timer_overhead=float(np.median(ovh_h)),
-                           end_ok=bool(int(state_h[1]) == int(expected_end)))
+                           end_ok=bool(int(state_h[1]) == int(expected_end)),
+                           sm=int(state_h[2]))
 
     # ---- streaming -------------------------------------------------------------------
     def _buffers(self, footprint: int, need_b: bool) -> tuple[Any, Any]:
@@ -240,7 +284,9 @@ class CudaDevice(Device):
         if req.threads > 1024:
             raise PointSkipped(f"{req.threads} threads per block exceed 1024")
         elems = req.footprint // req.width
-        chunk = req.ctas * req.threads * req.ilp
+        # one iteration moves ilp elements per thread; async_read moves one (its ilp is the
+        # number of commit groups in flight, not of loads per iteration)
+        chunk = req.ctas * req.threads * (1 if asynchronous else req.ilp)
         chunks = elems // chunk
         if chunks < 1:
             raise PointSkipped("the footprint is smaller than one chunk of the grid")
@@ -341,5 +387,11 @@ class CudaDevice(Device):
             out[f"kernel_{probe}_sha256"] = self.kernel_sha256(probe)
         for path, pct in self.carveout.items():
             out[f"kernel_carveout_{path}_percent"] = pct
+        from gpumem.cuda.audit import attr_key
+
+        for name, attrs in self.kernel_audit.items():
+            out[f"kernel_audit_{attr_key(name)}"] = " ".join(f"{k}={v}" for k, v in
+                                                             attrs.items()) or "-"
+        out.update(self._sass_audit())
         return out
 

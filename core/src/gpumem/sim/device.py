@@ -57,7 +57,10 @@ class SimDevice(Device):
 
     @property
     def probes(self) -> frozenset[str]:
-        return frozenset({"pointer_chase", "stream", "async_copy", "smem"})
+        probes = {"pointer_chase", "stream", "smem"}
+        if _major(self.config.compute_capability) >= 8:
+            probes.add("async_copy")  # as on hardware: cp.async exists from sm_80
+        return frozenset(probes)
 
     def pointer_chase(self, request: ChaseRequest) -> ChaseResult:
         request.validate()
@@ -89,9 +92,10 @@ class SimDevice(Device):
         )
         overhead = cfg.timer.overhead
         if not request.fine_grained:  # a mean chase: one number, as a two-clock-read kernel
-            return ChaseResult(latency=np.array([float(lat.mean())]), index=np.empty(0, np.int64),
-                               timer_overhead=overhead)
-        return ChaseResult(latency=lat, index=idx, timer_overhead=overhead)
+            return ChaseResult(latency=np.array([float(lat.mean())]),
+                               index=np.empty(0, np.int64), timer_overhead=overhead,
+                               sm=request.sm)
+        return ChaseResult(latency=lat, index=idx, timer_overhead=overhead, sm=request.sm)
 
     def _timed(self, nbytes: int, rate: float, seed: int) -> StreamResult:
         """Seconds for ``nbytes`` at ``rate`` bytes/cycle, with the config's run-to-run noise."""
@@ -129,3 +133,10 @@ class SimDevice(Device):
 
     def reopen_spec(self) -> dict[str, Any]:
         return {"simulator": "sim", "arch": self.arch, "config": self.config, "seed": self.seed}
+
+
+def _major(cc: str) -> int:
+    try:
+        return int(str(cc).split(".")[0])
+    except ValueError:
+        return 0

@@ -10,19 +10,35 @@
 //
 // Arguments: arr (ARR_T: a pointer, or a texture object for texture paths), start element,
 // warmup, record, out_lat[record] (cycles incl. overhead),
-// out_next[record] (value loaded by access i), out_state[2] = {element read after warm-up,
-// last element reached}, out_overhead[record] (cycles of the empty timed sequence).
+// out_next[record] (value loaded by access i), out_state[3] = {element read after warm-up,
+// last element reached, SM it ran on}, out_overhead[record] (cycles of the empty timed
+// sequence), target_sm (-1: the block runs wherever it lands; else the grid holds several
+// blocks and only the first to land on that SM, by %smid and an atomic on *claim, runs).
 // Dynamic shared memory: record * 12 bytes.
 
 //
-// GPUMEM_CHASE_KERNEL(NAME, ARR_T, LOAD) defines one kernel; LOAD(dst, arr, j) reads element
-// j. Architecture plugins append their own paths to this file with it (texture fetches).
+// NAME_global: the same chase recording straight to global memory with st.global.cg (cached
+// in L2, never in L1), 32-bit latencies. On GPUs whose L1 and shared memory are one array
+// (Volta on), a record kept in shared memory takes capacity from the L1 under test (48 KB of
+// record moved the H200's L1 plateau); this variant uses no shared memory, so it serves the
+// L1-level paths and records of any length. out_lat and out_overhead are 32-bit here; the
+// overhead loop runs min(record, 1024) times (out_overhead holds 2048: the upper half takes
+// the stores that mirror the chase's).
+//
+// GPUMEM_CHASE_KERNEL(NAME, ARR_T, LOAD) defines both; LOAD(dst, arr, j) reads element j.
+// Architecture plugins append their own paths to this file with it (texture fetches).
 
 #define GPUMEM_CHASE_KERNEL(NAME, ARR_T, LOAD)                                            \
 extern "C" __global__ void NAME(ARR_T arr, unsigned int start,                             \
                                 int warmup, int record, unsigned long long* out_lat,        \
                                 unsigned int* out_next, unsigned int* out_state,            \
-                                unsigned long long* out_overhead) {                         \
+                                unsigned long long* out_overhead, int target_sm,            \
+                                unsigned int* claim) {                                      \
+    unsigned int smid;                                                                      \
+    asm volatile("mov.u32 %0, %%smid;" : "=r"(smid));                                       \
+    if (target_sm >= 0 && ((int)smid != target_sm || atomicCAS(claim, 0u, 1u) != 0u))       \
+        return;                                                                             \
+    out_state[2] = smid;                                                                    \
     extern __shared__ unsigned long long smem[];                                            \
     unsigned long long* s_lat = smem;                                                       \
     unsigned int* s_next = reinterpret_cast<unsigned int*>(smem + record);                  \
@@ -55,6 +71,48 @@ extern "C" __global__ void NAME(ARR_T arr, unsigned int start,                  
         s_lat[i] = t1 - t0;                                                                 \
     }                                                                                       \
     for (int i = 0; i < record; ++i) out_overhead[i] = s_lat[i];                            \
+}                                                                                           \
+extern "C" __global__ void NAME##_global(ARR_T arr, unsigned int start,                    \
+                                int warmup, int record, unsigned int* out_lat,              \
+                                unsigned int* out_next, unsigned int* out_state,            \
+                                unsigned int* out_overhead, int target_sm,                  \
+                                unsigned int* claim) {                                      \
+    unsigned int smid;                                                                      \
+    asm volatile("mov.u32 %0, %%smid;" : "=r"(smid));                                       \
+    if (target_sm >= 0 && ((int)smid != target_sm || atomicCAS(claim, 0u, 1u) != 0u))       \
+        return;                                                                             \
+    out_state[2] = smid;                                                                    \
+    unsigned int j = start;                                                                 \
+    for (int i = 0; i < warmup; ++i) {                                                      \
+        unsigned int n;                                                                     \
+        LOAD(n, arr, j);                                                                    \
+        j = n;                                                                              \
+    }                                                                                       \
+    out_state[0] = j;                                                                       \
+    for (int i = 0; i < record; ++i) {                                                      \
+        unsigned long long t0, t1;                                                          \
+        unsigned int n;                                                                     \
+        asm volatile("mov.u64 %0, %%clock64;" : "=l"(t0) :: "memory");                     \
+        LOAD(n, arr, j);                                                                    \
+        asm volatile("st.global.cg.u32 [%0], %1;" :: "l"(out_next + i), "r"(n) : "memory");\
+        asm volatile("mov.u64 %0, %%clock64;" : "=l"(t1) :: "memory");                     \
+        asm volatile("st.global.cg.u32 [%0], %1;"                                           \
+                     :: "l"(out_lat + i), "r"((unsigned int)(t1 - t0)) : "memory");         \
+        j = n;                                                                              \
+    }                                                                                       \
+    out_state[1] = j;                                                                       \
+    unsigned int k = j;                                                                     \
+    const int reps = record < 1024 ? record : 1024;                                         \
+    for (int i = 0; i < reps; ++i) {                                                        \
+        unsigned long long t0, t1;                                                          \
+        asm volatile("mov.u64 %0, %%clock64;" : "=l"(t0) :: "memory");                     \
+        asm volatile("mov.u32 %0, %1;" : "=r"(k) : "r"(k + i));                             \
+        asm volatile("st.global.cg.u32 [%0], %1;"                                           \
+                     :: "l"(out_overhead + 1024 + i), "r"(k) : "memory");                   \
+        asm volatile("mov.u64 %0, %%clock64;" : "=l"(t1) :: "memory");                     \
+        asm volatile("st.global.cg.u32 [%0], %1;"                                           \
+                     :: "l"(out_overhead + i), "r"((unsigned int)(t1 - t0)) : "memory");    \
+    }                                                                                       \
 }
 
 #define GPUMEM_LD_CA(dst, arr, j) asm volatile("ld.global.ca.u32 %0, [%1];" : "=r"(dst) : "l"(arr + j) : "memory")

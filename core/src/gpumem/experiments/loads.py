@@ -1,0 +1,212 @@
+"""The H100 study of plain global loads (seed 003), reproduced and extended.
+
+``ilp``: bandwidth over per-thread independent loads K = 1..8 at *fixed logical work* (the
+bytes moved do not grow with K), with occupancy fixed (one 1024-thread CTA per SM, 16-byte
+``.cg`` loads, the study's main grid), forward and reverse, for an L2-resident footprint and
+HBM-resident ones of several allocation sizes. The study found the drop from K = 2 to K = 8
+(-35 % on an H100) but could not say why; its authors named the missing experiment: the same
+K sweep with coalescing and occupancy fixed and only the address *ordering* varied. Here
+every point runs in three orderings (see ``gpumem/cuda/kernels/stream.cu``):
+
+* ``coalesced`` (grid-strided): load k of thread t reads element k*T + t: each load
+  instruction of a warp reads one contiguous 512-byte run;
+* ``warp`` (warp-contiguous): a warp's K loads read K consecutive 512-byte runs;
+* ``thread`` (per-thread contiguous): thread t reads K consecutive elements: each load
+  instruction of a warp touches 32 addresses K*16 bytes apart.
+
+``cpasync``: cp.async copies into shared memory against matched plain loads (same grid, same
+16-byte coalesced addresses), 1..16 groups in flight per thread, at two occupancies.
+
+Findings: ``ilp.best_k``, ``ilp.k8_vs_k2`` (HBM-resident, forward; indexed by ordering),
+``ilp.k8_vs_k2_reverse``, ``ilp.l2_best_k``, ``ilp.l2_k8_vs_k2`` (L2-resident),
+``ilp.k8_vs_k2_by_footprint`` (thread ordering, indexed by allocation size),
+``cpasync.speedup`` (indexed by groups; full occupancy), ``cpasync.speedup_low_occupancy``.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Mapping
+
+import numpy as np
+import xarray as xr
+
+from gpumem.device import STREAM_ORDERS, Device, StreamRequest
+from gpumem.experiment import Axis, Experiment, Plan, RunContext, Var
+from gpumem.findings import Finding
+
+WIDTH = 16
+THREADS = 1024
+WORK = 2 << 30           # bytes read per run, whatever K, footprint and ordering
+KS = tuple(range(1, 9))
+GROUPS = (1, 2, 4, 8, 16)
+
+
+def _footprints(ctx: RunContext) -> tuple[int, ...]:
+    """L2-resident (a quarter of the L2, at least one K = 8 chunk of the grid: a smaller
+    buffer cannot hold one iteration), then HBM-resident allocations of 2, 8 and 32 L2s."""
+    l2 = max(ctx.device.l2_bytes, 1 << 20)
+    cap = max(ctx.device.memory_bytes // 4, 64 << 20)
+    mib = 1 << 20
+    chunk = max(1, ctx.device.sm_count) * THREADS * max(KS) * WIDTH
+    resident = -(-max(l2 // 4, chunk) // mib) * mib
+    sizes = [resident] + [min(cap, f * l2) // mib * mib for f in (2, 8, 32)]
+    if ctx.quick:
+        sizes = [sizes[0], sizes[2]]
+    return tuple(sorted(set(sizes)))
+
+
+def _median_gbs(raw: xr.Dataset) -> xr.DataArray:
+    return raw["gbs"].median("repeat").where(raw["point_status"] == 0)
+
+
+class IlpSweep(Experiment):
+    name = "ilp"
+    summary = ("plain-load bandwidth over per-thread ILP K at fixed work: orderings x "
+               "direction x allocation size (the H100 study, with its missing experiment)")
+    probes = ("stream",)
+    version = "1"
+    references = "seed 003 (H100 plain global loads: ILP response, sec. 4.2); stream.cu"
+
+    def plan(self, ctx: RunContext) -> Plan:
+        repeats = 3 if ctx.quick else 10
+        return Plan(
+            axes=[Axis("footprint", _footprints(ctx), "byte", "allocation streamed"),
+                  Axis("order", STREAM_ORDERS, "1", "address ordering of the K loads"),
+                  Axis("reverse", (0,) if ctx.quick else (0, 1), "1",
+                       "1: the chunks are walked backwards"),
+                  Axis("ilp", (1, 2, 4, 8) if ctx.quick else KS, "1",
+                       "independent loads per thread per iteration (K)")],
+            variables=[Var("gbs", ("repeat",), "GB/s", "bytes read per second, 10^9 byte/s"),
+                       Var("seconds", ("repeat",), "s", "time of one timed run")],
+            inner={"repeat": np.arange(repeats)},
+            attrs={"ctas": max(1, ctx.device.sm_count), "threads": THREADS, "width": WIDTH,
+                   "work_bytes": WORK, "path": "cg", "repeats": repeats},
+        )
+
+    def measure(self, device: Device, point: Mapping[str, Any], ctx: RunContext
+                ) -> Mapping[str, Any]:
+        attrs = self.plan(ctx).attrs
+        gbs, secs = [], []
+        for r in range(int(attrs["repeats"])):
+            res = device.stream(StreamRequest(
+                footprint=int(point["footprint"]), ctas=int(attrs["ctas"]), threads=THREADS,
+                ilp=int(point["ilp"]), width=WIDTH, path="cg", order=str(point["order"]),
+                kind="read", work=WORK, reverse=bool(point["reverse"]),
+                seed=ctx.seed * 1000 + r))
+            gbs.append(res.gbs)
+            secs.append(res.seconds)
+        return {"gbs": np.array(gbs), "seconds": np.array(secs)}
+
+    def analyze(self, raw: xr.Dataset) -> list[Finding]:
+        med = _median_gbs(raw)
+        l2 = float(raw.attrs.get("l2_bytes", 0) or 0)
+        foot = [int(f) for f in raw["footprint"].values]
+        resident = [f for f in foot if l2 and f <= l2 / 2]
+        hbm = [f for f in foot if not l2 or f >= 4 * l2]
+        orders = [str(o) for o in raw["order"].values]
+        out: list[Finding] = []
+        a = {k: int(raw.attrs.get(f"plan_{k}", 0)) for k in ("ctas", "threads", "width",
+                                                            "work_bytes")}
+        grid = (f"{a['ctas']} CTAs x {a['threads']} threads, {a['width']}-B .cg loads, "
+                f"{a['work_bytes'] >> 20} MiB per run whatever K; "
+                f"median of {raw.sizes.get('repeat', 1)} runs")
+
+        def curve(f: int, order: str, rev: int) -> dict[int, float]:
+            c = med.sel(footprint=f, order=order, reverse=rev)
+            return {int(k): float(v) for k, v in zip(c["ilp"].values, c.values)
+                    if np.isfinite(v)}
+
+        def emit(prefix: str, f: int, rev: int, best: bool) -> None:
+            curves = {o: curve(f, o, rev) for o in orders}
+            if best and all(curves.values()):
+                # the smallest K within 2 % of the best: on a flat curve, noise picks the max
+                ks = [min(k for k, v in c.items() if v >= 0.98 * max(c.values()))
+                      for c in curves.values()]
+                out.append(Finding(f"{prefix}best_k", ks, "1", 0.9,
+                                   f"smallest K within 2 % of the highest bandwidth at "
+                                   f"{f >> 20} MiB; {grid}", index=("order", orders)))
+            if all(2 in c and 8 in c for c in curves.values()):
+                out.append(Finding(
+                    f"{prefix}k8_vs_k2" + ("_reverse" if rev else ""),
+                    [round(c[8] / c[2], 3) for c in curves.values()], "1", 0.9,
+                    f"bandwidth at K=8 over K=2 at {f >> 20} MiB"
+                    f"{', chunks walked backwards' if rev else ''}; {grid}",
+                    index=("order", orders)))
+
+        revs = [int(r) for r in raw["reverse"].values]
+        if hbm:
+            f = min(hbm, key=lambda x: abs(x - 8 * l2)) if l2 else hbm[0]
+            emit("ilp.", f, 0, True)
+            if 1 in revs:
+                emit("ilp.", f, 1, False)
+            by_size = {g: curve(g, "thread", 0) for g in hbm} if "thread" in orders else {}
+            if by_size and all(2 in c and 8 in c for c in by_size.values()):
+                out.append(Finding("ilp.k8_vs_k2_by_footprint",
+                                   [round(c[8] / c[2], 3) for c in by_size.values()], "1", 0.9,
+                                   f"per-thread contiguous ordering, by allocation size; {grid}",
+                                   index=("footprint", list(by_size))))
+        if resident:
+            emit("ilp.l2_", max(resident), 0, True)
+        return out
+
+
+class AsyncCopy(Experiment):
+    name = "cpasync"
+    summary = "cp.async into shared memory against matched plain loads, 1..16 groups in flight"
+    probes = ("stream", "async_copy")
+    version = "1"
+    references = "seed 003 (H100: cp.async 2.1-2.9x faster than plain loads at 16 groups)"
+
+    def plan(self, ctx: RunContext) -> Plan:
+        l2 = max(ctx.device.l2_bytes, 1 << 20)
+        footprint = min(8 * l2, max(ctx.device.memory_bytes // 4, 64 << 20)) // (1 << 20) << 20
+        repeats = 3 if ctx.quick else 10
+        return Plan(
+            axes=[Axis("method", ("plain", "cpasync"), "1",
+                       "plain: 16-B ld.global.cg into registers; cpasync: cp.async.cg into "
+                       "shared memory, one commit group per load"),
+                  Axis("threads", (128, 512), "1", "threads per CTA (one CTA per SM)"),
+                  Axis("groups", (1, 4, 16) if ctx.quick else GROUPS, "1",
+                       "independent loads (cp.async groups) in flight per thread")],
+            variables=[Var("gbs", ("repeat",), "GB/s", "bytes read per second, 10^9 byte/s"),
+                       Var("seconds", ("repeat",), "s", "time of one timed run")],
+            inner={"repeat": np.arange(repeats)},
+            attrs={"ctas": max(1, ctx.device.sm_count), "footprint": footprint,
+                   "width": WIDTH, "work_bytes": WORK, "repeats": repeats, "order": "coalesced"},
+        )
+
+    def measure(self, device: Device, point: Mapping[str, Any], ctx: RunContext
+                ) -> Mapping[str, Any]:
+        attrs = self.plan(ctx).attrs
+        probe = device.async_copy if point["method"] == "cpasync" else device.stream
+        gbs, secs = [], []
+        for r in range(int(attrs["repeats"])):
+            res = probe(StreamRequest(
+                footprint=int(attrs["footprint"]), ctas=int(attrs["ctas"]),
+                threads=int(point["threads"]), ilp=int(point["groups"]), width=WIDTH,
+                path="cg", order="coalesced", kind="read", work=WORK,
+                seed=ctx.seed * 1000 + r))
+            gbs.append(res.gbs)
+            secs.append(res.seconds)
+        return {"gbs": np.array(gbs), "seconds": np.array(secs)}
+
+    def analyze(self, raw: xr.Dataset) -> list[Finding]:
+        med = _median_gbs(raw)
+        out: list[Finding] = []
+        threads = sorted(int(t) for t in raw["threads"].values)
+        for t, name in ((threads[-1], "cpasync.speedup"),
+                        (threads[0], "cpasync.speedup_low_occupancy")):
+            if len(threads) == 1 and name.endswith("occupancy"):
+                break
+            ratio = (med.sel({"method": "cpasync", "threads": t})
+                     / med.sel({"method": "plain", "threads": t}))
+            ok = np.isfinite(ratio.values)
+            if not ok.any():
+                continue
+            groups = [int(g) for g, k in zip(ratio["groups"].values, ok) if k]
+            out.append(Finding(name, [round(float(v), 3) for v in ratio.values[ok]], "1", 0.9,
+                               f"median bandwidth of cp.async over matched plain loads, "
+                               f"{int(raw.attrs.get('plan_ctas', 0))} CTAs x {t} threads, "
+                               f"{int(raw.attrs.get('plan_footprint', 0)) >> 20} MiB from HBM",
+                               index=("groups", groups)))
+        return out

@@ -1,0 +1,121 @@
+"""The Hopper data-movement experiments on the simulator: the ILP sweep and cp.async grids
+are complete and analysed as documented; the per-SM L2 map recovers planted partitions."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from gpumem.device import DeviceInfo
+from gpumem.experiment import RunContext
+from gpumem.experiments.l2_map import L2SmMap
+from gpumem.experiments.loads import AsyncCopy, IlpSweep, _footprints
+from gpumem.sim.config import CacheLevel, Dram, SimConfig, TlbLevel
+from gpumem.sim.device import SimDevice
+
+
+def test_ilp_l2_resident_footprint_holds_a_k8_chunk():
+    """132 SMs x 1024 threads x 8 loads x 16 B = 17.3 MB: a quarter of a 60 MB L2 (15 MB)
+    cannot hold one K = 8 iteration (the first H200 run lost those points)."""
+    dev = DeviceInfo(kind="cuda", name="h200", compute_capability="9.0", sm_count=132,
+                     l2_bytes=60 << 20, memory_bytes=141 << 30, clock_mhz=1980.0)
+    sizes = _footprints(RunContext("hopper", dev))
+    assert sizes[0] >= 132 * 1024 * 8 * 16 and sizes[0] < (60 << 20) // 2
+    assert sizes[1:] == tuple(f * (60 << 20) for f in (2, 8, 32))
+
+
+def test_ilp_and_cpasync_on_the_simulator(cli, tmp_path):
+    import json
+
+    res = cli("run", "--arch", "hopper", "ilp", "cpasync", "--device", "sim", "--quick",
+              "--out", str(tmp_path))
+    assert res.code == 0, res.err
+    found = {}
+    for nc in sorted(tmp_path.rglob("*.nc")):
+        out = cli("analyze", str(nc), "--json")
+        assert out.code == 0, out.err
+        found.update(json.loads(out.out)["findings"])
+    k8 = found["ilp.k8_vs_k2"]
+    assert k8["index"] == {"dim": "order", "values": ["coalesced", "thread", "warp"]}
+    assert all(0 < v <= 1.5 for v in k8["value"])
+    assert found["cpasync.speedup"]["index"] == {"dim": "groups", "values": [1, 4, 16]}
+
+
+def test_cpasync_needs_sm80(cli, tmp_path):
+    res = cli("run", "--arch", "fermi", "cpasync", "--device", "sim", "--quick",
+              "--out", str(tmp_path))
+    assert res.code == 0 and "no async_copy probe" in res.out
+
+
+def _partitioned(sm_count: int) -> SimConfig:
+    l2 = CacheLevel("l2", 4 << 20, 128, 16, 200.0, scope="gpu", translate=True,
+                    partitions=2, partition_masks=[(1 << 7) | (1 << 12)], far_latency=320.0)
+    return SimConfig(name="p", arch="p", compute_capability="9.0", sm_count=sm_count,
+                     clock_mhz=1000.0, caches=[l2], paths={"cg": ["l2"], "ca": ["l2"]},
+                     tlbs=[TlbLevel("tlb_l1", 2 << 20, 64, 64, 10.0)], dram=Dram(600.0),
+                     memory_bytes=1 << 32).validate()
+
+
+def test_l2_sm_map_recovers_planted_partitions():
+    """SMs 0..n/2-1 are near partition 0 (lines with even parity of bits 7 and 12), the
+    others near partition 1: two complementary groups, half the lines near each."""
+    dev = SimDevice(_partitioned(8), "p")
+    ctx = RunContext("p", dev.info)
+    exp = L2SmMap()
+    plan = exp.plan(ctx)
+    rows = [exp.measure(dev, {"sm": s}, ctx) for s in range(8)]
+    import xarray as xr
+
+    ds = xr.Dataset(
+        {"latency": (("sm", "access"), np.stack([r["latency"] for r in rows])),
+         "element": (("sm", "access"), np.stack([r["element"] for r in rows])),
+         "timer_overhead": (("sm",), np.array([r["timer_overhead"] for r in rows])),
+         "point_status": (("sm",), np.zeros(8, np.int8))},
+        coords={"sm": np.arange(8), "access": plan.inner["access"]},
+        attrs={"footprint": plan.attrs["footprint"]})
+    f = {x.name: x.value for x in exp.analyze(ds)}
+    assert f["l2.sm_groups"] == 2
+    assert f["l2.sm_partition"] == [0, 0, 0, 0, 1, 1, 1, 1]
+    assert f["l2.sm_map_near_latency"] == pytest.approx(200.0, abs=2)
+    assert f["l2.sm_map_far_latency"] == pytest.approx(320.0, abs=2)
+    assert 0.4 <= f["l2.near_fraction"] <= 0.6
+
+
+def test_l2_sm_map_without_partitions_is_one_group(cli, tmp_path):
+    res = cli("run", "--arch", "kepler", "l2_sm_map", "--device", "sim", "--quick",
+              "--out", str(tmp_path))
+    assert res.code == 0, res.err
+    assert "l2.sm_groups" in res.out
+
+
+def test_sass_audit_parses_cuobjdump(monkeypatch, tmp_path):
+    """The audit lists each kernel's global memory opcodes from cuobjdump's listing."""
+    from gpumem.cuda import audit
+
+    listing = ("\tcode for sm_90\n\t\tFunction : pointer_chase_cg\n"
+               "        /*0100*/                   LDG.E.STRONG.GPU R5, desc[UR4][R2.64] ;\n"
+               "        /*0110*/                   STS [R7], R5 ;\n"
+               "\t\tFunction : stream_x\n"
+               "        /*0200*/                   LDG.E.128.STRONG.GPU R4, desc[UR4][R2.64] ;\n"
+               "        /*0210*/                   STG.E desc[UR4][R8.64], R9 ;\n")
+
+    class Done:
+        def __init__(self, out=""):
+            self.returncode, self.stdout, self.stderr = 0, out, ""
+
+    calls = []
+
+    def fake_run(cmd, **kw):
+        calls.append(cmd[0])
+        if cmd[0].endswith("cuobjdump"):
+            return Done(listing)
+        return Done()
+
+    monkeypatch.setattr(audit.shutil, "which", lambda name: f"/usr/bin/{name}")
+    monkeypatch.setattr(audit.subprocess, "run", fake_run)
+    ops = audit.sass_opcodes("// code", "sm_90")
+    assert ops == {"pointer_chase_cg": ["LDG.E.STRONG.GPU"],
+                   "stream_x": ["LDG.E.128.STRONG.GPU", "STG.E"]}
+    assert audit.attr_key("stream<16,4,0,0>") == "stream_16_4_0_0"
+    monkeypatch.setattr(audit.shutil, "which", lambda name: None)
+    assert audit.sass_opcodes("// code", "sm_90") is None
