@@ -369,16 +369,22 @@ class CudaDevice(Device):
         per_block = max(1, -(-request.warps // 32))
         threads = request.warps * 32 // per_block
         blocks = self.info.sm_count * per_block
-        out = cp.zeros(blocks, dtype=cp.uint64)
+        out = cp.zeros(3 * blocks, dtype=cp.uint64)
         kern = self._kernel("smem", f"smem_throughput<{request.ilp}>")
         smem = request.ilp * threads * 4
         args = (np.int32(SMEM_THROUGHPUT_ITERATIONS), out, sink)
         kern((blocks,), (threads,), args, shared_mem=smem)  # warm-up
         kern((blocks,), (threads,), args, shared_mem=smem)
         cp.cuda.runtime.deviceSynchronize()
-        cycles = float(np.median(out.get()))
-        nbytes = threads * per_block * request.ilp * 4 * SMEM_THROUGHPUT_ITERATIONS
-        return SmemResult(latency=float("nan"), bytes_per_cycle=nbytes / cycles)
+        rec = out.get().reshape(blocks, 3)
+        per_block_bytes = threads * request.ilp * 4 * SMEM_THROUGHPUT_ITERATIONS
+        rates = []
+        for sm in np.unique(rec[:, 2]):  # per SM: its blocks' bytes over their joint span
+            mine = rec[rec[:, 2] == sm]
+            span = float(mine[:, 1].max() - mine[:, 0].min())
+            if span > 0:
+                rates.append(len(mine) * per_block_bytes / span)
+        return SmemResult(latency=float("nan"), bytes_per_cycle=float(np.median(rates)))
 
     def provenance(self) -> dict[str, Any]:
         snap = self.nvml.snapshot()

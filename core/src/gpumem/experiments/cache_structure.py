@@ -54,6 +54,7 @@ LINE_PASSES = 24
 LINE_PASSES_RANDOM = 128   # for policies under which a set's lines do not miss every pass
 SETS_PASSES = 32
 MAX_LINE = 1024
+RAMP = 0.3                 # miss share at 1.25 C below this fraction of the share at >= 2 C
 MAX_INDEX_BIT = 30         # highest address bit tested as a set-index bit
 POLICY_MISSES = 5000       # misses replayed to estimate per-way eviction weights
 
@@ -177,6 +178,9 @@ class _Dissection:
             else:
                 lo = mid
         cap = lo
+        # a quarter past the capacity: does the miss share jump (LRU, modulo) or ramp?
+        if 5 * cap // 4 // 32 * 32 not in sizes:
+            self.chase("size", 5 * cap // 4 // 32 * 32, 32, SIZE_PASSES)
         # Under LRU or FIFO an overflowing set's lines miss in every pass; under a random
         # policy they do not, and the next stages need many more passes to see them all.
         self.line_passes = LINE_PASSES if _every_pass(hi_chase := self._size_chase(hi), rule) \
@@ -368,6 +372,21 @@ def _analyse_path(path: str, chases: list[Chase], l2_bytes: float) -> list[Findi
         cap_note = "some footprints above the capacity did not overflow"
     else:
         cap_note = ""
+    # An LRU cache with a modulo index misses nearly every access of a sequential chase a
+    # quarter past its capacity; a hashed index (or a policy that spares lines) ramps up
+    # instead, and the first repeated miss marks where conflicts begin, not the capacity.
+    past = [c for c in size if c.footprint >= 1.25 * cap]
+    if len(past) >= 2:
+        def frac(c: Chase) -> float:
+            return float(c.in_band(lo_b, hi_b).sum()) / max(1, c.observed)
+
+        near, far = min(past, key=lambda c: c.footprint), max(past, key=lambda c: c.footprint)
+        if far.footprint >= 1.5 * near.footprint and frac(near) < RAMP * frac(far):
+            cap_note = (f"conflicts begin here, but misses ramp instead of jumping as under "
+                        f"LRU with a modulo index ({frac(near):.0%} of accesses at "
+                        f"{near.footprint} B, {frac(far):.0%} at {far.footprint} B): a hashed "
+                        f"index or a policy that spares lines; the capacity by median latency "
+                        f"(latency ladder) may be larger")
     level = "l2" if l2_bytes and cap >= l2_bytes / 2 else LEVEL_OF_PATH[path]
     method = f"fine-grained P-chase on path '{path}'"
     out = [Finding(f"{level}.hit_latency", round(hit, 2), "cycle", 1.0,

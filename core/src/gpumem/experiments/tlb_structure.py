@@ -37,7 +37,8 @@ MIN_PAGE = 64 << 10
 SHIFT = 128          # bytes added per page so that the accesses spread over L2 sets
 PASSES = 8
 MAX_PAGES = 4096
-DELTA = 2.5          # cycles: a median this much above the level below is a new level
+DELTA = 2.5          # cycles: a median this much above the level below is a new level (at
+                     # least; more where the hit latency itself spreads, see rise_threshold)
 
 
 def _stride(page: int) -> int:
@@ -93,7 +94,8 @@ class _TlbSearch:
         if base is None:
             return
         t0 = base.median
-        self.threshold = t0 + DELTA
+        self.delta = rise_threshold(base)
+        self.threshold = t0 + self.delta
         # 1. L1 TLB at a stride above any page size
         n1 = self._first_rise("l1", self.top, 2, t0)
         if n1 is None:
@@ -102,7 +104,7 @@ class _TlbSearch:
         page = self.top
         while page // 2 >= MIN_PAGE:
             c = self.chase("page", n1, page // 2)
-            if c is None or c.median < t0 + DELTA:
+            if c is None or c.median < t0 + self.delta:
                 break
             page //= 2
         # 3. L2 TLB at the page stride
@@ -134,14 +136,14 @@ class _TlbSearch:
             k += 1
 
     def _first_rise(self, stage: str, page: int, start: int, below: float) -> int | None:
-        """Smallest page count whose median rises DELTA above ``below`` (doubling, then
+        """Smallest page count whose median rises ``delta`` above ``below`` (doubling, then
         bisecting)."""
         n, prev = start, start - 1
         while n <= MAX_PAGES:
             c = self.chase(stage, n, page)
             if c is None:
                 return None
-            if c.median >= below + DELTA:
+            if c.median >= below + self.delta:
                 break
             prev, n = n, n * 2
         else:
@@ -152,11 +154,23 @@ class _TlbSearch:
             c = self.chase(stage, mid, page)
             if c is None:
                 return None
-            if c.median >= below + DELTA:
+            if c.median >= below + self.delta:
                 hi = mid
             else:
                 lo = mid
         return hi
+
+
+def rise_threshold(base: Chase) -> float:
+    """Cycles a median must rise to mark a new TLB level: DELTA, or three median absolute
+    deviations of the TLB-hit latencies plus 1 % of their median where they spread more. An
+    H200's L2 hits spread over 264-279 cycles (near and far lines), and chases over other
+    lines moved the median by 7 cycles without any TLB miss."""
+    lat = base.ev_latency
+    if lat.size < 8:
+        return DELTA
+    mad = float(np.median(np.abs(lat - np.median(lat))))
+    return max(DELTA, 3.0 * mad + 0.01 * float(np.median(lat)))
 
 
 def _misses(c: Chase, thr: float) -> dict[int, int]:
@@ -173,17 +187,25 @@ def _analyse(chases: list[Chase]) -> list[Finding]:
     if not base:
         return []
     t0 = base[0].median
+    delta = rise_threshold(base[0])
     out: list[Finding] = []
     l1 = sorted((c for c in chases if c.stage == "l1"), key=_pages)
-    risen = [c for c in l1 if c.median >= t0 + DELTA]
+    risen = [c for c in l1 if c.median >= t0 + delta]
     if not risen:
+        if l1:
+            top = max(l1, key=lambda c: c.footprint)
+            out.append(Finding(
+                "tlb.no_level_below", int(top.footprint), "byte", 0.8,
+                f"no median rose {delta:.1f} cycles above the TLB-hit latency ({t0:.0f}) up "
+                f"to {_pages(top)} pages at a {top.stride >> 20} MB stride: any TLB level "
+                f"reaches further, or costs less than the hit latencies spread"))
         return out
     n1 = _pages(risen[0])
     e1 = n1 - 1
     page_chases = sorted((c for c in chases if c.stage == "page"), key=lambda c: -c.stride)
     page = risen[0].stride - SHIFT
     for c in page_chases:
-        if c.median < t0 + DELTA:
+        if c.median < t0 + delta:
             break
         page = c.stride - SHIFT
     out.append(Finding("tlb.page", int(page), "byte", 0.9,
@@ -192,7 +214,7 @@ def _analyse(chases: list[Chase]) -> list[Finding]:
     if not l2:
         return out
     t1 = l2[0].median
-    e1_miss = [e for e in _misses(risen[0], t0 + DELTA)]
+    e1_miss = [e for e in _misses(risen[0], t0 + delta)]
     out += [Finding("tlb_l1.entries", int(e1), "1", 1.0,
                     f"{n1} pages at a {(risen[0].stride - SHIFT) >> 20} MB stride miss, {e1} "
                     f"do not"),
@@ -202,7 +224,7 @@ def _analyse(chases: list[Chase]) -> list[Finding]:
         out += [Finding("tlb_l1.ways", int(e1), "1", 0.8, "all pages miss at one overflow"),
                 Finding("tlb_l1.sets", 1, "1", 0.8, "fully associative")]
     out.append(Finding("tlb_l1.reach", int(e1 * page), "byte", 0.9, "entries x page"))
-    risen2 = [c for c in l2 if c.median >= t1 + DELTA]
+    risen2 = [c for c in l2 if c.median >= t1 + delta]
     if not risen2:
         return out
     t2 = max(l2, key=_pages).median  # the longest chase: (nearly) every access misses

@@ -39,6 +39,30 @@ def expected_values(device: DeviceInfo) -> list[Expected]:
         Expected("l2.partitions", 2, "NVIDIA H100 whitepaper: two L2 partitions; MT4G "
                  "'segment' = half the L2", "1", rel_tol=0.0),
     ]
+    out += [
+        Expected("smem.banks", 32, "NVIDIA CUDA C++ Programming Guide, compute capability 9.0: "
+                 "32 banks of 4 bytes", "1", rel_tol=0.0),
+        Expected("smem.bank_width", 4, "NVIDIA CUDA C++ Programming Guide, compute "
+                 "capability 9.0: successive 32-bit words in successive banks", "byte",
+                 rel_tol=0.0),
+        Expected("l2.sm_groups", 2, "NVIDIA H100 whitepaper: two L2 partitions, each SM "
+                 "attached to one", "1", rel_tol=0.0),
+        Expected("l2.near_fraction", 0.5, "ASSUMED: the address hash spreads lines evenly "
+                 "over the two partitions", "1", rel_tol=0.15),
+    ]
+    if device.clock_mhz:
+        # 32 banks x 4 bytes per cycle per SM, at the clock the device reports
+        out.append(Expected("bw.smem", round(128 * device.clock_mhz / 1e3, 1),
+                            f"32 banks x 4 B per cycle per SM x {device.clock_mhz:g} MHz "
+                            f"(device property clock rate)", "GB/s", rel_tol=0.05))
+    if device.peak_bandwidth_gbs:
+        out += [
+            Expected("bw.dram_read_fraction", 0.92, "seed 003: streaming reads reach 91-94 % "
+                     "of the datasheet bandwidth on an H100", "1", rel_tol=0.03),
+            Expected("bw.dram_read", round(0.92 * device.peak_bandwidth_gbs, 1),
+                     f"0.92 (seed 003, 91-94 % on an H100) x {device.peak_bandwidth_gbs:.0f} "
+                     f"GB/s (device memory clock x bus width x 2)", "GB/s", rel_tol=0.05),
+        ]
     if device.l2_bytes:
         out += [
             Expected("l2.size", device.l2_bytes, f"device property L2CacheSize of "

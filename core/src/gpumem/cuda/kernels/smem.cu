@@ -6,9 +6,12 @@
 // load as their difference / n: the clock reads and the final store cancel out exactly.
 // out[t] = cycles per load seen by thread t, times 1000 (rounded).
 //
-// smem_throughput<K>: one block per SM, every thread issues K independent conflict-free
-// loads per iteration; thread 0 of each block records the cycles between two barriers
-// around the loop. out[block] = cycles. The loads are ld.volatile: the addresses do not
+// smem_throughput<K>: blocks of up to 1024 threads, as many per SM as the warps need; every
+// thread issues K independent conflict-free loads per iteration; thread 0 of each block
+// records the SM clock at two barriers around the loop and its SM: out[3 * block + {0, 1, 2}]
+// = start, end, %smid. Per SM, the span is the last end minus the first start over its
+// blocks (Mei & Chu's method): blocks of one SM need not run at the same time, so one
+// block's cycles would overstate the SM's throughput (an H200 "delivered" 253 B/cycle). The loads are ld.volatile: the addresses do not
 // change between iterations, and ptxas hoists plain loads out of such a loop (a first
 // version "measured" 486 B/cycle on an H200, four times what 32 banks can deliver).
 
@@ -60,7 +63,11 @@ __global__ void smem_throughput(int iterations, unsigned long long* out, unsigne
     __syncthreads();
     if (threadIdx.x == 0) {
         asm volatile("mov.u64 %0, %%clock64;" : "=l"(t1) :: "memory");
-        out[blockIdx.x] = t1 - t0;
+        unsigned int smid;
+        asm volatile("mov.u32 %0, %%smid;" : "=r"(smid));
+        out[3 * blockIdx.x] = t0;
+        out[3 * blockIdx.x + 1] = t1;
+        out[3 * blockIdx.x + 2] = smid;
     }
     if (acc == 0x9E3779B9u) sink[0] = acc;
 }
