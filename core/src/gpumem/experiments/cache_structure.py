@@ -375,7 +375,7 @@ def _analyse_path(path: str, chases: list[Chase], l2_bytes: float) -> list[Findi
     # An LRU cache with a modulo index misses nearly every access of a sequential chase a
     # quarter past its capacity; a hashed index (or a policy that spares lines) ramps up
     # instead, and the first repeated miss marks where conflicts begin, not the capacity.
-    past = [c for c in size if c.footprint >= 1.25 * cap]
+    past = [c for c in size if c.footprint >= 1.2 * cap]  # the 1.25 C probe, rounded down
     if len(past) >= 2:
         def frac(c: Chase) -> float:
             return float(c.in_band(lo_b, hi_b).sum()) / max(1, c.observed)
