@@ -112,3 +112,33 @@ def test_concurrent_writers_never_corrupt_the_store(tmp_path):
         assert store.is_complete(e.key) == (True, "")
         open_raw(tmp_path / e.data["file"])
     json.loads((tmp_path / MANIFEST).read_text())
+
+
+def test_point_state_is_stored_per_point_and_throttling_flagged(cli, tmp_path, monkeypatch):
+    """A device that reports clocks per point (CUDA: NVML) gets them stored before and after
+    every point; a point during which a throttle reason shows is flagged."""
+    import itertools
+
+    import xarray as xr
+
+    from gpumem.sim.device import SimDevice
+
+    calls = itertools.count()
+
+    def state(self):
+        n = next(calls)
+        return {"sm_clock_mhz": 1980.0 - (n == 5) * 500, "throttled": float(n == 5)}
+
+    monkeypatch.setattr(SimDevice, "point_state", state)
+    res = cli("run", "--arch", "hopper", "smem_latency", "--device", "sim", "--quick",
+              "--out", str(tmp_path))
+    assert res.code == 0, res.err
+    ds = xr.open_dataset(next(tmp_path.rglob("smem_latency-*.nc")))
+    before = ds["point_sm_clock_mhz_before"].values.ravel()
+    assert ds["point_sm_clock_mhz_before"].attrs["units"] == "MHz"
+    assert np.isfinite(before).all() and (ds["point_sm_clock_mhz_after"] <= 1980).all()
+    assert int((ds["point_throttled"] == 1).sum()) == 1     # the point around reading 5
+    assert int((ds["point_throttled"] == 0).sum()) == before.size - 1
+    assert "1 point(s) ran while a throttling" in res.out + res.err
+    manifest = json.loads((tmp_path / "manifest.json").read_text())
+    assert [e["throttled_points"] for e in manifest["entries"].values()] == [1]

@@ -283,6 +283,12 @@ class Device(ABC):
         """Attributes describing the device's state now (clocks, throttling, versions...)."""
         return {}
 
+    def point_state(self) -> dict[str, float]:
+        """Cheap readings taken before and after every sweep point, stored per point
+        (hardware: SM and memory clocks, clock-event reasons, ``throttled``, temperature,
+        power). Empty where nothing can change between points (simulators)."""
+        return {}
+
     def reopen_spec(self) -> dict[str, Any] | None:
         """Picklable recipe to open this same device in a worker process, or ``None`` when the
         device must stay in this process (the runner then runs its points here, in order)."""

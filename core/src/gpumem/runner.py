@@ -47,6 +47,7 @@ from gpumem.results.schema import (
     POINT_FAILED,
     POINT_OK,
     POINT_SKIPPED,
+    POINT_STATE,
     assemble,
     attr_safe,
     global_attrs,
@@ -272,9 +273,17 @@ PointResult = tuple[int, str, Mapping[str, Any]]
 
 def run_point(experiment: Experiment, device: Device, point: Mapping[str, Any],
               ctx: RunContext) -> PointResult:
-    """One point, with its failure turned into data (ProbeUnsupported and Ctrl-C propagate)."""
+    """One point, with its failure turned into data (ProbeUnsupported and Ctrl-C propagate).
+    The device's point state (clocks, throttling) before and after goes with the values."""
     try:
-        return POINT_OK, "", experiment.measure(device, point, ctx)
+        before = device.point_state()
+        values = experiment.measure(device, point, ctx)
+        if before:
+            after = device.point_state()
+            values = {**values, POINT_STATE: {
+                **{f"{k}_before": v for k, v in before.items()},
+                **{f"{k}_after": v for k, v in after.items()}}}
+        return POINT_OK, "", values
     except PointSkipped as e:
         return POINT_SKIPPED, e.reason, {}
     except (ProbeUnsupported, KeyboardInterrupt):
@@ -465,6 +474,11 @@ def run_experiment(plugins: Plugins, store: RunStore, device: Device, cls: type[
         and hasattr(device.config, "to_toml") else None,
     )
     raw.attrs.update(attrs)
+    throttled = int((raw["point_throttled"] == 1).sum()) if "point_throttled" in raw else 0
+    raw.attrs["gpumem_throttled_points"] = throttled
+    if throttled:
+        reporter.notice(f"{exp.name}: {throttled} point(s) ran while a throttling clock-event "
+                        f"reason was active (flagged in point_throttled)")
     n_points = int(raw["point_status"].size)
     bad = int((raw["point_status"] == POINT_FAILED).sum())
     error = f"{bad} of {n_points} points failed" if bad else ""
@@ -481,7 +495,8 @@ def run_experiment(plugins: Plugins, store: RunStore, device: Device, cls: type[
     status = "failed" if error else "complete"
     store.set_entry(key, status=status, file=str(path.relative_to(store.root)), sha256=sha,
                     finished=now_iso(), wall_s=round(time.monotonic() - t0, 3), error=error,
-                    points=n_points, findings={f.name: f.as_dict() for f in findings})
+                    points=n_points, throttled_points=throttled,
+                    findings={f.name: f.as_dict() for f in findings})
     return Outcome(exp.name, status, path, findings, error, time.monotonic() - t0, n_points)
 
 

@@ -386,6 +386,9 @@ class CudaDevice(Device):
                 rates.append(len(mine) * per_block_bytes / span)
         return SmemResult(latency=float("nan"), bytes_per_cycle=float(np.median(rates)))
 
+    def point_state(self) -> dict[str, float]:
+        return self.nvml.quick()
+
     def provenance(self) -> dict[str, Any]:
         snap = self.nvml.snapshot()
         out = {f"nvml_{k}": v for k, v in snap.items()}

@@ -119,6 +119,28 @@ class Nvml:
             out["compute_processes"] = len(procs)
         return out
 
+    def quick(self) -> dict[str, float]:
+        """The readings that can change from one sweep point to the next (a few NVML calls)."""
+        if not self.ok:
+            return {}
+        n = self._n
+        out: dict[str, float] = {}
+        for key, fn, args in (("sm_clock_mhz", "nvmlDeviceGetClockInfo", (n.NVML_CLOCK_SM,)),
+                              ("mem_clock_mhz", "nvmlDeviceGetClockInfo", (n.NVML_CLOCK_MEM,)),
+                              ("temperature_c", "nvmlDeviceGetTemperature",
+                               (n.NVML_TEMPERATURE_GPU,)),
+                              ("power_mw", "nvmlDeviceGetPowerUsage", ())):
+            v = self._get(fn, *args)
+            if v is not None:
+                out[key] = float(v)
+        reasons = self._get("nvmlDeviceGetCurrentClocksEventReasons")
+        if reasons is None:
+            reasons = self._get("nvmlDeviceGetCurrentClocksThrottleReasons")
+        if reasons is not None:
+            out["clock_event_reasons"] = float(int(reasons))
+            out["throttled"] = float(bool(int(reasons) & THROTTLING))
+        return out
+
     def close(self) -> None:
         if self.ok:
             try:

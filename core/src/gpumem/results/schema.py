@@ -28,6 +28,10 @@ from gpumem.experiment import Axis, Plan
 SCHEMA_VERSION = 1
 CONVENTIONS = "CF-1.12"
 POINT_OK, POINT_SKIPPED, POINT_FAILED = 0, 1, 2
+#: Key of the device's per-point readings among a point's values (see Device.point_state).
+POINT_STATE = "__point_state__"
+_STATE_UNITS = {"sm_clock_mhz": "MHz", "mem_clock_mhz": "MHz", "temperature_c": "degC",
+                "power_mw": "mW", "clock_event_reasons": "1", "throttled": "1"}
 
 
 def now_iso() -> str:
@@ -121,9 +125,36 @@ def assemble(plan: Plan, axes: list[Axis], results: Mapping[tuple, tuple[int, st
         "flag_meanings": "ok skipped failed",
         "reasons": json.dumps(reasons, sort_keys=True),
     })
+    _add_point_state(ds, axes, index, results)
     for k, v in plan.attrs.items():
         ds.attrs[f"plan_{k}"] = attr_safe(v)
     return ds
+
+
+def _add_point_state(ds: xr.Dataset, axes: list[Axis], index: dict,
+                     results: Mapping[tuple, tuple[int, str, Mapping]]) -> None:
+    """Per-point device readings (``point_<reading>_before/_after``) and ``point_throttled``
+    (1 when a throttling clock-event reason was set before or after the point)."""
+    shape = tuple(len(a.values) for a in axes)
+    dims = tuple(a.name for a in axes)
+    state: dict[str, np.ndarray] = {}
+    for key, (st, _reason, values) in results.items():
+        readings = values.get(POINT_STATE) if st == POINT_OK else None
+        if not readings:
+            continue
+        pos = tuple(index[a.name][_scalar(v)] for a, v in zip(axes, key))
+        for name, v in readings.items():
+            state.setdefault(name, np.full(shape, np.nan))[pos] = v
+    for name, arr in sorted(state.items()):
+        base = name.rsplit("_", 1)[0]
+        ds[f"point_{name}"] = (dims, arr, {"units": _STATE_UNITS.get(base, "1"),
+                                           "long_name": f"device {base.replace('_', ' ')} "
+                                                        f"{name.rsplit('_', 1)[1]} the point"})
+    if "throttled_before" in state:
+        flag = np.fmax(state["throttled_before"], state.get("throttled_after", np.nan))
+        ds["point_throttled"] = (dims, np.where(np.isnan(flag), -1, flag).astype(np.int8), {
+            "units": "1", "long_name": "a throttling clock-event reason was active before "
+                                       "or after the point (-1: not read)"})
 
 
 def global_attrs(*, experiment: str, experiment_version: str, summary: str, arch: str,
