@@ -54,6 +54,7 @@ LINE_PASSES = 24
 LINE_PASSES_RANDOM = 128   # for policies under which a set's lines do not miss every pass
 SETS_PASSES = 32
 MAX_LINE = 1024
+FILL_PASSES = 2
 RAMP = 0.3                 # miss share at 1.25 C below this fraction of the share at >= 2 C
 MAX_INDEX_BIT = 30         # highest address bit tested as a set-index bit
 POLICY_MISSES = 5000       # misses replayed to estimate per-way eviction weights
@@ -181,6 +182,9 @@ class _Dissection:
         # a quarter past the capacity: does the miss share jump (LRU, modulo) or ramp?
         if 5 * cap // 4 // 32 * 32 not in sizes:
             self.chase("size", 5 * cap // 4 // 32 * 32, 32, SIZE_PASSES)
+        # fill granularity, Mei & Chu's stride method: at twice the capacity every line
+        # misses once per pass, so a 4-byte stride misses once per fill unit
+        self.chase("fill", 2 * cap, 4, FILL_PASSES)
         # Under LRU or FIFO an overflowing set's lines miss in every pass; under a random
         # policy they do not, and the next stages need many more passes to see them all.
         self.line_passes = LINE_PASSES if _every_pass(hi_chase := self._size_chase(hi), rule) \
@@ -334,6 +338,21 @@ def _second_set(c: Chase, k: int, n1: float, sector: int | None, rule: MissRule)
     return _misses_per_pass(c, rule) > 1.5 * n1 + own
 
 
+def _fill_unit(fills: list[Chase], rule: MissRule) -> tuple[int, str] | None:
+    """(bytes, how) filled per miss, from a stride-4 chase at twice the capacity: 4 bytes
+    over the share of accesses that miss, rounded to a power of two."""
+    if not fills:
+        return None
+    c = fills[0]
+    share = float(c.in_band(rule.lo, rule.hi).sum()) / max(1, c.observed)
+    if share <= 0:
+        return None
+    unit = 1 << max(2, int(round(math.log2(4 / share))))
+    return unit, (f": stride-4 chase at {c.footprint} B (twice the capacity), "
+                  f"{share:.1%} of accesses miss, one per {unit} B (the fill unit: a sector, "
+                  f"or the line where lines are not sectored)")
+
+
 def _clean_band(miss_latencies: np.ndarray) -> tuple[float, float]:
     """Latencies that are surely misses: the central 98 % of the band's misses, widened by
     half its width and two cycles (timer jitter), so a hit plus a mis-timing rarely lands in
@@ -364,10 +383,15 @@ def _analyse_path(path: str, chases: list[Chase], l2_bytes: float) -> list[Findi
         return []
     lo_b, hi_b = band(jumped[0])
     rule = MissRule(lo_b, hi_b, _noise_rate(size[0], lo_b, hi_b))
-    ok = [c.footprint for c in size if not overflows(c, rule)]
+    over = {c.footprint: overflows(c, rule) for c in size}
+    ok = [f for f, o in over.items() if not o]
     if not ok:
         return []
-    cap = max(ok)
+    # the search's answer: the bisection ends on a footprint that does not overflow next to
+    # one (32 B above) that does; where misses ramp, a few larger footprints may pass again
+    fs = sorted(over)
+    edges = [a for a, b in zip(fs, fs[1:]) if not over[a] and over[b] and b - a <= 32]
+    cap = min(edges) if edges else max(ok)
     if not all(overflows(c, rule) for c in size if c.footprint > cap):
         cap_note = "some footprints above the capacity did not overflow"
     else:
@@ -394,9 +418,11 @@ def _analyse_path(path: str, chases: list[Chase], l2_bytes: float) -> list[Findi
            Finding(f"{level}.size", int(cap), "byte", 0.7 if cap_note else 1.0,
                    method + ": largest footprint with no repeated miss (32-B stride)",
                    note=cap_note)]
+    fill = _fill_unit([c for c in chases if c.stage == "fill"], rule)
     lines = sorted((c for c in chases if c.stage == "line"), key=lambda c: c.footprint)
     if not lines or lines[0].footprint != cap + 4:
-        return out
+        return out + ([Finding(f"{level}.sector", fill[0], "byte", 0.6, method + fill[1])]
+                      if fill else [])
     n1 = _misses_per_pass(lines[0], rule)
     sector_gap = _sector(lines[0], rule)
     jumps = [c.footprint for c in lines
