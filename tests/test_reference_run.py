@@ -87,7 +87,10 @@ def test_shared_memory(found):
     assert found["bw.smem"].value == pytest.approx(128 * 1.98, rel=0.03)  # 128 B/cycle/SM
 
 
-def test_no_tlb_level_within_8_gb(found):
+def test_tlb_analysis_of_the_stored_run(found):
+    """In this run no median at a 32 MB stride rose beyond the L2-hit spread up to 256 pages.
+    (A later run, with its buffers elsewhere, put 15 entries at +22 cycles: the H200's L2
+    near/far placement of so few lines moves medians as much; see the closing note.)"""
     assert found["tlb.no_level_below"].value >= 4 << 30
     assert "tlb_l1.entries" not in found
 

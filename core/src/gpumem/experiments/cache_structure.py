@@ -374,19 +374,34 @@ def _pattern_miss_fraction(c: Chase, lo: float, hi: float) -> float:
 
 
 def _analyse_path(path: str, chases: list[Chase], l2_bytes: float) -> list[Finding]:
+    """Findings of one load path; where the overflow search found no line (a hashed index
+    whose misses ramp), the stride method's fill unit stands in as the sector."""
+    out, rule = _overflow_findings(path, chases, l2_bytes)
+    sizes = [f for f in out if f.name.endswith(".size")]
+    if rule is not None and sizes and not any(f.name.endswith(".sector") for f in out):
+        fill = _fill_unit([c for c in chases if c.stage == "fill"], rule)
+        if fill:
+            level = sizes[0].name.rsplit(".", 1)[0]
+            out.append(Finding(f"{level}.sector", fill[0], "byte", 0.6,
+                               f"fine-grained P-chase on path '{path}'{fill[1]}"))
+    return out
+
+
+def _overflow_findings(path: str, chases: list[Chase], l2_bytes: float
+                       ) -> tuple[list[Finding], MissRule | None]:
     size = sorted((c for c in chases if c.stage == "size"), key=lambda c: c.footprint)
     if not size:
-        return []
+        return [], None
     hit = size[0].median
     jumped = [m for m in (_miss_latency(c) for c in size[1:]) if m is not None]
     if not jumped:
-        return []
+        return [], None
     lo_b, hi_b = band(jumped[0])
     rule = MissRule(lo_b, hi_b, _noise_rate(size[0], lo_b, hi_b))
     over = {c.footprint: overflows(c, rule) for c in size}
     ok = [f for f, o in over.items() if not o]
     if not ok:
-        return []
+        return [], None
     # the search's answer: the bisection ends on a footprint that does not overflow next to
     # one (32 B above) that does; where misses ramp, a few larger footprints may pass again
     fs = sorted(over)
@@ -418,11 +433,9 @@ def _analyse_path(path: str, chases: list[Chase], l2_bytes: float) -> list[Findi
            Finding(f"{level}.size", int(cap), "byte", 0.7 if cap_note else 1.0,
                    method + ": largest footprint with no repeated miss (32-B stride)",
                    note=cap_note)]
-    fill = _fill_unit([c for c in chases if c.stage == "fill"], rule)
     lines = sorted((c for c in chases if c.stage == "line"), key=lambda c: c.footprint)
     if not lines or lines[0].footprint != cap + 4:
-        return out + ([Finding(f"{level}.sector", fill[0], "byte", 0.6, method + fill[1])]
-                      if fill else [])
+        return out, rule
     n1 = _misses_per_pass(lines[0], rule)
     sector_gap = _sector(lines[0], rule)
     jumps = [c.footprint for c in lines
@@ -440,7 +453,7 @@ def _analyse_path(path: str, chases: list[Chase], l2_bytes: float) -> list[Findi
             if len(cand) - 1 >= ways and cap % ((len(cand) - 1) * line) == 0:
                 first, ways = cand, len(cand) - 1  # the longer chase: every line missed
     if not line:
-        return out
+        return out, rule
     exact = (line & (line - 1)) == 0
     how = ("jump of the missing-element count at C + b + 4" if line == jump else
            f"the largest stride at which one set overflows (missing-element count jumps "
@@ -472,7 +485,7 @@ def _analyse_path(path: str, chases: list[Chase], l2_bytes: float) -> list[Findi
                            f"functions found, {need} expected from {n_sets} sets"))
     policy = [c for c in chases if c.stage == "policy"]
     if not policy:
-        return out
+        return out, rule
     pol = policy[0]
     frac = _pattern_miss_fraction(pol, lo_b, hi_b)
     fifo = [c for c in chases if c.stage == "fifo"]
@@ -491,7 +504,7 @@ def _analyse_path(path: str, chases: list[Chase], l2_bytes: float) -> list[Findi
         else:
             out.append(Finding(f"{level}.policy", "lru", "", 0.6,
                                "every access to an overflowing set misses (LRU or FIFO)"))
-        return out
+        return out, rule
     # misses for the replay: clean ones (within the spread of the bulk of misses) are taken
     # as they are; others may be a miss or a mis-timed hit, and the replay decides
     m = pol.in_band(lo_b, math.inf)
@@ -517,4 +530,4 @@ def _analyse_path(path: str, chases: list[Chase], l2_bytes: float) -> list[Findi
         out.append(Finding(f"{level}.way_weights", way_weights(counts), "1", 0.8,
                            f"evictions per way ({sum(counts)} replayed) in units of a "
                            f"plain way's (the lower half's median), largest first"))
-    return out
+    return out, rule
