@@ -56,6 +56,11 @@ def generic_kernel_source(probe: str = "pointer_chase", extra: str = "") -> Kern
     return KernelSource(code=code, name=probe, options=("-std=c++17",))
 
 
+def packaged_kernel_source(package: str, file: str, probe: str) -> KernelSource:
+    """Core's kernel for ``probe`` with a plugin's packaged ``kernels/<file>`` appended."""
+    return generic_kernel_source(probe, files(package).joinpath("kernels", file).read_text())
+
+
 class CudaDevice(Device):
     source = "measured"
 

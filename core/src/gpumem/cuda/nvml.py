@@ -87,24 +87,12 @@ class Nvml:
         if not self.ok:
             return {}
         n = self._n
-        out: dict[str, Any] = {}
-        for key, fn, args in (
-            ("sm_clock_mhz", "nvmlDeviceGetClockInfo", (n.NVML_CLOCK_SM,)),
-            ("mem_clock_mhz", "nvmlDeviceGetClockInfo", (n.NVML_CLOCK_MEM,)),
-            ("temperature_c", "nvmlDeviceGetTemperature", (n.NVML_TEMPERATURE_GPU,)),
-            ("power_mw", "nvmlDeviceGetPowerUsage", ()),
-            ("pstate", "nvmlDeviceGetPerformanceState", ()),
-        ):
-            v = self._get(fn, *args)
-            if v is not None:
-                out[key] = int(v)
-        reasons = self._get("nvmlDeviceGetCurrentClocksEventReasons")
-        if reasons is None:
-            reasons = self._get("nvmlDeviceGetCurrentClocksThrottleReasons")
-        if reasons is not None:
-            out["clock_event_reasons"] = int(reasons)
-            out["clock_event_reason_names"] = decode_reasons(int(reasons))
-            out["throttled"] = int(bool(int(reasons) & THROTTLING))
+        out: dict[str, Any] = {k: int(v) for k, v in self.quick().items()}
+        pstate = self._get("nvmlDeviceGetPerformanceState")
+        if pstate is not None:
+            out["pstate"] = int(pstate)
+        if "clock_event_reasons" in out:
+            out["clock_event_reason_names"] = decode_reasons(out["clock_event_reasons"])
         try:
             ecc = n.nvmlDeviceGetTotalEccErrors(self._h, n.NVML_MEMORY_ERROR_TYPE_UNCORRECTED,
                                                 n.NVML_VOLATILE_ECC)

@@ -55,6 +55,12 @@ def _footprints(ctx: RunContext) -> tuple[int, ...]:
     return tuple(sorted(set(sizes)))
 
 
+def _repeat(probe, repeats: int, request) -> dict[str, np.ndarray]:
+    """``repeats`` timed runs of ``probe(request(r))``: bandwidth and seconds of each."""
+    runs = [probe(request(r)) for r in range(repeats)]
+    return {"gbs": np.array([x.gbs for x in runs]), "seconds": np.array([x.seconds for x in runs])}
+
+
 def _median_gbs(raw: xr.Dataset) -> xr.DataArray:
     return raw["gbs"].median("repeat").where(raw["point_status"] == 0)
 
@@ -86,16 +92,10 @@ class IlpSweep(Experiment):
     def measure(self, device: Device, point: Mapping[str, Any], ctx: RunContext
                 ) -> Mapping[str, Any]:
         attrs = self.plan(ctx).attrs
-        gbs, secs = [], []
-        for r in range(int(attrs["repeats"])):
-            res = device.stream(StreamRequest(
-                footprint=int(point["footprint"]), ctas=int(attrs["ctas"]), threads=THREADS,
-                ilp=int(point["ilp"]), width=WIDTH, path="cg", order=str(point["order"]),
-                kind="read", work=WORK, reverse=bool(point["reverse"]),
-                seed=ctx.seed * 1000 + r))
-            gbs.append(res.gbs)
-            secs.append(res.seconds)
-        return {"gbs": np.array(gbs), "seconds": np.array(secs)}
+        return _repeat(device.stream, int(attrs["repeats"]), lambda r: StreamRequest(
+            footprint=int(point["footprint"]), ctas=int(attrs["ctas"]), threads=THREADS,
+            ilp=int(point["ilp"]), width=WIDTH, path="cg", order=str(point["order"]),
+            kind="read", work=WORK, reverse=bool(point["reverse"]), seed=ctx.seed * 1000 + r))
 
     def analyze(self, raw: xr.Dataset) -> list[Finding]:
         med = _median_gbs(raw)
@@ -179,16 +179,10 @@ class AsyncCopy(Experiment):
                 ) -> Mapping[str, Any]:
         attrs = self.plan(ctx).attrs
         probe = device.async_copy if point["method"] == "cpasync" else device.stream
-        gbs, secs = [], []
-        for r in range(int(attrs["repeats"])):
-            res = probe(StreamRequest(
-                footprint=int(attrs["footprint"]), ctas=int(attrs["ctas"]),
-                threads=int(point["threads"]), ilp=int(point["groups"]), width=WIDTH,
-                path="cg", order="coalesced", kind="read", work=WORK,
-                seed=ctx.seed * 1000 + r))
-            gbs.append(res.gbs)
-            secs.append(res.seconds)
-        return {"gbs": np.array(gbs), "seconds": np.array(secs)}
+        return _repeat(probe, int(attrs["repeats"]), lambda r: StreamRequest(
+            footprint=int(attrs["footprint"]), ctas=int(attrs["ctas"]),
+            threads=int(point["threads"]), ilp=int(point["groups"]), width=WIDTH, path="cg",
+            order="coalesced", kind="read", work=WORK, seed=ctx.seed * 1000 + r))
 
     def analyze(self, raw: xr.Dataset) -> list[Finding]:
         med = _median_gbs(raw)

@@ -42,7 +42,6 @@ def gpumem_kernel_source(arch, probe):
     which toolkit the real GPU needs)."""
     if arch != ARCH.name or probe != "pointer_chase":
         return None
-    from gpumem.cuda.device import generic_kernel_source
+    from gpumem.cuda.device import packaged_kernel_source
 
-    extra = files("gpumem_maxwell").joinpath("kernels", "pointer_chase_paths.cu").read_text()
-    return generic_kernel_source(probe, extra=extra)
+    return packaged_kernel_source("gpumem_maxwell", "pointer_chase_paths.cu", probe)

@@ -28,27 +28,35 @@
 // GPUMEM_CHASE_KERNEL(NAME, ARR_T, LOAD) defines both; LOAD(dst, arr, j) reads element j.
 // Architecture plugins append their own paths to this file with it (texture fetches).
 
+// The two kernels' common steps: run only on the SM asked for (else return), and the
+// untimed warm-up from element j.
+#define GPUMEM_CHASE_PIN()                                                                  \
+    unsigned int smid;                                                                      \
+    asm volatile("mov.u32 %0, %%smid;" : "=r"(smid));                                       \
+    if (target_sm >= 0 && ((int)smid != target_sm || atomicCAS(claim, 0u, 1u) != 0u))       \
+        return;                                                                             \
+    out_state[2] = smid
+
+#define GPUMEM_CHASE_WARM(LOAD)                                                             \
+    for (int i = 0; i < warmup; ++i) {                                                      \
+        unsigned int n;                                                                     \
+        LOAD(n, arr, j);                                                                    \
+        j = n;                                                                              \
+    }                                                                                       \
+    out_state[0] = j
+
 #define GPUMEM_CHASE_KERNEL(NAME, ARR_T, LOAD)                                            \
 extern "C" __global__ void NAME(ARR_T arr, unsigned int start,                             \
                                 int warmup, int record, unsigned long long* out_lat,        \
                                 unsigned int* out_next, unsigned int* out_state,            \
                                 unsigned long long* out_overhead, int target_sm,            \
                                 unsigned int* claim) {                                      \
-    unsigned int smid;                                                                      \
-    asm volatile("mov.u32 %0, %%smid;" : "=r"(smid));                                       \
-    if (target_sm >= 0 && ((int)smid != target_sm || atomicCAS(claim, 0u, 1u) != 0u))       \
-        return;                                                                             \
-    out_state[2] = smid;                                                                    \
+    GPUMEM_CHASE_PIN();                                                                     \
     extern __shared__ unsigned long long smem[];                                            \
     unsigned long long* s_lat = smem;                                                       \
     unsigned int* s_next = reinterpret_cast<unsigned int*>(smem + record);                  \
     unsigned int j = start;                                                                 \
-    for (int i = 0; i < warmup; ++i) {                                                      \
-        unsigned int n;                                                                     \
-        LOAD(n, arr, j);                                                                    \
-        j = n;                                                                              \
-    }                                                                                       \
-    out_state[0] = j;                                                                       \
+    GPUMEM_CHASE_WARM(LOAD);                                                                \
     for (int i = 0; i < record; ++i) {                                                      \
         unsigned long long t0, t1;                                                          \
         unsigned int n;                                                                     \
@@ -77,18 +85,9 @@ extern "C" __global__ void NAME##_global(ARR_T arr, unsigned int start,         
                                 unsigned int* out_next, unsigned int* out_state,            \
                                 unsigned int* out_overhead, int target_sm,                  \
                                 unsigned int* claim) {                                      \
-    unsigned int smid;                                                                      \
-    asm volatile("mov.u32 %0, %%smid;" : "=r"(smid));                                       \
-    if (target_sm >= 0 && ((int)smid != target_sm || atomicCAS(claim, 0u, 1u) != 0u))       \
-        return;                                                                             \
-    out_state[2] = smid;                                                                    \
+    GPUMEM_CHASE_PIN();                                                                     \
     unsigned int j = start;                                                                 \
-    for (int i = 0; i < warmup; ++i) {                                                      \
-        unsigned int n;                                                                     \
-        LOAD(n, arr, j);                                                                    \
-        j = n;                                                                              \
-    }                                                                                       \
-    out_state[0] = j;                                                                       \
+    GPUMEM_CHASE_WARM(LOAD);                                                                \
     for (int i = 0; i < record; ++i) {                                                      \
         unsigned long long t0, t1;                                                          \
         unsigned int n;                                                                     \
