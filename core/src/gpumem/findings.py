@@ -37,6 +37,21 @@ class Expected:
     abs_tol: float = 0.0
 
 
+def exact(name: str, value: Value, source: str, units: str = "1") -> Expected:
+    """An expected structural value: sizes, ways, policies pass only when equal."""
+    return Expected(name, value, source, units, rel_tol=0.0)
+
+
+def latency_pair(name: str, cycles: float, source: str, clock_mhz: float, clock: str,
+                 rel_tol: float = 0.05) -> list[Expected]:
+    """``lat.NAME`` in cycles and its ``lat.NAME_ns`` twin at ``clock_mhz`` (``clock`` says
+    which clock that is, e.g. "base clock"), with the same relative band."""
+    ns = round(cycles / clock_mhz * 1e3, 2)
+    return [Expected(f"lat.{name}", cycles, source, "cycle", rel_tol=rel_tol),
+            Expected(f"lat.{name}_ns", ns, f"{source}; {cycles:g} cycles / {clock_mhz:g} MHz "
+                     f"({clock})", "ns", rel_tol=rel_tol)]
+
+
 @dataclass
 class Finding:
     """One inferred parameter. ``index`` = (dimension name, coordinates) for a list value."""

@@ -14,6 +14,7 @@ GTX560Ti; sec. 0 and 1, unverified), so the ns values divide by 1645 MHz. Latenc
 from __future__ import annotations
 
 from gpumem import DeviceInfo, Expected
+from gpumem.findings import exact, latency_pair
 
 REF = "mei-chu-2016.md"
 #: Shader clock of the GTX560Ti [S]: the clock the authors' cycle counts most likely tick at.
@@ -27,17 +28,8 @@ PAGE = 2 << 20
 
 
 def _lat(name: str, cycles: float, source: str) -> list[Expected]:
-    """A latency in cycles and its ns twin at the shader clock."""
-    ns = round(cycles / CLOCK_MHZ * 1e3, 2)
-    return [
-        Expected(f"lat.{name}", cycles, source, "cycle", rel_tol=LAT_TOL),
-        Expected(f"lat.{name}_ns", ns, f"{source}; {cycles:g} cycles / {CLOCK_MHZ:g} MHz "
-                 "(shader clock, assumed to be the clock() domain)", "ns", rel_tol=LAT_TOL),
-    ]
-
-
-def _exact(name: str, value: int | str | list[int], source: str, units: str = "1") -> Expected:
-    return Expected(name, value, source, units, rel_tol=0.0)
+    return latency_pair(name, cycles, source, CLOCK_MHZ,
+                        "shader clock, assumed to be the clock() domain", LAT_TOL)
 
 
 def expected_values(device: DeviceInfo) -> list[Expected]:
@@ -61,7 +53,7 @@ def expected_values(device: DeviceInfo) -> list[Expected]:
     out += [
         Expected("l2.size", 512 << 10, f"[S] {REF} sec. 1: GTX560Ti L2 512 KB", "byte",
                  rel_tol=0.10),
-        _exact("l2.partitions", 1, f"[D] {REF} sec. 4.1: a single L2-hit latency class (P5); "
+        exact("l2.partitions", 1, f"[D] {REF} sec. 4.1: a single L2-hit latency class (P5); "
                "no near/far L2 reported (inference)"),
     ]
 
@@ -70,31 +62,31 @@ def expected_values(device: DeviceInfo) -> list[Expected]:
     out += [
         Expected("l1d.size", 16 << 10, f"{l1}: no miss up to 16 KB, first miss at 16.125 KB",
                  "byte", rel_tol=0.10),
-        _exact("l1d.line", 128, f"{l1}: 128 B lines", "byte"),
-        _exact("l1d.sets", 32, f"{l1}: 32 sets"),
-        _exact("l1d.ways", 4, f"{l1}: 4 ways"),
+        exact("l1d.line", 128, f"{l1}: 128 B lines", "byte"),
+        exact("l1d.sets", 32, f"{l1}: 32 sets"),
+        exact("l1d.ways", 4, f"{l1}: 4 ways"),
         Expected("l1d.way_weights", [3.0, 1.0, 1.0, 1.0],
                  f"[P] {REF} sec. 3.3: one way is evicted 3x as often as each other; sorted "
                  f"largest first, so the ambiguous way numbering does not matter", "1",
                  rel_tol=0.17),
-        _exact("l1d.index_bits", "9-11, 7^13, 8^14",
+        exact("l1d.index_bits", "9-11, 7^13, 8^14",
                f"[D] {REF} sec. 3.3: fitted set = (L mod 32) ^ bit6(L) ^ (bit7(L) << 1) over all "
                f"129 mapped lines, L = address >> 7 (the constant term depends on the array "
                f"base and is dropped)", ""),
-        _exact("l1d.policy", "non-lru", f"[P] {REF} sec. 3.3: aperiodic misses; one way is "
+        exact("l1d.policy", "non-lru", f"[P] {REF} sec. 3.3: aperiodic misses; one way is "
                "evicted 3x as often as each other way (which one is ambiguous)", ""),
     ]
 
     # ---- texture L1 [P, D] sec. 3.1 ----
     tex = f"[P, D] {REF} sec. 3.1"
     out += [
-        _exact("tex_l1.size", 12 << 10, f"{tex}: 3072 ints, first miss at N = 3073", "byte"),
-        _exact("tex_l1.line", 32, f"{tex}: one miss per 8 ints", "byte"),
-        _exact("tex_l1.sets", 4, f"[P] {REF} sec. 3.1: 4 sets x 96 lines"),
-        _exact("tex_l1.ways", 96, f"[P] {REF} sec. 3.1: 4 sets x 96 lines"),
-        _exact("tex_l1.index_bits", "7-8", f"{tex}: address bits 7-8 select the set (raw "
+        exact("tex_l1.size", 12 << 10, f"{tex}: 3072 ints, first miss at N = 3073", "byte"),
+        exact("tex_l1.line", 32, f"{tex}: one miss per 8 ints", "byte"),
+        exact("tex_l1.sets", 4, f"[P] {REF} sec. 3.1: 4 sets x 96 lines"),
+        exact("tex_l1.ways", 96, f"[P] {REF} sec. 3.1: 4 sets x 96 lines"),
+        exact("tex_l1.index_bits", "7-8", f"{tex}: address bits 7-8 select the set (raw "
                "data matches exactly)", ""),
-        _exact("tex_l1.policy", "lru", f"[D] {REF} sec. 3.1: with one extra line every "
+        exact("tex_l1.policy", "lru", f"[D] {REF} sec. 3.1: with one extra line every "
                "access to the overflowed set misses", ""),
         Expected("tex_l1.hit_latency", 247.7, f"[D] {REF} sec. 3.1: texture L1 hit 244-250, "
                  "mean 247.7 (miss about 470)", "cycle", rel_tol=LAT_TOL),
@@ -103,18 +95,18 @@ def expected_values(device: DeviceInfo) -> list[Expected]:
     # ---- TLBs [P, D] sec. 3.5 ----
     tlb = f"[P, D] {REF} sec. 3.5"
     out += [
-        _exact("tlb.page", PAGE, f"[P] {REF} sec. 3.5: 2 MB pages", "byte"),
-        _exact("tlb_l1.entries", 16, f"{tlb}: L1 TLB 16 entries, fully associative"),
-        _exact("tlb_l1.sets", 1, f"{tlb}: fully associative"),
-        _exact("tlb_l1.ways", 16, f"{tlb}: fully associative (16-way)"),
-        _exact("tlb_l1.reach", 16 * PAGE, f"{tlb}: reach 32 MB", "byte"),
-        _exact("tlb_l2.entries", 65, f"{tlb}: L2 TLB 65 entries; all 65 pages hit at 130 MB "
+        exact("tlb.page", PAGE, f"[P] {REF} sec. 3.5: 2 MB pages", "byte"),
+        exact("tlb_l1.entries", 16, f"{tlb}: L1 TLB 16 entries, fully associative"),
+        exact("tlb_l1.sets", 1, f"{tlb}: fully associative"),
+        exact("tlb_l1.ways", 16, f"{tlb}: fully associative (16-way)"),
+        exact("tlb_l1.reach", 16 * PAGE, f"{tlb}: reach 32 MB", "byte"),
+        exact("tlb_l2.entries", 65, f"{tlb}: L2 TLB 65 entries; all 65 pages hit at 130 MB "
                "(Fermi_L2TLB_mapping.xlsx)"),
-        _exact("tlb_l2.sets", 7, f"{tlb}: 7 unequal sets"),
-        _exact("tlb_l2.ways", [17, 8, 8, 8, 8, 8, 8], f"{tlb}: one 17-entry set and six "
+        exact("tlb_l2.sets", 7, f"{tlb}: 7 unequal sets"),
+        exact("tlb_l2.ways", [17, 8, 8, 8, 8, 8, 8], f"{tlb}: one 17-entry set and six "
                "8-entry sets"),
-        _exact("tlb_l2.policy", "lru", f"{tlb}: L2 TLB LRU", ""),
-        _exact("tlb_l2.reach", 65 * PAGE, f"{tlb}: reach 130 MB", "byte"),
+        exact("tlb_l2.policy", "lru", f"{tlb}: L2 TLB LRU", ""),
+        exact("tlb_l2.reach", 65 * PAGE, f"{tlb}: reach 130 MB", "byte"),
         Expected("tlb_l1.miss_penalty", round(P3 - P5, 1), f"derived from {PATTERNS}: P3 - P5 "
                  "(difference of two means: 3 cycles absolute band)", "cycle",
                  rel_tol=LAT_TOL, abs_tol=3.0),
@@ -125,14 +117,14 @@ def expected_values(device: DeviceInfo) -> list[Expected]:
 
     # ---- shared memory sec. 5 ----
     out += [
-        _exact("smem.banks", 32, f"[S] {REF} sec. 1: 32 banks x 4 B"),
-        _exact("smem.bank_width", 4, f"[S] {REF} sec. 1: 32 banks x 4 B", "byte"),
+        exact("smem.banks", 32, f"[S] {REF} sec. 1: 32 banks x 4 B"),
+        exact("smem.bank_width", 4, f"[S] {REF} sec. 1: 32 banks x 4 B", "byte"),
         Expected("smem.conflict_latency", [49.6, 87.0, 161.8, 311.4, 610.7, 1209.2],
                  f"[D] {REF} sec. 5.2, latency.txt: cycles per access at 1, 2, 4, 8, 16, 32-way "
                  "conflicts (n = gcd(stride, 32))", "cycle", rel_tol=LAT_TOL),
         Expected("bw.smem", 34.90, f"[P, D] {REF} sec. 5.1, Fermi.txt: best shared-memory "
                  f"throughput per SM (16 warps, ILP 4)", "GB/s", rel_tol=0.05),
-        _exact("smem.peak_warps", 16, f"[P, D] {REF} sec. 5.1, Fermi.txt: peak 34.90 GB/s per "
+        exact("smem.peak_warps", 16, f"[P, D] {REF} sec. 5.1, Fermi.txt: peak 34.90 GB/s per "
                "SM at 16 active warps (ILP 4)"),
     ]
     return out

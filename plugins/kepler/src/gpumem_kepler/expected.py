@@ -14,6 +14,7 @@ the authors' clock() counts at the 863 MHz base clock (sec. 1), so the ns values
 from __future__ import annotations
 
 from gpumem import DeviceInfo, Expected
+from gpumem.findings import exact, latency_pair
 
 REF = "mei-chu-2016.md"
 #: Base clock of the GTX780 [S]: the clock the authors' cycle counts are taken at.
@@ -27,17 +28,7 @@ PAGE = 2 << 20
 
 
 def _lat(name: str, cycles: float, source: str) -> list[Expected]:
-    """A latency in cycles and its ns twin at the base clock."""
-    ns = round(cycles / CLOCK_MHZ * 1e3, 2)
-    return [
-        Expected(f"lat.{name}", cycles, source, "cycle", rel_tol=LAT_TOL),
-        Expected(f"lat.{name}_ns", ns, f"{source}; {cycles:g} cycles / {CLOCK_MHZ:g} MHz "
-                 "(base clock)", "ns", rel_tol=LAT_TOL),
-    ]
-
-
-def _exact(name: str, value: int | str | list[int], source: str, units: str = "1") -> Expected:
-    return Expected(name, value, source, units, rel_tol=0.0)
+    return latency_pair(name, cycles, source, CLOCK_MHZ, "base clock", LAT_TOL)
 
 
 def expected_values(device: DeviceInfo) -> list[Expected]:
@@ -61,23 +52,23 @@ def expected_values(device: DeviceInfo) -> list[Expected]:
     out += [
         Expected("l2.size", 1536 << 10, f"[S] {REF} sec. 1: GTX780 L2 1536 KB", "byte",
                  rel_tol=0.10),
-        _exact("l2.line", 32, f"[D] {REF} sec. 3.4, Kepler_L2_cacheline_stride4byte.xlsx: "
+        exact("l2.line", 32, f"[D] {REF} sec. 3.4, Kepler_L2_cacheline_stride4byte.xlsx: "
                "1 GB cold array at 4 B stride, 1 access in 8 misses", "byte"),
-        _exact("l2.partitions", 1, f"[D] {REF} sec. 4.1: a single L2-hit latency class (P5); "
+        exact("l2.partitions", 1, f"[D] {REF} sec. 4.1: a single L2-hit latency class (P5); "
                "no near/far L2 reported (inference)"),
     ]
 
     # ---- texture L1 [P, D] sec. 3.1 ----
     tex = f"[P, D] {REF} sec. 3.1"
     out += [
-        _exact("tex_l1.size", 12 << 10, f"{tex}: 12 KB", "byte"),
-        _exact("tex_l1.line", 32, f"{tex}: 32 B lines", "byte"),
-        _exact("tex_l1.sets", 4, f"[P] {REF} sec. 3.1: 4 sets x 96 lines"),
-        _exact("tex_l1.ways", 96, f"[P, D] {REF} sec. 3.1: 4 sets x 96 lines"),
-        _exact("tex_l1.index_bits", "7-8", f"[P] {REF} sec. 3.1: bits 7-8 for Fermi and "
+        exact("tex_l1.size", 12 << 10, f"{tex}: 12 KB", "byte"),
+        exact("tex_l1.line", 32, f"{tex}: 32 B lines", "byte"),
+        exact("tex_l1.sets", 4, f"[P] {REF} sec. 3.1: 4 sets x 96 lines"),
+        exact("tex_l1.ways", 96, f"[P, D] {REF} sec. 3.1: 4 sets x 96 lines"),
+        exact("tex_l1.index_bits", "7-8", f"[P] {REF} sec. 3.1: bits 7-8 for Fermi and "
                "Kepler; but the GTX780 raw data (Kepler-3080element-8stride.xlsx) shows a "
                "hashed 128 B chunk-to-set order", ""),
-        _exact("tex_l1.policy", "lru", f"[D3] {REF} sec. 3.1: LRU", ""),
+        exact("tex_l1.policy", "lru", f"[D3] {REF} sec. 3.1: LRU", ""),
         Expected("tex_l1.hit_latency", 148.0, f"[D] {REF} sec. 3.1: texture L1 hit 132-159, "
                  "mean 148 (miss 273), GTX780 texture-style run", "cycle", rel_tol=LAT_TOL),
     ]
@@ -85,28 +76,28 @@ def expected_values(device: DeviceInfo) -> list[Expected]:
     # ---- read-only data cache (__ldg) [P, D] sec. 3.2 ----
     ro = f"[P, D] {REF} sec. 3.2: same organisation as the texture L1"
     out += [
-        _exact("ro.size", 12 << 10, f"{ro}, 12 KB (every access misses from about 12.5 KB, "
+        exact("ro.size", 12 << 10, f"{ro}, 12 KB (every access misses from about 12.5 KB, "
                "Kepler-LineMapping.xlsx)", "byte"),
-        _exact("ro.line", 32, f"{ro}, 32 B lines", "byte"),
-        _exact("ro.sets", 4, f"{ro}, 4 sets x 96 lines"),
-        _exact("ro.ways", 96, f"{ro}, 4 sets x 96 lines"),
+        exact("ro.line", 32, f"{ro}, 32 B lines", "byte"),
+        exact("ro.sets", 4, f"{ro}, 4 sets x 96 lines"),
+        exact("ro.ways", 96, f"{ro}, 4 sets x 96 lines"),
     ]
 
     # ---- TLBs [P, D] sec. 3.5 (same on all three GPUs) ----
     tlb = f"[P, D] {REF} sec. 3.5"
     out += [
-        _exact("tlb.page", PAGE, f"[P] {REF} sec. 3.5: 2 MB pages", "byte"),
-        _exact("tlb_l1.entries", 16, f"{tlb}: L1 TLB 16 entries, fully associative"),
-        _exact("tlb_l1.sets", 1, f"{tlb}: fully associative"),
-        _exact("tlb_l1.ways", 16, f"{tlb}: fully associative (16-way)"),
-        _exact("tlb_l1.reach", 16 * PAGE, f"{tlb}: reach 32 MB", "byte"),
-        _exact("tlb_l2.entries", 65, f"{tlb}: L2 TLB 65 entries (GTX780 sheet: same 17 + 6 x 8 "
+        exact("tlb.page", PAGE, f"[P] {REF} sec. 3.5: 2 MB pages", "byte"),
+        exact("tlb_l1.entries", 16, f"{tlb}: L1 TLB 16 entries, fully associative"),
+        exact("tlb_l1.sets", 1, f"{tlb}: fully associative"),
+        exact("tlb_l1.ways", 16, f"{tlb}: fully associative (16-way)"),
+        exact("tlb_l1.reach", 16 * PAGE, f"{tlb}: reach 32 MB", "byte"),
+        exact("tlb_l2.entries", 65, f"{tlb}: L2 TLB 65 entries (GTX780 sheet: same 17 + 6 x 8 "
                "shape as Fermi)"),
-        _exact("tlb_l2.sets", 7, f"{tlb}: 7 unequal sets"),
-        _exact("tlb_l2.ways", [17, 8, 8, 8, 8, 8, 8], f"{tlb}: one 17-entry set and six "
+        exact("tlb_l2.sets", 7, f"{tlb}: 7 unequal sets"),
+        exact("tlb_l2.ways", [17, 8, 8, 8, 8, 8, 8], f"{tlb}: one 17-entry set and six "
                "8-entry sets"),
-        _exact("tlb_l2.policy", "lru", f"{tlb}: L2 TLB LRU", ""),
-        _exact("tlb_l2.reach", 65 * PAGE, f"{tlb}: reach 130 MB", "byte"),
+        exact("tlb_l2.policy", "lru", f"{tlb}: L2 TLB LRU", ""),
+        exact("tlb_l2.reach", 65 * PAGE, f"{tlb}: reach 130 MB", "byte"),
         Expected("tlb_l1.miss_penalty", round(P3 - P5, 1), f"derived from {PATTERNS}: P3 - P5 "
                  "(difference of two means: 3 cycles absolute band)", "cycle",
                  rel_tol=LAT_TOL, abs_tol=3.0),
@@ -117,8 +108,8 @@ def expected_values(device: DeviceInfo) -> list[Expected]:
 
     # ---- shared memory sec. 5 (the authors run Kepler in 8-byte bank mode) ----
     out += [
-        _exact("smem.banks", 32, f"[P, D] {REF} sec. 1, 5.2: 32 banks"),
-        _exact("smem.bank_width", 8, f"[P, D] {REF} sec. 1, 5.1, 5.2: 8-byte bank mode, as the "
+        exact("smem.banks", 32, f"[P, D] {REF} sec. 1, 5.2: 32 banks"),
+        exact("smem.bank_width", 8, f"[P, D] {REF} sec. 1, 5.1, 5.2: 8-byte bank mode, as the "
                "authors run it (4-byte mode selectable)", "byte"),
         Expected("smem.conflict_latency", [46.75, 66.13, 96.16, 158.16, 266.66, 483.66],
                  f"[D] {REF} sec. 5.2, latency.txt, 8-byte bank mode: cycles per access at 1, "
@@ -126,7 +117,7 @@ def expected_values(device: DeviceInfo) -> list[Expected]:
                  rel_tol=LAT_TOL),
         Expected("bw.smem", 83.81, f"[P, D] {REF} sec. 5.1, Kepler.txt: best shared-memory "
                  f"throughput per SM (32 warps, ILP 6)", "GB/s", rel_tol=0.05),
-        _exact("smem.peak_warps", 32, f"[P, D] {REF} sec. 5.1, Kepler.txt: peak 83.81 GB/s per "
+        exact("smem.peak_warps", 32, f"[P, D] {REF} sec. 5.1, Kepler.txt: peak 83.81 GB/s per "
                "SM at 32 active warps (ILP 6)"),
     ]
     return out

@@ -15,6 +15,7 @@ the L2 capacity a ladder finds 10 %.
 from __future__ import annotations
 
 from gpumem import DeviceInfo, Expected
+from gpumem.findings import exact, latency_pair
 
 REF = "mei-chu-2016.md"
 #: Base clock of the GTX980 [S], implied by the paper's 4,612 GFLOP/s [P].
@@ -28,17 +29,7 @@ PAGE = 2 << 20
 
 
 def _lat(name: str, cycles: float, source: str) -> list[Expected]:
-    """A latency in cycles and its ns twin at the base clock."""
-    ns = round(cycles / CLOCK_MHZ * 1e3, 2)
-    return [
-        Expected(f"lat.{name}", cycles, source, "cycle", rel_tol=LAT_TOL),
-        Expected(f"lat.{name}_ns", ns, f"{source}; {cycles:g} cycles / {CLOCK_MHZ:g} MHz "
-                 "(base clock)", "ns", rel_tol=LAT_TOL),
-    ]
-
-
-def _exact(name: str, value: int | str | list[int], source: str, units: str = "1") -> Expected:
-    return Expected(name, value, source, units, rel_tol=0.0)
+    return latency_pair(name, cycles, source, CLOCK_MHZ, "base clock", LAT_TOL)
 
 
 def expected_values(device: DeviceInfo) -> list[Expected]:
@@ -61,30 +52,30 @@ def expected_values(device: DeviceInfo) -> list[Expected]:
     out += [
         Expected("l2.size", 2048 << 10, f"[S] {REF} sec. 1: GTX980 L2 2048 KB", "byte",
                  rel_tol=0.10),
-        _exact("l2.partitions", 1, f"[D] {REF} sec. 4.1: a single L2-hit latency class (P5); "
+        exact("l2.partitions", 1, f"[D] {REF} sec. 4.1: a single L2-hit latency class (P5); "
                "no near/far L2 reported (inference)"),
     ]
 
     # ---- unified L1 / texture / read-only cache [P] sec. 1, 3.3 ----
-    out.append(_exact("tex_l1.size", 24 << 10, f"[D, D3] {REF} sec. 3.1: 24 KB (6144 ints) "
+    out.append(exact("tex_l1.size", 24 << 10, f"[D, D3] {REF} sec. 3.1: 24 KB (6144 ints) "
                       "in the authors' code comment and third-party reruns; the paper's own "
                       "figure is unverified", "byte"))
 
     # ---- TLBs [P, D] sec. 3.5 (same on all three GPUs) ----
     tlb = f"[P, D] {REF} sec. 3.5"
     out += [
-        _exact("tlb.page", PAGE, f"[P] {REF} sec. 3.5: 2 MB pages", "byte"),
-        _exact("tlb_l1.entries", 16, f"{tlb}: L1 TLB 16 entries, fully associative"),
-        _exact("tlb_l1.sets", 1, f"{tlb}: fully associative"),
-        _exact("tlb_l1.ways", 16, f"{tlb}: fully associative (16-way)"),
-        _exact("tlb_l1.reach", 16 * PAGE, f"{tlb}: reach 32 MB", "byte"),
-        _exact("tlb_l2.entries", 65, f"{tlb}, Maxwell_L2TLB_mapping.xlsx: misses per pass 17, "
+        exact("tlb.page", PAGE, f"[P] {REF} sec. 3.5: 2 MB pages", "byte"),
+        exact("tlb_l1.entries", 16, f"{tlb}: L1 TLB 16 entries, fully associative"),
+        exact("tlb_l1.sets", 1, f"{tlb}: fully associative"),
+        exact("tlb_l1.ways", 16, f"{tlb}: fully associative (16-way)"),
+        exact("tlb_l1.reach", 16 * PAGE, f"{tlb}: reach 32 MB", "byte"),
+        exact("tlb_l2.entries", 65, f"{tlb}, Maxwell_L2TLB_mapping.xlsx: misses per pass 17, "
                "25, ..., 65 at 132-144 MB"),
-        _exact("tlb_l2.sets", 7, f"{tlb}: 7 unequal sets"),
-        _exact("tlb_l2.ways", [17, 8, 8, 8, 8, 8, 8], f"{tlb}: one 17-entry set and six "
+        exact("tlb_l2.sets", 7, f"{tlb}: 7 unequal sets"),
+        exact("tlb_l2.ways", [17, 8, 8, 8, 8, 8, 8], f"{tlb}: one 17-entry set and six "
                "8-entry sets (GTX980: the first 2 MB step overflows the 17-entry set)"),
-        _exact("tlb_l2.policy", "lru", f"{tlb}: L2 TLB LRU", ""),
-        _exact("tlb_l2.reach", 65 * PAGE, f"{tlb}: reach 130 MB", "byte"),
+        exact("tlb_l2.policy", "lru", f"{tlb}: L2 TLB LRU", ""),
+        exact("tlb_l2.reach", 65 * PAGE, f"{tlb}: reach 130 MB", "byte"),
         Expected("tlb_l1.miss_penalty", round(P3 - P5, 1), f"derived from {PATTERNS}: P3 - P5 "
                  "(difference of two means: 3 cycles absolute band)", "cycle",
                  rel_tol=LAT_TOL, abs_tol=3.0),
@@ -95,14 +86,14 @@ def expected_values(device: DeviceInfo) -> list[Expected]:
 
     # ---- shared memory sec. 5 ----
     out += [
-        _exact("smem.banks", 32, f"[S] {REF} sec. 1: 32 banks x 4 B"),
-        _exact("smem.bank_width", 4, f"[S] {REF} sec. 1: 32 banks x 4 B", "byte"),
+        exact("smem.banks", 32, f"[S] {REF} sec. 1: 32 banks x 4 B"),
+        exact("smem.bank_width", 4, f"[S] {REF} sec. 1: 32 banks x 4 B", "byte"),
         Expected("smem.conflict_latency", [28.0, 30.0, 34.0, 42.0, 58.0, 90.0],
                  f"[D] {REF} sec. 5.2, latency.txt: cycles per access at 1, 2, 4, 8, 16, 32-way "
                  "conflicts (n = gcd(stride, 32))", "cycle", rel_tol=LAT_TOL),
         Expected("bw.smem", 137.41, f"[P, D] {REF} sec. 5.1, Maxwell.txt: best shared-memory "
                  f"throughput per SM (16 warps, ILP 8)", "GB/s", rel_tol=0.05),
-        _exact("smem.peak_warps", 16, f"[P, D] {REF} sec. 5.1, Maxwell.txt: peak 137.41 GB/s "
+        exact("smem.peak_warps", 16, f"[P, D] {REF} sec. 5.1, Maxwell.txt: peak 137.41 GB/s "
                "per SM at 16 active warps (ILP 8)"),
     ]
     return out
