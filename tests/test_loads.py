@@ -119,3 +119,21 @@ def test_sass_audit_parses_cuobjdump(monkeypatch, tmp_path):
     assert audit.attr_key("stream<16,4,0,0>") == "stream_16_4_0_0"
     monkeypatch.setattr(audit.shutil, "which", lambda name: None)
     assert audit.sass_opcodes("// code", "sm_90") is None
+
+
+def test_bandwidth_levels_step_down_by_level(cli, tmp_path):
+    """Hopper's simulated L1 (128 B/cycle/SM), L2 and DRAM caps show as plateaus; Kepler,
+    whose L1 does not cache global loads, has no L1 plateau."""
+    import json
+
+    for arch in ("hopper", "kepler"):
+        out = tmp_path / arch
+        assert cli("run", "--arch", arch, "bandwidth_levels", "--device", "sim", "--quick",
+                   "--out", str(out)).code == 0
+        res = cli("analyze", str(next(out.rglob("*.nc"))), "--json")
+        f = {k: v["value"] for k, v in json.loads(res.out)["findings"].items()}
+        if arch == "hopper":
+            assert f["bw.l1"] == pytest.approx(132 * 128 * 1.98, rel=0.1)
+            assert 5000 < f["bw.l2"] < f["bw.l1"] / 2
+        else:
+            assert "bw.l1" not in f and f["bw.l2"] > 0

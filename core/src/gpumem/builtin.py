@@ -12,6 +12,7 @@ from gpumem import hookimpl
 @hookimpl
 def gpumem_register_experiments(register):
     from gpumem.experiments.bandwidth import Bandwidth
+    from gpumem.experiments.bandwidth_levels import BandwidthLevels
     from gpumem.experiments.cache_structure import CacheStructure
     from gpumem.experiments.l2_map import L2SmMap
     from gpumem.experiments.latency import LatencyLadder
@@ -21,7 +22,8 @@ def gpumem_register_experiments(register):
     from gpumem.experiments.tlb_structure import TlbStructure
 
     for experiment in (LatencyLadder, Bandwidth, SmemLatency, SmemBandwidth, CacheStructure,
-                       TlbStructure, Patterns, IlpSweep, AsyncCopy, L2SmMap):
+                       TlbStructure, Patterns, IlpSweep, AsyncCopy, L2SmMap,
+                       BandwidthLevels):
         register(experiment)
 
 

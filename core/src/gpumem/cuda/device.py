@@ -284,8 +284,9 @@ class CudaDevice(Device):
 
     def _stream_launch(self, req: StreamRequest, asynchronous: bool) -> StreamResult:
         req.validate()
-        if req.path != "cg":
-            raise ProbeUnsupported("the generic CUDA stream kernels load with .cg (path 'cg')")
+        if req.path not in ("cg", "ca") or (req.path == "ca" and req.kind != "read"):
+            raise ProbeUnsupported("the CUDA stream kernels load with .cg (path 'cg'), or read "
+                                   "with .ca (path 'ca')")
         if req.threads > 1024:
             raise PointSkipped(f"{req.threads} threads per block exceed 1024")
         elems = req.footprint // req.width
@@ -299,8 +300,9 @@ class CudaDevice(Device):
         a, b = self._buffers(req.footprint, req.kind != "read")
         if asynchronous:
             smem = req.ilp * req.threads * 16
-            if req.width != 16 or req.kind != "read":
-                raise PointSkipped("cp.async copies 16-byte elements, reads only")
+            if req.width != 16 or req.kind != "read" or req.path != "cg":
+                raise PointSkipped("cp.async copies 16-byte elements, reads only, through L2 "
+                                   "(path 'cg')")
             if smem > 227 * 1024:
                 raise PointSkipped(f"{smem} B of shared memory per block")
             name = f"async_read<{req.ilp}>"
@@ -312,8 +314,8 @@ class CudaDevice(Device):
             def launch() -> None:
                 kern((req.ctas,), (req.threads,), args, shared_mem=smem)
         else:
-            name = (f"stream<{req.width},{req.ilp},{STREAM_ORDER_CODES[req.order]},"
-                    f"{STREAM_KIND_CODES[req.kind]}>")
+            kind = 3 if req.path == "ca" else STREAM_KIND_CODES[req.kind]
+            name = f"stream<{req.width},{req.ilp},{STREAM_ORDER_CODES[req.order]},{kind}>"
             kern = self._kernel("stream", name)
             args = (a, b, np.uint64(chunks), np.uint64(iters), np.int32(req.reverse),
                     self._sink)

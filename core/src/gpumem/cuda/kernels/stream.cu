@@ -7,7 +7,8 @@
 //   ORDER 1 (thread):    c*T*K + tid*K + k       each thread reads K consecutive elements
 //   ORDER 2 (warp):      c*T*K + (warp*K + k)*32 + lane   each warp reads K consecutive runs
 // KIND 0 reads a (XOR-folded into a value the compiler cannot drop), 1 writes b, 2 copies a
-// to b. `chunks` is how many chunks fit the buffer, `iters` how many the run processes (a
+// to b, 3 reads a through L1 (.ca: path "ca"; each thread re-reads the same elements every
+// pass over the buffer, so an SM's share that fits its L1 is served from there). `chunks` is how many chunks fit the buffer, `iters` how many the run processes (a
 // run longer than the buffer wraps around); `reverse` walks the chunks backwards.
 // Loads and stores use the .cg operator (cache in L2, not L1), so the buffer streams
 // through L2 from DRAM as the probe's contract says (path "cg").
@@ -33,6 +34,22 @@ __device__ __forceinline__ uint2 ldcg(const uint2* p) {
 __device__ __forceinline__ uint4 ldcg(const uint4* p) {
     uint4 v;
     asm volatile("ld.global.cg.v4.u32 {%0, %1, %2, %3}, [%4];"
+                 : "=r"(v.x), "=r"(v.y), "=r"(v.z), "=r"(v.w) : "l"(p));
+    return v;
+}
+__device__ __forceinline__ unsigned int ldca(const unsigned int* p) {
+    unsigned int v;
+    asm volatile("ld.global.ca.u32 %0, [%1];" : "=r"(v) : "l"(p));
+    return v;
+}
+__device__ __forceinline__ uint2 ldca(const uint2* p) {
+    uint2 v;
+    asm volatile("ld.global.ca.v2.u32 {%0, %1}, [%2];" : "=r"(v.x), "=r"(v.y) : "l"(p));
+    return v;
+}
+__device__ __forceinline__ uint4 ldca(const uint4* p) {
+    uint4 v;
+    asm volatile("ld.global.ca.v4.u32 {%0, %1, %2, %3}, [%4];"
                  : "=r"(v.x), "=r"(v.y), "=r"(v.z), "=r"(v.w) : "l"(p));
     return v;
 }
@@ -84,7 +101,7 @@ __global__ void stream(const typename Vec<W>::T* __restrict__ a, typename Vec<W>
         } else {
             T v[K];
 #pragma unroll
-            for (int k = 0; k < K; ++k) v[k] = ldcg(a + idx[k]);
+            for (int k = 0; k < K; ++k) v[k] = KIND == 3 ? ldca(a + idx[k]) : ldcg(a + idx[k]);
 #pragma unroll
             for (int k = 0; k < K; ++k) {
                 if (KIND == 2) stcg(b + idx[k], v[k]);
