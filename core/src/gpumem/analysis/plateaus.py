@@ -117,8 +117,12 @@ def knee_bracket(x: np.ndarray, samples: np.ndarray, lower: Plateau, high: float
     base = float(np.nanmedian(frac[on])) if on.any() else 0.0
     n = max(1, rows.shape[1])
     margin = max(min_margin, 4.0 * np.sqrt(max(base, 1.0 / n) * (1.0 - min(base, 0.999)) / n))
-    off = np.nonzero(frac > base + margin)[0]
-    if off.size == 0 or off[0] == 0:
+    above = frac > base + margin
+    # the first step off the level from a point on it: the plateau's own first point may
+    # still carry the previous knee's transition (an H200's first far-L2 point, just past the
+    # near partition, had 11 % slow accesses against the plateau's 8 %)
+    off = [i for i in range(1, xs.size) if above[i] and not above[i - 1]]
+    if not off:
         return None
-    i = int(off[0])
+    i = off[0]
     return float(xs[i - 1]), float(xs[i])
