@@ -146,3 +146,16 @@ def test_async_copy_moves_what_it_reports(cuda_device):
         footprint=8 * cuda_device.info.l2_bytes, ctas=cuda_device.info.sm_count, threads=512,
         ilp=16, width=16, kind="read", work=1 << 30))
     assert 0.2 * peak < res.gbs <= 1.05 * peak, (res.gbs, peak)
+
+
+def test_every_probe_asks_for_its_carveout(cuda_device):
+    """Chases and streams ask for the largest L1, shared-memory probes for the largest
+    shared side; the preference read back is recorded in the provenance."""
+    from gpumem.device import SmemRequest, StreamRequest
+
+    cuda_device.stream(StreamRequest(footprint=64 << 20, ctas=cuda_device.info.sm_count,
+                                     threads=256, ilp=1, width=16, kind="read"))
+    cuda_device.smem(SmemRequest(stride=1, warps=8, ilp=2, kind="throughput"))
+    prov = cuda_device.provenance()
+    assert prov["kernel_carveout_stream_percent"] in (0, -1)
+    assert prov["kernel_carveout_smem_percent"] in (100, -1)

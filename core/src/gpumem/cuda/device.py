@@ -37,6 +37,11 @@ _BANK_CONFIG = {0: 0, 4: 1, 8: 2}
 #: driver allows beside the kernel's own shared memory. Without it the driver picked a
 #: shared-memory-heavy split on the H200 and the L1 plateau ended at 22 KB.
 CHASE_CARVEOUT_PERCENT = 0
+#: The other probes: streams through L1 want it large too; shared-memory probes (and cp.async,
+#: which lands in shared memory) want the shared side large. Asked for explicitly every time,
+#: so no probe runs on a split another kernel left behind.
+STREAM_CARVEOUT_PERCENT = 0
+SHARED_CARVEOUT_PERCENT = 100
 
 
 STREAM_ORDER_CODES = {"coalesced": 0, "thread": 1, "warp": 2}
@@ -307,6 +312,7 @@ class CudaDevice(Device):
                 raise PointSkipped(f"{smem} B of shared memory per block")
             name = f"async_read<{req.ilp}>"
             kern = self._kernel("async_copy", name)
+            self.carveout["async_copy"] = self._set_carveout(kern, SHARED_CARVEOUT_PERCENT)
             if smem > 48 * 1024:
                 kern.max_dynamic_shared_size_bytes = smem
             args = (a, np.uint64(chunks), np.uint64(iters), np.int32(req.reverse), self._sink)
@@ -317,6 +323,7 @@ class CudaDevice(Device):
             kind = 3 if req.path == "ca" else STREAM_KIND_CODES[req.kind]
             name = f"stream<{req.width},{req.ilp},{STREAM_ORDER_CODES[req.order]},{kind}>"
             kern = self._kernel("stream", name)
+            self.carveout["stream"] = self._set_carveout(kern, STREAM_CARVEOUT_PERCENT)
             args = (a, b, np.uint64(chunks), np.uint64(iters), np.int32(req.reverse),
                     self._sink)
 
@@ -378,6 +385,7 @@ class CudaDevice(Device):
         blocks = self.info.sm_count * per_block
         out = cp.zeros(3 * blocks, dtype=cp.uint64)
         kern = self._kernel("smem", f"smem_throughput<{request.ilp}>")
+        self.carveout["smem"] = self._set_carveout(kern, SHARED_CARVEOUT_PERCENT)
         smem = request.ilp * threads * 4
         args = (np.int32(SMEM_THROUGHPUT_ITERATIONS), out, sink)
         kern((blocks,), (threads,), args, shared_mem=smem)  # warm-up
