@@ -21,38 +21,28 @@ template <> struct Vec<4> { typedef unsigned int T; };
 template <> struct Vec<8> { typedef uint2 T; };
 template <> struct Vec<16> { typedef uint4 T; };
 
-__device__ __forceinline__ unsigned int ldcg(const unsigned int* p) {
-    unsigned int v;
-    asm volatile("ld.global.cg.u32 %0, [%1];" : "=r"(v) : "l"(p));
-    return v;
+// Global loads of 4, 8 and 16 bytes with an explicit cache operator (OP: cg = L2 only,
+// ca = L1 and L2), one overload set per operator.
+#define GPUMEM_LOADS(NAME, OP)                                                              \
+__device__ __forceinline__ unsigned int NAME(const unsigned int* p) {                       \
+    unsigned int v;                                                                         \
+    asm volatile("ld.global." #OP ".u32 %0, [%1];" : "=r"(v) : "l"(p));                     \
+    return v;                                                                               \
+}                                                                                           \
+__device__ __forceinline__ uint2 NAME(const uint2* p) {                                     \
+    uint2 v;                                                                                \
+    asm volatile("ld.global." #OP ".v2.u32 {%0, %1}, [%2];" : "=r"(v.x), "=r"(v.y) : "l"(p)); \
+    return v;                                                                               \
+}                                                                                           \
+__device__ __forceinline__ uint4 NAME(const uint4* p) {                                     \
+    uint4 v;                                                                                \
+    asm volatile("ld.global." #OP ".v4.u32 {%0, %1, %2, %3}, [%4];"                         \
+                 : "=r"(v.x), "=r"(v.y), "=r"(v.z), "=r"(v.w) : "l"(p));                    \
+    return v;                                                                               \
 }
-__device__ __forceinline__ uint2 ldcg(const uint2* p) {
-    uint2 v;
-    asm volatile("ld.global.cg.v2.u32 {%0, %1}, [%2];" : "=r"(v.x), "=r"(v.y) : "l"(p));
-    return v;
-}
-__device__ __forceinline__ uint4 ldcg(const uint4* p) {
-    uint4 v;
-    asm volatile("ld.global.cg.v4.u32 {%0, %1, %2, %3}, [%4];"
-                 : "=r"(v.x), "=r"(v.y), "=r"(v.z), "=r"(v.w) : "l"(p));
-    return v;
-}
-__device__ __forceinline__ unsigned int ldca(const unsigned int* p) {
-    unsigned int v;
-    asm volatile("ld.global.ca.u32 %0, [%1];" : "=r"(v) : "l"(p));
-    return v;
-}
-__device__ __forceinline__ uint2 ldca(const uint2* p) {
-    uint2 v;
-    asm volatile("ld.global.ca.v2.u32 {%0, %1}, [%2];" : "=r"(v.x), "=r"(v.y) : "l"(p));
-    return v;
-}
-__device__ __forceinline__ uint4 ldca(const uint4* p) {
-    uint4 v;
-    asm volatile("ld.global.ca.v4.u32 {%0, %1, %2, %3}, [%4];"
-                 : "=r"(v.x), "=r"(v.y), "=r"(v.z), "=r"(v.w) : "l"(p));
-    return v;
-}
+GPUMEM_LOADS(ldcg, cg)
+GPUMEM_LOADS(ldca, ca)
+
 __device__ __forceinline__ void stcg(unsigned int* p, unsigned int v) {
     asm volatile("st.global.cg.u32 [%0], %1;" :: "l"(p), "r"(v) : "memory");
 }
