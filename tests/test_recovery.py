@@ -107,3 +107,28 @@ def test_replay_survives_mistimed_events(seed):
     # to any method and harmless
     assert max(fixed) == max(truth)
     assert max(naive) != max(truth)
+
+
+@pytest.mark.parametrize("sector", [32, 64, 128])
+def test_l2_fill_unit_is_recovered_with_near_and_far_hits(sector):
+    """A cold 4-byte-stride chase through an L2 whose hits cost 280 (near) or 530 (far)
+    cycles and whose misses cost 700, as on an H200: the fill unit is the planted sector, not
+    confused by the far hits (which a latency threshold at the midpoint would call misses)."""
+    from gpumem.experiments.cache_structure import _l2_fill_chase, _l2_fill_unit
+    from gpumem.experiments.chaselog import ChaseLog
+    from gpumem.sim.config import CacheLevel, Dram, SimConfig, Timer
+
+    l2 = 4 << 20
+    cfg = SimConfig(
+        name="t", arch="t", compute_capability="9.0", sm_count=2, clock_mhz=1000.0,
+        caches=[CacheLevel("l2", l2, 128, 16, 280.0, sector=sector, scope="gpu",
+                           partitions=2, far_latency=530.0, partition_masks=[1 << 12])],
+        paths={"cg": ["l2"]}, tlbs=[], dram=Dram(700.0),
+        timer=Timer(overhead=4, jitter=1.5, outlier_rate=0.002, outlier_cycles=1000),
+        memory_bytes=1 << 30,
+    ).validate()
+    log = ChaseLog(SimDevice(cfg, "t"))
+    _l2_fill_chase(log, l2, 1 << 30)
+    found = _l2_fill_unit(log.chases)
+    assert found is not None and found.value == sector
+    assert found.confidence >= 0.9

@@ -34,7 +34,7 @@ class BandwidthLevels(Experiment):
     name = "bandwidth_levels"
     summary = "read bandwidth over footprint through L1 (.ca) and L2 (.cg): level plateaus"
     probes = ("stream",)
-    version = "1"
+    version = "2"
     references = "RRZE gpu-benches gpu-cache / gpu-l2-cache; Mei & Chu sec. 5"
 
     def plan(self, ctx: RunContext) -> Plan:
@@ -52,9 +52,9 @@ class BandwidthLevels(Experiment):
                   Axis("footprint", tuple(grid), "byte", "buffer streamed by all SMs")],
             variables=[Var("gbs", ("repeat",), "GB/s", "bytes read per second, 10^9 byte/s"),
                        Var("seconds", ("repeat",), "s", "time of one timed run")],
-            inner={"repeat": np.arange(3 if ctx.quick else 5)},
+            inner={"repeat": np.arange(3 if ctx.quick else 10)},
             attrs={"threads": THREADS, "ilp": ILP, "width": WIDTH,
-                   "work_bytes": WORK, "repeats": 3 if ctx.quick else 5,
+                   "work_bytes": WORK, "repeats": 3 if ctx.quick else 10,
                    "order": "coalesced"},
         )
 
@@ -63,7 +63,7 @@ class BandwidthLevels(Experiment):
         a = self.plan(ctx).attrs
         return _repeat(device.stream, int(a["repeats"]), lambda r: StreamRequest(
             footprint=int(point["footprint"]), ctas=int(point["ctas"]), threads=THREADS, ilp=ILP,
-            width=WIDTH, path=str(point["path"]), kind="read", work=WORK,
+            width=WIDTH, path=str(point["path"]), kind="read", work=int(a["work_bytes"]),
             seed=ctx.seed * 1000 + r))
 
     def analyze(self, raw: xr.Dataset) -> list[Finding]:

@@ -8,6 +8,8 @@ number of banks, and whether stride 2 conflicts gives the bank width.
 
 ``smem_bandwidth`` follows sec. 6.1: warps x ILP independent loads per SM, bytes per cycle.
 
+Every point is timed ten times (issue 5: median, min and max per point); findings use medians.
+
 Findings: ``lat.smem``, ``smem.conflict_latency`` (indexed by ways), ``smem.banks``,
 ``smem.bank_width``; ``bw.smem`` (GB/s per SM), ``smem.peak_warps``.
 """
@@ -24,13 +26,23 @@ from gpumem.experiment import Axis, Experiment, Plan, RunContext, Var
 from gpumem.findings import Finding
 
 STRIDES = (0, 1, *range(2, 65, 2))
+REPEATS = 10        # timed runs per point (3 with --quick); the analysis takes the median
+
+
+def _repeats(ctx: RunContext) -> int:
+    return 3 if ctx.quick else REPEATS
+
+
+def _median(var: xr.DataArray) -> xr.DataArray:
+    """Median over repeats (runs written before repeats existed have none)."""
+    return var.median("repeat") if "repeat" in var.dims else var
 
 
 class SmemLatency(Experiment):
     name = "smem_latency"
     summary = "shared-memory latency over stride: bank conflicts, banks, bank width"
     probes = ("smem",)
-    version = "1"
+    version = "2"
     references = "Mei & Chu, IEEE TPDS 28(1), 2017, sec. 6.2 (shared_bankconflict.cu)"
 
     def plan(self, ctx: RunContext) -> Plan:
@@ -39,19 +51,23 @@ class SmemLatency(Experiment):
         return Plan(
             axes=[Axis("bank_mode", modes, "byte", "bank width the run is configured for"),
                   Axis("stride", strides, "1", "words between neighbouring threads")],
-            variables=[Var("latency", (), "cycle", "cycles per access, timer overhead removed")],
-            attrs={"width": 4, "iterations": 64},
+            variables=[Var("latency", ("repeat",), "cycle",
+                           "cycles per access, timer overhead removed")],
+            inner={"repeat": np.arange(_repeats(ctx))},
+            attrs={"width": 4, "iterations": 64, "repeats": _repeats(ctx)},
         )
 
     def measure(self, device: Device, point: Mapping[str, Any], ctx: RunContext
                 ) -> Mapping[str, Any]:
-        res = device.smem(SmemRequest(stride=int(point["stride"]),
-                                      bank_mode=int(point["bank_mode"]), seed=ctx.seed))
-        return {"latency": res.latency}
+        runs = [device.smem(SmemRequest(stride=int(point["stride"]),
+                                        bank_mode=int(point["bank_mode"]),
+                                        seed=ctx.seed * 1000 + r))
+                for r in range(_repeats(ctx))]
+        return {"latency": np.array([x.latency for x in runs])}
 
     def analyze(self, raw: xr.Dataset) -> list[Finding]:
         default = int(raw["bank_mode"].values[0])  # devices list their default mode first
-        lat = raw["latency"].where(raw["point_status"] == 0).sel(bank_mode=default)
+        lat = _median(raw["latency"]).where(raw["point_status"] == 0).sel(bank_mode=default)
         by_stride = {int(s): float(v) for s, v in zip(lat["stride"].values, lat.values)
                      if np.isfinite(v)}
         out: list[Finding] = []
@@ -91,7 +107,7 @@ class SmemBandwidth(Experiment):
     name = "smem_bandwidth"
     summary = "shared-memory throughput per SM over warps x ILP"
     probes = ("smem",)
-    version = "1"
+    version = "2"
     references = "Mei & Chu, IEEE TPDS 28(1), 2017, sec. 6.1 (shared_bandwidth.cu)"
 
     def plan(self, ctx: RunContext) -> Plan:
@@ -103,18 +119,22 @@ class SmemBandwidth(Experiment):
         return Plan(
             axes=[Axis("warps", warps, "1", "active warps per SM"),
                   Axis("ilp", ilps, "1", "independent loads per thread per iteration")],
-            variables=[Var("bytes_per_cycle", (), "byte/cycle", "bytes loaded per SM cycle")],
-            attrs={"width": 4, "stride": 1},
+            variables=[Var("bytes_per_cycle", ("repeat",), "byte/cycle",
+                           "bytes loaded per SM cycle")],
+            inner={"repeat": np.arange(_repeats(ctx))},
+            attrs={"width": 4, "stride": 1, "repeats": _repeats(ctx)},
         )
 
     def measure(self, device: Device, point: Mapping[str, Any], ctx: RunContext
                 ) -> Mapping[str, Any]:
-        res = device.smem(SmemRequest(stride=1, warps=int(point["warps"]),
-                                      ilp=int(point["ilp"]), kind="throughput", seed=ctx.seed))
-        return {"bytes_per_cycle": res.bytes_per_cycle}
+        runs = [device.smem(SmemRequest(stride=1, warps=int(point["warps"]),
+                                        ilp=int(point["ilp"]), kind="throughput",
+                                        seed=ctx.seed * 1000 + r))
+                for r in range(_repeats(ctx))]
+        return {"bytes_per_cycle": np.array([x.bytes_per_cycle for x in runs])}
 
     def analyze(self, raw: xr.Dataset) -> list[Finding]:
-        bpc = raw["bytes_per_cycle"].where(raw["point_status"] == 0)
+        bpc = _median(raw["bytes_per_cycle"]).where(raw["point_status"] == 0)
         if not np.isfinite(bpc.values).any():
             return []
         peak = float(bpc.max())
