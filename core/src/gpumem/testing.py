@@ -110,11 +110,14 @@ def random_cache(seed: int, max_size: int = 64 << 10, min_size: int = 2 << 10,
     return Planted(cfg, truth, desc, detail)
 
 
-def random_tlb(seed: int) -> Planted:
+def random_tlb(seed: int, near_far: bool = False) -> Planted:
     """Two TLB levels of random size, sets (unequal too) and penalties, pages 64 KB-2 MB.
 
     The L2 TLB holds more than twice the L1's entries: a cyclic chase misses an L2 no bigger
     than the L1 at every footprint the L1 misses, so no sweep can see it (nor would a design).
+    ``near_far``: the L2 has two partitions, hashed over the address bits the page-strided
+    chases vary, whose hits cost 280 (near) or 530 (far) cycles, as an H200's do: a line's
+    placement then moves its latency by ten times a TLB miss.
     """
     r = random.Random(seed)
     page = r.choice([64 << 10, 512 << 10, 2 << 20])
@@ -133,7 +136,11 @@ def random_tlb(seed: int) -> Planted:
     tlbs = [TlbLevel("tlb_l1", page, e1, e1, pen1),
             TlbLevel("tlb_l2", page, sum(ways2), ways2 if len(set(ways2)) > 1 else ways2[0],
                      pen2, index=idx)]
-    l2 = CacheLevel("l2", 8 << 20, 128, 16, 200.0, sector=32, scope="gpu", translate=True)
+    if near_far:
+        l2 = CacheLevel("l2", 8 << 20, 128, 16, 280.0, sector=32, scope="gpu", translate=True,
+                        partitions=2, far_latency=530.0, partition_masks=[0x7FFFF80])
+    else:
+        l2 = CacheLevel("l2", 8 << 20, 128, 16, 200.0, sector=32, scope="gpu", translate=True)
     cfg = SimConfig(name=f"planted-tlb-{seed}", arch="planted", compute_capability="9.0",
                     sm_count=1, clock_mhz=1000.0, caches=[l2], paths={"cg": ["l2"]},
                     tlbs=tlbs, dram=Dram(600.0), memory_bytes=16 << 30,

@@ -9,9 +9,16 @@ was below the threshold; which element it touched follows from the chain's defin
 (:func:`gpumem.chains.chain_offsets`), so nothing an analysis needs is lost. A threshold of
 ``-inf`` keeps every access (the small calibration chases).
 
+A *paired* chase visits a pattern of (first, second) offsets, the second in the same 32-byte
+sector as the first; its statistic is the pair difference (first minus second latency), which
+cancels whatever the two share (the line's L2 slice, near or far) and leaves what only the
+first pays (a TLB miss). For a paired chase the events are pairs: ``event_access`` is the
+first access's position, ``event_latency`` the difference, and ``median_latency`` the median
+difference.
+
 Dataset schema (documented in docs/results.md): dimension ``chase`` with ``path``, ``stage``,
 ``footprint``, ``stride``, ``order``, ``warmup``, ``record``, ``timer_overhead``,
-``median_latency``, ``event_threshold``, ``pattern_len``; dimension ``pattern_pos`` with
+``median_latency``, ``event_threshold``, ``paired``, ``pattern_len``; dimension ``pattern_pos`` with
 ``pattern`` (chase, pattern_pos; -1 padded); dimension ``event`` with ``event_chase``,
 ``event_access``, ``event_index``, ``event_latency``. Latencies exclude the timer overhead.
 """
@@ -50,6 +57,7 @@ class Chase:
     ev_access: np.ndarray = field(default_factory=lambda: np.empty(0, np.int64))
     ev_index: np.ndarray = field(default_factory=lambda: np.empty(0, np.int64))
     ev_latency: np.ndarray = field(default_factory=lambda: np.empty(0))
+    paired: bool = False
 
     def elements(self) -> np.ndarray:
         """Element index of every recorded access (reconstructed from the chain)."""
@@ -87,11 +95,15 @@ class ChaseLog:
 
     def run(self, *, path: str, stage: str, footprint: int, stride: int, passes: float = 1,
             warmup: int | None = None, order: str = "sequential", threshold: float = -np.inf,
-            pattern: tuple[int, ...] = (), record: int | None = None) -> Chase | None:
+            pattern: tuple[int, ...] = (), record: int | None = None, paired: bool = False
+            ) -> Chase | None:
         """One chase: ``warmup`` accesses (default one pass), then ``passes`` passes recorded.
+        ``paired``: a pattern chase of (first, second) offsets, logged as pair differences.
 
         Returns ``None`` (and logs nothing) when the device skips the footprint.
         """
+        if paired and (order != "pattern" or len(pattern) % 2):
+            raise ValueError("a paired chase needs a pattern of (first, second) offsets")
         per = len(pattern) if order == "pattern" else footprint // stride
         rec = record if record is not None else max(1, int(round(passes * per)))
         warm = per if warmup is None else warmup
@@ -104,11 +116,17 @@ class ChaseLog:
             return None
         self.progress(1)
         lat = res.latency - res.timer_overhead
+        index = res.index
+        at = np.arange(rec)
+        if paired:  # one value per pair: first minus second, at the first's position
+            first = np.nonzero((warm + at[:-1]) % 2 == 0)[0]
+            lat = lat[first] - lat[first + 1]
+            index, at = index[first], first
         keep = np.nonzero(lat >= threshold)[0][:MAX_EVENTS_PER_CHASE]
         c = Chase(len(self.chases), path, stage, footprint, stride, order, warm, rec,
                   float(res.timer_overhead), float(np.median(lat)), float(threshold),
-                  tuple(pattern), seed, keep.astype(np.int64), res.index[keep].astype(np.int64),
-                  lat[keep].astype(float))
+                  tuple(pattern), seed, at[keep].astype(np.int64), index[keep].astype(np.int64),
+                  lat[keep].astype(float), paired)
         self.chases.append(c)
         return c
 
@@ -152,6 +170,8 @@ def chases_to_dataset(chases: list[Chase]) -> xr.Dataset:
                                 "median latency of the recorded accesses"),
             "event_threshold": v("chase", np.array([c.threshold for c in chases]), "cycle",
                                  "accesses at or above this latency are kept as events"),
+            "paired": v("chase", np.array([c.paired for c in chases], np.int8), "1",
+                        "1: events and median are pair differences (first - second)"),
             "pattern": (("chase", "pattern_pos"), pattern,
                         {"units": "byte", "long_name": "pattern offsets (-1: none)"}),
             "event_chase": v("event", ev_chase, "1", "chase the event belongs to"),
@@ -187,5 +207,6 @@ def chases_from_dataset(ds: xr.Dataset) -> list[Chase]:
             float(ds["median_latency"].values[i]), float(ds["event_threshold"].values[i]),
             tuple(int(p) for p in pat[pat >= 0]), int(ds["seed"].values[i]),
             ds["event_access"].values[sel], ds["event_index"].values[sel],
-            ds["event_latency"].values[sel]))
+            ds["event_latency"].values[sel],
+            bool(ds["paired"].values[i]) if "paired" in ds else False))
     return out

@@ -1,8 +1,13 @@
 """``tlb_structure``: page size and TLB levels from page-strided chases (Mei & Chu sec. 4).
 
-One thread chases one element per page through the L2-only path (``cg``), so every access
-hits the L2 and only address translation changes its latency. Successive pages are shifted
-by one cache line, so they do not all fall into one L2 set.
+One thread chases two elements per page through the L2-only path (``cg``): the first element
+of the page, then the next word of the same sector. Both hit the L2 in the same slice, so
+their latencies differ only by what the first pays alone: the TLB miss (the second finds the
+translation the first brought). Every decision uses that pair difference (see
+:mod:`gpumem.experiments.chaselog`, paired chases), not raw latencies: on an H200 the L2 hits
+themselves spread over 280 (near) to 540 (far) cycles, and a median of one access per page
+moved with the near/far mix of the lines chosen by more than a TLB miss costs. Successive
+pages are shifted by one cache line, so they do not all fall into one L2 set.
 
 1. ``l1``: at a large stride (32 MB) the footprint grows until the median latency rises: the
    first L1-TLB overflow gives its entries E1 (a fully associative LRU TLB with E1 + 1 pages
@@ -49,7 +54,7 @@ class TlbStructure(Experiment):
     name = "tlb_structure"
     summary = "page size, TLB levels: entries, sets (unequal too), ways, miss penalties"
     probes = ("pointer_chase",)
-    version = "1"
+    version = "2"
     references = ("Mei & Chu, Dissecting GPU Memory Hierarchy through Microbenchmarking, "
                   "IEEE TPDS 28(1), 2017, sec. 4 (TLB)")
 
@@ -69,6 +74,11 @@ class TlbStructure(Experiment):
         return _analyse(chases_from_dataset(raw))
 
 
+def paired_pattern(pages: int, stride: int) -> tuple[int, ...]:
+    """Byte offsets: for each page, its first element and the word after it."""
+    return tuple(o for i in range(pages) for o in (i * stride, i * stride + 4))
+
+
 def max_stride(memory: int) -> int:
     """Largest power of two <= 32 MB that lets 128 pages fit in the device's memory."""
     limit = min(MAX_STRIDE, max(memory // 128, MIN_PAGE))
@@ -81,16 +91,18 @@ class _TlbSearch:
         self.threshold = -np.inf
         self.top = max_stride(memory)
 
-    def chase(self, stage: str, pages: int, page: int) -> Chase | None:
+    def chase(self, stage: str, pages: int, page: int, passes: int = PASSES,
+              threshold: float | None = None) -> Chase | None:
         stride = _stride(page)
         if pages * stride > self.memory // 2:
             return None
         return self.log.run(path=self.path, stage=stage, footprint=pages * stride,
-                            stride=stride, passes=PASSES, threshold=self.threshold)
+                            stride=stride, passes=passes, order="pattern",
+                            pattern=paired_pattern(pages, stride), paired=True,
+                            threshold=self.threshold if threshold is None else threshold)
 
     def run(self) -> None:
-        base = self.log.run(path=self.path, stage="base", footprint=4 * (64 << 10),
-                            stride=64 << 10, passes=64)
+        base = self.chase("base", 4, 64 << 10, passes=64, threshold=-np.inf)
         if base is None:
             return
         t0 = base.median
@@ -163,14 +175,14 @@ class _TlbSearch:
 
 def rise_threshold(base: Chase) -> float:
     """Cycles a median must rise to mark a new TLB level: DELTA, or three median absolute
-    deviations of the TLB-hit latencies plus 1 % of their median where they spread more. An
-    H200's L2 hits spread over 264-279 cycles (near and far lines), and chases over other
-    lines moved the median by 7 cycles without any TLB miss."""
+    deviations of the TLB-hit values plus 1 % of their median where they spread more (pair
+    differences of TLB hits spread by the timer's jitter only; the raw latencies of version 1
+    runs spread with the lines' L2 placement)."""
     lat = base.ev_latency
     if lat.size < 8:
         return DELTA
     mad = float(np.median(np.abs(lat - np.median(lat))))
-    return max(DELTA, 3.0 * mad + 0.01 * float(np.median(lat)))
+    return max(DELTA, 3.0 * mad + 0.01 * abs(float(np.median(lat))))
 
 
 def _misses(c: Chase, thr: float) -> dict[int, int]:
@@ -196,7 +208,7 @@ def _analyse(chases: list[Chase]) -> list[Finding]:
             top = max(l1, key=lambda c: c.footprint)
             out.append(Finding(
                 "tlb.no_level_below", int(top.footprint), "byte", 0.8,
-                f"no median rose {delta:.1f} cycles above the TLB-hit latency ({t0:.0f}) up "
+                f"no median rose {delta:.1f} cycles above the TLB-hit value ({t0:.0f}) up "
                 f"to {_pages(top)} pages at a {top.stride >> 20} MB stride: any TLB level "
                 f"reaches further, or costs less than the hit latencies spread"))
         return out
@@ -219,7 +231,8 @@ def _analyse(chases: list[Chase]) -> list[Finding]:
                     f"{n1} pages at a {(risen[0].stride - SHIFT) >> 20} MB stride miss, {e1} "
                     f"do not"),
             Finding("tlb_l1.miss_penalty", round(t1 - t0, 2), "cycle", 0.9,
-                    "median with one page past the L1 TLB minus the TLB-hit median")]
+                    "median with one page past the L1 TLB minus the TLB-hit median "
+                    "(pair differences: first access of a page minus the next word)")]
     if len(e1_miss) >= n1 - 1:  # every page misses: one LRU set holds them all
         out += [Finding("tlb_l1.ways", int(e1), "1", 0.8, "all pages miss at one overflow"),
                 Finding("tlb_l1.sets", 1, "1", 0.8, "fully associative")]
