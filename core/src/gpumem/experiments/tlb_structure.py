@@ -41,6 +41,7 @@ MAX_STRIDE = 32 << 20
 MIN_PAGE = 64 << 10
 SHIFT = 128          # bytes added per page so that the accesses spread over L2 sets
 PASSES = 8
+MIN_PAIRS = 2 * PASSES   # pairs in the smallest chase a median is taken of (2 pages)
 MAX_PAGES = 4096
 DELTA = 2.5          # cycles: a median this much above the level below is a new level (at
                      # least; more where the hit latency itself spreads, see rise_threshold)
@@ -174,14 +175,22 @@ class _TlbSearch:
 
 
 def rise_threshold(base: Chase) -> float:
-    """Cycles a median must rise to mark a new TLB level: DELTA, or three median absolute
-    deviations of the TLB-hit values plus 1 % of their median where they spread more (pair
-    differences of TLB hits spread by the timer's jitter only; the raw latencies of version 1
-    runs spread with the lines' L2 placement)."""
+    """Cycles a median must rise to mark a new TLB level.
+
+    Paired chases (version 2): three standard errors of the difference of two medians of
+    pair differences, each over at least MIN_PAIRS pairs whose spread is the base chase's
+    (an H200's clock64 reads spread a TLB-hit pair difference over +-10 cycles, while the
+    medians of 16 pairs move by about 2), and at least DELTA. Raw latencies (version 1 runs):
+    three median absolute deviations plus 1 % of the median, since there the medians moved
+    with the lines' L2 placement, not by chance."""
     lat = base.ev_latency
     if lat.size < 8:
         return DELTA
     mad = float(np.median(np.abs(lat - np.median(lat))))
+    if base.paired:
+        sigma = 1.4826 * mad                     # normal-consistent spread of one pair
+        se_median = 1.2533 * sigma / np.sqrt(MIN_PAIRS)
+        return max(DELTA, 3.0 * np.sqrt(2.0) * se_median)
     return max(DELTA, 3.0 * mad + 0.01 * abs(float(np.median(lat))))
 
 
@@ -221,7 +230,9 @@ def _analyse(chases: list[Chase]) -> list[Finding]:
             break
         page = c.stride - SHIFT
     out.append(Finding("tlb.page", int(page), "byte", 0.9,
-                       f"smallest stride at which {n1} accesses each miss the L1 TLB"))
+                       f"smallest stride at which {n1} accesses each miss the L1 TLB: the "
+                       f"span one entry maps (the MMU page, or more where entries cover "
+                       f"several pages)"))
     l2 = sorted((c for c in chases if c.stage == "l2"), key=_pages)
     if not l2:
         return out
@@ -239,6 +250,12 @@ def _analyse(chases: list[Chase]) -> list[Finding]:
     out.append(Finding("tlb_l1.reach", int(e1 * page), "byte", 0.9, "entries x page"))
     risen2 = [c for c in l2 if c.median >= t1 + delta]
     if not risen2:
+        top = max(l2, key=lambda c: c.footprint)
+        out.append(Finding(
+            "tlb_l2.no_level_below", int(top.footprint), "byte", 0.8,
+            f"no median rose {delta:.1f} cycles above the L1-TLB-miss value ({t1:.0f}) up to "
+            f"{_pages(top)} pages of {int(page) >> 20} MB: a second TLB level, if any, "
+            f"reaches further (the chase's 4-byte elements cap footprints at 16 GiB)"))
         return out
     t2 = max(l2, key=_pages).median  # the longest chase: (nearly) every access misses
     thr2 = (t1 + t2) / 2
