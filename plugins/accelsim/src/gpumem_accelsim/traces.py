@@ -1,0 +1,354 @@
+"""Synthetic Accel-Sim traces for gpumem's probes.
+
+Accel-Sim replays SASS traces that NVBit records on a real GPU. gpumem's probes are so simple
+that their traces can be written directly from a request, with the same chains
+(:mod:`gpumem.chains`) and the same address orderings as the CUDA kernels: no GPU, no NVBit.
+
+A trace directory holds ``kernelslist.g`` and one ``kernel-N.traceg`` per launch, in the
+format of Accel-Sim's trace parser (tracer version 5: a ``-key = value`` header closed by a
+``#`` line, then ``#BEGIN_TB`` blocks, one per CTA in launch order, each warp's instructions
+``PC mask ndst [Rd] OPCODE nsrc [Rs] width [mode addresses] imm`` ending in ``EXIT``).
+
+Each probe is several kernels whose cycle counts are subtracted, because a kernel's
+``gpu_sim_cycle`` includes the launch latency and the drain, and the simulator flushes L1
+between kernels (``-gpgpu_flush_l1_cache 1``, as the hardware does):
+
+* pointer chase: ``warmup`` (the first ``request.warmup`` accesses, so L2 holds what a warm
+  chase finds), ``base`` (the same accesses again) and ``timed`` (those accesses followed by
+  the ``record`` timed ones, in the same kernel, so L1 is as warm as on hardware). The mean
+  latency is ``(cycles(timed) - cycles(base)) / record``. Without warm-up (a cold chase)
+  ``base`` is an empty kernel.
+* stream: ``empty`` (the same grid, every warp exits at once), an optional ``warmup`` run and
+  the ``timed`` run; the run took ``cycles(timed) - cycles(empty)``.
+
+The kernels run in the order of :attr:`TraceSet.kernels`; their ``uid`` is the
+``kernel_launch_uid`` Accel-Sim prints for them. Nothing copies data to the GPU
+(``MemcpyHtoD`` would pre-fill L2 and spoil DRAM-resident chases).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+
+from gpumem.chains import chain_offsets
+from gpumem.device import ChaseRequest, StreamRequest
+from gpumem.errors import ProbeUnsupported
+
+#: Binary versions (SASS opcode maps) Accel-Sim's trace-driven front end accepts.
+BINARY_VERSIONS = (35, 60, 61, 70, 75, 80, 86)
+TRACER_VERSION = 5
+NVBIT_VERSION = "1.5.5"
+WARP = 32
+
+#: Where the synthetic buffers live (a user-space address as NVBit reports them).
+GLOBAL_BASE = 0x00007F8000000000
+#: Second buffer of a write or copy stream (far above any footprint gpumem simulates).
+GLOBAL_BASE_B = 0x00007FC000000000
+SHMEM_BASE = 0x00007F0000000000
+LOCAL_BASE = 0x00007F1000000000
+
+#: Chase loads unrolled per loop iteration (the PCs of a loop body repeat, as in a real loop).
+CHASE_UNROLL = 8
+#: Largest trace (warp instructions over all kernels) the generators write by default:
+#: a few seconds of simulation at the speeds seen (about 100 K thread-instructions/s).
+MAX_WARP_INSTS = 200_000
+
+_FORMAT_LINE = ("#traces format = [line_num] PC mask dest_num [reg_dests] opcode src_num "
+                "[reg_srcs] mem_width [adrrescompress?] [mem_addresses] immediate")
+_WIDTH_SUFFIX = {4: "", 8: ".64", 16: ".128"}
+#: Opcode suffix per load path. ``ca``: a plain LDG, cached in L1 (unless the config sets
+#: ``-gpgpu_gmem_skip_L1D 1``); ``cg``: a .STRONG.GPU load, which Accel-Sim always sends past
+#: L1 (cache operator CACHE_GLOBAL); ``nc``: the read-only path, cached in L1 like ``ca``
+#: (Accel-Sim has no separate read-only cache for LDG).
+_PATH_SUFFIX = {"ca": "", "cg": ".STRONG.GPU", "nc": ".CONSTANT.SYS"}
+
+
+class TraceTooLarge(ValueError):
+    """The trace would take too long to simulate (more warp instructions than allowed)."""
+
+
+@dataclass(frozen=True)
+class TraceKernel:
+    """One launch of a trace: its ``kernel_launch_uid``, role, name and file."""
+
+    uid: int
+    role: str
+    name: str
+    file: str
+    warp_insts: int
+    thread_insts: int
+
+
+@dataclass(frozen=True)
+class TraceSet:
+    """What a generator wrote: the kernels in launch order and what the timed one does.
+
+    ``accesses``: chase accesses timed (``record``), or thread-level memory instructions of
+    one stream run; ``bytes``: bytes the timed stream kernel moves (read + written), 0 for
+    a chase.
+    """
+
+    directory: Path
+    kernels: tuple[TraceKernel, ...]
+    accesses: int
+    bytes: int = 0
+
+    @property
+    def kernelslist(self) -> Path:
+        return self.directory / "kernelslist.g"
+
+    def uid(self, role: str) -> int:
+        """Launch uid of the kernel playing ``role`` (``timed``, ``base``, ``empty``...)."""
+        for k in self.kernels:
+            if k.role == role:
+                return k.uid
+        raise KeyError(f"no {role!r} kernel in this trace (roles: "
+                       f"{', '.join(k.role for k in self.kernels)})")
+
+    @property
+    def warp_insts(self) -> int:
+        return sum(k.warp_insts for k in self.kernels)
+
+
+def load_opcode(width: int, path: str) -> str:
+    """SASS opcode of a global load of ``width`` bytes through ``path`` (``LDG.E.128``...)."""
+    if width not in _WIDTH_SUFFIX:
+        raise ValueError(f"load width must be 4, 8 or 16 bytes, got {width}")
+    if path not in _PATH_SUFFIX:
+        raise ProbeUnsupported(f"Accel-Sim traces have no '{path}' load path "
+                               f"(paths: {', '.join(_PATH_SUFFIX)})")
+    return "LDG.E" + _WIDTH_SUFFIX[width] + _PATH_SUFFIX[path]
+
+
+def store_opcode(width: int) -> str:
+    """SASS opcode of a global store of ``width`` bytes that bypasses L1 (``st.global.cg``)."""
+    if width not in _WIDTH_SUFFIX:
+        raise ValueError(f"store width must be 4, 8 or 16 bytes, got {width}")
+    return "STG.E" + _WIDTH_SUFFIX[width] + ".STRONG.GPU"
+
+
+def _header(name: str, uid: int, grid: int, block: int, nregs: int,
+            binary_version: int) -> list[str]:
+    return [
+        f"-kernel name = {name}",
+        f"-kernel id = {uid}",
+        f"-grid dim = ({grid},1,1)",
+        f"-block dim = ({block},1,1)",
+        "-shmem = 0",
+        f"-nregs = {nregs}",
+        f"-binary version = {binary_version}",
+        "-cuda stream id = 0",
+        f"-shmem base_addr = 0x{SHMEM_BASE:016x}",
+        f"-local mem base_addr = 0x{LOCAL_BASE:016x}",
+        f"-nvbit version = {NVBIT_VERSION}",
+        f"-accelsim tracer version = {TRACER_VERSION}",
+        "-enable lineinfo = 0",
+        "",
+        _FORMAT_LINE,
+        "",
+    ]
+
+
+def _mem_line(pc: int, mask: int, dsts: tuple[int, ...], opcode: str, srcs: tuple[int, ...],
+              width: int, addrs: np.ndarray) -> str:
+    """One memory instruction; addresses of the active lanes in lane order. An arithmetic
+    run is written as ``1 base stride`` (address mode 1), anything else lane by lane."""
+    d = " ".join(f"R{r}" for r in dsts)
+    s = " ".join(f"R{r}" for r in srcs)
+    head = f"{pc:04x} {mask:08x} {len(dsts)}{' ' + d if d else ''} {opcode} {len(srcs)}"
+    head += f" {s}" if s else ""
+    a = np.asarray(addrs, dtype=np.int64)
+    if a.size > 1 and np.all(np.diff(a) == a[1] - a[0]):
+        return f"{head} {width} 1 0x{int(a[0]):016x} {int(a[1] - a[0])} 0"
+    listed = " ".join(f"0x{int(x):016x}" for x in a)
+    return f"{head} {width} 0 {listed} 0"
+
+
+def _plain_line(pc: int, mask: int, opcode: str) -> str:
+    return f"{pc:04x} {mask:08x} 0 {opcode} 0 0 0"
+
+
+def _lanes_mask(lanes: int) -> int:
+    return (1 << lanes) - 1
+
+
+def _write_kernel(path: Path, header: list[str], ctas: list[list[tuple[int, list[str]]]]) -> None:
+    """Write a trace file: header, then per CTA its warps' (live lanes, instruction lines)."""
+    out = list(header)
+    for cta, warps in enumerate(ctas):
+        out += ["#BEGIN_TB", "", f"thread block = {cta},0,0", ""]
+        for w, (_lanes, lines) in enumerate(warps):
+            out += [f"warp = {w}", f"insts = {len(lines)}", *lines, ""]
+        out += ["#END_TB", ""]
+    path.write_text("\n".join(out) + "\n")
+
+
+def _write_list(directory: Path, kernels: list[TraceKernel]) -> None:
+    (directory / "kernelslist.g").write_text("".join(k.file + "\n" for k in kernels))
+
+
+def _check_version(binary_version: int) -> None:
+    if binary_version not in BINARY_VERSIONS:
+        raise ValueError(f"binary version {binary_version} is not one Accel-Sim accepts "
+                         f"({', '.join(map(str, BINARY_VERSIONS))})")
+
+
+def _check_size(warp_insts: int, limit: int) -> None:
+    if warp_insts > limit:
+        raise TraceTooLarge(f"the trace would hold {warp_insts} warp instructions, over the "
+                            f"limit of {limit} (minutes of simulation); shrink the request")
+
+
+# ---- pointer chase ------------------------------------------------------------------------
+
+def chase_trace(directory: str | Path, request: ChaseRequest, *, binary_version: int = 70,
+                base: int = GLOBAL_BASE, unroll: int = CHASE_UNROLL,
+                max_warp_insts: int = MAX_WARP_INSTS) -> TraceSet:
+    """Write the traces of a pointer chase into ``directory`` (created if missing).
+
+    One CTA of one thread: a chain of dependent loads (each load's destination register is
+    the next load's address register), over the byte offsets :func:`gpumem.chains.
+    chain_offsets` gives, at ``base + offset``. Loads are ``element`` bytes wide (``LDG.E``
+    or ``LDG.E.64``), through ``request.path`` (see :func:`load_opcode`); ``tex`` has no
+    trace form. ``unroll`` loads form one loop iteration, closed by a ``BRA``.
+    """
+    request.validate()
+    _check_version(binary_version)
+    opcode = load_opcode(request.element, request.path)
+    warm, record = request.warmup, request.record
+    total = warm + record
+    offsets = chain_offsets(request.footprint, request.stride, request.order, request.seed,
+                            total, element=request.element, pattern=request.pattern)
+    addrs = base + offsets
+    plan = ([("warmup", warm)] if warm else []) + [("base", warm), ("timed", total)]
+    n_insts = [n + -(-n // unroll) + 1 for _r, n in plan]
+    _check_size(sum(n_insts), max_warp_insts)
+    directory = Path(directory)
+    directory.mkdir(parents=True, exist_ok=True)
+    kernels = []
+    for uid, ((role, n), count) in enumerate(zip(plan, n_insts, strict=True), start=1):
+        lines = []
+        for i in range(n):
+            slot = i % unroll
+            lines.append(_mem_line(slot * 0x10, 1, (2,), opcode, (2,), request.element,
+                                   addrs[i:i + 1]))
+            if slot == unroll - 1 or i == n - 1:
+                lines.append(_plain_line(unroll * 0x10, 1, "BRA"))
+        lines.append(_plain_line((unroll + 1) * 0x10, 1, "EXIT"))
+        assert len(lines) == count
+        name = f"gpumem_chase_{role}"
+        file = f"kernel-{uid}.traceg"
+        _write_kernel(directory / file, _header(name, uid, 1, 1, 16, binary_version),
+                      [[(1, lines)]])
+        kernels.append(TraceKernel(uid, role, name, file, count, count))
+    _write_list(directory, kernels)
+    return TraceSet(directory, tuple(kernels), accesses=record)
+
+
+# ---- stream -------------------------------------------------------------------------------
+
+def stream_shape(request: StreamRequest) -> tuple[int, int, int]:
+    """(elements per chunk, chunks in the buffer, iterations) of a stream, as the CUDA
+    stream kernel computes them: a chunk is one load of every thread's ``ilp``."""
+    elems = request.footprint // request.width
+    chunk = request.ctas * request.threads * request.ilp
+    chunks = elems // chunk
+    if chunks < 1:
+        raise ValueError("the footprint is smaller than one chunk of the grid "
+                         f"({chunk} elements of {request.width} B)")
+    iters = -(-(request.bytes_per_direction // request.width) // chunk)
+    return chunk, chunks, iters
+
+
+def stream_elements(request: StreamRequest, tid: np.ndarray, it: int, k: int) -> np.ndarray:
+    """Element index load ``k`` of iteration ``it`` reads, for global thread ids ``tid``:
+    the CUDA stream kernel's formula (``gpumem/cuda/kernels/stream.cu``)."""
+    chunk, chunks, _iters = stream_shape(request)
+    nthreads = request.ctas * request.threads
+    c = it % chunks
+    if request.reverse:
+        c = chunks - 1 - c
+    base = c * chunk
+    if request.order == "coalesced":
+        return base + k * nthreads + tid
+    if request.order == "thread":
+        return base + tid * request.ilp + k
+    return base + ((tid >> 5) * request.ilp + k) * WARP + (tid & 31)
+
+
+def stream_trace(directory: str | Path, request: StreamRequest, *, binary_version: int = 70,
+                 base: int = GLOBAL_BASE, base_b: int = GLOBAL_BASE_B, warmup: bool = True,
+                 max_warp_insts: int = MAX_WARP_INSTS) -> TraceSet:
+    """Write the traces of a streaming run into ``directory`` (created if missing).
+
+    ``request.ctas`` CTAs of ``request.threads`` threads; per iteration every thread issues
+    ``ilp`` independent loads of ``width`` bytes (reads), stores (writes) or both (copy:
+    load k, then store it to the second buffer), in the address order of the CUDA kernel;
+    the iterations run until ``bytes_per_direction`` are moved, wrapping around the buffer.
+    The loads' destination registers are reused each iteration, so at most ``ilp`` loads
+    per warp are in flight, as the fold of the values enforces on hardware. Reads go through
+    ``request.path`` (:func:`load_opcode`), stores bypass L1.
+    """
+    request.validate()
+    _check_version(binary_version)
+    width, ilp, kind = request.width, request.ilp, request.kind
+    ld = load_opcode(width, request.path) if kind != "write" else ""
+    st = store_opcode(width) if kind != "read" else ""
+    chunk, _chunks, iters = stream_shape(request)
+    warps_per_cta = -(-request.threads // WARP)
+    per_iter = ilp * (2 if kind == "copy" else 1) + 1
+    loop_insts = iters * per_iter + 1
+    plan = [("empty", 1)] + ([("warmup", loop_insts)] if warmup else []) + \
+        [("timed", loop_insts)]
+    total_warps = request.ctas * warps_per_cta
+    _check_size(sum(n for _r, n in plan) * total_warps, max_warp_insts)
+    regs = width // 4
+    dst = [4 + k * regs for k in range(ilp)]
+    nregs = -(-(4 + ilp * regs) // 8) * 8
+    bra_pc = (per_iter - 1) * 0x10
+    exit_pc = bra_pc + 0x10
+
+    def warp_lines(cta: int, w: int) -> tuple[int, list[str]]:
+        lanes = min(WARP, request.threads - w * WARP)
+        mask = _lanes_mask(lanes)
+        tid = cta * request.threads + w * WARP + np.arange(lanes, dtype=np.int64)
+        lines = []
+        for it in range(iters):
+            pc = 0
+            for k in range(ilp):
+                elem = stream_elements(request, tid, it, k)
+                if kind != "write":
+                    lines.append(_mem_line(pc, mask, (dst[k],), ld, (2,), width,
+                                           base + elem * width))
+                    pc += 0x10
+                if kind != "read":
+                    src = (2, dst[k]) if kind == "copy" else (2, 4)
+                    lines.append(_mem_line(pc, mask, (), st, src, width,
+                                           base_b + elem * width))
+                    pc += 0x10
+            lines.append(_plain_line(bra_pc, mask, "BRA"))
+        lines.append(_plain_line(exit_pc, mask, "EXIT"))
+        return lanes, lines
+
+    timed_ctas = [[warp_lines(c, w) for w in range(warps_per_cta)]
+                  for c in range(request.ctas)]
+    empty_ctas = [[(lanes, [_plain_line(exit_pc, _lanes_mask(lanes), "EXIT")])
+                   for lanes, _ in warps] for warps in timed_ctas]
+    directory = Path(directory)
+    directory.mkdir(parents=True, exist_ok=True)
+    kernels = []
+    for uid, (role, n) in enumerate(plan, start=1):
+        name = f"gpumem_stream_{role}"
+        file = f"kernel-{uid}.traceg"
+        _write_kernel(directory / file,
+                      _header(name, uid, request.ctas, request.threads, nregs, binary_version),
+                      empty_ctas if role == "empty" else timed_ctas)
+        kernels.append(TraceKernel(uid, role, name, file, n * total_warps,
+                                   n * request.ctas * request.threads))
+    _write_list(directory, kernels)
+    moved = iters * chunk * width * (2 if kind == "copy" else 1)
+    accesses = iters * chunk * (2 if kind == "copy" else 1)
+    return TraceSet(directory, tuple(kernels), accesses=accesses, bytes=moved)
