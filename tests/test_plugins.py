@@ -122,7 +122,8 @@ def test_list_plugins_json_has_exactly_the_documented_keys(cli):
     assert isinstance(data, list) and data
     for d in data:
         assert set(d) == {"name", "distribution", "version", "status", "error", "contributes"}
-        assert set(d["contributes"]) == {"experiments", "devices", "simulators", "architectures"}
+        assert set(d["contributes"]) == {"experiments", "devices", "simulators", "architectures",
+                                         "formats"}
         assert all(isinstance(v, list) for v in d["contributes"].values())
         assert d["status"] in ("ok", "error")
 

@@ -24,6 +24,7 @@ if TYPE_CHECKING:
     from gpumem.device import DeviceBackend, DeviceInfo, KernelSource
     from gpumem.experiment import Experiment
     from gpumem.findings import Expected
+    from gpumem.formats import Format
     from gpumem.simulator import Simulator
 
 hookspec = pluggy.HookspecMarker("gpumem")
@@ -200,7 +201,9 @@ def gpumem_simulator_config(arch: str, simulator: str) -> Any:
     """Return the configuration ``simulator`` needs to imitate ``arch``, or ``None``.
 
     Stops at the first non-``None`` result. For the built-in ``sim`` it is a
-    :class:`gpumem.sim.SimConfig`; other simulators document their own type.
+    :class:`gpumem.sim.SimConfig`; other simulators document their own type (``accelsim``
+    takes a :class:`pathlib.Path` of a directory holding ``gpgpusim.config`` and
+    ``trace.config``, so an architecture plugin ships its base config as plain files).
 
     :param arch: the architecture name.
     :param simulator: the simulator name (``sim``, ``accelsim``, ...).
@@ -216,4 +219,40 @@ def gpumem_simulator_config(arch: str, simulator: str) -> Any:
             if arch == "hopper" and simulator == "sim":
                 return SimConfig.from_toml(files("gpumem_hopper").joinpath("sim.toml").read_text())
             return None
+    """
+
+
+# ---------------------------------------------------------------------------------------------
+# Interoperability hooks
+# ---------------------------------------------------------------------------------------------
+
+
+@hookspec
+def gpumem_register_formats(register: Callable[[Format], None]) -> None:
+    """Contribute file formats of other tools: ``gpumem import NAME`` and ``export NAME``.
+
+    A :class:`gpumem.formats.Format` overrides ``import_file`` (the other tool's file into a
+    simulator config or a run directory), ``export_run`` (a measured run into the other tool's
+    input files), or both, and returns a :class:`gpumem.formats.Converted` with the paths it
+    wrote and a warning for everything one side cannot express.
+
+    :param register: call once per format instance.
+
+    Example::
+
+        from gpumem import hookimpl
+        from gpumem.formats import Converted, Format
+
+        class Csv(Format):
+            name = "csv"
+            summary = "findings as CSV"
+            exports = "findings.csv"
+
+            def export_run(self, run, out, *, arch=None, target=None):
+                ...  # write out / "findings.csv"
+                return Converted([out / "findings.csv"])
+
+        @hookimpl
+        def gpumem_register_formats(register):
+            register(Csv())
     """

@@ -8,7 +8,7 @@ the group ``gpumem`` (sorted by name, after core's built-in plugin):
 1. skip it when ``GPUMEM_DISABLE_PLUGINS`` names it, or when ``GPUMEM_LOAD_PLUGINS`` is set and
    does not name it (both comma-separated entry-point names; core's built-in is always loaded);
 2. import it and register it with pluggy, inside try/except;
-3. collect what it registers (architectures, experiments, devices, simulators); a name
+3. collect what it registers (architectures, experiments, devices, simulators, formats); a name
    another plugin already holds is a conflict: the later plugin is unregistered as a whole;
 4. on any failure record (name, distribution, version, error), warn once on stderr, go on.
 
@@ -31,12 +31,13 @@ from gpumem.errors import PluginError
 
 GROUP = "gpumem"
 BUILTIN = "core"
-KINDS = ("architectures", "experiments", "devices", "simulators")
+KINDS = ("architectures", "experiments", "devices", "simulators", "formats")
 _REGISTER_HOOKS = {
     "architectures": "gpumem_register_architectures",
     "experiments": "gpumem_register_experiments",
     "devices": "gpumem_register_devices",
     "simulators": "gpumem_register_simulators",
+    "formats": "gpumem_register_formats",
 }
 
 
@@ -96,6 +97,9 @@ class Plugins:
 
     def simulators(self) -> dict[str, Any]:
         return {n: c.obj for n, c in sorted(self.registry["simulators"].items())}
+
+    def formats(self) -> dict[str, Any]:
+        return {n: c.obj for n, c in sorted(self.registry["formats"].items())}
 
     def owner(self, kind: str, name: str) -> PluginRecord:
         return self.registry[kind][name].plugin

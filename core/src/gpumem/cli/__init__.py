@@ -45,6 +45,7 @@ def _root(
 
 from gpumem.cli import analyze as _analyze  # noqa: E402,F401  (registers commands)
 from gpumem.cli import compare as _compare  # noqa: E402,F401
+from gpumem.cli import convert as _convert  # noqa: E402,F401
 from gpumem.cli import devices as _devices  # noqa: E402,F401
 from gpumem.cli import plugins as _plugins  # noqa: E402,F401
 from gpumem.cli import run as _run  # noqa: E402,F401

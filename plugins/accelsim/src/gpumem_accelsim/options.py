@@ -256,6 +256,13 @@ class OptionFile:
         p = Path(path)
         return cls.parse(p.read_text(encoding="utf-8", errors="surrogateescape"), str(p))
 
+    def copy(self) -> OptionFile:
+        """An independent copy (values and where each came from)."""
+        of = OptionFile()
+        of._values = dict(self._values)
+        of._where = dict(self._where)
+        return of
+
     # ---- mapping ------------------------------------------------------------------------
     def __getitem__(self, name: str) -> str:
         return self._values[name]

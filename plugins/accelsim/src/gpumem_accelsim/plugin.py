@@ -10,3 +10,10 @@ def gpumem_register_simulators(register):
     from gpumem_accelsim.simulator import AccelSim
 
     register(AccelSim())
+
+
+@hookimpl
+def gpumem_register_formats(register):
+    from gpumem_accelsim.formats import AccelSimFormat
+
+    register(AccelSimFormat())

@@ -29,7 +29,15 @@ def gpumem_expected_values(arch, device):
 
 @hookimpl
 def gpumem_simulator_config(arch, simulator):
-    if arch != ARCH.name or simulator != "sim":
+    """The built-in simulator's config (sim.toml), or Accel-Sim's base config directory
+    (accelsim/: gpgpusim.config, PROVENANCE.md says where it comes from)."""
+    if arch != ARCH.name:
+        return None
+    if simulator == "accelsim":
+        from pathlib import Path
+
+        return Path(str(files("gpumem_maxwell").joinpath("accelsim")))
+    if simulator != "sim":
         return None
     from gpumem.sim import SimConfig
 

@@ -1,0 +1,68 @@
+"""``gpumem import`` and ``gpumem export``: other tools' files in and out (plugin formats)."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+from typing import Optional
+
+import typer
+
+from gpumem.cli import app
+from gpumem.cli._common import plugins
+from gpumem.errors import UsageError
+from gpumem.formats import Converted, Format
+
+
+def _format(name: str, want: str) -> Format:
+    formats = plugins().formats()
+    able = sorted(n for n, f in formats.items()
+                  if (f.can_import if want == "import" else f.can_export))
+    if name not in formats:
+        raise UsageError(f"unknown format '{name}' (formats that {want}: "
+                         f"{', '.join(able) or 'none installed'})")
+    fmt = formats[name]
+    if not (fmt.can_import if want == "import" else fmt.can_export):
+        raise UsageError(f"format '{name}' cannot be {want}ed (formats that {want}: "
+                         f"{', '.join(able) or 'none'})")
+    return fmt
+
+
+def _report(done: Converted) -> None:
+    for w in done.warnings:
+        print(f"gpumem: warning: {w}", file=sys.stderr)
+    for p in done.paths:
+        typer.echo(str(p))
+
+
+@app.command("import")
+def import_(
+    fmt: str = typer.Argument(..., metavar="FORMAT", help="Format name (gpumem list-plugins)."),
+    source: Path = typer.Argument(..., help="The other tool's file."),
+    out: Path = typer.Option(..., "--out", "-o", help="Where gpumem's equivalent goes."),
+    arch: Optional[str] = typer.Option(None, "--arch", "-a",
+                                       help="Architecture the result belongs to."),
+) -> None:
+    """Read another tool's FILE (a simulator config, another tool's results) into gpumem."""
+    f = _format(fmt, "import")
+    if not source.exists():
+        raise UsageError(f"{source}: no such file or directory")
+    _report(f.import_file(source, out, arch=arch))
+
+
+@app.command("export")
+def export(
+    fmt: str = typer.Argument(..., metavar="FORMAT", help="Format name (gpumem list-plugins)."),
+    run: Path = typer.Argument(..., help="A gpumem run directory."),
+    out: Path = typer.Option(..., "--out", "-o", help="Directory for the written files."),
+    arch: Optional[str] = typer.Option(None, "--arch", "-a",
+                                       help="Architecture whose base config fills the gaps "
+                                            "(default: the run's)."),
+    target: Optional[str] = typer.Option(None, "--target",
+                                         help="Version of the other tool to write for."),
+) -> None:
+    """Write another tool's input files from a measured run (e.g. an Accel-Sim config)."""
+    f = _format(fmt, "export")
+    if not run.is_dir():
+        raise UsageError(f"{run}: not a directory (give a gpumem run directory)")
+    _report(f.export_run(run, out, arch=arch, target=target))

@@ -1,0 +1,75 @@
+"""The ``accelsim`` format: ``gpumem import accelsim CONFIG`` and ``gpumem export accelsim RUN``.
+
+Import turns any Accel-Sim / GPGPU-Sim 4.x config into a SimConfig TOML that the built-in
+simulator runs (``gpumem run --device sim --sim-config FILE.toml``); export writes a
+``gpgpusim.config`` (and ``trace.config``) from a measured run on the architecture plugin's
+base config (:mod:`gpumem_accelsim.export`).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from gpumem.errors import UsageError
+from gpumem.formats import Converted, Format, FormatError
+from gpumem.plugins import get_plugins
+
+from gpumem_accelsim.cachestring import CacheStringError, check_required
+from gpumem_accelsim.config import AccelSimConfig, AccelSimConfigError
+from gpumem_accelsim.known_options import VERSIONS
+from gpumem_accelsim.options import OptionFileError
+
+
+def base_config(arch: str) -> AccelSimConfig:
+    """The architecture plugin's base Accel-Sim config (hook ``gpumem_simulator_config``)."""
+    found = get_plugins().hook.gpumem_simulator_config(arch=arch, simulator="accelsim")
+    if found is None:
+        raise UsageError(f"architecture '{arch}' ships no Accel-Sim base config")
+    cfg = AccelSimConfig.load(Path(found))
+    cfg.name = f"{arch} base ({cfg.name})"
+    return cfg
+
+
+class AccelSimFormat(Format):
+    name = "accelsim"
+    summary = "Accel-Sim / GPGPU-Sim 4.x gpgpusim.config + trace.config"
+    imports = "sim-config"
+    exports = "gpgpusim.config + trace.config"
+
+    def import_file(self, source: Path, out: Path, *, arch: str | None = None) -> Converted:
+        from gpumem_accelsim.translate import from_accelsim
+
+        try:
+            cfg = AccelSimConfig.load(source)
+            missing = check_required(cfg.merged())
+            sim, warnings = from_accelsim(cfg, arch or "accelsim")
+        except (OptionFileError, CacheStringError, AccelSimConfigError) as e:
+            raise FormatError(str(e)) from None
+        if missing:
+            warnings.insert(0, f"{source}: {', '.join(missing)} not set: the simulator's "
+                               f"compiled-in defaults abort in 4.x builds")
+        if out.suffix != ".toml":
+            raise UsageError(f"{out}: the imported config is written as TOML (give FILE.toml)")
+        out.parent.mkdir(parents=True, exist_ok=True)
+        sim.save(out)
+        return Converted([out], warnings)
+
+    def export_run(self, run: Path, out: Path, *, arch: str | None = None,
+                   target: str | None = None) -> Converted:
+        from gpumem.compare import load_source
+
+        from gpumem_accelsim.export import DEFAULT_TARGET, export_run
+
+        target = target or DEFAULT_TARGET
+        if target not in VERSIONS:
+            raise UsageError(f"unknown Accel-Sim version '{target}' (choose from: "
+                             f"{', '.join(VERSIONS)})")
+        arch = arch or load_source(run).arch
+        if not arch:
+            raise UsageError(f"{run}: the run records no architecture (give --arch)")
+        try:
+            done = export_run(run, base_config(arch), target=target)
+        except (OptionFileError, CacheStringError, AccelSimConfigError) as e:
+            raise FormatError(str(e)) from None
+        paths = done.config.save(out, comments=done.comments, header=done.header)
+        return Converted(paths, done.warnings)

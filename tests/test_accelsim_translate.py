@@ -1,0 +1,209 @@
+"""Accel-Sim configs <-> gpumem's SimConfig, the export of a measured run, and the
+``gpumem import/export accelsim`` commands (hook ``gpumem_register_formats``)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from gpumem.plugins import get_plugins
+from gpumem.sim import SimConfig
+from gpumem_accelsim.config import AccelSimConfig
+from gpumem_accelsim.export import export_run
+from gpumem_accelsim.formats import base_config
+from gpumem_accelsim.known_options import VERSIONS, unknown_options
+from gpumem_accelsim.options import OptionFile
+from gpumem_accelsim.translate import from_accelsim, to_accelsim
+
+DATA = Path(__file__).parent / "data" / "accelsim"
+REAL = ["SM2_GTX480", "SM3_KEPLER_TITAN", "SM7_QV100", "SM90_H100"]
+H200_RUN = Path(__file__).parent / "data" / "h200-run"
+
+
+def _load(name: str) -> AccelSimConfig:
+    return AccelSimConfig.load(DATA / name)
+
+
+@pytest.mark.parametrize("name", REAL)
+def test_accelsim_to_simconfig_and_back_is_exact(name):
+    """Every option survives Accel-Sim -> SimConfig -> Accel-Sim on the same base."""
+    cfg = _load(name)
+    sim, _ = from_accelsim(cfg, "x")
+    back, comments, warnings = to_accelsim(sim, cfg)
+    assert dict(back.merged().items()) == dict(cfg.merged().items())
+    assert warnings == []
+    assert "-gpgpu_cache:dl2" in comments and "-dram_latency" in comments
+
+
+@pytest.mark.parametrize("name, sms, l2, l1, lat", [
+    # (SMs, L2 total, L1 as gpumem's probes see it, (L1, L2, DRAM) load-to-use cycles)
+    ("SM2_GTX480", 15, 12 * 64 * 128 * 8, 16 << 10, (35, 35 + 120, 35 + 120 + 100)),
+    ("SM3_KEPLER_TITAN", 14, 24 * 32 * 128 * 16, 16 << 10, (82, 82 + 120, 82 + 120 + 100)),
+    ("SM7_QV100", 80, 6 << 20, 128 << 10, (20, 20 + 160, 20 + 160 + 100)),
+    ("SM90_H100", 132, 50 << 20, 256 << 10, (41, 41 + 237, 41 + 237 + 194)),
+])
+def test_totals_and_latencies(name, sms, l2, l1, lat):
+    """L2 = per-slice size x channels x sub-partitions; SMs = clusters x cores; unified
+    L1 at its no-shared-memory size; latencies add up level by level."""
+    sim, warnings = from_accelsim(_load(name), "x")
+    levels = {c.name: c for c in sim.caches}
+    assert sim.sm_count == sms
+    assert levels["l2"].size == l2
+    assert levels["l1d"].size == l1
+    assert (levels["l1d"].hit_latency, levels["l2"].hit_latency, sim.dram.latency) == lat
+    assert any("no TLB" in w for w in warnings)
+
+
+def test_kepler_global_loads_skip_the_l1_as_in_accel_sim():
+    sim, warnings = from_accelsim(_load("SM3_KEPLER_TITAN"), "kepler")
+    assert sim.paths["ca"] == ["l2"] and "l1d" in {c.name for c in sim.caches}
+    assert any("skip_L1D" in w for w in warnings)
+
+
+def test_qv100_peak_dram_bandwidth():
+    assert _load("SM7_QV100").dram_bandwidth_gbs == pytest.approx(870.4)
+
+
+def test_simconfig_features_accel_sim_lacks_are_each_warned():
+    hopper = get_plugins().hook.gpumem_simulator_config(arch="hopper", simulator="sim")
+    planted = SimConfig.from_dict(hopper.to_dict())
+    planted.caches[0].policy = "random"
+    _out, _comments, warnings = to_accelsim(planted, _load("SM90_H100"))
+    text = "\n".join(warnings)
+    assert "policy 'random'" in text
+    assert "near/far" in text            # l2 + l2_far: two latencies, one written
+    assert "TLB level(s)" in text
+    assert "60 MB" not in text           # sizes are given in bytes, not rounded words
+
+
+def test_simconfig_geometry_round_trips_through_accel_sim():
+    """A SimConfig Accel-Sim can express comes back with the same caches."""
+    sim, _ = from_accelsim(_load("SM7_QV100"), "x")
+    sim.caches[1].size = 4 << 20           # a different L2: 64 slices x 8 sets x 128 B x 64
+    sim.caches[1].ways = 64
+    written, _c, _w = to_accelsim(sim, _load("SM7_QV100"))
+    again, _ = from_accelsim(written, "x")
+    assert [(c.name, c.size, c.line, c.ways, c.sector, c.hit_latency) for c in again.caches] \
+        == [(c.name, c.size, c.line, c.ways, c.sector, c.hit_latency) for c in sim.caches]
+
+
+def test_non_power_of_two_sets_keep_the_capacity_in_the_ways():
+    sim, _ = from_accelsim(_load("SM7_QV100"), "x")
+    sim.caches[1].size = 64 * 24 * 128 * 24   # 64 slices of 24 sets: not a power of two
+    written, _c, warnings = to_accelsim(sim, _load("SM7_QV100"))
+    dl2 = written.cache("-gpgpu_cache:dl2")
+    assert (dl2.sets, dl2.assoc) == (16, 36)
+    assert any("not a power of two" in w for w in warnings)
+
+
+@pytest.mark.parametrize("arch", ["fermi", "kepler", "maxwell", "hopper"])
+def test_every_architecture_ships_a_base_config_the_translator_reads(arch):
+    base = base_config(arch)
+    sim, _ = from_accelsim(base, arch)
+    assert sim.sm_count > 0 and base.l2_bytes > 0
+    for required in ("-gpgpu_cache:il1", "-gpgpu_tex_cache:l1", "-gpgpu_const_cache:l1",
+                     "-gpgpu_cache:dl2"):
+        assert required in base.merged()
+
+
+def test_maxwell_base_is_4x_and_carries_the_paper_numbers():
+    base = base_config("maxwell")
+    assert unknown_options(base.merged(), VERSIONS[0]) == []
+    assert base.sm_count == 16 and base.l2_bytes == 2 << 20      # GTX980, Mei & Chu
+    assert base.int("-gpgpu_l1_latency") == 98                   # [D] -dlcm=ca run
+
+
+# ---- export of a measured run ---------------------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def h200_export():
+    return export_run(H200_RUN, base_config("hopper"))
+
+
+def test_export_comments_each_measured_value_with_its_finding(h200_export):
+    c = h200_export.comments
+    assert c["-gpgpu_l1_latency"].startswith("lat.l1 = 34")
+    assert "lat.l2 - lat.l1" in c["-gpgpu_l2_rop_latency"]
+    assert "lat.dram - lat.l2" in c["-dram_latency"]
+    assert "l2.size" in c["-gpgpu_cache:dl2"]
+    assert c["-gpgpu_n_clusters"].startswith("device: 132 SMs")
+    assert c["-gpgpu_shader_core_pipeline"].startswith("base: ")   # not measured: the base's
+
+
+def test_export_values_follow_the_findings(h200_export):
+    cfg = h200_export.config
+    assert cfg.int("-gpgpu_l1_latency") == 34
+    assert cfg.int("-gpgpu_l2_rop_latency") == 281 - 34
+    assert 400 <= cfg.int("-dram_latency") <= 440               # 704 - 281
+    assert cfg.sm_count == 132 and cfg.core_clock_mhz == 1980
+    assert cfg.dram_bandwidth_gbs == pytest.approx(4814, rel=0.01)
+    assert abs(cfg.l2_bytes - 60 * 2**20) / (60 * 2**20) < 0.05
+
+
+def test_export_for_an_older_build_leaves_out_what_it_rejects(h200_export):
+    assert unknown_options(h200_export.config.merged(), VERSIONS[0]) == []
+    assert any("-gpgpu_n_chiplet_partition" in w for w in h200_export.warnings)
+    newer = export_run(H200_RUN, base_config("hopper"), target="gpgpusim-upstream-h100")
+    assert "-gpgpu_n_chiplet_partition" in newer.config.merged()
+
+
+def test_exported_file_reads_back_with_the_same_options(h200_export, tmp_path):
+    paths = h200_export.config.save(tmp_path, comments=h200_export.comments,
+                                    header=h200_export.header)
+    again = OptionFile.load(paths[0])
+    assert dict(again.items()) == dict(h200_export.config.gpgpusim.items())
+
+
+# ---- the commands ---------------------------------------------------------------------------
+
+
+def test_import_writes_a_simconfig_the_builtin_simulator_runs(cli, tmp_path):
+    toml = tmp_path / "h100.toml"
+    res = cli("import", "accelsim", str(DATA / "SM90_H100"), "--out", str(toml),
+              "--arch", "hopper")
+    assert res.code == 0, res.err
+    assert "no TLB" in res.err                      # warnings on stderr, one line each
+    sim = SimConfig.load(toml)
+    assert sim.sm_count == 132
+    run = cli("run", "--arch", "hopper", "latency", "--quick", "--device", "sim",
+              "--sim-config", str(toml), "--out", str(tmp_path / "run"))
+    assert run.code == 0, run.err
+    assert "lat.l1" in run.out and " 41 " in run.out
+
+
+def test_import_of_a_3x_config_is_one_clear_line_and_exit_1(cli, tmp_path):
+    res = cli("import", "accelsim", str(DATA / "GTX750Ti-deprecated-3x-syntax.config"),
+              "--out", str(tmp_path / "x.toml"))
+    assert res.code == 1
+    assert "3.x syntax" in res.err and len(res.err.strip().splitlines()) == 1
+    assert not (tmp_path / "x.toml").exists()
+
+
+def test_import_and_export_usage_errors_exit_2(cli, tmp_path):
+    assert cli("import", "nosuch", "f", "--out", str(tmp_path / "a.toml")).code == 2
+    missing = cli("import", "accelsim", str(tmp_path / "none"), "--out", str(tmp_path / "a"))
+    assert missing.code == 2 and "no such file" in missing.err
+    bad = cli("export", "accelsim", str(H200_RUN), "--out", str(tmp_path / "o"),
+              "--target", "gpgpusim-9")
+    assert bad.code == 2 and "accelsim-dev-2024-10" in bad.err
+
+
+def test_export_command_writes_a_commented_config(cli, tmp_path):
+    res = cli("export", "accelsim", str(H200_RUN), "--out", str(tmp_path / "cfg"))
+    assert res.code == 0, res.err
+    text = (tmp_path / "cfg" / "gpgpusim.config").read_text()
+    assert "# lat.l1 = 34" in text and "# base: hopper base" in text
+    assert text.startswith("# Accel-Sim config written by gpumem")
+
+
+def test_formats_are_listed_by_list_plugins(cli):
+    """gpumem_register_formats: the accelsim plugin's format shows up."""
+    import json
+
+    res = cli("list-plugins", "--json")
+    data = json.loads(res.out)
+    rec = {p["name"]: p for p in data["plugins"]}["accelsim"] if isinstance(data, dict) \
+        else {p["name"]: p for p in data}["accelsim"]
+    assert rec["contributes"]["formats"] == ["accelsim"]
