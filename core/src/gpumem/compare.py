@@ -79,7 +79,9 @@ class Source:
     findings: dict[tuple[str, str], Finding] = field(default_factory=dict)  # (exp, name)
 
 
-def load_source(target: Path) -> Source:
+def load_sources(target: Path) -> list[Source]:
+    """One :class:`Source` per device of a run directory (a run made with ``--devices`` holds
+    several), or the one of a results file."""
     files: list[Path]
     if target.is_dir():
         if not (target / MANIFEST).exists():
@@ -91,7 +93,8 @@ def load_source(target: Path) -> Source:
         files = [target]
     else:
         raise ResultsFileError(f"{target}: no such file or directory")
-    src = Source(target.name if target.is_dir() else target.stem, "", None)
+    label = target.name if target.is_dir() else target.stem
+    by_device: dict[str, Source] = {}
     for f in files:
         try:
             fds = open_findings(f)
@@ -99,19 +102,35 @@ def load_source(target: Path) -> Source:
             continue
         with xr.open_dataset(f, engine="netcdf4") as raw_head:
             attrs = dict(raw_head.attrs)
+        key = str(attrs.get("device_key", ""))
+        src = by_device.setdefault(key, Source(label, "", None))
         src.arch = src.arch or str(attrs.get("gpumem_arch", ""))
         src.device = src.device or device_from_attrs(attrs)
         exp = str(attrs.get("gpumem_experiment", f.stem))
         for finding in from_dataset(fds):
             src.findings[(exp, finding.name)] = finding
-    if not src.findings:
+    sources = [s for _k, s in sorted(by_device.items()) if s.findings]
+    if not sources:
         raise ResultsFileError(f"{target}: no findings to compare (nothing completed?)")
-    return src
+    if len(sources) > 1:
+        for key, s in sorted(by_device.items()):
+            s.label = f"{label}/{key}"
+    return sources
+
+
+def load_source(target: Path) -> Source:
+    """The one device of a run directory or results file (UsageError if it holds several)."""
+    sources = load_sources(target)
+    if len(sources) > 1:
+        raise UsageError(f"{target}: the run holds {len(sources)} devices "
+                         f"({', '.join(s.label for s in sources)}); give one device's results")
+    return sources[0]
 
 
 def compare(plugins: Plugins, targets: list[Path], with_expected: bool) -> dict[str, Any]:
     """The comparison as plain data (what ``--json`` prints)."""
-    sources = [load_source(t) for t in targets]
+    pairs = [(s, str(t)) for t in targets for s in load_sources(t)]
+    sources = [s for s, _p in pairs]
     labels = _unique([s.label for s in sources])
     keys = sorted({k for s in sources for k in s.findings})
     expected: dict[str, Expected] = {}
@@ -145,8 +164,8 @@ def compare(plugins: Plugins, targets: list[Path], with_expected: bool) -> dict[
             row["relative_difference"] = (vals[-1] - vals[0]) / abs(vals[0])
         rows.append(row)
     return {"runs": [{"label": lb, "arch": s.arch,
-                      "device": s.device.name if s.device else "", "path": str(t)}
-                     for lb, s, t in zip(labels, sources, targets)],
+                      "device": s.device.name if s.device else "", "path": p}
+                     for lb, (s, p) in zip(labels, pairs)],
             "expected": bool(with_expected), "rows": rows}
 
 

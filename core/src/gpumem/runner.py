@@ -75,6 +75,8 @@ class RunRequest:
     sim_config: Path | None = None
     seed: int = 0
     argv: Sequence[str] = ()
+    executor: str = "local"          # "local" (this process, or --workers) or "dask"
+    scheduler: str | None = None     # the Dask scheduler's address, for executor "dask"
 
 
 @dataclass
@@ -312,23 +314,40 @@ def _worker_point(cls: type[Experiment], point: Mapping[str, Any], ctx: RunConte
 
 
 class PointRunner:
-    """Runs points in this process or in a pool of worker processes (same results either way:
-    every point is independent and seeded by its own key)."""
+    """Runs points in this process, in a pool of worker processes, or on a Dask cluster (same
+    results every way: every point is independent and seeded by its own key)."""
 
-    def __init__(self, device: Device, workers: int) -> None:
+    def __init__(self, device: Device, workers: int, client: Any = None,
+                 reporter: Reporter | None = None) -> None:
         self.device = device
         self.pool: ProcessPoolExecutor | None = None
-        spec = device.reopen_spec() if workers > 1 else None
-        if spec is not None:
+        self.cluster: Any = None
+        self.where = "local"
+        spec = device.reopen_spec() if workers > 1 or client is not None else None
+        if client is not None:
+            if spec is None:
+                (reporter or Reporter()).notice(
+                    f"{device.info.key} cannot be reopened on cluster workers; its points run "
+                    f"here")
+                client.close()
+            else:
+                from gpumem.executors import DaskPoints
+
+                self.cluster = DaskPoints(client, spec)
+                self.where = f"dask {getattr(client.scheduler, 'address', '?')}"
+        elif spec is not None:
             method = "fork" if "fork" in mp.get_all_start_methods() and \
                 device.source == "simulated" else "spawn"
             self.pool = ProcessPoolExecutor(max_workers=workers, mp_context=mp.get_context(method),
                                             initializer=_worker_init, initargs=(spec,))
+            self.where = f"local, {workers} worker processes"
 
     def run(self, experiment: Experiment, pts: list[dict[str, Any]], ctx: RunContext,
             on_done: Callable[[], None]) -> dict[tuple, PointResult]:
         results: dict[tuple, PointResult] = {}
         cls = type(experiment)
+        if self.cluster is not None and _picklable(cls):
+            return self.cluster.run(experiment, pts, ctx, on_done)
         if self.pool is not None and _picklable(cls):
             futures = [(point_key(p), self.pool.submit(_worker_point, cls, p, ctx)) for p in pts]
             try:
@@ -352,6 +371,9 @@ class PointRunner:
         if self.pool is not None:
             self.pool.shutdown(wait=True, cancel_futures=True)
             self.pool = None
+        if self.cluster is not None:
+            self.cluster.close()
+            self.cluster = None
 
 
 def _picklable(obj: Any) -> bool:
@@ -474,6 +496,7 @@ def run_experiment(plugins: Plugins, store: RunStore, device: Device, cls: type[
         and hasattr(device.config, "to_toml") else None,
     )
     raw.attrs.update(attrs)
+    raw.attrs["gpumem_executor"] = runner.where
     throttled = int((raw["point_throttled"] == 1).sum()) if "point_throttled" in raw else 0
     raw.attrs["gpumem_throttled_points"] = throttled
     if throttled:
@@ -512,6 +535,13 @@ def run(req: RunRequest, *, plugins: Plugins | None = None, reporter: Reporter |
     reporter = reporter or Reporter()
     if req.workers < 1:
         raise UsageError(f"--workers must be >= 1, got {req.workers}")
+    if req.executor not in ("local", "dask"):
+        raise UsageError(f"--executor must be 'local' or 'dask', got {req.executor!r}")
+    if req.executor == "dask" and req.workers != 1:
+        raise UsageError("--workers is for local execution; the Dask cluster has its own "
+                         "workers")
+    if req.executor == "local" and req.scheduler:
+        raise UsageError("--scheduler applies to --executor dask")
     arch_obj = resolve_arch(plugins, req.arch)
     classes = resolve_experiments(plugins, req.arch, req.experiments)
     if not classes:
@@ -519,7 +549,17 @@ def run(req: RunRequest, *, plugins: Plugins | None = None, reporter: Reporter |
     if req.out is not None:
         RunStore.check_writable(req.out)
     choice = resolve_device(plugins, arch_obj, req.device, req.sim_config)
-    device = open_device(plugins, choice, req.arch, req.seed)
+    client = None
+    if req.executor == "dask":
+        from gpumem.executors import connect
+
+        client = connect(req.scheduler)  # a wrong address fails before anything is written
+    try:
+        device = open_device(plugins, choice, req.arch, req.seed)
+    except BaseException:
+        if client is not None:
+            client.close()
+        raise
     try:
         out = req.out
         if out is None:
@@ -539,7 +579,8 @@ def run(req: RunRequest, *, plugins: Plugins | None = None, reporter: Reporter |
                          "pid": os.getpid(), "python": sys.version.split()[0]})
         ctx = RunContext(req.arch, device.info, req.quick, req.seed)
         expected = expected_values(plugins, req.arch, device.info)
-        runner = PointRunner(device, req.workers)
+        runner = PointRunner(device, req.workers, client, reporter)
+        client = None  # the runner owns it now
         try:
             for cls in classes:
                 try:
@@ -561,4 +602,6 @@ def run(req: RunRequest, *, plugins: Plugins | None = None, reporter: Reporter |
             runner.close()
         return report
     finally:
+        if client is not None:
+            client.close()
         device.close()

@@ -97,12 +97,22 @@ def run_cmd(
     sim_config: Optional[Path] = typer.Option(None, "--sim-config",
                                               help="Simulator config file (TOML for sim)."),
     seed: int = typer.Option(0, "--seed", help="Seed for chains and simulated randomness."),
+    devices: Optional[str] = typer.Option(
+        None, "--devices", help="all | 0,1,...: one process per GPU, one run directory."),
+    executor: str = typer.Option("local", "--executor",
+                                 help="local | dask: where sweep points run."),
+    scheduler: Optional[str] = typer.Option(
+        None, "--scheduler", help="Dask scheduler address (tcp://HOST:8786) or scheduler "
+                                  "file, for --executor dask."),
 ) -> None:
     """Run EXPERIMENTS (default: all) for ARCH on a GPU, or on the built-in simulator."""
     req = RunRequest(arch=arch, experiments=experiments or ["all"], device=device, out=out,
                      resume=resume, quick=quick, workers=workers, sim_config=sim_config,
-                     seed=seed, argv=_state.argv)
+                     seed=seed, argv=_state.argv, executor=executor, scheduler=scheduler)
     ps = plugins()
+    if devices is not None:
+        _run_fleet(req, devices, ps)
+        return
     reporter = RichReporter()
     with reporter:
         try:
@@ -119,4 +129,31 @@ def run_cmd(
         names = ", ".join(o.experiment for o in report.failed)
         stderr().print(f"gpumem: {len(report.failed)} experiment(s) failed: {names}",
                        highlight=False, markup=False)
+        raise typer.Exit(1)
+
+
+def _run_fleet(req: RunRequest, devices: str, ps) -> None:
+    from gpumem.fleet import run_fleet
+
+    if req.executor != "local":
+        from gpumem.errors import UsageError
+
+        raise UsageError("--devices runs one local process per GPU; --executor dask farms "
+                         "out a simulator's points")
+    report = run_fleet(req, devices, plugins=ps)
+    t = Table(title=f"gpumem {req.arch} on {len(report.runs)} {report.backend} device(s)")
+    for col in ("device", "status", "wall s", "log", "last message"):
+        t.add_column(col)
+    for r in report.runs:
+        style = "green" if r.status == "complete" else "red"
+        t.add_row(r.device, f"[{style}]{r.status}[/{style}]", f"{r.wall_s:.1f}", str(r.log),
+                  r.last_line)
+    con = stdout()
+    con.print(t)
+    con.print(f"results: {report.run_dir}  (gpumem compare {report.run_dir})",
+              highlight=False, markup=False)
+    if report.failed:
+        names = ", ".join(f"{r.device} ({r.status})" for r in report.failed)
+        stderr().print(f"gpumem: {len(report.failed)} of {len(report.runs)} device(s) did not "
+                       f"complete: {names}", highlight=False, markup=False)
         raise typer.Exit(1)

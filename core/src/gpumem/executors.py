@@ -1,0 +1,102 @@
+"""Sweep points on a Dask cluster (``gpumem run --executor dask --scheduler ADDRESS``).
+
+Points are independent and each is seeded by its own key, so where a point runs does not change
+its result: a cluster run writes the same datasets and findings as a local one. A task opens
+the device on its worker from the device's ``reopen_spec()`` (once per worker process and
+device) and returns the point's values; the client collects results as they finish, so a
+worker that dies mid-run loses only the points it was running, which Dask runs again elsewhere
+(``distributed.scheduler.allowed-failures`` times). Devices that cannot be reopened elsewhere
+(a CUDA GPU is in this machine) keep their points here.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import pickle
+from typing import Any, Callable, Mapping
+
+from gpumem.errors import ProbeUnsupported, UsageError
+from gpumem.experiment import Experiment, RunContext
+from gpumem.results.schema import POINT_SKIPPED, point_key
+
+_devices: dict[str, Any] = {}   # per worker process: spec digest -> open device
+
+
+def connect(address: str | None) -> Any:
+    """A ``distributed.Client`` for ``address`` (``tcp://host:8786``, or a scheduler file)."""
+    try:
+        from distributed import Client
+    except ImportError:
+        raise UsageError("--executor dask needs Dask: pip install 'gpumem[dask]'") from None
+    if not address:
+        raise UsageError("--executor dask needs --scheduler ADDRESS (tcp://HOST:8786, or a "
+                         "scheduler JSON file from 'dask scheduler --scheduler-file')")
+    try:
+        if address.endswith(".json"):
+            return Client(scheduler_file=address, timeout="20s")
+        return Client(address, timeout="20s")
+    except (OSError, TimeoutError, ValueError) as e:
+        raise UsageError(f"--scheduler {address}: cannot connect: {e}") from None
+
+
+def _device(spec: dict[str, Any]) -> Any:
+    digest = hashlib.sha256(pickle.dumps(spec)).hexdigest()
+    dev = _devices.get(digest)
+    if dev is None:
+        from gpumem.plugins import load_plugins
+
+        plugins = load_plugins(warn=lambda _m: None)
+        sim = plugins.simulators()[spec["simulator"]]
+        dev = _devices[digest] = sim.create_device(spec["arch"], spec["config"],
+                                                   seed=spec["seed"])
+    return dev
+
+
+def cluster_point(spec: dict[str, Any], cls: type[Experiment], point: Mapping[str, Any],
+                  ctx: RunContext) -> tuple[int, str, Mapping[str, Any]]:
+    """One point on a worker (the task Dask runs)."""
+    from gpumem.runner import run_point
+
+    try:
+        return run_point(cls(), _device(spec), point, ctx)
+    except ProbeUnsupported as e:
+        return POINT_SKIPPED, f"unsupported: {e}", {}
+
+
+class DaskPoints:
+    """Submits an experiment's points to the cluster and collects them as they finish."""
+
+    def __init__(self, client: Any, spec: dict[str, Any]) -> None:
+        self.client, self.spec = client, spec
+        self._spec_future = client.scatter(spec, broadcast=True)
+
+    def run(self, experiment: Experiment, pts: list[dict[str, Any]], ctx: RunContext,
+            on_done: Callable[[], None]) -> dict[tuple, Any]:
+        from distributed import as_completed
+
+        cls = type(experiment)
+        futures = {}
+        for p in pts:
+            f = self.client.submit(cluster_point, self._spec_future, cls, p, ctx, pure=False,
+                                   key=f"gpumem-{experiment.name}-{_key_text(p)}-"
+                                       f"{id(self):x}-{len(futures)}")
+            futures[f] = point_key(p)
+        results: dict[tuple, Any] = {}
+        try:
+            for fut in as_completed(list(futures)):
+                res = fut.result()
+                if res[0] == POINT_SKIPPED and res[1].startswith("unsupported: "):
+                    raise ProbeUnsupported(res[1][len("unsupported: "):])
+                results[futures[fut]] = res
+                on_done()
+        except BaseException:
+            self.client.cancel(list(futures))
+            raise
+        return results
+
+    def close(self) -> None:
+        self.client.close()
+
+
+def _key_text(point: Mapping[str, Any]) -> str:
+    return "-".join(f"{k}={v}" for k, v in point.items())[:80]

@@ -1,0 +1,103 @@
+"""``--executor dask``: a simulator's sweep points on a Dask cluster (a LocalCluster the test
+starts) give the same datasets and findings as a local run, even when a worker is killed
+mid-run."""
+
+from __future__ import annotations
+
+import os
+import signal
+import threading
+import time
+
+import pytest
+import xarray as xr
+
+distributed = pytest.importorskip("distributed")
+
+from gpumem.plugins import get_plugins  # noqa: E402
+from gpumem.runner import RunRequest, run  # noqa: E402
+
+
+@pytest.fixture(scope="module")
+def cluster():
+    from distributed import LocalCluster
+
+    with LocalCluster(n_workers=2, threads_per_worker=1, processes=True,
+                      dashboard_address=None, silence_logs=40) as c:
+        yield c
+
+
+def _raw(run_dir):
+    files = sorted(run_dir.glob("*/*.nc"))
+    assert files
+    return {f.name.split("-")[0]: xr.open_dataset(f) for f in files}
+
+
+def _same_data(a, b):
+    keep = ("gpumem_executor", "date_created", "date_modified", "history", "gpumem_argv")
+    for name in a:
+        x = a[name].drop_attrs() if hasattr(a[name], "drop_attrs") else a[name]
+        y = b[name].drop_attrs() if hasattr(b[name], "drop_attrs") else b[name]
+        assert x.identical(y), name
+        assert {k: v for k, v in a[name].attrs.items() if k not in keep and "time" not in k
+                and not k.startswith(("before_", "after_"))}.keys() == \
+            {k: v for k, v in b[name].attrs.items() if k not in keep and "time" not in k
+             and not k.startswith(("before_", "after_"))}.keys()
+
+
+def test_cluster_run_equals_local_run(cluster, tmp_path):
+    req = dict(arch="hopper", experiments=["latency", "bandwidth"], device="sim", quick=True)
+    local = run(RunRequest(**req, out=tmp_path / "local"), plugins=get_plugins())
+    remote = run(RunRequest(**req, out=tmp_path / "dask", executor="dask",
+                            scheduler=cluster.scheduler_address), plugins=get_plugins())
+    a, b = _raw(local.run_dir), _raw(remote.run_dir)
+    assert a.keys() == b.keys() == {"latency", "bandwidth"}
+    _same_data(a, b)
+    assert b["latency"].attrs["gpumem_executor"].startswith("dask tcp://")
+    fa = {(o.experiment, f.name): f.value for o in local.outcomes for f in o.findings}
+    fb = {(o.experiment, f.name): f.value for o in remote.outcomes for f in o.findings}
+    assert fa == fb and fa
+
+
+def test_a_worker_killed_mid_run_loses_no_point(cluster, tmp_path):
+    from distributed import Client
+
+    local = run(RunRequest("hopper", ["latency"], device="sim", out=tmp_path / "local"),
+                plugins=get_plugins())
+    box = {}
+
+    def go():
+        box["report"] = run(RunRequest("hopper", ["latency"], device="sim",
+                                       out=tmp_path / "dask", executor="dask",
+                                       scheduler=cluster.scheduler_address),
+                            plugins=get_plugins())
+
+    t = threading.Thread(target=go)
+    t.start()
+    with Client(cluster.scheduler_address) as client:
+        deadline = time.monotonic() + 60
+        while time.monotonic() < deadline:    # wait until points are being computed
+            if any(client.processing().values()):
+                break
+            time.sleep(0.05)
+        time.sleep(0.5)
+        pids = client.run(os.getpid)
+        victim = sorted(pids)[0]
+        os.kill(pids[victim], signal.SIGKILL)   # the nanny starts a new worker
+        t.join(timeout=300)
+        assert t.is_alive() is False and "report" in box
+        client.wait_for_workers(2, timeout=60)
+        assert pids[victim] not in client.run(os.getpid).values()  # it did die
+    report = box["report"]
+    assert [o.status for o in report.outcomes] == ["complete"]
+    _same_data(_raw(local.run_dir), _raw(report.run_dir))
+
+
+def test_bad_scheduler_is_one_line_exit_2_and_writes_nothing(cli, tmp_path):
+    res = cli("run", "--arch", "hopper", "latency", "--device", "sim", "--executor", "dask",
+              "--scheduler", "tcp://127.0.0.1:9", "--out", str(tmp_path / "r"))
+    assert res.code == 2 and "cannot connect" in res.err
+    assert not (tmp_path / "r").exists()
+    res = cli("run", "--arch", "hopper", "latency", "--device", "sim", "--executor", "dask",
+              "--out", str(tmp_path / "r"))
+    assert res.code == 2 and "--scheduler" in res.err
