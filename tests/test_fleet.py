@@ -52,6 +52,21 @@ def test_every_gpu_gets_its_process_and_its_results(fakenode_site, tmp_path):
     assert len(set(row["values"].values())) == 1        # three identical simulated GPUs
 
 
+def test_the_peer_matrix_of_a_node(fakenode_site, tmp_path):
+    """p2p on every GPU: each writes its row; local reads are the fastest of each row."""
+    out = tmp_path / "node"
+    res = gpumem_subprocess(["run", "--arch", "hopper", "p2p", "--quick", "--device", "fakegpu",
+                             "--devices", "all", "--out", str(out)], site=fakenode_site)
+    assert res.returncode == 0, res.stderr + res.stdout
+    cmp = json.loads(gpumem_subprocess(["compare", str(out), "--json"],
+                                       site=fakenode_site).stdout)
+    rows = {r["finding"]: r for r in cmp["rows"]}
+    lat = rows["p2p.latency_dram"]["values"]
+    assert len(lat) == 3
+    for i, (label, row) in enumerate(sorted(lat.items())):
+        assert row[i] == min(row) and max(row) == row[i] + 900   # planted link: +900 cycles
+
+
 def test_one_gpu_failing_and_one_crashing_stop_nothing_else(fakenode_site, tmp_path):
     out = tmp_path / "node"
     res = _run(fakenode_site, out, "--devices", "0,1,2",

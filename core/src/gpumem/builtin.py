@@ -17,13 +17,14 @@ def gpumem_register_experiments(register):
     from gpumem.experiments.l2_map import L2SmMap
     from gpumem.experiments.latency import LatencyLadder
     from gpumem.experiments.loads import AsyncCopy, IlpSweep
+    from gpumem.experiments.p2p import PeerAccess
     from gpumem.experiments.patterns import Patterns
     from gpumem.experiments.smem import SmemBandwidth, SmemLatency
     from gpumem.experiments.tlb_structure import TlbStructure
 
     for experiment in (LatencyLadder, Bandwidth, SmemLatency, SmemBandwidth, CacheStructure,
                        TlbStructure, Patterns, IlpSweep, AsyncCopy, L2SmMap,
-                       BandwidthLevels):
+                       BandwidthLevels, PeerAccess):
         register(experiment)
 
 
@@ -39,3 +40,12 @@ def gpumem_register_simulators(register):
     from gpumem.sim.simulator import BuiltinSimulator
 
     register(BuiltinSimulator())
+
+
+@hookimpl
+def gpumem_register_formats(register):
+    from gpumem.importers.gpu_benches import GpuBenchesFormat
+    from gpumem.importers.mt4g import Mt4gFormat
+
+    register(Mt4gFormat())
+    register(GpuBenchesFormat())

@@ -17,7 +17,10 @@ import numpy as np
 from gpumem.chains import ORDERS
 
 #: Probe names. Experiments declare which they need; devices say which they implement.
-PROBES = ("pointer_chase", "stream", "async_copy", "smem")
+#: ``peer_access``: ``pointer_chase`` and ``stream`` also take ``peer``, the index of another
+#: GPU of the node whose memory holds the data (NVLink / PCIe loads); ``DeviceInfo.extra
+#: ["peers"]`` lists the indices this device can reach, its own included.
+PROBES = ("pointer_chase", "stream", "async_copy", "smem", "peer_access")
 
 #: Address orderings of a streaming probe (which element each thread's k-th load reads):
 #: ``coalesced`` - a warp's threads read consecutive elements, the k-th load of a thread is
@@ -84,7 +87,8 @@ class ChaseRequest:
     ``warmup`` accesses run untimed first (0 = cold start); ``record`` accesses are timed
     individually. ``path`` is the load flavour: ``ca`` (L1-cached global), ``cg`` (L2 only),
     ``nc`` (read-only path) or ``tex`` (texture fetch). ``sm`` picks the SM where it matters.
-    ``order="pattern"`` visits the byte offsets in ``pattern`` cyclically.
+    ``order="pattern"`` visits the byte offsets in ``pattern`` cyclically. ``peer`` puts the
+    chain in another GPU's memory (probe ``peer_access``; -1: this device's).
     """
 
     footprint: int
@@ -98,8 +102,11 @@ class ChaseRequest:
     sm: int = 0
     fine_grained: bool = True
     pattern: tuple[int, ...] = ()
+    peer: int = -1
 
     def validate(self) -> None:
+        if self.peer < -1:
+            raise ValueError("peer must be a device index, or -1 for the device's own memory")
         if self.order == "pattern":
             from gpumem.chains import validate_pattern
 
@@ -150,6 +157,7 @@ class StreamRequest:
     moves in total (0: one pass over the footprint), so a sweep over ``ilp`` at fixed work
     changes concurrency, not the amount moved. ``reverse`` walks the buffer backwards. For
     the ``async_copy`` probe ``ilp`` is the number of cp.async groups in flight per thread.
+    ``peer`` reads another GPU's memory (probe ``peer_access``; -1: this device's).
     """
 
     footprint: int
@@ -163,6 +171,7 @@ class StreamRequest:
     work: int = 0
     reverse: bool = False
     seed: int = 0
+    peer: int = -1
 
     @property
     def bytes_per_direction(self) -> int:
@@ -181,6 +190,8 @@ class StreamRequest:
             raise ValueError("ctas, threads and ilp must be >= 1")
         if self.footprint < self.width * self.threads or self.work < 0:
             raise ValueError("footprint must hold at least one element per thread")
+        if self.peer < -1:
+            raise ValueError("peer must be a device index, or -1 for the device's own memory")
 
 
 @dataclass

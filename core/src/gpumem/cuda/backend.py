@@ -35,6 +35,18 @@ def _version(v: int) -> str:
     return f"{v // 1000}.{(v % 1000) // 10}" if v else ""
 
 
+def _peers(rt: Any, index: int) -> list[int]:
+    """This device and every other it can load from directly (NVLink or PCIe peer access)."""
+    out = [index]
+    try:
+        for j in range(rt.getDeviceCount()):
+            if j != index and rt.deviceCanAccessPeer(index, j):
+                out.append(j)
+    except Exception:  # noqa: BLE001 - no peer query: a lone device
+        pass
+    return sorted(out)
+
+
 def device_info(cupy: Any, index: int) -> DeviceInfo:
     rt = cupy.cuda.runtime
     props = rt.getDeviceProperties(index)
@@ -75,6 +87,7 @@ def device_info(cupy: Any, index: int) -> DeviceInfo:
             "shared_memory_per_block_optin": int(attrs.get("MaxSharedMemoryPerBlockOptin", 0)),
             "max_warps_per_sm": int(attrs.get("MaxThreadsPerMultiProcessor", 2048)) // 32,
             "persisting_l2_max_bytes": int(props.get("persistingL2CacheMaxSize", 0)),
+            "peers": _peers(rt, index),
             **{f"nvml_{k}": v for k, v in static.items() if k not in ("uuid",)},
         },
     )

@@ -91,7 +91,33 @@ class CudaDevice(Device):
         probes = {"pointer_chase", "stream", "smem"}
         if int(self.info.compute_capability.split(".")[0]) >= 8:
             probes.add("async_copy")  # cp.async exists from sm_80
+        if len(self.info.extra.get("peers", ())) > 1:
+            probes.add("peer_access")
         return frozenset(probes)
+
+    def _peer(self, peer: int) -> int | None:
+        """The other GPU holding a probe's data, with peer access enabled; None: this one."""
+        if peer in (-1, self.info.index):
+            return None
+        if peer not in self.info.extra.get("peers", ()):
+            raise PointSkipped(f"GPU {self.info.index} cannot load from GPU {peer} directly "
+                               f"(peers: {self.info.extra.get('peers', [])})")
+        if peer not in getattr(self, "_peers_enabled", set()):
+            try:
+                self.cp.cuda.runtime.deviceEnablePeerAccess(peer)
+            except self.cp.cuda.runtime.CUDARuntimeError as e:
+                if "AlreadyEnabled" not in str(e):
+                    raise PointSkipped(f"peer access {self.info.index} -> {peer}: {e}") from None
+            self._peers_enabled = getattr(self, "_peers_enabled", set()) | {peer}
+        return peer
+
+    def _peer_array(self, peer: int, host: np.ndarray) -> Any:
+        """``host`` copied into GPU ``peer``'s memory."""
+        cp = self.cp
+        with cp.cuda.Device(peer):
+            arr = cp.asarray(host)
+            cp.cuda.runtime.deviceSynchronize()
+        return arr
 
     # ---- kernels ---------------------------------------------------------------------
     def _source(self, probe: str) -> KernelSource:
@@ -204,8 +230,18 @@ class CudaDevice(Device):
             raise PointSkipped(f"footprint {req.footprint} B does not fit in free device "
                                f"memory ({free} B)")
         mod = self._module("pointer_chase")
+        peer = self._peer(req.peer)
+        if peer is not None and (req.path == "tex" or req.order == "pattern"):
+            raise PointSkipped("a chase in a peer's memory takes the ca, cg or nc path and a "
+                               "sequential or random chain")
         try:
-            arr = self._build_chain(mod, req)
+            if peer is not None:  # built here, placed in the peer's memory
+                from gpumem.chains import chain_array
+
+                arr = self._peer_array(peer, chain_array(req.footprint, req.stride, req.order,
+                                                         req.seed))
+            else:
+                arr = self._build_chain(mod, req)
         except cp.cuda.memory.OutOfMemoryError as e:
             cp.get_default_memory_pool().free_all_blocks()
             raise PointSkipped(f"out of device memory for footprint {req.footprint} B: {e}")
@@ -302,7 +338,20 @@ class CudaDevice(Device):
         if chunks < 1:
             raise PointSkipped("the footprint is smaller than one chunk of the grid")
         iters = -(-(req.bytes_per_direction // req.width) // chunk)
-        a, b = self._buffers(req.footprint, req.kind != "read")
+        peer = self._peer(req.peer)
+        if peer is not None:
+            if asynchronous or req.kind != "read":
+                raise PointSkipped("streams from a peer's memory are plain reads")
+            key = (peer, req.footprint)
+            if getattr(self, "_peer_buf_key", None) != key:
+                self._peer_buf = None
+                self._peer_buf = self._peer_array(
+                    peer, np.zeros(req.footprint // 4, dtype=np.uint32))
+                self._peer_buf_key = key
+            _own, b = self._buffers(min(req.footprint, 1 << 20), False)
+            a = self._peer_buf
+        else:
+            a, b = self._buffers(req.footprint, req.kind != "read")
         if asynchronous:
             smem = req.ilp * req.threads * 16
             if req.width != 16 or req.kind != "read" or req.path != "cg":
@@ -329,7 +378,7 @@ class CudaDevice(Device):
 
             def launch() -> None:
                 kern((req.ctas,), (req.threads,), args)
-        seconds = self._time(launch, (name, req.ctas, req.threads, req.reverse))
+        seconds = self._time(launch, (name, req.ctas, req.threads, req.reverse, req.peer))
         moved = iters * chunk * req.width * (2 if req.kind == "copy" else 1)
         return StreamResult(bytes=int(moved), seconds=seconds,
                             cycles=seconds * self.info.clock_mhz * 1e6)

@@ -3,6 +3,7 @@
 from gpumem.sim.config import (
     CacheLevel,
     Dram,
+    Interconnect,
     SetIndex,
     SharedMemory,
     SimConfig,
@@ -12,5 +13,5 @@ from gpumem.sim.config import (
     TlbLevel,
 )
 
-__all__ = ["CacheLevel", "Dram", "SetIndex", "SharedMemory", "SimConfig", "SimConfigError",
+__all__ = ["CacheLevel", "Dram", "Interconnect", "SetIndex", "SharedMemory", "SimConfig", "SimConfigError",
            "Throughput", "Timer", "TlbLevel"]

@@ -343,6 +343,29 @@ class Throughput:
 
 
 @dataclass
+class Interconnect:
+    """Other GPUs of a simulated node and the link to them (NVLink, PCIe).
+
+    ``peers``: how many other GPUs (0: a lone GPU, no ``peer_access`` probe). A load from a
+    peer's memory takes the peer's L2-only path (``cg``: remote data is cached in its owner's
+    L2, not in this GPU's caches) plus ``latency`` cycles of link round trip; streams from a
+    peer are capped at ``bandwidth_gbs``.
+    """
+
+    peers: int = 0
+    latency: float = 0.0
+    bandwidth_gbs: float = 0.0
+
+    def validate(self, where: str = "interconnect") -> None:
+        if self.peers < 0:
+            _fail(f"{where}.peers", "must be >= 0")
+        if self.latency < 0 or self.bandwidth_gbs < 0:
+            _fail(f"{where}.latency", "latency and bandwidth_gbs must be >= 0")
+        if self.peers and self.bandwidth_gbs <= 0:
+            _fail(f"{where}.bandwidth_gbs", "a node with peers needs the link's bandwidth")
+
+
+@dataclass
 class SimConfig:
     """A simulated GPU: SMs and clock, caches, load paths, TLBs, DRAM, shared memory,
     throughput limits and timer behaviour.
@@ -365,6 +388,7 @@ class SimConfig:
     timer: Timer = field(default_factory=Timer)
     smem: SharedMemory = field(default_factory=SharedMemory)
     throughput: Throughput = field(default_factory=Throughput)
+    interconnect: Interconnect = field(default_factory=Interconnect)
     path_latency: dict[str, float] = field(default_factory=dict)
     page_walk_latency: float = 0.0
     memory_bytes: int = 16 << 30
@@ -415,6 +439,7 @@ class SimConfig:
             _fail("page_walk_latency", "must be >= 0 cycles")
         self.smem.validate()
         self.throughput.validate()
+        self.interconnect.validate()
         if self.base_address % (max(pages) if pages else 4096):
             _fail("base_address", "must be aligned to the largest TLB page")
         return self

@@ -37,7 +37,9 @@ def sim_device_info(cfg: SimConfig) -> DeviceInfo:
         smem_bank_modes=(cfg.smem.bank_width,
                          *(m for m in cfg.smem.modes if m != cfg.smem.bank_width)),
         extra={"page_bytes": cfg.page_bytes, "smem_bytes_per_sm": cfg.smem.size,
-               "max_warps_per_sm": cfg.throughput.max_warps_per_sm},
+               "max_warps_per_sm": cfg.throughput.max_warps_per_sm,
+               **({"peers": list(range(cfg.interconnect.peers + 1))}
+                  if cfg.interconnect.peers else {})},
     )
 
 
@@ -58,13 +60,29 @@ class SimDevice(Device):
     @property
     def probes(self) -> frozenset[str]:
         probes = {"pointer_chase", "stream", "smem"}
+        if self.config.interconnect.peers:
+            probes.add("peer_access")
         if _major(self.config.compute_capability) >= 8:
             probes.add("async_copy")  # as on hardware: cp.async exists from sm_80
         return frozenset(probes)
 
+    def _remote(self, peer: int) -> bool:
+        """Is ``peer`` another GPU of the simulated node (this one is index 0)?"""
+        if peer in (-1, self.info.index):
+            return False
+        if not 0 <= peer <= self.config.interconnect.peers:
+            raise PointSkipped(f"no peer GPU {peer} (the simulated node has "
+                               f"{self.config.interconnect.peers + 1} GPUs)")
+        return True
+
     def pointer_chase(self, request: ChaseRequest) -> ChaseResult:
         request.validate()
         cfg = self.config
+        remote = self._remote(request.peer)
+        if remote:  # a peer's memory: its L2-only path, behind the link
+            from dataclasses import replace
+
+            request = replace(request, path="cg")
         if request.path not in cfg.paths:
             raise ProbeUnsupported(
                 f"simulated {cfg.name} has no '{request.path}' load path "
@@ -84,7 +102,8 @@ class SimDevice(Device):
             page_walk=cfg.page_walk_latency, sm=request.sm, sm_count=cfg.sm_count,
             element=request.element, order=request.order, seed=request.seed,
             warmup=request.warmup, record=request.record,
-            overhead=cfg.timer.overhead + cfg.path_latency.get(request.path, 0.0),
+            overhead=cfg.timer.overhead + cfg.path_latency.get(request.path, 0.0)
+            + (cfg.interconnect.latency if remote else 0.0),
             jitter=cfg.timer.jitter, outlier_rate=cfg.timer.outlier_rate,
             outlier_cycles=cfg.timer.outlier_cycles,
             noise_seed=engine.stream_seed(cfg.seed, self.seed, request.seed, request.sm, 7),
@@ -109,7 +128,12 @@ class SimDevice(Device):
 
     def stream(self, request: StreamRequest) -> StreamResult:
         request.validate()
-        model = stream_model(self.config, request)
+        remote = self._remote(request.peer)
+        if remote:
+            from dataclasses import replace
+
+            request = replace(request, path="cg")
+        model = stream_model(self.config, request, remote=remote)
         return self._timed(stream_bytes(request), model.rate, request.seed)
 
     def async_copy(self, request: StreamRequest) -> StreamResult:

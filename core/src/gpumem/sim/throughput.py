@@ -85,8 +85,11 @@ def _serving_level(cfg: SimConfig, req: StreamRequest, active_sms: int) -> Cache
     return None
 
 
-def stream_model(cfg: SimConfig, req: StreamRequest, asynchronous: bool = False) -> StreamModel:
-    """Model a streaming run; raises PointSkipped for a launch the device could not run."""
+def stream_model(cfg: SimConfig, req: StreamRequest, asynchronous: bool = False,
+                 remote: bool = False) -> StreamModel:
+    """Model a streaming run; raises PointSkipped for a launch the device could not run.
+    ``remote``: the data is in a peer GPU's memory (its L2-only path, plus the link's latency
+    and bandwidth cap)."""
     tp = cfg.throughput
     if req.threads > tp.max_threads_per_cta:
         raise PointSkipped(f"{req.threads} threads per CTA exceed the limit "
@@ -116,6 +119,8 @@ def stream_model(cfg: SimConfig, req: StreamRequest, asynchronous: bool = False)
 
     lv = _serving_level(cfg, req, active_sms)
     latency = cfg.path_latency.get(req.path, 0.0)
+    if remote:
+        latency += cfg.interconnect.latency
     if lv is None:
         latency += cfg.dram.latency
         serving = "dram"
@@ -149,6 +154,8 @@ def stream_model(cfg: SimConfig, req: StreamRequest, asynchronous: bool = False)
         elif req.kind == "copy":
             dram /= 0.5 + 0.5 / cfg.dram.write_efficiency
         caps["dram"] = dram
+    if remote:
+        caps["link"] = cfg.interconnect.bandwidth_gbs * 1e9 / (cfg.clock_mhz * 1e6)
     if req.kind == "write":
         demand = math.inf  # stores are posted: no round trip holds them back
     elif req.kind == "copy":

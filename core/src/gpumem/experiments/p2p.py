@@ -1,0 +1,106 @@
+"""``p2p``: loads from another GPU's memory (NVLink, PCIe), latency and read bandwidth.
+
+The device reads data that lives in each GPU of the node in turn, its own included (the
+baseline on the diagonal): a pointer chase for latency, at a footprint that the owner's L2
+holds and at one far beyond it, and a streaming read for bandwidth. Run with ``--devices
+all``, every GPU writes its row, so the run directory holds the whole matrix over GPU pairs
+(``gpumem compare RUN`` lines the rows up).
+
+Findings (indexed by peer device): ``p2p.latency_l2`` and ``p2p.latency_dram`` (cycles),
+``p2p.read_bw`` (GB/s); ``p2p.remote_latency_ratio`` (the worst remote DRAM latency over the
+local one) and ``p2p.remote_bw_ratio`` (the best remote read over the local one).
+"""
+
+from __future__ import annotations
+
+from typing import Any, Mapping
+
+import numpy as np
+import xarray as xr
+
+from gpumem.device import ChaseRequest, Device, StreamRequest
+from gpumem.experiment import Axis, Experiment, Plan, RunContext, Var
+from gpumem.findings import Finding
+
+RECORD = 2048
+STRIDE = 256               # bytes between chased elements (random order): one per line
+SMALL = 1 << 20            # in every L2
+REPEATS = 5
+THREADS, ILP, WIDTH = 512, 4, 16
+
+
+class PeerAccess(Experiment):
+    name = "p2p"
+    summary = "latency and read bandwidth of loads from each GPU's memory (NVLink / PCIe)"
+    probes = ("pointer_chase", "stream", "peer_access")
+    version = "1"
+    references = "new (issue 8); peer reads as in NVIDIA's p2pBandwidthLatencyTest"
+
+    def plan(self, ctx: RunContext) -> Plan:
+        dev = ctx.device
+        peers = tuple(int(p) for p in dev.extra.get("peers", [dev.index]))
+        big = max(4 * max(dev.l2_bytes, 1 << 20), 64 << 20)
+        big = min(big, max(dev.memory_bytes // 8, SMALL * 2))
+        return Plan(
+            axes=[Axis("peer", peers, "1", "device whose memory holds the data (own index: "
+                                           "local)")],
+            variables=[Var("latency_l2", (), "cycle", "median chase latency, footprint in "
+                                                      "the owner's L2, timer overhead removed"),
+                       Var("latency_dram", (), "cycle", "median chase latency, footprint far "
+                                                        "beyond the L2"),
+                       Var("read_gbs", ("repeat",), "GB/s", "streaming read bandwidth")],
+            inner={"repeat": np.arange(3 if ctx.quick else REPEATS)},
+            attrs={"small_footprint": SMALL, "large_footprint": big, "stride": STRIDE,
+                   "record": RECORD, "threads": THREADS, "ilp": ILP, "width": WIDTH,
+                   "own_index": dev.index, "repeats": 3 if ctx.quick else REPEATS},
+        )
+
+    def measure(self, device: Device, point: Mapping[str, Any], ctx: RunContext
+                ) -> Mapping[str, Any]:
+        a = self.plan(ctx).attrs
+        peer = int(point["peer"])
+
+        def chase(footprint: int) -> float:
+            res = device.pointer_chase(ChaseRequest(
+                footprint=footprint, stride=STRIDE, record=RECORD,
+                warmup=min(footprint // STRIDE, 1 << 16), order="random", path="cg",
+                seed=ctx.seed, peer=peer))
+            return float(np.median(res.latency) - res.timer_overhead)
+
+        big = int(a["large_footprint"])
+        sms = max(1, device.info.sm_count)
+        gbs = [device.stream(StreamRequest(
+            footprint=big, ctas=2 * sms, threads=THREADS, ilp=ILP, width=WIDTH, path="cg",
+            kind="read", work=max(big, 1 << 30), seed=ctx.seed * 1000 + r, peer=peer)).gbs
+            for r in range(int(a["repeats"]))]
+        return {"latency_l2": chase(SMALL), "latency_dram": chase(big),
+                "read_gbs": np.array(gbs)}
+
+    def analyze(self, raw: xr.Dataset) -> list[Finding]:
+        ok = raw["point_status"] == 0
+        peers = [int(p) for p in raw["peer"].values]
+        own = int(raw.attrs.get("plan_own_index", peers[0] if peers else 0))
+        l2 = raw["latency_l2"].where(ok).values
+        dram = raw["latency_dram"].where(ok).values
+        bw = raw["read_gbs"].median("repeat").where(ok).values
+        idx = ("peer", peers)
+        big_mb = int(raw.attrs.get("plan_large_footprint", 0)) >> 20
+        out = [Finding("p2p.latency_l2", [round(float(x), 1) for x in l2], "cycle", 0.9,
+                       "median chase latency, data in the peer's L2 (1 MB, random, .cg)",
+                       index=idx),
+               Finding("p2p.latency_dram", [round(float(x), 1) for x in dram], "cycle", 0.9,
+                       f"median chase latency, {big_mb} MB in the peer's memory", index=idx),
+               Finding("p2p.read_bw", [round(float(x), 1) for x in bw], "GB/s", 0.9,
+                       "median streaming read of the peer's memory", index=idx)]
+        remote = [i for i, p in enumerate(peers) if p != own]
+        if own in peers and remote:
+            i = peers.index(own)
+            if np.isfinite(dram[i]) and np.isfinite(dram[remote]).any():
+                out.append(Finding("p2p.remote_latency_ratio",
+                                   round(float(np.nanmax(dram[remote]) / dram[i]), 3), "1",
+                                   0.9, "worst remote DRAM latency over the local one"))
+            if np.isfinite(bw[i]) and np.isfinite(bw[remote]).any():
+                out.append(Finding("p2p.remote_bw_ratio",
+                                   round(float(np.nanmax(bw[remote]) / bw[i]), 3), "1", 0.9,
+                                   "best remote read bandwidth over the local one"))
+        return out
