@@ -133,3 +133,35 @@ def test_list_plugins_table(cli):
     assert res.code == 0
     for name in IN_TREE:
         assert name in res.out
+
+
+def test_a_plugin_whose_expected_values_raise_stops_no_run(tmp_path):
+    """gpumem_expected_values raising in one plugin: a warning, the other plugins' values
+    and the run itself go on."""
+    from gpumem import hookimpl
+    from gpumem.plugins import load_plugins
+    from gpumem.runner import RunRequest, run
+
+    class Buggy:
+        @hookimpl
+        def gpumem_expected_values(self, arch, device):
+            raise KeyError("oops")
+
+    plugins = load_plugins(warn=lambda _m: None)
+    plugins.pm.register(Buggy(), name="buggy")
+    warnings: list[str] = []
+    got = plugins.expected_values("hopper", _info(), warn=warnings.append)
+    assert any(e.name == "lat.l1" for e in got)           # hopper's still count
+    assert warnings == ["plugin 'buggy' failed to give expected values for 'hopper': "
+                        "KeyError: 'oops'"]
+    rep = run(RunRequest("hopper", ["smem_latency"], device="sim", quick=True,
+                         out=tmp_path / "r"), plugins=plugins)
+    assert [o.status for o in rep.outcomes] == ["complete"]
+
+
+def _info():
+    from gpumem.plugins import get_plugins
+    from gpumem.sim.device import sim_device_info
+
+    return sim_device_info(get_plugins().hook.gpumem_simulator_config(arch="hopper",
+                                                                      simulator="sim"))

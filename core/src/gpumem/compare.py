@@ -43,11 +43,7 @@ def device_from_attrs(attrs: dict[str, Any]) -> DeviceInfo:
 
 
 def expected_for(plugins: Plugins, arch: str, device: DeviceInfo) -> list[Expected]:
-    out: list[Expected] = []
-    for result in plugins.hook.gpumem_expected_values(arch=arch, device=device):
-        if result:
-            out.extend(result)
-    return out
+    return plugins.expected_values(arch, device)
 
 
 def analyze_file(plugins: Plugins, path: Path, experiment: str | None = None,

@@ -101,6 +101,24 @@ class Plugins:
     def formats(self) -> dict[str, Any]:
         return {n: c.obj for n, c in sorted(self.registry["formats"].items())}
 
+    def expected_values(self, arch: str, device: Any,
+                        warn: Callable[[str], None] | None = None) -> list[Any]:
+        """Every plugin's expected values for ``arch`` on ``device``. Each plugin's hook is
+        called on its own: one that raises is reported (once per call, on stderr) and the
+        others' values still count, so a plugin's bug cannot stop a run or a comparison."""
+        out: list[Any] = []
+        warn = warn or _stderr_warn
+        for impl in self.pm.hook.gpumem_expected_values.get_hookimpls():
+            try:
+                result = impl.function(arch=arch, device=device)
+            except Exception as e:  # noqa: BLE001 - the plugin's bug, reported
+                warn(f"plugin '{impl.plugin_name}' failed to give expected values for "
+                     f"'{arch}': {_describe(e)}")
+                continue
+            if result:
+                out.extend(result)
+        return out
+
     def owner(self, kind: str, name: str) -> PluginRecord:
         return self.registry[kind][name].plugin
 

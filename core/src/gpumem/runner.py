@@ -390,11 +390,7 @@ def _picklable(obj: Any) -> bool:
 
 
 def expected_values(plugins: Plugins, arch: str, device: DeviceInfo) -> list[Expected]:
-    out: list[Expected] = []
-    for result in plugins.hook.gpumem_expected_values(arch=arch, device=device):
-        if result:
-            out.extend(result)
-    return out
+    return plugins.expected_values(arch, device)
 
 
 def _extend(axes: list[Axis], extra: Mapping[str, Sequence[Any]]) -> tuple[list[Axis], list[dict]]:
