@@ -6,7 +6,6 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-
 from gpumem.plugins import get_plugins
 from gpumem.sim import SimConfig
 from gpumem_accelsim.config import AccelSimConfig

@@ -8,14 +8,11 @@ import json
 import os
 import subprocess
 import sys
-
 from pathlib import Path
 
 import pytest
-
-from helpers import gpumem_subprocess
-
 from gpumem.results.store import RunStore
+from helpers import gpumem_subprocess
 
 DISTS = Path(__file__).parent / "fixtures" / "dists"
 
@@ -63,7 +60,7 @@ def test_the_peer_matrix_of_a_node(fakenode_site, tmp_path):
     rows = {r["finding"]: r for r in cmp["rows"]}
     lat = rows["p2p.latency_dram"]["values"]
     assert len(lat) == 3
-    for i, (label, row) in enumerate(sorted(lat.items())):
+    for i, (_label, row) in enumerate(sorted(lat.items())):
         assert row[i] == min(row) and max(row) == row[i] + 900   # planted link: +900 cycles
 
 

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import pytest
-
 from gpumem.device import ChaseRequest, StreamRequest
 from gpumem.plugins import get_plugins
 from gpumem.runner import RunRequest, run

@@ -151,7 +151,7 @@ def run_fleet(req: RunRequest, devices: str, *, plugins: Plugins | None = None,
     except KeyboardInterrupt:
         # the children got the same Ctrl-C (one process group); give them time to mark
         # their running experiment interrupted, then make sure none is left
-        for run, p, log, t0 in procs:
+        for _run, p, _log, _t0 in procs:
             if p.poll() is None:
                 p.send_signal(signal.SIGINT)
         for run, p, log, t0 in procs:
