@@ -1,0 +1,28 @@
+"""``gpumem report``: a self-contained HTML page (figures as PNG and SVG) of one or more runs."""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+
+import typer
+
+from gpumem.cli import app
+
+
+@app.command("report")
+def report(
+    run_dirs: list[Path] = typer.Argument(..., help="Run directories (several: overlaid, one "
+                                                    "colour per device and run)."),
+    out: Path = typer.Option(..., "--out", "-o",
+                             help="Folder for index.html and the figures (replaced if it "
+                                  "holds a report; refused if it holds anything else)."),
+) -> None:
+    """Write OUT/index.html: devices and provenance, findings, and the figures of every
+    experiment (latency ladder, structure chases, bandwidth, ILP, cp.async, bank conflicts)."""
+    from gpumem.report import build_report  # matplotlib loads only for this command
+
+    start = time.perf_counter()
+    page = build_report(run_dirs, out)
+    figures = len(list(page.parent.glob("*.png")))
+    typer.echo(f"report: {page}  ({figures} figure(s), {time.perf_counter() - start:.1f} s)")
