@@ -178,6 +178,13 @@ def test_show_and_compare_line_up_with_a_measured_run(cli, mt4g_run):
     assert row["status"]["mt4g-h100"] == "pass"      # hopper: the device's own L2 size
 
 
+def test_analyze_refuses_an_imported_file_in_one_line(cli, mt4g_run):
+    nc = next(mt4g_run.rglob("latency-*.nc"))
+    res = cli("analyze", str(nc))
+    assert res.code == 2 and "imported from" in res.err
+    assert len(res.err.strip().splitlines()) == 1
+
+
 def test_mt4g_arch_is_given_or_claimed_by_vendor_and_capability(cli, tmp_path):
     doc = json.loads(MT4G.read_text())
     doc["general"]["vendor"] = "AMD"                 # HIP reports an MI100 as 9.0 too

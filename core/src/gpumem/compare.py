@@ -50,6 +50,10 @@ def analyze_file(plugins: Plugins, path: Path, experiment: str | None = None,
                  arch: str | None = None) -> tuple[str, list[Finding]]:
     """(experiment name, findings) of a raw results file, analysed afresh."""
     raw = open_raw(path)
+    tool = raw.attrs.get("gpumem_imported_from")
+    if tool:
+        raise UsageError(f"{path}: imported from {tool}: its findings were mapped at import "
+                         f"(gpumem show); gpumem's analyses apply to its own measurements")
     name = experiment or str(raw.attrs.get("gpumem_experiment", ""))
     experiments = plugins.experiments()
     if not name:
