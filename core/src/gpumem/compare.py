@@ -131,7 +131,7 @@ def compare(plugins: Plugins, targets: list[Path], with_expected: bool) -> dict[
     """The comparison as plain data (what ``--json`` prints)."""
     pairs = [(s, str(t)) for t in targets for s in load_sources(t)]
     sources = [s for s, _p in pairs]
-    labels = _unique([s.label for s in sources])
+    labels = unique_labels([s.label for s in sources])
     keys = sorted({k for s in sources for k in s.findings})
     expected: dict[str, Expected] = {}
     if with_expected:
@@ -169,7 +169,8 @@ def compare(plugins: Plugins, targets: list[Path], with_expected: bool) -> dict[
             "expected": bool(with_expected), "rows": rows}
 
 
-def _unique(labels: list[str]) -> list[str]:
+def unique_labels(labels: list[str]) -> list[str]:
+    """Labels made unique by a '#n' suffix on repeats (two runs of one name side by side)."""
     seen: dict[str, int] = {}
     out = []
     for lb in labels:

@@ -17,6 +17,7 @@ from typing import Any, Sequence
 import numpy as np
 import xarray as xr
 
+from gpumem.compare import unique_labels
 from gpumem.errors import ResultsFileError
 from gpumem.findings import Finding, from_dataset
 from gpumem.results.io import open_findings, open_raw
@@ -131,13 +132,6 @@ def _choose(entries: list[dict[str, Any]], root: Path) -> tuple[dict[str, Any] |
     return None, f"{status}" + (f": {why}" if why else "")
 
 
-def _unique(labels: list[str]) -> list[str]:
-    seen: dict[str, int] = {}
-    out = []
-    for lb in labels:
-        seen[lb] = seen.get(lb, 0) + 1
-        out.append(lb if seen[lb] == 1 else f"{lb}#{seen[lb]}")
-    return out
 
 
 def check_run_dir(target: Path) -> None:
@@ -175,7 +169,7 @@ def load_runs(targets: Sequence[Path]) -> list[Series]:
             label = root.resolve().name if len(by_device) == 1 else \
                 f"{root.resolve().name}/{device}"
             found.append((root, device, label, list(manifest.get("runs", [])), exps))
-    labels = _unique([f[2] for f in found])
+    labels = unique_labels([f[2] for f in found])
     out: list[Series] = []
     for i, ((root, device, _, runs, exps), label) in enumerate(zip(found, labels)):
         s = Series(label, root, device, COLOURS[i % len(COLOURS)],

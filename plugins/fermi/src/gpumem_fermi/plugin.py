@@ -2,9 +2,8 @@
 
 from __future__ import annotations
 
-from importlib.resources import files
-
 from gpumem import Architecture, hookimpl
+from gpumem.simulator import packaged_config
 
 ARCH = Architecture(
     name="fermi",
@@ -30,18 +29,8 @@ def gpumem_expected_values(arch, device):
 @hookimpl
 def gpumem_simulator_config(arch, simulator):
     """The built-in simulator's config (sim.toml), or Accel-Sim's base config directory
-    (accelsim/: gpgpusim.config, PROVENANCE.md says where it comes from)."""
-    if arch != ARCH.name:
-        return None
-    if simulator == "accelsim":
-        from pathlib import Path
-
-        return Path(str(files("gpumem_fermi").joinpath("accelsim")))
-    if simulator != "sim":
-        return None
-    from gpumem.sim import SimConfig
-
-    return SimConfig.from_toml(files("gpumem_fermi").joinpath("sim.toml").read_text())
+    (accelsim/: gpgpusim.config; PROVENANCE.md there says where it comes from)."""
+    return packaged_config("gpumem_fermi", simulator) if arch == ARCH.name else None
 
 
 @hookimpl
