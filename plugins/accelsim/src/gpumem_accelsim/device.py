@@ -1,0 +1,313 @@
+"""``AccelSimDevice``: gpumem's probes answered by running Accel-Sim on synthetic traces.
+
+Every probe call writes its traces (:mod:`gpumem_accelsim.traces`) and the two option files
+into a fresh temporary directory, runs the binary once there and reads the cycle counts of
+its kernels from the log (:mod:`gpumem_accelsim.stats`). Nothing is shared between calls, so
+calls can run in parallel worker processes and give the same answer in any order.
+
+What Accel-Sim can and cannot say:
+
+* it reports cycles per *kernel*, not per load, so a pointer chase gives a mean latency
+  (``fine_grained=False``) and a fine-grained request raises ``ProbeUnsupported``: per-access
+  data would have to be made up;
+* streams time the whole grid (``timed`` minus ``empty`` kernel), so bandwidth is exact in
+  simulated cycles; the seconds use the core clock of the config;
+* there is no shared-memory or ``cp.async`` probe (the traces have no form for them yet).
+
+A run is deterministic (the simulator seeds its own generator with ``srand(1)``), so a request
+already answered in this process is answered again from memory: repeats of a point cost one
+simulation, and give the same numbers a second run would.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import subprocess
+import tempfile
+import time
+from dataclasses import dataclass, replace
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+from gpumem.device import (
+    ChaseRequest,
+    ChaseResult,
+    Device,
+    DeviceInfo,
+    StreamRequest,
+    StreamResult,
+)
+from gpumem.errors import DeviceUnavailable, PointSkipped, ProbeUnsupported
+
+from gpumem_accelsim.config import GPGPUSIM, TRACE, AccelSimConfig, AccelSimConfigError
+from gpumem_accelsim.stats import AccelSimLog, AccelSimRunError, parse_log
+from gpumem_accelsim.traces import (
+    MAX_WARP_INSTS,
+    TraceSet,
+    TraceTooLarge,
+    chase_trace,
+    stream_shape,
+    stream_trace,
+)
+
+#: Options given after the two config files. The launch latency (5000 cycles in Volta and
+#: later configs) is in every kernel's count and cancels in the differences the probes take;
+#: dropping it saves that much simulation per kernel.
+DEFAULT_OPTIONS = ("-gpgpu_kernel_launch_latency", "0")
+#: SASS opcode map of the traces (``-binary version``); it is chosen independently of the
+#: config, and the loads, stores and branches the traces use are the same in every map.
+BINARY_VERSION = 70
+#: Device memory reported to experiments. Accel-Sim models no capacity; this bounds footprints
+#: well below the second stream buffer (:data:`gpumem_accelsim.traces.GLOBAL_BASE_B`).
+NOMINAL_MEMORY_BYTES = 64 << 30
+#: Options only Accel-Sim's trace-driven front end reads (from ``trace.config``); without
+#: them the simulator aborts at the first branch ("spec_id < m_specialized_unit.size()").
+TRACE_OPTION_PREFIXES = ("-specialized_unit_", "-trace_opcode_latency_initiation_")
+#: GPGPU-Sim's deadlock message, and the option that turns the check off (see _simulate).
+DEADLOCK_REPORT = "ERROR ** deadlock detected"
+DEADLOCK_OFF = ("-gpgpu_deadlock_detect", "0")
+
+
+@dataclass(frozen=True, eq=False)
+class AccelSimSetup:
+    """Everything that makes one Accel-Sim device: config, binary and how it is run.
+    Picklable, so :meth:`AccelSimDevice.reopen_spec` can hand it to worker processes."""
+
+    config: AccelSimConfig
+    binary: str
+    options: tuple[str, ...] = DEFAULT_OPTIONS
+    max_warp_insts: int = MAX_WARP_INSTS
+    timeout_s: float | None = None
+    stream_warmup: bool = True
+
+
+def check_config(config: AccelSimConfig) -> None:
+    """Raise :class:`AccelSimConfigError` for a config the device cannot run: totals that
+    cannot be computed, or no trace-driven options (``trace.config`` missing beside it)."""
+    _ = (config.sm_count, config.l2_bytes, config.clocks_mhz, config.dram_bandwidth_gbs)
+    if not any(name.startswith(TRACE_OPTION_PREFIXES) for name in config.merged()):
+        where = f" ({config.source})" if config.source else ""
+        raise AccelSimConfigError(
+            f"{config.name}{where}: no trace-driven options (-specialized_unit_N, "
+            f"-trace_opcode_latency_initiation_*): put Accel-Sim's trace.config beside "
+            f"gpgpusim.config")
+
+
+def config_digest(config: AccelSimConfig) -> str:
+    """SHA-256 of the two option files as the device writes them."""
+    h = hashlib.sha256()
+    for part in (config.gpgpusim, config.trace):
+        h.update(part.dumps().encode("utf-8", "surrogateescape"))
+        h.update(b"\0")
+    return h.hexdigest()
+
+
+def accelsim_device_info(config: AccelSimConfig, binary: str = "") -> DeviceInfo:
+    merged = config.merged()
+    major = merged.int("-gpgpu_compute_capability_major", 0)
+    minor = merged.int("-gpgpu_compute_capability_minor", 0)
+    bus_bits = (config.int("-gpgpu_n_mem") * config.int("-gpgpu_n_mem_per_ctrlr")
+                * config.int("-gpgpu_dram_buswidth") * 8)
+    return DeviceInfo(
+        kind="accelsim",
+        name=config.name,
+        compute_capability=f"{major}.{minor}" if major else "",
+        sm_count=config.sm_count,
+        l2_bytes=config.l2_bytes,
+        memory_bytes=NOMINAL_MEMORY_BYTES,
+        clock_mhz=config.core_clock_mhz,
+        memory_clock_mhz=config.clocks_mhz[3],
+        memory_bus_bits=bus_bits,
+        uuid=f"accelsim-{config_digest(config)[:16]}",
+        peak_bandwidth_gbs=config.dram_bandwidth_gbs,
+        load_paths=("ca", "cg", "nc"),
+        extra={"accelsim_binary": binary, "accelsim_config_source": config.source,
+               "memory_bytes_nominal": 1},
+    )
+
+
+class AccelSimDevice(Device):
+    """A GPU simulated by Accel-Sim with one config. Each probe call is one simulator run in
+    its own temporary directory; see the module docstring for what the probes can give."""
+
+    source = "simulated"
+
+    def __init__(self, setup: AccelSimSetup, arch: str, seed: int = 0) -> None:
+        check_config(setup.config)
+        super().__init__(accelsim_device_info(setup.config, setup.binary), arch)
+        self.setup = setup
+        self.config = setup.config
+        self.seed = seed  # recorded only: the simulator seeds itself (srand(1))
+        self._files = {GPGPUSIM: setup.config.gpgpusim.dumps(),
+                       TRACE: setup.config.trace.dumps()}
+        self._digest = config_digest(setup.config)
+        self._memo: dict[Any, ChaseResult | StreamResult] = {}
+        self._builds: set[str] = set()
+        self.runs = 0
+        self.deadlock_reruns = 0
+        self.sim_seconds = 0.0
+
+    @property
+    def probes(self) -> frozenset[str]:
+        return frozenset({"pointer_chase", "stream"})
+
+    # ---- probes ------------------------------------------------------------------------
+    def pointer_chase(self, request: ChaseRequest) -> ChaseResult:
+        request.validate()
+        if request.fine_grained:
+            raise ProbeUnsupported(
+                "Accel-Sim reports cycles per kernel, not per access: it gives a pointer "
+                "chase's mean latency only (ChaseRequest(fine_grained=False))")
+        self._check_path(request.path)
+        if request.sm != 0:
+            raise PointSkipped(f"the Accel-Sim chase trace is one CTA, which runs on SM 0; "
+                               f"SM {request.sm} cannot be chosen")
+        if request.footprint > self.info.memory_bytes:
+            raise PointSkipped(f"footprint {request.footprint} B exceeds the nominal "
+                               f"{self.info.memory_bytes} B of the Accel-Sim device")
+        key = ("chase", request)
+        if key in self._memo:
+            return self._memo[key]  # type: ignore[return-value]
+        with self._workdir() as d:
+            try:
+                ts = chase_trace(d, request, binary_version=BINARY_VERSION,
+                                 max_warp_insts=self.setup.max_warp_insts)
+            except TraceTooLarge as e:
+                raise PointSkipped(f"Accel-Sim chase too long to simulate: {e}") from None
+            log = self._simulate(ts)
+        cycles = self._cycles(log, ts, "timed") - self._cycles(log, ts, "base")
+        if cycles <= 0:
+            raise AccelSimRunError(f"Accel-Sim timed chase took {cycles} cycles more than "
+                                   f"its base kernel (expected > 0)")
+        res = ChaseResult(latency=np.array([cycles / ts.accesses]),
+                          index=np.empty(0, np.int64), timer_overhead=0.0, sm=0)
+        self._memo[key] = res
+        return res
+
+    def stream(self, request: StreamRequest) -> StreamResult:
+        request.validate()
+        self._check_path(request.path)
+        try:
+            stream_shape(request)
+        except ValueError as e:
+            raise PointSkipped(str(e)) from None
+        key = ("stream", replace(request, seed=0))  # the trace does not depend on the seed
+        if key in self._memo:
+            return self._memo[key]  # type: ignore[return-value]
+        with self._workdir() as d:
+            try:
+                ts = stream_trace(d, request, binary_version=BINARY_VERSION,
+                                  warmup=self.setup.stream_warmup,
+                                  max_warp_insts=self.setup.max_warp_insts)
+            except TraceTooLarge as e:
+                raise PointSkipped(f"Accel-Sim stream too long to simulate: {e}") from None
+            log = self._simulate(ts)
+        cycles = self._cycles(log, ts, "timed") - self._cycles(log, ts, "empty")
+        if cycles <= 0:
+            raise AccelSimRunError(f"Accel-Sim timed stream took {cycles} cycles more than "
+                                   f"the empty kernel (expected > 0)")
+        res = StreamResult(bytes=ts.bytes, seconds=cycles / (self.info.clock_mhz * 1e6),
+                           cycles=float(cycles))
+        self._memo[key] = res
+        return res
+
+    # ---- running the simulator ---------------------------------------------------------
+    def _check_path(self, path: str) -> None:
+        if path not in self.info.load_paths:
+            raise ProbeUnsupported(f"Accel-Sim traces have no '{path}' load path (paths: "
+                                   f"{', '.join(self.info.load_paths)})")
+
+    def _workdir(self) -> tempfile.TemporaryDirectory:
+        return tempfile.TemporaryDirectory(prefix="gpumem-accelsim-")
+
+    def _simulate(self, ts: TraceSet) -> AccelSimLog:
+        """Run the binary on ``ts`` (config files written beside it); the parsed log.
+
+        GPGPU-Sim's deadlock check compares the instruction count every 50000 cycles with the
+        previous sample, also across kernels, and the count restarts with each kernel. The
+        probes' kernels share a prefix (``timed`` begins with ``base``'s loads, from the same
+        state), so a timed kernel can match its base's last sample exactly and be called
+        deadlocked while it runs (seen on QV100: a 64 KiB chase, every run). A deadlock report
+        is therefore checked by one run without the check, stopped at 10x the first run's
+        time (or ``timeout_s``): one that finishes was not a deadlock.
+        """
+        d = ts.directory
+        for name, text in self._files.items():
+            (d / name).write_text(text, encoding="utf-8", errors="surrogateescape")
+        cmd = [self.setup.binary, "-trace", str(ts.kernelslist),
+               "-config", str(d / GPGPUSIM), "-config", str(d / TRACE), *self.setup.options]
+        text, rc, seconds = self._run(cmd, d, self.setup.timeout_s)
+        if DEADLOCK_REPORT in text and DEADLOCK_OFF[0] not in self.setup.options:
+            guard = self.setup.timeout_s or 10 * seconds + 60
+            self.deadlock_reruns += 1
+            try:
+                text, rc, _ = self._run([*cmd, *DEADLOCK_OFF], d, guard)
+            except AccelSimRunError:
+                line = next(ln for ln in text.splitlines() if DEADLOCK_REPORT in ln)
+                raise AccelSimRunError(f"Accel-Sim deadlocked: {line.strip()}; without the "
+                                       f"check it ran past {guard:g} s") from None
+        log = parse_log(text, rc)
+        if log.accelsim_build:
+            self._builds.add(log.accelsim_build)
+        return log
+
+    def _run(self, cmd: list[str], cwd: Path, timeout: float | None) -> tuple[str, int, float]:
+        """(merged stdout and stderr, exit status, seconds) of one simulator run."""
+        t0 = time.monotonic()
+        try:
+            proc = subprocess.run(cmd, cwd=cwd, stdin=subprocess.DEVNULL,
+                                  stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                                  timeout=timeout, check=False)
+        except subprocess.TimeoutExpired:
+            raise AccelSimRunError(f"Accel-Sim ran longer than {timeout:g} s and was "
+                                   f"stopped") from None
+        except OSError as e:
+            raise DeviceUnavailable(f"cannot run Accel-Sim {self.setup.binary}: {e}") from None
+        finally:
+            seconds = time.monotonic() - t0
+            self.sim_seconds += seconds
+            self.runs += 1
+        return proc.stdout.decode("utf-8", "replace"), proc.returncode, seconds
+
+    @staticmethod
+    def _cycles(log: AccelSimLog, ts: TraceSet, role: str) -> int:
+        uid = ts.uid(role)
+        want = next(k.name for k in ts.kernels if k.uid == uid)
+        try:
+            k = log.kernel(uid)
+        except KeyError as e:
+            raise AccelSimRunError(f"Accel-Sim's log lacks the {role} kernel: "
+                                   f"{e.args[0]}") from None
+        if k.kernel_name != want:
+            raise AccelSimRunError(f"Accel-Sim's kernel {uid} is {k.kernel_name!r}, "
+                                   f"not the trace's {want!r}")
+        return k.gpu_sim_cycle
+
+    # ---- contract ----------------------------------------------------------------------
+    def provenance(self) -> dict[str, Any]:
+        return {
+            "accelsim_binary": self.setup.binary,
+            "accelsim_build": ", ".join(sorted(self._builds)),
+            "accelsim_config_name": self.config.name,
+            "accelsim_config_source": self.config.source,
+            "accelsim_config_sha256": self._digest,
+            "accelsim_options": " ".join(self.setup.options),
+            "accelsim_max_warp_insts": self.setup.max_warp_insts,
+            "accelsim_runs": self.runs,
+            "accelsim_deadlock_reruns": self.deadlock_reruns,
+            "accelsim_seconds": round(self.sim_seconds, 3),
+            "sim_seed": self.seed,
+        }
+
+    def reopen_spec(self) -> dict[str, Any]:
+        return {"simulator": "accelsim", "arch": self.arch, "config": self.setup,
+                "seed": self.seed}
+
+
+def open_device(setup: AccelSimSetup, arch: str, seed: int = 0) -> AccelSimDevice:
+    """An :class:`AccelSimDevice`, with an unusable config as ``DeviceUnavailable``."""
+    try:
+        return AccelSimDevice(setup, arch, seed)
+    except (AccelSimConfigError, ValueError) as e:
+        raise DeviceUnavailable(f"unusable Accel-Sim config: {e}") from None

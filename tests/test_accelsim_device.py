@@ -1,0 +1,394 @@
+"""The Accel-Sim device: finding the binary, opening configs, the probes, errors, workers.
+
+Most tests run a fake ``accel-sim.out`` (tests/fixtures/fake_accelsim: it checks the command
+line and the traces as the real one does, and either computes cycle counts from the trace or
+replays a real log from tests/data/accelsim/logs). Tests marked ``real_binary`` run the real
+simulator and are skipped unless ``GPUMEM_ACCELSIM`` names an executable.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import pickle
+import sys
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pytest
+from gpumem.device import ChaseRequest, StreamRequest
+from gpumem.errors import DeviceUnavailable, PointSkipped, ProbeUnsupported, UsageError
+from gpumem.experiment import Axis, Experiment, Plan, RunContext, Var
+from gpumem.results.schema import POINT_FAILED, POINT_OK, point_key
+from gpumem.runner import PointRunner
+from gpumem_accelsim.config import AccelSimConfig
+from gpumem_accelsim.device import AccelSimDevice, AccelSimSetup
+from gpumem_accelsim.simulator import AccelSim
+from gpumem_accelsim.stats import AccelSimRunError
+
+DATA = Path(__file__).parent / "data" / "accelsim"
+QV100 = DATA / "SM7_QV100"
+FAKE = Path(__file__).parent / "fixtures" / "fake_accelsim" / "accel-sim.out"
+#: read at import: the autouse fixture removes GPUMEM_ACCELSIM from every test's environment
+REAL = os.environ.get("GPUMEM_ACCELSIM", "").strip()
+real_binary = pytest.mark.skipif(
+    not (REAL and os.path.isfile(REAL) and os.access(REAL, os.X_OK)),
+    reason="needs GPUMEM_ACCELSIM naming an Accel-Sim binary")
+
+L1_CHASE = ChaseRequest(footprint=4096, stride=128, record=256, warmup=32, path="ca",
+                        fine_grained=False)
+L2_CHASE = ChaseRequest(footprint=4096, stride=128, record=128, warmup=32, path="cg",
+                        fine_grained=False)
+DRAM_CHASE = ChaseRequest(footprint=64 << 20, stride=4096, record=200, order="random",
+                          path="ca", fine_grained=False)
+
+
+@pytest.fixture
+def fake(tmp_path, monkeypatch) -> Path:
+    """``GPUMEM_ACCELSIM`` -> a wrapper running the fake binary with this interpreter."""
+    wrapper = tmp_path / "fakebin" / "accel-sim.out"
+    wrapper.parent.mkdir()
+    wrapper.write_text(f'#!/bin/sh\nexec "{sys.executable}" "{FAKE}" "$@"\n')
+    wrapper.chmod(0o755)
+    monkeypatch.setenv("GPUMEM_ACCELSIM", str(wrapper))
+    return wrapper
+
+
+@pytest.fixture
+def no_binary(tmp_path, monkeypatch) -> None:
+    """Neither ``GPUMEM_ACCELSIM`` nor an ``accel-sim.out`` on PATH."""
+    monkeypatch.delenv("GPUMEM_ACCELSIM", raising=False)
+    monkeypatch.setenv("PATH", str(tmp_path / "empty-path"))
+
+
+@pytest.fixture
+def qv100() -> AccelSimConfig:
+    return AccelSimConfig.load(QV100)
+
+
+def _device(qv100: AccelSimConfig, **setup: Any) -> AccelSimDevice:
+    if not setup:
+        return AccelSim().create_device("volta", qv100)  # type: ignore[return-value]
+    binary = os.environ["GPUMEM_ACCELSIM"]
+    return AccelSimDevice(AccelSimSetup(qv100, binary, **setup), "volta")
+
+
+# ---- finding the binary -------------------------------------------------------------------
+
+def test_available_with_a_binary(fake):
+    assert AccelSim().available() == (True, "")
+
+
+def test_unavailable_says_why_on_one_line(no_binary, tmp_path, monkeypatch, qv100):
+    ok, why = AccelSim().available()
+    assert not ok and "not installed" in why and "GPUMEM_ACCELSIM" in why
+    with pytest.raises(DeviceUnavailable, match="not installed") as e:
+        AccelSim().create_device("volta", qv100)
+    assert "\n" not in str(e.value)
+
+    monkeypatch.setenv("GPUMEM_ACCELSIM", str(tmp_path / "nowhere" / "accel-sim.out"))
+    ok, why = AccelSim().available()
+    assert not ok and why.endswith("no such file") and "nowhere" in why
+
+    plain = tmp_path / "not-executable"
+    plain.write_text("")
+    monkeypatch.setenv("GPUMEM_ACCELSIM", str(plain))
+    ok, why = AccelSim().available()
+    assert not ok and "not an executable file" in why
+    with pytest.raises(DeviceUnavailable, match="not an executable file"):
+        AccelSim().create_device("volta", qv100)
+
+
+# ---- configs ------------------------------------------------------------------------------
+
+def test_create_device_takes_a_config_a_path_or_nothing(fake, qv100, tmp_path):
+    sim = AccelSim()
+    with pytest.raises(DeviceUnavailable, match="no Accel-Sim config for volta; give "
+                                                "--sim-config"):
+        sim.create_device("volta", None)
+    for cfg in (qv100, QV100, QV100 / "gpgpusim.config", str(QV100)):
+        assert sim.create_device("volta", cfg).info.name == "SM7_QV100"
+    packaged = tmp_path / "accelsim"  # an architecture plugin's folder
+    qv100.save(packaged)
+    assert sim.create_device("hopper", packaged).info.name == "hopper"
+    with pytest.raises(DeviceUnavailable, match="must be an AccelSimConfig or a path"):
+        sim.create_device("volta", {"not": "a config"})
+
+
+def test_a_config_without_trace_config_is_refused(fake, tmp_path):
+    lone = tmp_path / "lone"
+    lone.mkdir()
+    (lone / "gpgpusim.config").write_text((QV100 / "gpgpusim.config").read_text())
+    with pytest.raises(DeviceUnavailable, match="trace.config beside gpgpusim.config"):
+        AccelSim().create_device("volta", lone)
+    with pytest.raises(UsageError, match="trace.config beside gpgpusim.config"):
+        AccelSim().load_config(lone / "gpgpusim.config")
+
+
+def test_load_config(tmp_path):
+    cfg = AccelSim().load_config(QV100 / "gpgpusim.config")
+    assert isinstance(cfg, AccelSimConfig) and len(cfg.trace) > 0
+    with pytest.raises(UsageError, match="no such Accel-Sim config file"):
+        AccelSim().load_config(tmp_path / "gpgpusim.config")
+
+
+def test_device_info(fake, qv100):
+    dev = _device(qv100)
+    i = dev.info
+    assert (i.kind, i.name, i.compute_capability) == ("accelsim", "SM7_QV100", "7.0")
+    assert (i.sm_count, i.l2_bytes, i.clock_mhz) == (80, 6 << 20, 1132.0)
+    assert i.peak_bandwidth_gbs == pytest.approx(870.4)
+    assert i.load_paths == ("ca", "cg", "nc") and i.memory_bytes >= 16 << 30
+    assert i.key.startswith("accelsim-sm7-qv100-") and len(i.key.split("-")[-1]) == 8
+    assert dev.probes == {"pointer_chase", "stream"} and dev.source == "simulated"
+    prov = dev.provenance()
+    assert prov["accelsim_config_name"] == "SM7_QV100"
+    assert prov["accelsim_options"] == "-gpgpu_kernel_launch_latency 0"
+
+
+# ---- pointer chase ------------------------------------------------------------------------
+
+@pytest.mark.parametrize("log, request_, mean", [
+    ("qv100-chase-l1.log", L1_CHASE, (17323 - 11179) / 256),
+    ("qv100-chase-l2.log", L2_CHASE, (32523 - 10507) / 128),
+    ("qv100-chase-dram.log", DRAM_CHASE, (71657 - 5008) / 200),
+])
+def test_chase_mean_from_real_logs(fake, qv100, monkeypatch, log, request_, mean):
+    monkeypatch.setenv("FAKE_ACCELSIM_LOG", log)  # the fake checks the kernels match
+    res = _device(qv100).pointer_chase(request_)
+    assert res.latency.shape == (1,) and res.index.size == 0
+    assert res.timer_overhead == 0.0 and res.mean == pytest.approx(mean)
+
+
+def test_chase_runs_in_a_fresh_directory_with_both_configs(fake, qv100, tmp_path,
+                                                           monkeypatch):
+    record = tmp_path / "runs.jsonl"
+    monkeypatch.setenv("FAKE_ACCELSIM_RECORD", str(record))
+    dev = _device(qv100)
+    assert dev.pointer_chase(L1_CHASE).mean == 24.0  # the fake's L1 hit
+    assert dev.pointer_chase(L2_CHASE).mean == 172.0  # .cg: L2 hits
+    cold = ChaseRequest(footprint=8192, stride=128, record=64, fine_grained=False)
+    assert dev.pointer_chase(cold).mean == 330.0  # every line touched once: misses
+    assert dev.pointer_chase(L1_CHASE).mean == 24.0  # answered again without a run
+    runs = [json.loads(line) for line in record.read_text().splitlines()]
+    assert len(runs) == 3 and dev.provenance()["accelsim_runs"] == 3
+    dirs = {r["cwd"] for r in runs}
+    assert len(dirs) == 3 and not any(Path(d).exists() for d in dirs)  # fresh, then removed
+    for r in runs:
+        argv = r["argv"]
+        assert argv[:2] == ["-trace", f"{r['cwd']}/kernelslist.g"]
+        assert argv[2:6] == ["-config", f"{r['cwd']}/gpgpusim.config",
+                             "-config", f"{r['cwd']}/trace.config"]
+        assert argv[6:] == ["-gpgpu_kernel_launch_latency", "0"]
+
+
+def test_fine_grained_chase_is_unsupported(fake, qv100):
+    with pytest.raises(ProbeUnsupported, match="cycles per kernel, not per access"):
+        _device(qv100).pointer_chase(ChaseRequest(footprint=4096, stride=128, record=16))
+
+
+def test_requests_out_of_bounds_are_skipped_points(fake, qv100):
+    dev = _device(qv100, max_warp_insts=1000)
+    with pytest.raises(PointSkipped, match="too long to simulate.*over the limit of 1000"):
+        dev.pointer_chase(ChaseRequest(footprint=1 << 20, stride=128, record=1024, warmup=512,
+                                       fine_grained=False))
+    with pytest.raises(PointSkipped, match="too long to simulate"):
+        dev.stream(StreamRequest(footprint=64 << 20, ctas=80, threads=256, width=16))
+    with pytest.raises(PointSkipped, match="SM 3 cannot be chosen"):
+        dev.pointer_chase(ChaseRequest(footprint=4096, stride=128, record=16, sm=3,
+                                       fine_grained=False))
+    with pytest.raises(PointSkipped, match="smaller than one chunk"):
+        dev.stream(StreamRequest(footprint=4096, ctas=80, threads=256, width=16, ilp=4))
+    with pytest.raises(ProbeUnsupported, match="no 'tex' load path"):
+        dev.pointer_chase(ChaseRequest(footprint=4096, stride=128, record=16, path="tex",
+                                       fine_grained=False))
+
+
+def test_trace_size_limit_from_the_environment(fake, qv100, monkeypatch):
+    monkeypatch.setenv("GPUMEM_ACCELSIM_MAX_WARP_INSTS", "500")
+    dev = AccelSim().create_device("volta", qv100)
+    assert dev.provenance()["accelsim_max_warp_insts"] == 500
+    monkeypatch.setenv("GPUMEM_ACCELSIM_MAX_WARP_INSTS", "lots")
+    with pytest.raises(DeviceUnavailable, match="GPUMEM_ACCELSIM_MAX_WARP_INSTS: must be a "
+                                                "positive integer"):
+        AccelSim().create_device("volta", qv100)
+
+
+# ---- stream -------------------------------------------------------------------------------
+
+def test_stream_bandwidth_from_a_real_log(fake, qv100, monkeypatch):
+    monkeypatch.setenv("FAKE_ACCELSIM_LOG", "qv100-stream-dram.log")
+    dev = _device(qv100, stream_warmup=False)  # the log's run had no warm-up kernel
+    res = dev.stream(StreamRequest(footprint=16 << 20, ctas=80, threads=256, ilp=4, width=16,
+                                   order="coalesced", path="cg"))
+    moved = 13 * 80 * 256 * 4 * 16  # whole grid-wide chunks: 13 of 1.25 MiB cover 16 MiB
+    assert res.bytes == moved and res.cycles == 27743 - 5010
+    assert res.seconds == pytest.approx(res.cycles / 1132e6)
+    assert res.gbs == pytest.approx(moved / (27743 - 5010) * 1.132, rel=1e-9)
+    assert res.gbs < dev.info.peak_bandwidth_gbs
+
+
+def test_stream_computed_and_repeats_cost_one_run(fake, qv100, tmp_path, monkeypatch):
+    record = tmp_path / "runs.jsonl"
+    monkeypatch.setenv("FAKE_ACCELSIM_RECORD", str(record))
+    dev = _device(qv100)
+    req = StreamRequest(footprint=8192, ctas=2, threads=64, ilp=1, width=16, path="cg")
+    res = dev.stream(req)
+    # the fake: 512 B per cycle, plus the timed warp's 9 instructions less the empty one's 1
+    assert (res.bytes, res.cycles) == (8192, 8192 / 512 + 8)
+    again = dev.stream(StreamRequest(**{**req.__dict__, "seed": 7}))
+    assert again.cycles == res.cycles
+    copy = dev.stream(StreamRequest(**{**req.__dict__, "kind": "copy"}))
+    assert copy.bytes == 2 * 8192
+    assert len(record.read_text().splitlines()) == 2
+
+
+# ---- failures -----------------------------------------------------------------------------
+
+@pytest.mark.parametrize("log, message", [
+    ("error-deadlock.log", "Accel-Sim deadlocked: .*without the check it ran past 2 s"),
+    ("error-crash-no-exit.log", "exit status 139"),
+    ("error-unknown-option.log", "rejected an option: .*-gpgpu_no_such_option"),
+])
+def test_error_logs_are_run_errors(fake, qv100, monkeypatch, log, message):
+    monkeypatch.setenv("FAKE_ACCELSIM_LOG", log)
+    with pytest.raises(AccelSimRunError, match=message) as e:
+        _device(qv100, timeout_s=2).pointer_chase(L1_CHASE)
+    assert "\n" not in str(e.value)
+
+
+def test_a_false_deadlock_report_is_run_again_without_the_check(fake, qv100, tmp_path,
+                                                                  monkeypatch):
+    # GPGPU-Sim samples the instruction count every 50000 cycles and compares it with the
+    # previous sample across kernels: a timed kernel can match its base kernel's sample
+    record = tmp_path / "runs.jsonl"
+    monkeypatch.setenv("FAKE_ACCELSIM_RECORD", str(record))
+    monkeypatch.setenv("FAKE_ACCELSIM_FALSE_DEADLOCK_IF", "gpumem_chase_timed")
+    dev = _device(qv100)
+    assert dev.pointer_chase(L1_CHASE).mean == 24.0
+    first, second = (json.loads(line)["argv"] for line in record.read_text().splitlines())
+    assert second == [*first, "-gpgpu_deadlock_detect", "0"]
+    prov = dev.provenance()
+    assert (prov["accelsim_runs"], prov["accelsim_deadlock_reruns"]) == (2, 1)
+
+
+def test_unknown_option_and_timeout(fake, qv100, monkeypatch):
+    dev = _device(qv100, options=("-gpgpu_no_such_option", "1"))
+    with pytest.raises(AccelSimRunError, match="rejected an option"):
+        dev.pointer_chase(L1_CHASE)
+    monkeypatch.setenv("FAKE_ACCELSIM_SLEEP", "5")
+    with pytest.raises(AccelSimRunError, match="longer than 0.5 s"):
+        _device(qv100, timeout_s=0.5).pointer_chase(L1_CHASE)
+
+
+class MeanChases(Experiment):
+    """A sweep of mean chases (what the runner's point machinery sees)."""
+
+    name = "accelsim-test-chases"
+    summary = "mean chases over footprint and path"
+    probes = ("pointer_chase",)
+    footprints = (2048, 4096, 8192)
+
+    def plan(self, ctx: RunContext) -> Plan:
+        return Plan(axes=[Axis("path", ("ca", "cg"), "1"),
+                          Axis("footprint", self.footprints, "byte")],
+                    variables=[Var("mean", (), "cycle", "mean cycles per access")])
+
+    def measure(self, device, point: Mapping[str, Any], ctx: RunContext) -> Mapping[str, Any]:
+        fp = int(point["footprint"])
+        res = device.pointer_chase(ChaseRequest(footprint=fp, stride=128, record=64,
+                                                warmup=fp // 128, path=str(point["path"]),
+                                                order="random", seed=fp, fine_grained=False))
+        return {"mean": res.mean}
+
+    def analyze(self, raw):
+        return []
+
+
+class FewMeanChases(MeanChases):
+    footprints = (2048, 4096)
+
+
+def _sweep(device, workers: int, exp: Experiment | None = None) -> dict[tuple, Any]:
+    exp = exp or MeanChases()
+    ctx = RunContext("volta", device.info, True, 0)
+    from gpumem.results.schema import points
+
+    runner = PointRunner(device, workers)
+    try:
+        return runner.run(exp, points(exp.plan(ctx).axes), ctx, lambda: None)
+    finally:
+        runner.close()
+
+
+def test_a_failed_run_fails_its_point_only(fake, qv100, monkeypatch):
+    # the 8 KiB chases touch the line at +0x1f80, the smaller ones do not: they deadlock
+    monkeypatch.setenv("FAKE_ACCELSIM_DEADLOCK_IF", "0x00007f8000001f80")
+    for workers in (1, 2):
+        results = _sweep(_device(qv100, timeout_s=1.5), workers)
+        for key, (status, reason, values) in results.items():
+            if key[1] == 8192:  # (path, footprint)
+                assert status == POINT_FAILED
+                assert reason.startswith("AccelSimRunError: Accel-Sim deadlocked")
+            else:
+                assert status == POINT_OK and values["mean"] in (24.0, 172.0)
+
+
+def test_workers_give_identical_results(fake, qv100):
+    dev = _device(qv100)
+    spec = dev.reopen_spec()
+    assert spec["simulator"] == "accelsim" and spec["config"].binary == str(fake)
+    reopened = AccelSim().create_device("volta", pickle.loads(pickle.dumps(spec["config"])))
+    assert reopened.info == dev.info
+    one, two = _sweep(dev, 1), _sweep(_device(qv100), 2)
+    assert one == two and all(s == POINT_OK for s, _r, _v in one.values())
+    assert one[point_key({"path": "cg", "footprint": 4096})][2]["mean"] == 172.0
+
+
+# ---- the CLI ------------------------------------------------------------------------------
+
+def test_cli_without_a_binary_exits_2_on_one_line(cli, no_binary, tmp_path, monkeypatch):
+    out = tmp_path / "run"
+    r = cli("run", "--arch", "hopper", "latency", "--device", "accelsim", "--out", str(out))
+    assert r.code == 2 and not out.exists()
+    assert r.err.strip().count("\n") == 0 and "simulator 'accelsim' is not available" in r.err
+    monkeypatch.setenv("GPUMEM_ACCELSIM", str(tmp_path / "missing" / "accel-sim.out"))
+    r = cli("run", "--arch", "hopper", "latency", "--device", "accelsim", "--out", str(out))
+    assert r.code == 2 and not out.exists()
+    assert r.err.strip().count("\n") == 0 and "no such file" in r.err
+
+
+def test_cli_latency_on_accelsim_is_skipped_with_the_reason(cli, fake, tmp_path):
+    out = tmp_path / "run"
+    r = cli("run", "--arch", "hopper", "latency", "--device", "accelsim", "--quick",
+            "--sim-config", str(QV100 / "gpgpusim.config"), "--out", str(out))
+    assert r.code == 0, r.err
+    entries = json.loads((out / "manifest.json").read_text())["entries"]
+    (entry,) = entries.values()
+    assert entry["device"].startswith("accelsim-sm7-qv100-")
+    assert entry["status"] == "skipped" and "not per access" in entry["error"]
+
+
+# ---- the real simulator -------------------------------------------------------------------
+
+@real_binary
+def test_real_l1_and_l2_chases_on_qv100(monkeypatch, qv100):
+    monkeypatch.setenv("GPUMEM_ACCELSIM", REAL)
+    dev = AccelSim().create_device("volta", qv100)
+    l1 = dev.pointer_chase(L1_CHASE).mean
+    # -gpgpu_l1_latency 20 plus the load pipeline: 24 cycles measured (and in the fixture log)
+    assert qv100.int("-gpgpu_l1_latency") == 20 and l1 == pytest.approx(24.0, abs=0.5)
+    l2 = dev.pointer_chase(L2_CHASE).mean
+    assert l2 == pytest.approx(172.0, abs=2)  # the fixture log's L2 hit, launch latency 5000
+
+
+@real_binary
+def test_real_workers_identical(monkeypatch, qv100):
+    monkeypatch.setenv("GPUMEM_ACCELSIM", REAL)
+    one = _sweep(AccelSim().create_device("volta", qv100), 1, FewMeanChases())
+    two = _sweep(AccelSim().create_device("volta", qv100), 2, FewMeanChases())
+    assert one == two and all(s == POINT_OK for s, _r, _v in one.values())
+    means = np.array([v["mean"] for _s, _r, v in one.values()])
+    assert np.all((means > 20) & (means < 400))
