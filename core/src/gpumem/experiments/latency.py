@@ -20,6 +20,7 @@ each with an ``_ns`` twin), ``l1d.size``, ``l2.size``, ``l2.near_size``, ``l2.pa
 from __future__ import annotations
 
 import zlib
+from dataclasses import replace
 from typing import Any, Mapping
 
 import numpy as np
@@ -27,6 +28,7 @@ import xarray as xr
 
 from gpumem.analysis.plateaus import Plateau, find_plateaus, knee_bracket
 from gpumem.device import ChaseRequest, Device
+from gpumem.errors import ProbeUnsupported
 from gpumem.experiment import Axis, Experiment, Plan, RunContext, Var
 from gpumem.findings import Finding
 
@@ -102,7 +104,16 @@ class LatencyLadder(Experiment):
         req = ChaseRequest(footprint=footprint, stride=STRIDE, record=record, warmup=warmup,
                            order=str(point["order"]), path="ca", element=ELEMENT,
                            seed=ctx.seed ^ zlib.crc32(str(footprint).encode()))
-        res = device.pointer_chase(req)
+        try:
+            res = device.pointer_chase(req)
+        except ProbeUnsupported:
+            # A device that reports one mean per chase (Accel-Sim counts cycles per kernel):
+            # the mean goes in the first access, the rest stay NaN, which the analysis skips.
+            res = device.pointer_chase(replace(req, fine_grained=False))
+            lat = np.full(record, np.nan)
+            lat[0] = float(np.mean(res.latency))
+            return {"latency": lat, "index": np.full(record, -1, np.int64),
+                    "timer_overhead": res.timer_overhead, "end_ok": int(res.end_ok)}
         return {"latency": res.latency, "index": res.index,
                 "timer_overhead": res.timer_overhead, "end_ok": int(res.end_ok)}
 

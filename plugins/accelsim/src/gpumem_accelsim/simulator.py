@@ -60,8 +60,47 @@ class AccelSim(Simulator):
         if not isinstance(config, AccelSimConfig):
             raise DeviceUnavailable(f"Accel-Sim config for {arch} must be an AccelSimConfig or "
                                     f"a path, not {type(config).__name__}")
+        config = _for_build(config)
         try:
             limit = max_warp_insts()
         except ValueError as e:
             raise DeviceUnavailable(f"{LIMIT_ENV}: {e}") from None
         return open_device(AccelSimSetup(config, str(path), max_warp_insts=limit), arch, seed)
+
+
+VERSION_ENV = "GPUMEM_ACCELSIM_VERSION"
+
+
+def _for_build(config: AccelSimConfig) -> AccelSimConfig:
+    """``config`` without the options the installed build does not register (it would exit
+    with 'Unknown Option' at every point): the build is ``GPUMEM_ACCELSIM_VERSION`` (default:
+    the oldest version gpumem knows, the Accel-Sim ``dev`` of October 2024). What is left out
+    is said once, on stderr."""
+    import sys
+
+    from gpumem_accelsim.known_options import VERSIONS, unknown_options
+
+    version = os.environ.get(VERSION_ENV, "").strip() or VERSIONS[0]
+    if version not in VERSIONS:
+        raise UsageError(f"{VERSION_ENV}={version}: unknown Accel-Sim version (choose from: "
+                         f"{', '.join(VERSIONS)})")
+    drop = unknown_options(config.merged(), version)
+    booksim = config.merged().get("-network_mode", "1").strip() == "1"
+    if not drop and not booksim:
+        return config
+    out = AccelSimConfig(config.gpgpusim.copy(), config.trace.copy(), name=config.name,
+                         source=config.source)
+    if booksim:  # BookSim wants its .icnt file in the working directory; the probes run one
+        # CTA or stream through L2 slices, where the built-in crossbar does as well
+        out.gpgpusim["-network_mode"] = "2"
+        print(f"gpumem: warning: {config.name}: -network_mode 1 (BookSim, needs its .icnt "
+              f"file) replaced by 2 (the built-in local crossbar)", file=sys.stderr)
+    for name in drop:
+        for part in (out.gpgpusim, out.trace):
+            if name in part:
+                part.remove(name)
+    if drop:
+        print(f"gpumem: warning: {config.name}: left out {', '.join(drop)}: unknown to "
+              f"Accel-Sim build {version} (set {VERSION_ENV} for another build)",
+              file=sys.stderr)
+    return out
