@@ -74,7 +74,7 @@ def test_a_worker_killed_mid_run_loses_no_point(cluster, tmp_path):
 
     t = threading.Thread(target=go)
     t.start()
-    with Client(cluster.scheduler_address) as client:
+    with Client(cluster.scheduler_address, set_as_default=False) as client:
         deadline = time.monotonic() + 60
         while time.monotonic() < deadline:    # wait until points are being computed
             if any(client.processing().values()):

@@ -23,7 +23,9 @@ _devices: dict[str, Any] = {}   # per worker process: spec digest -> open device
 
 
 def connect(address: str | None) -> Any:
-    """A ``distributed.Client`` for ``address`` (``tcp://host:8786``, or a scheduler file)."""
+    """A ``distributed.Client`` for ``address`` (``tcp://host:8786``, or a scheduler file).
+    Not made dask's default scheduler: that setting outlives the client and would send
+    xarray's own computations (writing netCDF) to a cluster that is gone."""
     try:
         from distributed import Client
     except ImportError:
@@ -33,8 +35,8 @@ def connect(address: str | None) -> Any:
                          "scheduler JSON file from 'dask scheduler --scheduler-file')")
     try:
         if address.endswith(".json"):
-            return Client(scheduler_file=address, timeout="20s")
-        return Client(address, timeout="20s")
+            return Client(scheduler_file=address, timeout="20s", set_as_default=False)
+        return Client(address, timeout="20s", set_as_default=False)
     except (OSError, TimeoutError, ValueError) as e:
         raise UsageError(f"--scheduler {address}: cannot connect: {e}") from None
 
@@ -83,7 +85,7 @@ class DaskPoints:
             futures[f] = point_key(p)
         results: dict[tuple, Any] = {}
         try:
-            for fut in as_completed(list(futures)):
+            for fut in as_completed(list(futures), loop=self.client.loop):
                 res = fut.result()
                 if res[0] == POINT_SKIPPED and res[1].startswith("unsupported: "):
                     raise ProbeUnsupported(res[1][len("unsupported: "):])
