@@ -169,21 +169,27 @@ class AccelSimDevice(Device):
         key = ("chase", request)
         if key in self._memo:
             return self._memo[key]  # type: ignore[return-value]
-        with self._workdir() as d:
-            try:
-                ts = chase_trace(d, request, binary_version=BINARY_VERSION,
-                                 max_warp_insts=self.setup.max_warp_insts)
-            except TraceTooLarge as e:
-                raise PointSkipped(f"Accel-Sim chase too long to simulate: {e}") from None
-            log = self._simulate(ts)
-        cycles = self._cycles(log, ts, "timed") - self._cycles(log, ts, "base")
-        if cycles <= 0:
-            raise AccelSimRunError(f"Accel-Sim timed chase took {cycles} cycles more than "
-                                   f"its base kernel (expected > 0)")
+        ts, cycles = self._timed("chase", "base", lambda d: chase_trace(
+            d, request, binary_version=BINARY_VERSION, max_warp_insts=self.setup.max_warp_insts))
         res = ChaseResult(latency=np.array([cycles / ts.accesses]),
                           index=np.empty(0, np.int64), timer_overhead=0.0, sm=0)
         self._memo[key] = res
         return res
+
+    def _timed(self, what: str, reference: str, make) -> tuple:
+        """Simulate the traces ``make(dir)`` writes: (traces, cycles of the timed kernel
+        minus the ``reference`` kernel, which holds what is not to be timed)."""
+        with self._workdir() as d:
+            try:
+                ts = make(d)
+            except TraceTooLarge as e:
+                raise PointSkipped(f"Accel-Sim {what} too long to simulate: {e}") from None
+            log = self._simulate(ts)
+        cycles = self._cycles(log, ts, "timed") - self._cycles(log, ts, reference)
+        if cycles <= 0:
+            raise AccelSimRunError(f"Accel-Sim timed {what} took {cycles} cycles more than "
+                                   f"its {reference} kernel (expected > 0)")
+        return ts, cycles
 
     def stream(self, request: StreamRequest) -> StreamResult:
         request.validate()
@@ -195,18 +201,9 @@ class AccelSimDevice(Device):
         key = ("stream", replace(request, seed=0))  # the trace does not depend on the seed
         if key in self._memo:
             return self._memo[key]  # type: ignore[return-value]
-        with self._workdir() as d:
-            try:
-                ts = stream_trace(d, request, binary_version=BINARY_VERSION,
-                                  warmup=self.setup.stream_warmup,
-                                  max_warp_insts=self.setup.max_warp_insts)
-            except TraceTooLarge as e:
-                raise PointSkipped(f"Accel-Sim stream too long to simulate: {e}") from None
-            log = self._simulate(ts)
-        cycles = self._cycles(log, ts, "timed") - self._cycles(log, ts, "empty")
-        if cycles <= 0:
-            raise AccelSimRunError(f"Accel-Sim timed stream took {cycles} cycles more than "
-                                   f"the empty kernel (expected > 0)")
+        ts, cycles = self._timed("stream", "empty", lambda d: stream_trace(
+            d, request, binary_version=BINARY_VERSION, warmup=self.setup.stream_warmup,
+            max_warp_insts=self.setup.max_warp_insts))
         res = StreamResult(bytes=ts.bytes, seconds=cycles / (self.info.clock_mhz * 1e6),
                            cycles=float(cycles))
         self._memo[key] = res
