@@ -403,3 +403,4 @@ def test_a_base_config_loses_what_the_build_rejects(fake, capsys):
     assert "-gpgpu_n_chiplet_partition" in err and "BookSim" in err
     merged = dev.setup.config.merged()
     assert "-gpgpu_n_chiplet_partition" not in merged and merged["-network_mode"] == "2"
+    assert merged["-gpgpu_memory_partition_indexing"] == "0"   # 6 asserts in this build

@@ -86,7 +86,10 @@ def _for_build(config: AccelSimConfig) -> AccelSimConfig:
                          f"{', '.join(VERSIONS)})")
     drop = unknown_options(config.merged(), version)
     booksim = config.merged().get("-network_mode", "1").strip() == "1"
-    if not drop and not booksim:
+    # partition indexing 6 came with the H100 config; older builds assert on it
+    indexing = config.merged().get("-gpgpu_memory_partition_indexing", "0").strip()
+    new_indexing = version == "accelsim-dev-2024-10" and indexing not in ("0", "1", "2", "4")
+    if not drop and not booksim and not new_indexing:
         return config
     out = AccelSimConfig(config.gpgpusim.copy(), config.trace.copy(), name=config.name,
                          source=config.source)
@@ -95,6 +98,11 @@ def _for_build(config: AccelSimConfig) -> AccelSimConfig:
         out.gpgpusim["-network_mode"] = "2"
         print(f"gpumem: warning: {config.name}: -network_mode 1 (BookSim, needs its .icnt "
               f"file) replaced by 2 (the built-in local crossbar)", file=sys.stderr)
+    if new_indexing:
+        out.gpgpusim["-gpgpu_memory_partition_indexing"] = "0"
+        print(f"gpumem: warning: {config.name}: -gpgpu_memory_partition_indexing {indexing} "
+              f"is not in build {version} (0 linear, 1 XOR, 2 IPOLY for 16-64 channels, 4 "
+              f"random): linear (0) is used", file=sys.stderr)
     for name in drop:
         for part in (out.gpgpusim, out.trace):
             if name in part:
