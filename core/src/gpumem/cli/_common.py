@@ -29,3 +29,17 @@ def plugins() -> Plugins:
 
 def print_json(data: Any) -> None:
     sys.stdout.write(json.dumps(data, indent=2, sort_keys=False, default=str) + "\n")
+
+
+STATUS_STYLE = {"pass": "green", "warn": "yellow", "fail": "red", "n/a": "dim"}
+
+
+def fmt_value(v: object) -> str:
+    """A finding's value for a table cell: '-' for none, floats to 6 significant digits."""
+    if v is None:
+        return "-"
+    if isinstance(v, float):
+        return f"{v:,.6g}"
+    if isinstance(v, list):
+        return "[" + ", ".join(fmt_value(x) for x in v) + "]"
+    return str(v)

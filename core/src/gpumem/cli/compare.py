@@ -8,20 +8,8 @@ import typer
 from rich.table import Table
 
 from gpumem.cli import app
-from gpumem.cli._common import plugins, print_json, stdout
+from gpumem.cli._common import STATUS_STYLE, fmt_value, plugins, print_json, stdout
 from gpumem.compare import compare
-
-_STYLE = {"pass": "green", "warn": "yellow", "fail": "red"}
-
-
-def _fmt(v: object) -> str:
-    if v is None:
-        return "-"
-    if isinstance(v, float):
-        return f"{v:,.6g}"
-    if isinstance(v, list):
-        return "[" + ", ".join(_fmt(x) for x in v) + "]"
-    return str(v)
 
 
 @app.command("compare")
@@ -53,7 +41,7 @@ def compare_cmd(
         t.add_column("source")
     for row in data["rows"]:
         cells = [row["experiment"], row["finding"]]
-        cells += [_fmt(row["values"].get(lb)) for lb in labels]
+        cells += [fmt_value(row["values"].get(lb)) for lb in labels]
         if len(labels) > 1:
             rel = row.get("relative_difference")
             cells.append("-" if rel is None else f"{rel:+.1%}")
@@ -62,8 +50,8 @@ def compare_cmd(
             statuses = [row["status"].get(lb) for lb in labels if row["status"].get(lb)]
             worst = "fail" if "fail" in statuses else "warn" if "warn" in statuses else \
                 ("pass" if statuses else "n/a")
-            style = _STYLE.get(worst, "dim")
-            cells += [_fmt(row.get("expected")), f"[{style}]{worst}[/{style}]",
+            style = STATUS_STYLE.get(worst, "dim")
+            cells += [fmt_value(row.get("expected")), f"[{style}]{worst}[/{style}]",
                       row.get("expected_source", "")]
         t.add_row(*cells)
     stdout().print(t)

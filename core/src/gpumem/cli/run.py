@@ -10,7 +10,7 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 from rich.table import Table
 
 from gpumem.cli import _state, app
-from gpumem.cli._common import plugins, stderr, stdout
+from gpumem.cli._common import STATUS_STYLE, fmt_value, plugins, stderr, stdout
 from gpumem.runner import Outcome, Reporter, RunReport, RunRequest, run
 
 
@@ -51,19 +51,6 @@ class RichReporter(Reporter):
                                f"{outcome.error}", highlight=False, markup=False)
 
 
-def _fmt(v: object) -> str:
-    if v is None:
-        return "-"
-    if isinstance(v, float):
-        return f"{v:,.6g}"
-    if isinstance(v, list):
-        return "[" + ", ".join(_fmt(x) for x in v) + "]"
-    return str(v)
-
-
-_STATUS_STYLE = {"pass": "green", "warn": "yellow", "fail": "red", "n/a": "dim"}
-
-
 def summary_table(report: RunReport) -> Table:
     t = Table(title=f"gpumem {report.arch} on {report.device.name}")
     for col in ("experiment", "finding", "value", "units", "expected", "status"):
@@ -73,8 +60,8 @@ def summary_table(report: RunReport) -> Table:
             t.add_row(o.experiment, f"({o.status}{': ' + o.error if o.error else ''})",
                       "", "", "", "")
         for f in o.findings:
-            style = _STATUS_STYLE.get(f.status, "")
-            t.add_row(o.experiment, f.name, _fmt(f.value), f.units, _fmt(f.expected),
+            style = STATUS_STYLE.get(f.status, "")
+            t.add_row(o.experiment, f.name, fmt_value(f.value), f.units, fmt_value(f.expected),
                       f"[{style}]{f.status}[/{style}]")
     return t
 
