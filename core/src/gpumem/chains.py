@@ -7,6 +7,12 @@ Two orders, both over an array of ``footprint`` bytes:
 * ``random`` — one access per ``stride``-sized block, visited in a pseudo-random cyclic order
   given by a keyed permutation of the block numbers (bijective, so every block is visited
   once per pass; seeded, so the simulator and the CUDA device walk the same chain).
+* ``scattered`` — one access per ``stride``-sized block, blocks in address order, each at a
+  pseudo-random element inside its block (a keyed hash of the block number). With blocks
+  larger than a cache line this touches one line per block at a random line of the block, so
+  a modulo set index sees all sets, not every (block / line)-th one: the capacity in blocks
+  is then C / line whatever the block, which is what exposes the line (Mei & Chu's strided
+  chase cannot: its capacity in bytes never moves).
 
 The same permutation is written three times: here with NumPy (:func:`permute_vec`), in the
 simulator's compiled loop, and in the CUDA chain builder. ``tests/test_chains.py`` (and, on a
@@ -17,7 +23,7 @@ from __future__ import annotations
 
 import numpy as np
 
-ORDERS = ("sequential", "random", "pattern")
+ORDERS = ("sequential", "random", "pattern", "scattered")
 _M64 = (1 << 64) - 1
 
 
@@ -36,6 +42,24 @@ def permutation_params(n: int, seed: int) -> tuple[int, int, int, int, int, int]
     mask = (1 << bits) - 1
     k = [splitmix64(seed * 4 + i) for i in range(4)]
     return bits, k[0] & mask, (k[1] | 1) & mask, (k[2] | 1) & mask, k[3] & mask, n
+
+
+def scatter_key(seed: int) -> int:
+    """The key of the ``scattered`` order's in-block offsets for ``seed`` (63 bits, so that
+    every device can carry it as a signed 64-bit integer)."""
+    return splitmix64(seed * 4 + 7) >> 1
+
+
+def scatter_vec(block: np.ndarray, key: int, per_block: int) -> np.ndarray:
+    """Element offset inside each block of the ``scattered`` order: a 64-bit multiply-xorshift
+    hash of ``block + key``, modulo the elements per block (written the same way in the
+    simulator's loop and the CUDA chain builder)."""
+    with np.errstate(over="ignore"):
+        z = (np.asarray(block, dtype=np.uint64) + np.uint64(key)) * np.uint64(0x9E3779B97F4A7C15)
+        z ^= z >> np.uint64(29)
+        z *= np.uint64(0xBF58476D1CE4E5B9)
+        z ^= z >> np.uint64(32)
+    return (z % np.uint64(per_block)).astype(np.int64)
 
 
 def permute_vec(x: np.ndarray, params: tuple[int, int, int, int, int, int]) -> np.ndarray:
@@ -85,6 +109,10 @@ def chain_offsets(footprint: int, stride: int, order: str, seed: int, count: int
         n = footprint // stride
         params = permutation_params(n, seed)
         return permute_vec((k % n).astype(np.uint64), params).astype(np.int64) * stride
+    if order == "scattered":
+        block = k % (footprint // stride)
+        inner = scatter_vec(block, scatter_key(seed), stride // element)
+        return block * stride + inner * element
     raise ValueError(f"unknown chain order {order!r} (choose from {', '.join(ORDERS)})")
 
 
@@ -104,7 +132,7 @@ def chain_array(footprint: int, stride: int, order: str, seed: int,
         return ((np.arange(n, dtype=np.int64) + s) % n).astype(dtype)
     lines = footprint // stride
     arr = np.zeros(n, dtype=dtype)
-    visit = chain_offsets(footprint, stride, "random", seed, lines, element=element) // element
+    visit = chain_offsets(footprint, stride, order, seed, lines, element=element) // element
     arr[visit] = np.roll(visit, -1).astype(dtype)
     return arr
 

@@ -16,12 +16,12 @@ from typing import NamedTuple
 import numba as nb
 import numpy as np
 
-from gpumem.chains import permutation_params, splitmix64
+from gpumem.chains import permutation_params, scatter_key, splitmix64
 from gpumem.sim.config import CacheLevel, SimConfig, TlbLevel
 
 POLICY_CODES = {"lru": 0, "fifo": 1, "random": 2, "weighted": 3}
 INDEX_CODES = {"modulo": 0, "bits": 1, "xor": 2, "table": 3}
-ORDER_CODES = {"sequential": 0, "random": 1, "pattern": 2}
+ORDER_CODES = {"sequential": 0, "random": 1, "pattern": 2, "scattered": 3}
 
 
 # Columns of the per-level metadata table ``Hierarchy.meta``.
@@ -195,6 +195,7 @@ def _chase(meta, set_ways, set_off, idx_param, weights, cost, far_cost, way, rng
     n_elem = footprint // element
     s_elem = stride // element
     n_lines = footprint // stride
+    s_per_block = stride // element
     fp_half, fk0, fk1, fk2, fk3, fn = fp[0], fp[1], fp[2], fp[3], fp[4], fp[5]
     plen = path.shape[0]
     tlb_end = tlb_first + tlb_count
@@ -216,6 +217,13 @@ def _chase(meta, set_ways, set_off, idx_param, weights, cost, far_cost, way, rng
                         cur -= n_elem
                 elif order == 2:
                     chunk[r] = pattern[(k + r) % pattern.shape[0]]
+                elif order == 3:  # chains.scatter_vec, one block at a time
+                    blk = (k + r) % n_lines
+                    z = (_U(blk) + _U(fp[6])) * _U(0x9E3779B97F4A7C15)
+                    z ^= z >> _U(29)
+                    z *= _U(0xBF58476D1CE4E5B9)
+                    z ^= z >> _U(32)
+                    chunk[r] = blk * stride + np.int64(z % _U(s_per_block)) * element
                 else:
                     chunk[r] = _permute((k + r) % n_lines, fp_half, fk0, fk1, fk2, fk3,
                                         fn) * stride
@@ -405,7 +413,7 @@ def simulate_chase(h: Hierarchy, path_ids: np.ndarray, tlb_first: int, tlb_count
     out_idx = np.empty(record, np.int64)
     out_level = np.empty(record, np.int8)
     n_lines = max(1, footprint // stride)
-    fp = np.array(permutation_params(n_lines, seed), dtype=np.int64)
+    fp = np.array([*permutation_params(n_lines, seed), scatter_key(seed)], dtype=np.int64)
     _chase(*h, path_ids, np.int64(tlb_first), np.int64(tlb_count), float(dram_latency),
            float(page_walk), np.int64(sm), np.int64(max(1, sm_count)), np.int64(base), np.int64(footprint), np.int64(stride), np.int64(element),
            np.int64(ORDER_CODES[order]), fp,
