@@ -30,7 +30,7 @@ def test_numba_permute_matches_numpy():
 
 @pytest.mark.parametrize("order, footprint, stride", [
     ("sequential", 4096, 128), ("sequential", 4100, 4), ("random", 8192, 128),
-    ("random", 1 << 16, 32)])
+    ("random", 1 << 16, 32), ("scattered", 1 << 16, 512), ("scattered", 3000, 12)])
 def test_chain_array_walks_the_offsets(order, footprint, stride):
     arr = chain_array(footprint, stride, order, seed=5)
     offs = chain_offsets(footprint, stride, order, seed=5, count=300)
@@ -40,6 +40,31 @@ def test_chain_array_walks_the_offsets(order, footprint, stride):
         j = int(arr[j])
         walked.append(j)
     assert walked == (offs // 4).tolist()
+
+
+@settings(max_examples=40, deadline=None)
+@given(blocks=st.integers(1, 300), per_block=st.integers(1, 64), seed=st.integers(0, 2**31))
+def test_scattered_reads_one_element_of_each_block_in_block_order(blocks, per_block, seed):
+    stride = 4 * per_block
+    offs = chain_offsets(blocks * stride, stride, "scattered", seed, 2 * blocks)
+    assert (offs // stride).tolist() == [k % blocks for k in range(2 * blocks)]
+    assert (offs % 4 == 0).all()
+    if per_block >= 16 and blocks >= 64:  # the element inside the block is spread, not fixed
+        assert len(set((offs % stride).tolist())) > per_block // 2
+
+
+@pytest.mark.parametrize("order", ["random", "scattered"])
+def test_sim_records_the_chain_order_for(order):
+    from gpumem.device import ChaseRequest
+    from gpumem.plugins import get_plugins
+    from gpumem.sim.device import SimDevice
+
+    cfg = get_plugins().hook.gpumem_simulator_config(arch="hopper", simulator="sim")
+    dev = SimDevice(cfg, "hopper")
+    res = dev.pointer_chase(ChaseRequest(footprint=1 << 16, stride=256, record=700, warmup=7,
+                                         order=order, seed=11))
+    assert res.index.tolist() == (chain_offsets(1 << 16, 256, order, 11, 700, start=7)
+                                  // 4).tolist()
 
 
 def test_sim_records_the_chain_order():

@@ -34,7 +34,7 @@ def test_device_properties_are_read(cuda_device):
     assert info.clock_mhz > 0 and "." in info.compute_capability
 
 
-@pytest.mark.parametrize("order", ["sequential", "random"])
+@pytest.mark.parametrize("order", ["sequential", "random", "scattered"])
 def test_small_chase_hits_l1_and_ends_where_the_chain_says(cuda_device, order):
     res = cuda_device.pointer_chase(ChaseRequest(footprint=16384, stride=128, record=256,
                                                  warmup=128, order=order, seed=3))
@@ -65,6 +65,20 @@ def test_device_built_random_chain_matches_numpy(cuda_device):
         (64,), (256,), (arr, np.uint64(lines), np.uint64(stride // 4), np.int32(bits),
                         np.uint64(k0), np.uint64(k1), np.uint64(k2), np.uint64(k3)))
     assert (arr.get() == chain_array(footprint, stride, "random", 5)).all()
+
+
+def test_device_built_scattered_chain_matches_numpy(cuda_device):
+    import cupy as cp
+
+    from gpumem.chains import scatter_key
+
+    mod = cuda_device._module("pointer_chase")
+    footprint, stride = 3 << 20, 512
+    arr = cp.zeros(footprint // 4, dtype=cp.uint32)
+    mod.get_function("chain_scattered")(
+        (64,), (256,), (arr, np.uint64(footprint // stride), np.uint64(stride // 4),
+                        np.uint64(scatter_key(5))))
+    assert (arr.get() == chain_array(footprint, stride, "scattered", 5)).all()
 
 
 def test_provenance_has_clocks_and_throttle_reasons(cuda_device):

@@ -10,7 +10,7 @@ from typing import Any
 
 import numpy as np
 
-from gpumem.chains import chain_offsets, permutation_params
+from gpumem.chains import chain_offsets, permutation_params, scatter_key
 from gpumem.device import (
     ChaseRequest,
     ChaseResult,
@@ -190,6 +190,10 @@ class CudaDevice(Device):
         elif req.order == "sequential":
             mod.get_function("chain_sequential")(
                 (1024,), (256,), (arr, np.uint64(n), np.uint64(req.stride // 4)))
+        elif req.order == "scattered":
+            mod.get_function("chain_scattered")(
+                (1024,), (256,), (arr, np.uint64(req.footprint // req.stride),
+                                  np.uint64(req.stride // 4), np.uint64(scatter_key(req.seed))))
         else:
             lines = req.footprint // req.stride
             bits, k0, k1, k2, k3, _n = permutation_params(lines, req.seed)

@@ -164,3 +164,25 @@ extern "C" __global__ void chain_random(unsigned int* arr, unsigned long long li
         arr[a * per_line] = (unsigned int)(b * per_line);
     }
 }
+
+// Scattered: blocks in address order, each read at a hashed element inside it
+// (gpumem/chains.py, scatter_vec): block k's element points to block k+1's.
+__device__ __forceinline__ unsigned long long gpumem_scatter(unsigned long long block,
+        unsigned long long key, unsigned long long per_block) {
+    unsigned long long z = (block + key) * 0x9E3779B97F4A7C15ull;
+    z ^= z >> 29;
+    z *= 0xBF58476D1CE4E5B9ull;
+    z ^= z >> 32;
+    return block * per_block + z % per_block;
+}
+
+extern "C" __global__ void chain_scattered(unsigned int* arr, unsigned long long blocks,
+                                           unsigned long long per_block,
+                                           unsigned long long key) {
+    for (unsigned long long k = blockIdx.x * (unsigned long long)blockDim.x + threadIdx.x;
+         k < blocks; k += (unsigned long long)gridDim.x * blockDim.x) {
+        unsigned long long a = gpumem_scatter(k, key, per_block);
+        unsigned long long b = gpumem_scatter(k + 1 == blocks ? 0 : k + 1, key, per_block);
+        arr[a] = (unsigned int)b;
+    }
+}
