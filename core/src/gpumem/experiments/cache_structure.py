@@ -24,6 +24,7 @@ Findings per level (``l1d``, ``tex_l1``, ``ro``, ``l2``): ``.size``, ``.line``, 
 from __future__ import annotations
 
 import math
+from dataclasses import replace
 from itertools import combinations
 from typing import Any, Callable
 
@@ -60,6 +61,13 @@ MAX_INDEX_BIT = 30         # highest address bit tested as a set-index bit
 POLICY_MISSES = 5000       # misses replayed to estimate per-way eviction weights
 L2_FILL_RECORD = 8192      # accesses of the cold L2 chase (32 KB at a 4-byte stride)
 L2_FILL_UNITS = (8, 16, 32, 64, 128, 256)
+SCATTER_BLOCKS = (16, 32, 64, 128, 256, 512, 1024)   # block sizes of the scattered chases
+SCATTER_FACTOR = 1.5       # their footprint, in capacities
+SCATTER_RECORD = 512       # at least this many accesses recorded per scattered chase
+SCATTER_PASSES = 2
+SCATTER_MIN_BLOCKS = 8     # fewer blocks per pass than this: too few lines to count
+L2_SCATTER_BLOCKS = (32, 64, 128, 256, 512, 1024)
+L2_SCATTER_RECORD = 16384  # accesses recorded per L2 chase, after one untimed pass
 
 
 class CacheStructure(Experiment):
@@ -86,6 +94,7 @@ class CacheStructure(Experiment):
                 _Dissection(log, path, limit).run()
         if "cg" in device.info.load_paths and device.info.l2_bytes > 0:
             _l2_fill_chase(log, device.info.l2_bytes, device.info.memory_bytes)
+            _l2_scatter_chases(log, device.info.l2_bytes, device.info.memory_bytes)
         return log.dataset()
 
     def analyze(self, raw: xr.Dataset) -> list[Finding]:
@@ -99,6 +108,10 @@ class CacheStructure(Experiment):
         fill = _l2_fill_unit([c for c in chases if c.stage == "l2fill"])
         if fill is not None:
             out.append(fill)
+        if not any(f.name == "l2.line" for f in out):
+            line = _l2_line([c for c in chases if c.stage in ("l2hit", "l2scatter")])
+            if line is not None:
+                out.append(line)
         return out
 
 
@@ -161,6 +174,50 @@ def _l2_fill_unit(fills: list[Chase]) -> Finding | None:
                    f">{margin:.0f} cycles ({', '.join(f'{u} B {v:.0%}' for u, v in score.items())})")
 
 
+def _l2_scatter_chases(log: ChaseLog, l2_bytes: int, memory: int) -> None:
+    """The L2's line by scattered chases on the L2-only path at 1.5 L2 capacities, each
+    recorded for L2_SCATTER_RECORD accesses after one untimed pass; first, a reference of
+    L2 hits (three quarters of the capacity: past a near partition, so far hits are in it)
+    to tell hits, near or far, from DRAM accesses."""
+    footprint = int(SCATTER_FACTOR * l2_bytes)
+    if footprint > memory // 4:
+        return
+    ref = 3 * l2_bytes // 4 // 32 * 32  # 32-B blocks: every line of it in play
+    log.run(path="cg", stage="l2hit", footprint=ref, stride=32,
+            record=min(L2_SCATTER_RECORD, ref // 32), order="scattered")
+    for b in L2_SCATTER_BLOCKS:
+        blocks = footprint // b
+        log.run(path="cg", stage="l2scatter", footprint=blocks * b, stride=b,
+                record=min(L2_SCATTER_RECORD, blocks), order="scattered")
+
+
+def _l2_line(chases: list[Chase]) -> Finding | None:
+    """``l2.line`` from the L2 scattered chases: a DRAM access is one slower than the
+    midpoint between the hits' 90th percentile and the median of the smallest block's chase
+    (one DRAM access per block, the block being within a line)."""
+    hit = [c for c in chases if c.stage == "l2hit"]
+    sweep = sorted((c for c in chases if c.stage == "l2scatter"), key=lambda c: c.stride)
+    if not hit or len(sweep) < 3 or hit[0].ev_latency.size < hit[0].record:
+        return None
+    hit_hi = float(np.percentile(hit[0].ev_latency, 90))
+    miss = float(np.median(sweep[0].ev_latency))
+    if miss < 1.2 * hit_hi:
+        return None  # the smallest block's chase is not slower than hits: no DRAM in play
+    miss_at = 0.5 * (hit_hi + miss)
+    shares = _scatter_shares(sweep, miss_at)
+    found = scatter_line(shares)
+    if found is None:
+        return None
+    line, conf = found
+    return Finding(
+        "l2.line", int(line), "byte", conf,
+        f"scattered chases on path 'cg' over {sweep[0].footprint >> 20} MB (1.5 L2 "
+        f"capacities): one access per block at a random element of it; the share of DRAM "
+        f"accesses (over {miss_at:.0f} cycles: L2 hits reach {hit_hi:.0f}, DRAM "
+        f"{miss:.0f}) stays on a plateau while the block is within a line and falls past it "
+        f"({', '.join(f'{b} B {v:.0%}' for b, v in shares.items())})")
+
+
 # ---------------------------------------------------------------------------------------------
 # The search (runs chases; decisions use the same helpers as the analysis)
 # ---------------------------------------------------------------------------------------------
@@ -203,6 +260,16 @@ class _Dissection:
             else:
                 lo_k = mid
         return 4 * (hi_k - 1)
+
+    def _half_miss_footprint(self, cap: int) -> int | None:
+        """Where a 32-B stride chase misses half as often as it can: the footprint the
+        scattered chases scale from. Under a hashed index the first conflicts (``cap``) come
+        long before that (the H200's L1: 127 KB against about 200 KB)."""
+        for f in (2 * cap, 4 * cap):
+            if f <= 2 * self.limit and self._size_chase(f) is None:
+                self.chase("size", f, 32, SIZE_PASSES)
+        size = [c for c in self.log.chases if c.path == self.path and c.stage == "size"]
+        return half_miss_footprint(size, self.rule.lo)
 
     def chase(self, stage: str, footprint: int, stride: int, passes: float, **kw: Any
               ) -> Chase | None:
@@ -248,9 +315,14 @@ class _Dissection:
         # a quarter past the capacity: does the miss share jump (LRU, modulo) or ramp?
         if 5 * cap // 4 // 32 * 32 not in sizes:
             self.chase("size", 5 * cap // 4 // 32 * 32, 32, SIZE_PASSES)
-        # fill granularity, Mei & Chu's stride method: at twice the capacity every line
-        # misses once per pass, so a 4-byte stride misses once per fill unit
-        self.chase("fill", 2 * cap, 4, FILL_PASSES)
+        # where half the accesses miss; below it, a hashed index only begins to conflict
+        half = self._half_miss_footprint(cap)
+        # fill granularity, Mei & Chu's stride method: at twice the capacity (or of the
+        # half-miss footprint, past which a hashed index misses) every line misses once per
+        # pass, so a 4-byte stride misses once per fill unit
+        self.chase("fill", 2 * max(cap, half or 0) // 4 * 4, 4, FILL_PASSES)
+        if half:
+            scatter_chases(self.log, self.path, half, self.threshold)
         # Under LRU or FIFO an overflowing set's lines miss in every pass; under a random
         # policy they do not, and the next stages need many more passes to see them all.
         self.line_passes = LINE_PASSES if _every_pass(hi_chase := self._size_chase(hi), rule) \
@@ -310,6 +382,34 @@ class _Dissection:
         if pol is not None and _pattern_miss_fraction(pol, lo_b, hi_b) >= 0.97 and line >= 12:
             self.chase("fifo", cap + line, 4, 16, order="pattern",
                        pattern=_fifo_pattern(sorted(overflowing), line))
+
+
+def half_miss_footprint(size: list[Chase], miss_at: float) -> int | None:
+    """The footprint at which the miss share of sequential chases crosses half its largest
+    value (interpolated on a log scale between the chases around it)."""
+    pts = sorted((c.footprint, float((c.ev_latency >= miss_at).sum()) / max(1, c.observed))
+                 for c in size)
+    top = max((v for _, v in pts), default=0.0)
+    if top < 0.05:
+        return None
+    for (f0, v0), (f1, v1) in zip(pts, pts[1:]):
+        if v0 < 0.5 * top <= v1:
+            t = (0.5 * top - v0) / (v1 - v0)
+            return int(round(f0 * (f1 / f0) ** t))
+    return None
+
+
+def scatter_chases(log: ChaseLog, path: str, half: int, threshold: float) -> None:
+    """The line (allocation unit) by scattered chases: at F = 1.5 times the half-miss
+    footprint, one access per block of b bytes keeps F / line lines in play while b <= line,
+    and F / b above it."""
+    for b in SCATTER_BLOCKS:
+        footprint = int(SCATTER_FACTOR * half) // b * b
+        if footprint // b >= SCATTER_MIN_BLOCKS:
+            blocks = footprint // b
+            log.run(path=path, stage="scatter", footprint=footprint, stride=b,
+                    passes=max(SCATTER_PASSES, -(-SCATTER_RECORD // blocks)),
+                    order="scattered", threshold=threshold)
 
 
 def _components(bits: list[int], links: list[tuple[int, int]]
@@ -405,7 +505,7 @@ def _second_set(c: Chase, k: int, n1: float, sector: int | None, rule: MissRule)
 
 
 def _fill_unit(fills: list[Chase], rule: MissRule) -> tuple[int, str] | None:
-    """(bytes, how) filled per miss, from a stride-4 chase at twice the capacity: 4 bytes
+    """(bytes, how) filled per miss, from a stride-4 chase well past the capacity: 4 bytes
     over the share of accesses that miss, rounded to a power of two."""
     if not fills:
         return None
@@ -414,7 +514,7 @@ def _fill_unit(fills: list[Chase], rule: MissRule) -> tuple[int, str] | None:
     if share <= 0:
         return None
     unit = 1 << max(2, int(round(math.log2(4 / share))))
-    return unit, (f": stride-4 chase at {c.footprint} B (twice the capacity), "
+    return unit, (f": stride-4 chase at {c.footprint} B (past the capacity), "
                   f"{share:.1%} of accesses miss, one per {unit} B (the fill unit: a sector, "
                   f"or the line where lines are not sectored)")
 
@@ -439,11 +539,69 @@ def _pattern_miss_fraction(c: Chase, lo: float, hi: float) -> float:
 # ---------------------------------------------------------------------------------------------
 
 
+def scatter_line(shares: dict[int, float]) -> tuple[int, float] | None:
+    """(line, confidence) from the miss share of scattered chases at 1.5 capacities, by block.
+
+    Up to the line, one access per block keeps the same lines in play whatever the block
+    (below the sector, accesses share sectors and the share drops): a plateau. Past it, each
+    doubling halves the lines in play and the share falls off the plateau, though not to
+    zero: random in-block offsets spread the lines unevenly over the sets (a direct-mapped
+    cache still misses about half). The line is the largest block on the plateau."""
+    if len(shares) < 3:
+        return None
+    top = max(shares.values())
+    if top < 0.1:
+        return None  # 1.5 capacities barely miss: no plateau to read
+    line = max(b for b, v in shares.items() if v >= 0.85 * top)
+    after = shares.get(2 * line)
+    if after is None:
+        return None  # still on the plateau at the largest block tried
+    return line, (0.9 if after <= 0.6 * shares[line] else 0.5)
+
+
+def _scatter_shares(chases: list[Chase], miss_at: float) -> dict[int, float]:
+    return {c.stride: float((c.ev_latency >= miss_at).sum()) / max(1, c.observed)
+            for c in sorted(chases, key=lambda c: c.stride)}
+
+
+def _scatter_finding(level: str, path: str, chases: list[Chase], miss_at: float,
+                     note: str = "") -> Finding | None:
+    shares = _scatter_shares(chases, miss_at)
+    found = scatter_line(shares)
+    if found is None:
+        return None
+    line, conf = found
+    fp = max(c.footprint for c in chases)
+    return Finding(
+        f"{level}.line", int(line), "byte", conf,
+        f"scattered chases on path '{path}' over about {fp >> 10} KB (1.5 times the footprint "
+        f"where half the accesses miss): one access per block, at a random element of it; the miss share stays on a plateau while the block is within a "
+        f"line and falls past it ({', '.join(f'{b} B {v:.0%}' for b, v in shares.items())})",
+        note=note)
+
+
 def _analyse_path(path: str, chases: list[Chase], l2_bytes: float) -> list[Finding]:
     """Findings of one load path; where the overflow search found no line (a hashed index
-    whose misses ramp), the stride method's fill unit stands in as the sector."""
+    whose misses ramp), the scattered chases give the line and the stride method's fill
+    unit stands in as the sector."""
     out, rule = _overflow_findings(path, chases, l2_bytes)
     sizes = [f for f in out if f.name.endswith(".size")]
+    scatter = [c for c in chases if c.stage == "scatter"]
+    line_at = [i for i, f in enumerate(out) if f.name.endswith(".line")]
+    if rule is not None and sizes and scatter and not line_at:
+        level = sizes[0].name.rsplit(".", 1)[0]
+        found = _scatter_finding(level, path, scatter, rule.lo,
+                                 note="ways and sets not inferred: no single set could be "
+                                 "overflowed on its own (a hashed index or a policy that "
+                                 "spares lines)")
+        if found:
+            out.append(found)
+    elif rule is not None and scatter and line_at:  # two methods: say whether they agree
+        i = line_at[0]
+        other = scatter_line(_scatter_shares(scatter, rule.lo))
+        if other is not None:
+            word = "agree" if other[0] == out[i].value else f"disagree ({other[0]} B)"
+            out[i] = replace(out[i], method=out[i].method + f"; scattered chases {word}")
     if rule is not None and sizes and not any(f.name.endswith(".sector") for f in out):
         fill = _fill_unit([c for c in chases if c.stage == "fill"], rule)
         if fill:
