@@ -15,6 +15,9 @@ from typing import NamedTuple
 
 import numba as nb
 import numpy as np
+from llvmlite import ir
+from numba.core import cgutils, types
+from numba.extending import intrinsic
 
 from gpumem.chains import permutation_params, scatter_key, splitmix64
 from gpumem.sim.config import CacheLevel, SimConfig, TlbLevel
@@ -26,8 +29,8 @@ ORDER_CODES = {"sequential": 0, "random": 1, "pattern": 2, "scattered": 3}
 
 # Columns of the per-level metadata table ``Hierarchy.meta``.
 LINE_SHIFT, SECTOR_SHIFT, N_SETS, SET_BASE, IDX_KIND, IDX_OFF, IDX_LEN, POLICY, W_OFF, \
-    TRANSLATE, PARTS, PART_OFF, PART_LEN, SMO_OFF, SMO_LEN = range(15)
-META_COLUMNS = 15
+    TRANSLATE, PARTS, PART_OFF, PART_LEN, SMO_OFF, SMO_LEN, MOD_M, MOD_S, EQ_WAYS, WAY_BASE = range(19)
+META_COLUMNS = 19
 
 
 class Hierarchy(NamedTuple):
@@ -88,6 +91,9 @@ def compile_hierarchy(cfg: SimConfig, seed: int) -> tuple[Hierarchy, dict[str, i
             cost[i] = lv.miss_penalty
         ways = lv.way_list
         m[N_SETS] = len(ways)
+        m[MOD_M], m[MOD_S] = _divider(len(ways))
+        m[EQ_WAYS] = ways[0] if len(set(ways)) == 1 else 0
+        m[WAY_BASE] = total_ways
         m[SET_BASE] = len(set_ways)
         for w in ways:
             set_ways.append(w)
@@ -111,8 +117,23 @@ def compile_hierarchy(cfg: SimConfig, seed: int) -> tuple[Hierarchy, dict[str, i
     return h, {lv.name: i for i, lv in enumerate(levels)}
 
 
+def _divider(d: int) -> tuple[int, int]:
+    """Multiplier and shift that divide any 0 <= n < 2**63 by ``d`` exactly:
+    ``n // d == mulhi(n, m) >> s`` (Granlund and Montgomery 1994, theorem 4.2, with
+    ``m = ceil(2**(63 + l) / d)``, ``l = ceil(log2 d)``). ``m`` is stored as the int64 of the
+    same bits; ``d = 1`` gives (0, -1): the kernel does not divide then."""
+    if d == 1:
+        return 0, -1
+    lg = (d - 1).bit_length()
+    m = -(-(1 << (63 + lg)) // d)
+    assert m < 1 << 64
+    return (m - (1 << 64) if m >= 1 << 63 else m), lg - 1
+
+
 def _empty_ways(n: int) -> np.ndarray:
-    w = np.zeros(2 * n, np.int64)
+    # aligned to the host's 64-byte cache lines: a set of 4k ways then spans k lines
+    raw = np.zeros(2 * n + 8, np.int64)
+    w = raw[(-raw.ctypes.data % 64) // 8:][:2 * n]
     w[0::2] = -1
     return w
 
@@ -150,6 +171,101 @@ def reseed(h: Hierarchy, *parts: int) -> None:
 
 _U = nb.uint64
 CHUNK = 4096
+PF_BYTES = 1 << 18  # levels with more way state than this get their sets prefetched
+PF_DIST = 64        # ... this many accesses ahead
+
+
+@intrinsic
+def _mulhi(typingctx, a, b):
+    """The high 64 bits of the 128-bit product of two uint64."""
+    sig = types.uint64(types.uint64, types.uint64)
+
+    def codegen(context, builder, signature, args):
+        i128 = ir.IntType(128)
+        prod = builder.mul(builder.zext(args[0], i128), builder.zext(args[1], i128))
+        return builder.trunc(builder.lshr(prod, ir.Constant(i128, 64)), ir.IntType(64))
+
+    return sig, codegen
+
+
+def _make_scan(n: int):
+    """An intrinsic that looks up a whole set of ``n`` ways at once with vector instructions
+    (the host's SIMD compares, no branch per way).
+
+    ``scan(way, j, block, limit)`` reads the ``n`` way records from ``way[j]`` (tag, word,
+    tag, word ...) and returns ``f | e << 8 | v << 16``: ``f`` the way holding ``block``, ``e``
+    the first invalid way (tag < 0), ``v`` the first way with the smallest word if that word
+    is below ``limit`` (else 0): the LRU / FIFO victim of a full set, as the scalar scan finds
+    it. ``f`` and ``e`` are ``n`` when there is no such way.
+    """
+
+    @intrinsic
+    def scan(typingctx, arr, j, block, limit):
+        sig = types.int64(arr, types.intp, types.int64, types.int64)
+
+        def codegen(context, builder, signature, args):
+            aryty = signature.args[0]
+            ary = context.make_array(aryty)(context, builder, args[0])
+            ptr = cgutils.get_item_pointer(context, builder, aryty, ary, [args[1]])
+            i1, i32, i64 = ir.IntType(1), ir.IntType(32), ir.IntType(64)
+            vn = ir.VectorType(i64, n)
+            v2 = ir.VectorType(i64, 2 * n)
+            rec = builder.load(builder.bitcast(ptr, v2.as_pointer()), align=8)
+            undef2 = ir.Constant(v2, None)
+            tags = builder.shuffle_vector(
+                rec, undef2, ir.Constant(ir.VectorType(i32, n), [2 * i for i in range(n)]))
+            words = builder.shuffle_vector(
+                rec, undef2, ir.Constant(ir.VectorType(i32, n), [2 * i + 1 for i in range(n)]))
+
+            def splat(x):
+                one = builder.insert_element(ir.Constant(vn, None), x, ir.Constant(i32, 0))
+                return builder.shuffle_vector(one, ir.Constant(vn, None),
+                                              ir.Constant(ir.VectorType(i32, n), [0] * n))
+
+            cttz = cgutils.get_or_insert_function(
+                builder.module, ir.FunctionType(i64, [i64, i1]), "llvm.cttz.i64")
+
+            def first(mask):  # index of the first true lane, n if none
+                bits = builder.zext(builder.bitcast(mask, ir.IntType(n)), i64)
+                bits = builder.or_(bits, ir.Constant(i64, 1 << n))
+                return builder.call(cttz, [bits, ir.Constant(i1, 1)])
+
+            f = first(builder.icmp_signed("==", tags, splat(args[2])))
+            e = first(builder.icmp_signed("<", tags, ir.Constant(vn, [0] * n)))
+            smin = cgutils.get_or_insert_function(
+                builder.module, ir.FunctionType(i64, [vn]), f"llvm.vector.reduce.smin.v{n}i64")
+            mn = builder.call(smin, [words])
+            v = first(builder.icmp_signed("==", words, splat(mn)))
+            v = builder.select(builder.icmp_signed("<", mn, args[3]), v, ir.Constant(i64, 0))
+            out = builder.or_(f, builder.shl(e, ir.Constant(i64, 8)))
+            return builder.or_(out, builder.shl(v, ir.Constant(i64, 16)))
+
+        return sig, codegen
+
+    return scan
+
+
+_scan4, _scan8, _scan16 = _make_scan(4), _make_scan(8), _make_scan(16)
+
+
+@intrinsic
+def _prefetch(typingctx, arr, idx):
+    """Ask the host CPU to bring ``arr[idx]``'s cache line in (llvm.prefetch, read, high
+    locality); no effect on results."""
+    sig = types.void(arr, types.intp)
+
+    def codegen(context, builder, signature, args):
+        aryty = signature.args[0]
+        ary = context.make_array(aryty)(context, builder, args[0])
+        ptr = cgutils.get_item_pointer(context, builder, aryty, ary, [args[1]])
+        i32 = ir.IntType(32)
+        fn = cgutils.get_or_insert_function(
+            builder.module, ir.FunctionType(ir.VoidType(), [ptr.type, i32, i32, i32]),
+            "llvm.prefetch.p0")
+        builder.call(fn, [ptr, ir.Constant(i32, 0), ir.Constant(i32, 3), ir.Constant(i32, 1)])
+        return context.get_dummy_value()
+
+    return sig, codegen
 
 
 @nb.njit(cache=True, inline="always")
@@ -202,33 +318,81 @@ def _chase(meta, set_ways, set_off, idx_param, weights, cost, far_cost, way, rng
     noise = _U(noise_seed)
     cur = np.int64(0)  # element index of the current access (sequential order)
     t0 = clock[0]
-    chunk = np.empty(CHUNK, np.int64)  # byte offsets of the next CHUNK accesses
+    n_acc = warmup + record
+    # byte offsets of the accesses, computed up to two chunks ahead in a ring of 2 * CHUNK
+    chunk = np.empty(2 * CHUNK, np.int64)
+    gen = np.int64(0)  # accesses computed so far
+    # The big levels of this path (state past PF_BYTES, modulo-indexed, equal sets): while
+    # access k is simulated, the host cache lines of the set that access k + PF_DIST will
+    # look up there are prefetched, which hides the host's memory latency on random orders.
+    # Only levels that did set scans in the last chunk take part (an L1-resident chase would
+    # pay for prefetches it never uses).
+    pf_cand = np.empty(meta.shape[0], np.int64)
+    n_cand = 0
+    for i in range(plen + tlb_count):
+        lv = path[i] if i < plen else tlb_first + i - plen
+        if (meta[lv, IDX_KIND] == 0 and meta[lv, EQ_WAYS] > 0 and meta[lv, N_SETS] > 1
+                and meta[lv, N_SETS] * meta[lv, EQ_WAYS] * 16 > PF_BYTES):
+            pf_cand[n_cand] = lv
+            n_cand += 1
+    pf = pf_cand.copy()
+    n_pf = n_cand
+    scans = np.zeros(meta.shape[0], np.int64)  # set scans per level in this chunk
     mru_block = np.full(meta.shape[0], -1, np.int64)  # last block each level looked up
     mru_way = np.zeros(meta.shape[0], np.int64)       # ... and where it sits
+    pos_l = np.int64(0)  # (k + r) % n_lines, kept as a counter (no division per access)
+    pos_p = np.int64(0)  # (k + r) % len(pattern)
+    n_pat = pattern.shape[0]
     for k in range(warmup + record):
         now = t0 + k + 1
-        q = k % CHUNK
-        if q == 0:  # compute a chunk of the chain in a tight loop the compiler can vectorise
-            for r in range(min(CHUNK, warmup + record - k)):
+        if k % CHUNK == 0:  # compute chunks of the chain in a tight loop the compiler can vectorise
+            for r in range(gen, min(k + 2 * CHUNK, n_acc)):
                 if order == 0:
-                    chunk[r] = cur * element
+                    chunk[r & (2 * CHUNK - 1)] = cur * element
                     cur += s_elem
                     if cur >= n_elem:
                         cur -= n_elem
                 elif order == 2:
-                    chunk[r] = pattern[(k + r) % pattern.shape[0]]
+                    chunk[r & (2 * CHUNK - 1)] = pattern[pos_p]
+                    pos_p += 1
+                    if pos_p == n_pat:
+                        pos_p = 0
                 elif order == 3:  # chains.scatter_vec, one block at a time
-                    blk = (k + r) % n_lines
+                    blk = pos_l
+                    pos_l += 1
+                    if pos_l == n_lines:
+                        pos_l = 0
                     z = (_U(blk) + _U(fp[6])) * _U(0x9E3779B97F4A7C15)
                     z ^= z >> _U(29)
                     z *= _U(0xBF58476D1CE4E5B9)
                     z ^= z >> _U(32)
-                    chunk[r] = blk * stride + np.int64(z % _U(s_per_block)) * element
+                    chunk[r & (2 * CHUNK - 1)] = blk * stride + np.int64(z % _U(s_per_block)) * element
                 else:
-                    chunk[r] = _permute((k + r) % n_lines, fp_half, fk0, fk1, fk2, fk3,
-                                        fn) * stride
-        off = chunk[q]
+                    chunk[r & (2 * CHUNK - 1)] = _permute(pos_l, fp_half, fk0, fk1, fk2, fk3, fn) * stride
+                    pos_l += 1
+                    if pos_l == n_lines:
+                        pos_l = 0
+            gen = min(k + 2 * CHUNK, n_acc)
+            if k > 0:
+                n_pf = 0
+                for i in range(n_cand):
+                    if scans[pf_cand[i]] >= CHUNK // 8:
+                        pf[n_pf] = pf_cand[i]
+                        n_pf += 1
+                scans[:] = 0
+        off = chunk[k & (2 * CHUNK - 1)]
         addr = base + off
+        if n_pf > 0 and k + PF_DIST < n_acc:
+            a2 = base + chunk[(k + PF_DIST) & (2 * CHUNK - 1)]
+            for i in range(n_pf):
+                lv = pf[i]
+                b2 = a2 >> meta[lv, LINE_SHIFT]
+                st = b2 - np.int64(_mulhi(_U(b2), _U(meta[lv, MOD_M])) >> _U(meta[lv, MOD_S])) \
+                    * meta[lv, N_SETS]
+                ew = meta[lv, EQ_WAYS]
+                j0 = 2 * (meta[lv, WAY_BASE] + st * ew)
+                for j in range(j0, j0 + 2 * ew, 8):  # one host cache line: 4 ways
+                    _prefetch(way, j)
 
         # ---- one load ----
         pen = 0.0
@@ -277,8 +441,12 @@ def _chase(meta, set_ways, set_off, idx_param, weights, cost, far_cost, way, rng
                     way[j + 1] = st_sect | sbit
             else:
                 kind = meta[lv, IDX_KIND]
-                if kind == 0:
-                    st = block % meta[lv, N_SETS]
+                if kind == 0:  # block % sets, without a division
+                    if meta[lv, MOD_S] < 0:
+                        st = np.int64(0)
+                    else:
+                        st = block - np.int64(_mulhi(_U(block), _U(meta[lv, MOD_M]))
+                                              >> _U(meta[lv, MOD_S])) * meta[lv, N_SETS]
                 elif kind == 1:
                     st = 0
                     for j in range(meta[lv, IDX_LEN]):
@@ -290,6 +458,7 @@ def _chase(meta, set_ways, set_off, idx_param, weights, cost, far_cost, way, rng
                 else:
                     st = idx_param[meta[lv, IDX_OFF] + block % meta[lv, IDX_LEN]]
                 sid = meta[lv, SET_BASE] + st
+                scans[lv] += 1
                 base_w = set_off[sid]
                 ways = set_ways[sid]
                 # lookup
@@ -297,11 +466,18 @@ def _chase(meta, set_ways, set_off, idx_param, weights, cost, far_cost, way, rng
                 empty = -1
                 victim = 0  # oldest stamp so far: the LRU / FIFO victim, found in the same scan
                 oldest = now << 32
-                for w in range(ways):
-                    j = 2 * (base_w + w)
-                    tg = way[j]
-                    if tg == block:
+                if ways == 16 or ways == 8 or ways == 4:  # the whole set in a few SIMD ops
+                    jb = 2 * base_w
+                    if ways == 16:
+                        res = _scan16(way, jb, block, oldest)
+                    elif ways == 8:
+                        res = _scan8(way, jb, block, oldest)
+                    else:
+                        res = _scan4(way, jb, block, oldest)
+                    fw = res & 0xFF
+                    if fw < ways:
                         found = True
+                        j = jb + 2 * fw
                         st_sect = way[j + 1]
                         if pol == 0:
                             st_sect = (now << 32) | (st_sect & 0xFFFFFFFF)
@@ -310,13 +486,32 @@ def _chase(meta, set_ways, set_off, idx_param, weights, cost, far_cost, way, rng
                         else:  # sector miss: the line stays, the sector is fetched
                             st_sect |= sbit
                         way[j + 1] = st_sect
-                        break
-                    if tg < 0:
-                        if empty < 0:
-                            empty = w
-                    elif way[j + 1] < oldest:  # stamps sit in the high bits: compare whole words
-                        oldest = way[j + 1]
-                        victim = w
+                    else:
+                        e = (res >> 8) & 0xFF
+                        if e < ways:
+                            empty = e
+                        victim = (res >> 16) & 0xFF
+                else:
+                    for w in range(ways):
+                        j = 2 * (base_w + w)
+                        tg = way[j]
+                        if tg == block:
+                            found = True
+                            st_sect = way[j + 1]
+                            if pol == 0:
+                                st_sect = (now << 32) | (st_sect & 0xFFFFFFFF)
+                            if st_sect & sbit:
+                                hit = True
+                            else:  # sector miss: the line stays, the sector is fetched
+                                st_sect |= sbit
+                            way[j + 1] = st_sect
+                            break
+                        if tg < 0:
+                            if empty < 0:
+                                empty = w
+                        elif way[j + 1] < oldest:  # stamps in the high bits: compare whole words
+                            oldest = way[j + 1]
+                            victim = w
                 # fill on miss
                 if not found:
                     if empty >= 0:
