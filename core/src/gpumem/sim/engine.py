@@ -307,7 +307,7 @@ def _permute(x, bits, k0, k1, k2, k3, n):
 @nb.njit(cache=True)
 def _chase(meta, set_ways, set_off, idx_param, weights, cost, far_cost, way, rng, clock, path, tlb_first, tlb_count, dram_latency, page_walk, sm, sm_count, base,
            footprint, stride, element, order, fp, pattern, warmup, record, overhead, jitter,
-           outlier_rate, outlier_cycles, noise_seed, out_lat, out_idx, out_level):
+           outlier_rate, outlier_cycles, noise_seed, out_lat, out_idx, out_level, scalar):
     n_elem = footprint // element
     s_elem = stride // element
     n_lines = footprint // stride
@@ -459,14 +459,18 @@ def _chase(meta, set_ways, set_off, idx_param, weights, cost, far_cost, way, rng
                     st = idx_param[meta[lv, IDX_OFF] + block % meta[lv, IDX_LEN]]
                 sid = meta[lv, SET_BASE] + st
                 scans[lv] += 1
-                base_w = set_off[sid]
-                ways = set_ways[sid]
+                ways = meta[lv, EQ_WAYS]
+                if ways > 0:  # equal sets: no look-up in set_off (a host cache miss on big levels)
+                    base_w = meta[lv, WAY_BASE] + st * ways
+                else:
+                    base_w = set_off[sid]
+                    ways = set_ways[sid]
                 # lookup
                 found = False
                 empty = -1
                 victim = 0  # oldest stamp so far: the LRU / FIFO victim, found in the same scan
                 oldest = now << 32
-                if ways == 16 or ways == 8 or ways == 4:  # the whole set in a few SIMD ops
+                if not scalar and (ways == 16 or ways == 8 or ways == 4):  # a few SIMD ops
                     jb = 2 * base_w
                     if ways == 16:
                         res = _scan16(way, jb, block, oldest)
@@ -596,11 +600,13 @@ def simulate_chase(h: Hierarchy, path_ids: np.ndarray, tlb_first: int, tlb_count
                    page_walk: float = 0.0, sm: int = 0, sm_count: int = 1,
                    element: int, order: str, seed: int, warmup: int, record: int,
                    overhead: float, jitter: float, outlier_rate: float,
-                   outlier_cycles: float, noise_seed: int, pattern: tuple[int, ...] = ()
-                   ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+                   outlier_cycles: float, noise_seed: int, pattern: tuple[int, ...] = (),
+                   scalar: bool = False) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Run one pointer chase on ``h`` (its state carries over: call :func:`reset` for a cold
     start). Returns per recorded access: latency in cycles including the timer overhead, the
     element index read, and the position in the path that served it (``len(path)`` = DRAM).
+    ``scalar=True`` looks sets up one way at a time instead of with SIMD compares (a reference
+    for tests: the results are the same).
     """
     if int(h.clock[0]) + warmup + record >= 1 << 31:
         raise ValueError("the hierarchy's clock would overflow its 31-bit stamps: reset() it")
@@ -614,5 +620,5 @@ def simulate_chase(h: Hierarchy, path_ids: np.ndarray, tlb_first: int, tlb_count
            np.int64(ORDER_CODES[order]), fp,
            np.asarray(pattern or (0,), dtype=np.int64), np.int64(warmup), np.int64(record),
            float(overhead), float(jitter), float(outlier_rate), float(outlier_cycles),
-           np.uint64(stream_seed(noise_seed)), out_lat, out_idx, out_level)
+           np.uint64(stream_seed(noise_seed)), out_lat, out_idx, out_level, bool(scalar))
     return out_lat, out_idx, out_level
