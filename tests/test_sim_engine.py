@@ -141,3 +141,81 @@ def test_unknown_path_is_unsupported():
 
     with pytest.raises(ProbeUnsupported, match="no 'tex' load path"):
         chase(config(), footprint=4096, stride=128, path="tex")
+
+
+def _planted_configs():
+    gpu = dict(scope="gpu", translate=True)
+    tlbs = [TlbLevel("tlb_l1", 64 << 10, 16, 16, 10.0),
+            TlbLevel("tlb_l2", 64 << 10, 64, 8, 40.0, policy="random")]
+    yield "lru", [CacheLevel("l1d", 16384, 128, 4, L1_HIT, sector=32),
+                  CacheLevel("l2", 1 << 20, 128, 16, L2_HIT, sector=32, **gpu)], tlbs
+    yield "fifo_random", [CacheLevel("l1d", 16384, 128, 8, L1_HIT, policy="fifo"),
+                          CacheLevel("l2", 1 << 20, 64, 8, L2_HIT, policy="random", **gpu)], tlbs
+    yield "weighted_parts", [
+        CacheLevel("l1d", 8192, 128, 4, L1_HIT, policy="weighted", way_weights=[5, 1, 2, 1]),
+        CacheLevel("l2", 1 << 20, 128, 16, L2_HIT, sector=32, partitions=2,
+                   partition_masks=[0x1540], far_latency=300.0, sm_offsets=[0.0, 3.0], **gpu)
+    ], tlbs
+    yield "xor_table_unequal", [
+        CacheLevel("l1d", 16384, 128, 4, L1_HIT,
+                   index=SetIndex("xor", masks=[0x880, 0x1100, 0x2200, 0x4400, 0x8800])),
+        CacheLevel("l2", 52 * 128 * 128, 128, [16, 8, 12, 16] * 128, L2_HIT, **gpu),
+    ], [TlbLevel("tlb_l1", 64 << 10, 24, [4, 8, 12], 7.0, policy="fifo",
+                 index=SetIndex("table", table=[2, 0, 1, 1, 0]))]
+    yield "bits", [CacheLevel("l1d", 512, 32, 4, L1_HIT, index=SetIndex("bits", bits=[7, 8])),
+                   CacheLevel("l2", 1 << 19, 128, 32, L2_HIT, **gpu)], tlbs
+
+
+@pytest.mark.parametrize("name,caches,tlbs", list(_planted_configs()),
+                         ids=[c[0] for c in _planted_configs()])
+def test_simd_set_scans_match_the_one_way_at_a_time_reference(name, caches, tlbs):
+    """The kernel looks sets of 4, 8 and 16 ways up with vector compares and prefetches big
+    levels' sets ahead; ``scalar=True`` scans one way at a time as the kernel always did. Every
+    latency, index, level, the final way state and the replacement streams must agree, over
+    cold and carried-over state, all orders and several footprints."""
+    from gpumem.sim import engine
+
+    cfg = SimConfig(
+        name="t", arch="t", compute_capability="9.0", sm_count=4, clock_mhz=1000.0,
+        caches=caches, paths={"ca": ["l1d", "l2"], "cg": ["l2"]}, tlbs=tlbs, dram=Dram(DRAM),
+        timer=Timer(overhead=3.0, jitter=1.0, outlier_rate=0.01, outlier_cycles=100.0),
+    ).validate()
+    runs = []
+    for scalar in (False, True):
+        h, ids = engine.compile_hierarchy(cfg, 1)
+        outs = []
+        for i, (fp, order, stride, path) in enumerate([
+                (12 << 10, "sequential", 32, "ca"), (3 << 20, "random", 128, "ca"),
+                (3 << 20, "random", 64, "cg"), (1 << 20, "scattered", 256, "ca"),
+                (2 << 20, "pattern", 128, "ca"), (64 << 20, "random", 128, "ca"),
+                (16 << 10, "sequential", 128, "ca")]):
+            pattern = ()
+            if order == "pattern":
+                pattern = tuple(int(x) * 4 for x in dict.fromkeys(
+                    np.random.default_rng(i).integers(0, fp // 4, 300).tolist()))
+            engine.reseed(h, 1, i)
+            outs.append(engine.simulate_chase(
+                h, np.array([ids[n] for n in cfg.paths[path]], np.int64), len(cfg.caches),
+                len(cfg.tlbs), DRAM, base=cfg.base_address, footprint=fp, stride=stride,
+                page_walk=4.0, sm=i % 4, sm_count=4, element=4, order=order, seed=i,
+                warmup=20000, record=3000, overhead=3.0, jitter=1.0, outlier_rate=0.01,
+                outlier_cycles=100.0, noise_seed=i, pattern=pattern, scalar=scalar))
+            outs.append((h.way.copy(), h.rng.copy(), h.clock.copy()))
+        runs.append(outs)
+    for fast, ref in zip(*runs):
+        for a, b in zip(fast, ref):
+            assert np.array_equal(a, b)
+
+
+def test_division_free_set_index_is_exact():
+    from gpumem.sim.engine import _divider
+
+    rng = np.random.default_rng(0)
+    for d in (2, 3, 7, 64, 512, 15360, 30720, 1000003, (1 << 32) - 1):
+        m, s = _divider(d)
+        m &= (1 << 64) - 1
+        for n in [0, 1, d - 1, d, d + 1, (1 << 63) - 1, (1 << 63) - d,
+                  *(int(x) >> int(b) for x, b in zip(rng.integers(0, 1 << 63, 500, dtype=np.int64),
+                                                     rng.integers(0, 62, 500)))]:
+            assert ((n * m) >> 64) >> s == n // d
+    assert _divider(1) == (0, -1)
