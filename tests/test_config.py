@@ -47,6 +47,8 @@ hit_latency = 10
      "cache[l1d].index_bits"),
     (("hit_latency = 10", "hit_latency = 10\ncolour = 3"), "cache[l1d].colour"),
     (("[dram]\nlatency = 100", "[dram]"), "dram.latency"),
+    (("[dram]", "[smem]\nremote_latency = 200.0\n[dram]"), "smem.remote_bytes_per_cycle"),
+    (("[dram]", "[smem]\nremote_latency = -1.0\n[dram]"), "smem.remote_latency"),
 ])
 def test_validation_names_field_and_rule(edit, field):
     text = BASE.replace(*edit)

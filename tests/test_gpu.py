@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 from gpumem.chains import chain_array, permutation_params
-from gpumem.device import ChaseRequest
+from gpumem.device import ChaseRequest, DsmemRequest
 from gpumem.errors import DeviceUnavailable
 
 pytestmark = pytest.mark.gpu
@@ -79,6 +79,17 @@ def test_device_built_scattered_chain_matches_numpy(cuda_device):
         (64,), (256,), (arr, np.uint64(footprint // stride), np.uint64(stride // 4),
                         np.uint64(scatter_key(5))))
     assert (arr.get() == chain_array(footprint, stride, "scattered", 5)).all()
+
+
+def test_dsmem_remote_loads_are_slower_than_own_block_loads(cuda_device):
+    if "dsmem" not in cuda_device.probes:
+        pytest.skip("distributed shared memory needs sm_90")
+    own = cuda_device.dsmem(DsmemRequest(cluster=2, distance=0))
+    remote = cuda_device.dsmem(DsmemRequest(cluster=2, distance=1))
+    assert 10 < own.latency < remote.latency < 2000, (own, remote)
+    bw = cuda_device.dsmem(DsmemRequest(cluster=4, distance=1, kind="throughput", warps=32,
+                                        ilp=4))
+    assert 1 < bw.bytes_per_cycle <= 256, bw
 
 
 def test_provenance_has_clocks_and_throttle_reasons(cuda_device):

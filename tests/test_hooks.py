@@ -119,6 +119,10 @@ INSTANCES = {
               f"unsigned long long, int, unsigned int*);\n" for k in (1, 2, 4, 8, 16)),
     "smem": "".join(f"template __global__ void smem_throughput<{k}>(int, unsigned long long*, "
                     f"unsigned int*);\n" for k in (1, 2, 4, 6, 8)),
+    "dsmem": "".join(f"template __global__ void dsmem_latency<{c}>(int, int, unsigned long long*"
+                     f", unsigned int*);\n" for c in (1, 2, 4, 8))
+    + "".join(f"template __global__ void dsmem_throughput<{c},{k}>(int, int, unsigned long long*"
+              f", unsigned int*);\n" for c in (1, 2, 4, 8) for k in (1, 2, 4, 8)),
 }
 
 

@@ -14,6 +14,7 @@ def gpumem_register_experiments(register):
     from gpumem.experiments.bandwidth import Bandwidth
     from gpumem.experiments.bandwidth_levels import BandwidthLevels
     from gpumem.experiments.cache_structure import CacheStructure
+    from gpumem.experiments.dsmem import DsmemBandwidth, DsmemLatency
     from gpumem.experiments.l2_map import L2SmMap
     from gpumem.experiments.latency import LatencyLadder
     from gpumem.experiments.loads import AsyncCopy, IlpSweep
@@ -24,7 +25,7 @@ def gpumem_register_experiments(register):
 
     for experiment in (LatencyLadder, Bandwidth, SmemLatency, SmemBandwidth, CacheStructure,
                        TlbStructure, Patterns, IlpSweep, AsyncCopy, L2SmMap,
-                       BandwidthLevels, PeerAccess):
+                       BandwidthLevels, PeerAccess, DsmemLatency, DsmemBandwidth):
         register(experiment)
 
 

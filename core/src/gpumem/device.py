@@ -20,7 +20,9 @@ from gpumem.chains import ORDERS
 #: ``peer_access``: ``pointer_chase`` and ``stream`` also take ``peer``, the index of another
 #: GPU of the node whose memory holds the data (NVLink / PCIe loads); ``DeviceInfo.extra
 #: ["peers"]`` lists the indices this device can reach, its own included.
-PROBES = ("pointer_chase", "stream", "async_copy", "smem", "peer_access")
+#: ``dsmem``: loads from the shared memory of another block of a thread block cluster
+#: (distributed shared memory, sm_90+).
+PROBES = ("pointer_chase", "stream", "async_copy", "smem", "peer_access", "dsmem")
 
 #: Address orderings of a streaming probe (which element each thread's k-th load reads):
 #: ``coalesced`` - a warp's threads read consecutive elements, the k-th load of a thread is
@@ -237,6 +239,35 @@ class SmemRequest:
             raise ValueError("warps, ilp and iterations must be >= 1")
 
 
+@dataclass(frozen=True)
+class DsmemRequest:
+    """Loads from distributed shared memory: blocks in clusters of ``cluster``, each reading
+    the shared memory of the block ``distance`` ranks further in its cluster (0: its own,
+    through the same cluster-wide load instruction).
+
+    ``kind``: ``latency`` (one thread, dependent loads: cycles per load) or ``throughput``
+    (``warps`` warps per block, one block per SM, ``ilp`` independent coalesced 4-byte loads
+    per thread per iteration: bytes per cycle per SM).
+    """
+
+    cluster: int = 2
+    distance: int = 1
+    kind: str = "latency"
+    warps: int = 1
+    ilp: int = 1
+    seed: int = 0
+
+    def validate(self) -> None:
+        if self.cluster not in (1, 2, 4, 8):
+            raise ValueError("cluster must be 1, 2, 4 or 8 blocks (the portable sizes)")
+        if not 0 <= self.distance < self.cluster:
+            raise ValueError("distance must be 0 (own block) .. cluster - 1")
+        if self.kind not in ("latency", "throughput"):
+            raise ValueError("kind must be 'latency' or 'throughput'")
+        if not 1 <= self.warps <= 32 or self.ilp not in (1, 2, 4, 8):
+            raise ValueError("warps must be 1..32 and ilp 1, 2, 4 or 8")
+
+
 @dataclass
 class SmemResult:
     """``latency``: cycles per access (timer overhead removed); ``bytes_per_cycle``: per SM."""
@@ -284,6 +315,10 @@ class Device(ABC):
     def smem(self, request: SmemRequest) -> SmemResult:
         """Strided shared-memory access: latency or throughput."""
         raise self._unsupported("smem")
+
+    def dsmem(self, request: DsmemRequest) -> SmemResult:
+        """Loads from another block's shared memory in a cluster: latency or throughput."""
+        raise self._unsupported("dsmem")
 
     def _unsupported(self, probe: str) -> Exception:
         from gpumem.errors import ProbeUnsupported

@@ -16,6 +16,7 @@ from gpumem.device import (
     ChaseResult,
     Device,
     DeviceInfo,
+    DsmemRequest,
     KernelSource,
     SmemRequest,
     SmemResult,
@@ -48,13 +49,18 @@ STREAM_ORDER_CODES = {"coalesced": 0, "thread": 1, "warp": 2}
 STREAM_KIND_CODES = {"read": 0, "write": 1, "copy": 2}
 SMEM_LATENCY_LOADS = 64
 SMEM_THROUGHPUT_ITERATIONS = 1024
+DSMEM_LATENCY_LOADS = 256
+DSMEM_THROUGHPUT_ITERATIONS = 1024
+#: Dynamic shared memory of a DSMEM throughput block: over half an SM's, so that one block
+#: runs per SM and each block's own clock span is its SM's (clusters may run in waves).
+DSMEM_BLOCK_SMEM = 120 * 1024
 
 
 def generic_kernel_source(probe: str = "pointer_chase", extra: str = "") -> KernelSource:
     """Core's own kernel for ``probe``; ``extra`` is appended (a plugin's added kernels, which
     may use core's macros, e.g. GPUMEM_CHASE_KERNEL for a texture path)."""
     file = {"pointer_chase": GENERIC_SOURCE, "stream": "stream.cu", "async_copy": "stream.cu",
-            "smem": "smem.cu"}[probe]
+            "smem": "smem.cu", "dsmem": "dsmem.cu"}[probe]
     code = files("gpumem.cuda").joinpath("kernels", file).read_text()
     if extra:
         code += "\n" + extra
@@ -91,6 +97,8 @@ class CudaDevice(Device):
         probes = {"pointer_chase", "stream", "smem"}
         if int(self.info.compute_capability.split(".")[0]) >= 8:
             probes.add("async_copy")  # cp.async exists from sm_80
+        if int(self.info.compute_capability.split(".")[0]) >= 9:
+            probes.add("dsmem")  # thread block clusters exist from sm_90
         if len(self.info.extra.get("peers", ())) > 1:
             probes.add("peer_access")
         return frozenset(probes)
@@ -453,6 +461,46 @@ class CudaDevice(Device):
             if span > 0:
                 rates.append(len(mine) * per_block_bytes / span)
         return SmemResult(latency=float("nan"), bytes_per_cycle=float(np.median(rates)))
+
+    # ---- distributed shared memory --------------------------------------------------
+    def dsmem(self, request: DsmemRequest) -> SmemResult:
+        request.validate()
+        if "dsmem" not in self.probes:
+            raise ProbeUnsupported("distributed shared memory needs compute capability 9.0")
+        cp = self.cp
+        sink = cp.zeros(2, dtype=cp.uint32)
+        c = request.cluster
+        if request.kind == "latency":
+            out = cp.zeros(2, dtype=cp.uint64)
+            kern = self._kernel("dsmem", f"dsmem_latency<{c}>")
+            self.carveout["dsmem"] = self._set_carveout(kern, SHARED_CARVEOUT_PERCENT)
+            kern((c,), (32,), (np.int32(request.distance), np.int32(DSMEM_LATENCY_LOADS), out,
+                               sink))
+            cp.cuda.runtime.deviceSynchronize()
+            return SmemResult(latency=float(out.get()[0]) / 1000.0,
+                              bytes_per_cycle=float("nan"))
+        threads = request.warps * 32
+        blocks = self.info.sm_count // c * c
+        if blocks == 0:
+            raise PointSkipped(f"a cluster of {c} blocks needs {c} SMs")
+        kern = self._kernel("dsmem", f"dsmem_throughput<{c},{request.ilp}>")
+        self.carveout["dsmem"] = self._set_carveout(kern, SHARED_CARVEOUT_PERCENT)
+        smem = max(DSMEM_BLOCK_SMEM, request.ilp * threads * 4)
+        try:
+            kern.max_dynamic_shared_size_bytes = smem
+        except Exception as e:  # noqa: BLE001 - the driver refuses: no such point here
+            raise PointSkipped(f"{smem} B of dynamic shared memory refused: {e}") from None
+        out = cp.zeros(3 * blocks, dtype=cp.uint64)
+        args = (np.int32(request.distance), np.int32(DSMEM_THROUGHPUT_ITERATIONS), out, sink)
+        kern((blocks,), (threads,), args, shared_mem=smem)  # warm-up
+        kern((blocks,), (threads,), args, shared_mem=smem)
+        cp.cuda.runtime.deviceSynchronize()
+        rec = out.get().reshape(blocks, 3).astype(np.float64)
+        per_block = threads * request.ilp * 4 * DSMEM_THROUGHPUT_ITERATIONS
+        spans = rec[:, 1] - rec[:, 0]
+        rate = float(np.median(per_block / spans[spans > 0])) if (spans > 0).any() else \
+            float("nan")
+        return SmemResult(latency=float("nan"), bytes_per_cycle=rate)
 
     def point_state(self) -> dict[str, float]:
         return self.nvml.quick()

@@ -265,6 +265,8 @@ class SharedMemory:
     peak at 16 warps, 100 % at 32). Latency = ``latency + conflict_cycles * (min(n, conflict_cap) - 1)`` (no cap when 0), or,
     when ``conflict_latencies`` is given, that table's value for n = 1, 2, 4, ... (measured
     curves that are not straight lines, Kepler's; interpolated between powers of two).
+    ``remote_latency`` and ``remote_bytes_per_cycle``: loads from another block's shared
+    memory in a thread block cluster (distributed shared memory, Hopper); 0 = no clusters.
     """
 
     size: int = 49152
@@ -278,6 +280,8 @@ class SharedMemory:
     bytes_per_cycle: float = 0.0
     warp_bytes_per_cycle: float = 0.0
     sharpness: float = 0.0
+    remote_latency: float = 0.0
+    remote_bytes_per_cycle: float = 0.0
 
     def conflict_latency(self, ways: int) -> float:
         """Cycles of one warp access with ``ways``-way bank conflicts."""
@@ -305,6 +309,12 @@ class SharedMemory:
             _fail(f"{where}.modes", f"must include the default bank_width ({self.bank_width})")
         if self.sharpness < 0:
             _fail(f"{where}.sharpness", "must be >= 0 (0: the throughput section's)")
+        if self.remote_latency < 0 or self.remote_bytes_per_cycle < 0:
+            _fail(f"{where}.remote_latency", "remote_latency and remote_bytes_per_cycle must "
+                  "be >= 0 (0: no distributed shared memory)")
+        if (self.remote_latency > 0) != (self.remote_bytes_per_cycle > 0):
+            _fail(f"{where}.remote_bytes_per_cycle", "give both remote_latency and "
+                  "remote_bytes_per_cycle, or neither")
         if self.latency < 0 or self.conflict_cycles < 0 or self.conflict_cap < 0:
             _fail(f"{where}.latency", "latency, conflict_cycles and conflict_cap must be >= 0")
         t = self.conflict_latencies

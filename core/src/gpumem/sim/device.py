@@ -11,6 +11,7 @@ from gpumem.device import (
     ChaseResult,
     Device,
     DeviceInfo,
+    DsmemRequest,
     SmemRequest,
     SmemResult,
     StreamRequest,
@@ -19,7 +20,7 @@ from gpumem.device import (
 from gpumem.errors import PointSkipped, ProbeUnsupported
 from gpumem.sim import engine
 from gpumem.sim.config import SimConfig
-from gpumem.sim.throughput import smem_model, stream_bytes, stream_model
+from gpumem.sim.throughput import dsmem_model, smem_model, stream_bytes, stream_model
 
 
 def sim_device_info(cfg: SimConfig) -> DeviceInfo:
@@ -64,6 +65,8 @@ class SimDevice(Device):
             probes.add("peer_access")
         if _major(self.config.compute_capability) >= 8:
             probes.add("async_copy")  # as on hardware: cp.async exists from sm_80
+        if self.config.smem.remote_latency > 0:
+            probes.add("dsmem")
         return frozenset(probes)
 
     def _remote(self, peer: int) -> bool:
@@ -146,6 +149,17 @@ class SimDevice(Device):
     def smem(self, request: SmemRequest) -> SmemResult:
         request.validate()
         latency, rate, _ways = smem_model(self.config, request)
+        return SmemResult(latency=latency, bytes_per_cycle=rate)
+
+    def dsmem(self, request: DsmemRequest) -> SmemResult:
+        request.validate()
+        if "dsmem" not in self.probes:
+            raise ProbeUnsupported(f"config '{self.config.name}' has no distributed shared "
+                                   f"memory (smem.remote_latency)")
+        if request.kind == "throughput" and request.cluster > self.config.sm_count:
+            raise PointSkipped(f"a cluster of {request.cluster} blocks needs "
+                               f"{request.cluster} SMs")
+        latency, rate = dsmem_model(self.config, request)
         return SmemResult(latency=latency, bytes_per_cycle=rate)
 
     def provenance(self) -> dict[str, Any]:

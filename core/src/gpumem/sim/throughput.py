@@ -24,7 +24,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from gpumem.device import SmemRequest, StreamRequest
+from gpumem.device import DsmemRequest, SmemRequest, StreamRequest
 from gpumem.errors import PointSkipped
 from gpumem.sim.config import CacheLevel, SimConfig
 
@@ -210,3 +210,21 @@ def smem_model(cfg: SimConfig, req: SmemRequest) -> tuple[float, float, int]:
     demand = warps * per_warp
     rate = smooth_min(demand, bank_rate, sm.sharpness or cfg.throughput.sharpness)
     return latency, rate, n
+
+
+def dsmem_model(cfg: SimConfig, req: DsmemRequest) -> tuple[float, float]:
+    """(latency in cycles, bytes per cycle per SM) of loads from a cluster block's shared
+    memory: the block's own at the shared-memory latency and bank rate, another's at the
+    remote latency, capped at the remote rate. Throughput follows Little's law per warp (a
+    warp keeps ``ilp`` coalesced 128-byte loads in flight) up to the cap."""
+    sm = cfg.smem
+    remote = req.distance > 0
+    latency = sm.remote_latency if remote else sm.latency
+    cap = sm.remote_bytes_per_cycle if remote else sm.peak_bytes_per_cycle
+    if req.kind == "latency":
+        return latency, float("nan")
+    per_warp = req.ilp * WARP * 4 / latency if latency > 0 else math.inf
+    if sm.warp_bytes_per_cycle:
+        per_warp = min(per_warp, sm.warp_bytes_per_cycle)
+    rate = smooth_min(req.warps * per_warp, cap, sm.sharpness or cfg.throughput.sharpness)
+    return latency, rate

@@ -1,0 +1,164 @@
+"""Distributed shared memory (Hopper thread block clusters): latency and throughput of loads
+from another block's shared memory, against the same loads from the block's own.
+
+``dsmem_latency``: one thread chases a chain in the shared memory of the block ``distance``
+ranks away in a cluster of ``cluster`` blocks (distance 0: its own, through the same
+cluster-wide load), dependent loads, cycles per load.
+
+``dsmem_bandwidth``: one block per SM, every block reads its neighbour's shared memory
+(distance 1) or its own (0) with ``warps`` x ``ilp`` independent coalesced loads; bytes per
+cycle per SM.
+
+Every point is timed ten times (three with --quick); findings use medians.
+
+Findings: ``lat.dsmem`` (remote), ``lat.dsmem_local``, ``dsmem.remote_extra``,
+``dsmem.latency_by_distance`` (cluster of 8); ``bw.dsmem`` (GB/s per SM, remote),
+``bw.dsmem_local``, ``dsmem.remote_fraction``, ``dsmem.bw_by_cluster``.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Mapping
+
+import numpy as np
+import xarray as xr
+
+from gpumem.device import Device, DsmemRequest
+from gpumem.errors import PointSkipped
+from gpumem.experiment import Axis, Experiment, Plan, RunContext, Var
+from gpumem.findings import Finding
+
+CLUSTERS = (2, 4, 8)
+REPEATS = 10
+REFERENCES = ("NVIDIA Hopper tuning guide, 'Distributed Shared Memory'; Luo et al., "
+              "Benchmarking and Dissecting the Nvidia Hopper GPU Architecture, IPDPS 2024 "
+              "(arXiv 2402.13499), sec. on distributed shared memory")
+
+
+def _repeats(ctx: RunContext) -> int:
+    return 3 if ctx.quick else REPEATS
+
+
+def _median(var: xr.DataArray) -> xr.DataArray:
+    return var.median("repeat") if "repeat" in var.dims else var
+
+
+class DsmemLatency(Experiment):
+    name = "dsmem_latency"
+    summary = "distributed shared memory: load latency by cluster size and rank distance"
+    probes = ("dsmem",)
+    version = "1"
+    references = REFERENCES
+
+    def plan(self, ctx: RunContext) -> Plan:
+        clusters = (2, 8) if ctx.quick else CLUSTERS
+        return Plan(
+            axes=[Axis("cluster", clusters, "1", "blocks per thread block cluster"),
+                  Axis("distance", tuple(range(max(clusters))), "1",
+                       "rank of the block read, counted from the reader's (0: its own)")],
+            variables=[Var("latency", ("repeat",), "cycle",
+                           "cycles per dependent load, clock reads cancelled")],
+            inner={"repeat": np.arange(_repeats(ctx))},
+            attrs={"loads": 256, "repeats": _repeats(ctx)},
+        )
+
+    def measure(self, device: Device, point: Mapping[str, Any], ctx: RunContext
+                ) -> Mapping[str, Any]:
+        cluster, distance = int(point["cluster"]), int(point["distance"])
+        if distance >= cluster:
+            raise PointSkipped(f"a cluster of {cluster} has no block {distance} ranks away")
+        runs = [device.dsmem(DsmemRequest(cluster=cluster, distance=distance,
+                                          seed=ctx.seed * 1000 + r))
+                for r in range(_repeats(ctx))]
+        return {"latency": np.array([x.latency for x in runs])}
+
+    def analyze(self, raw: xr.Dataset) -> list[Finding]:
+        lat = _median(raw["latency"]).where(raw["point_status"] == 0)
+        local = lat.sel(distance=0)
+        remote = lat.where(lat["distance"] > 0)
+        if not np.isfinite(local.values).any() or not np.isfinite(remote.values).any():
+            return []
+        loc = float(local.median(skipna=True))
+        rem = float(remote.median(skipna=True))
+        method = "one thread, dependent loads through mapa + ld.shared::cluster"
+        out = [Finding("lat.dsmem", round(rem, 2), "cycle", 1.0,
+                       method + f"; median over every remote rank of clusters "
+                       f"{', '.join(str(int(c)) for c in lat['cluster'].values)}"),
+               Finding("lat.dsmem_local", round(loc, 2), "cycle", 1.0,
+                       method + ", the reader's own block"),
+               Finding("dsmem.remote_extra", round(rem - loc, 2), "cycle", 1.0,
+                       "lat.dsmem - lat.dsmem_local")]
+        biggest = int(lat["cluster"].values.max())
+        row = lat.sel(cluster=biggest)
+        dist = [int(d) for d, v in zip(row["distance"].values, row.values) if np.isfinite(v)]
+        if len(dist) > 2:
+            vals = [round(float(row.sel(distance=d)), 2) for d in dist]
+            spread = max(vals[1:]) - min(vals[1:])
+            out.append(Finding("dsmem.latency_by_distance", vals, "cycle", 1.0,
+                               f"cluster of {biggest}, by rank distance",
+                               index=("distance", dist),
+                               note=f"remote ranks differ by {spread:.1f} cycles at most"))
+        return out
+
+
+class DsmemBandwidth(Experiment):
+    name = "dsmem_bandwidth"
+    summary = "distributed shared memory: throughput per SM over warps x ILP, own vs remote"
+    probes = ("dsmem",)
+    version = "1"
+    references = REFERENCES
+
+    def plan(self, ctx: RunContext) -> Plan:
+        clusters, warps, ilps = CLUSTERS, (1, 2, 4, 8, 16, 32), (1, 2, 4, 8)
+        if ctx.quick:
+            clusters, warps, ilps = (2,), (4, 32), (1, 4)
+        return Plan(
+            axes=[Axis("cluster", clusters, "1", "blocks per thread block cluster"),
+                  Axis("distance", (0, 1), "1", "0: each block reads its own shared memory; "
+                       "1: the next block's in the cluster"),
+                  Axis("warps", warps, "1", "warps per block (one block per SM)"),
+                  Axis("ilp", ilps, "1", "independent loads per thread per iteration")],
+            variables=[Var("bytes_per_cycle", ("repeat",), "byte/cycle",
+                           "bytes loaded per SM cycle")],
+            inner={"repeat": np.arange(_repeats(ctx))},
+            attrs={"width": 4, "iterations": 1024, "repeats": _repeats(ctx)},
+        )
+
+    def measure(self, device: Device, point: Mapping[str, Any], ctx: RunContext
+                ) -> Mapping[str, Any]:
+        req = DsmemRequest(cluster=int(point["cluster"]), distance=int(point["distance"]),
+                           kind="throughput", warps=int(point["warps"]),
+                           ilp=int(point["ilp"]))
+        runs = [device.dsmem(req) for _ in range(_repeats(ctx))]
+        return {"bytes_per_cycle": np.array([x.bytes_per_cycle for x in runs])}
+
+    def analyze(self, raw: xr.Dataset) -> list[Finding]:
+        bpc = _median(raw["bytes_per_cycle"]).where(raw["point_status"] == 0)
+        best = bpc.max(["warps", "ilp"], skipna=True)  # (cluster, distance)
+        if not np.isfinite(best.sel(distance=1).values).any():
+            return []
+        remote = float(best.sel(distance=1).max())
+        local = float(best.sel(distance=0).max())
+        clock = float(raw.attrs.get("clock_mhz", 0) or 0)
+        out = []
+        if clock > 0:
+            out.append(Finding("bw.dsmem", round(remote * clock / 1e3, 2), "GB/s", 1.0,
+                               f"best of warps x ILP x cluster size: {remote:.1f} B/cycle "
+                               f"per SM x {clock:g} MHz, each block reading the next "
+                               f"block's shared memory (per SM)"))
+            if np.isfinite(local):
+                out.append(Finding("bw.dsmem_local", round(local * clock / 1e3, 2), "GB/s",
+                                   1.0, f"the same loads on the block's own shared memory: "
+                                   f"{local:.1f} B/cycle per SM"))
+        if np.isfinite(local) and local > 0:
+            out.append(Finding("dsmem.remote_fraction", round(remote / local, 3), "1", 1.0,
+                               "best remote throughput / best own-block throughput"))
+        per_cluster = best.sel(distance=1)
+        cl = [int(c) for c, v in zip(per_cluster["cluster"].values, per_cluster.values)
+              if np.isfinite(v)]
+        if len(cl) > 1:
+            out.append(Finding("dsmem.bw_by_cluster",
+                               [round(float(per_cluster.sel(cluster=c)), 2) for c in cl],
+                               "byte/cycle", 1.0, "best remote bytes per SM cycle by cluster "
+                               "size", index=("cluster", cl)))
+        return out
