@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 from gpumem.chains import chain_array, permutation_params
-from gpumem.device import ChaseRequest, DsmemRequest
+from gpumem.device import BulkRequest, ChaseRequest, DsmemRequest
 from gpumem.errors import DeviceUnavailable
 
 pytestmark = pytest.mark.gpu
@@ -90,6 +90,16 @@ def test_dsmem_remote_loads_are_slower_than_own_block_loads(cuda_device):
     bw = cuda_device.dsmem(DsmemRequest(cluster=4, distance=1, kind="throughput", warps=32,
                                         ilp=4))
     assert 1 < bw.bytes_per_cycle <= 256, bw
+
+
+def test_bulk_copies_move_what_they_report(cuda_device):
+    if "bulk_copy" not in cuda_device.probes:
+        pytest.skip("bulk copies need sm_90")
+    small = cuda_device.bulk_copy(BulkRequest(footprint=256 << 20, chunk=1024, stages=1))
+    big = cuda_device.bulk_copy(BulkRequest(footprint=256 << 20, chunk=16384, stages=4))
+    assert small.bytes >= 256 << 20 and big.bytes >= 256 << 20
+    # more bytes in flight per SM: more bandwidth (Little's law), never above the peak
+    assert small.gbs < big.gbs <= 1.02 * cuda_device.info.peak_bandwidth_gbs, (small, big)
 
 
 def test_provenance_has_clocks_and_throttle_reasons(cuda_device):

@@ -123,6 +123,9 @@ INSTANCES = {
                      f", unsigned int*);\n" for c in (1, 2, 4, 8))
     + "".join(f"template __global__ void dsmem_throughput<{c},{k}>(int, int, unsigned long long*"
               f", unsigned int*);\n" for c in (1, 2, 4, 8) for k in (1, 2, 4, 8)),
+    "bulk_copy": "".join(f"template __global__ void bulk_read<{s}>(const unsigned char*, "
+                         f"unsigned long long, unsigned int, unsigned long long, unsigned int*);"
+                         f"\n" for s in (1, 2, 4, 8)),
 }
 
 

@@ -21,8 +21,10 @@ from gpumem.chains import ORDERS
 #: GPU of the node whose memory holds the data (NVLink / PCIe loads); ``DeviceInfo.extra
 #: ["peers"]`` lists the indices this device can reach, its own included.
 #: ``dsmem``: loads from the shared memory of another block of a thread block cluster
-#: (distributed shared memory, sm_90+).
-PROBES = ("pointer_chase", "stream", "async_copy", "smem", "peer_access", "dsmem")
+#: (distributed shared memory, sm_90+). ``bulk_copy``: global -> shared streaming with 1-D
+#: bulk copies of the tensor memory accelerator (TMA, sm_90+).
+PROBES = ("pointer_chase", "stream", "async_copy", "smem", "peer_access", "dsmem",
+          "bulk_copy")
 
 #: Address orderings of a streaming probe (which element each thread's k-th load reads):
 #: ``coalesced`` - a warp's threads read consecutive elements, the k-th load of a thread is
@@ -196,6 +198,37 @@ class StreamRequest:
             raise ValueError("peer must be a device index, or -1 for the device's own memory")
 
 
+@dataclass(frozen=True)
+class BulkRequest:
+    """HBM -> shared memory with bulk copies: ``ctas_per_sm`` blocks per SM, each keeping
+    ``stages`` copies of ``chunk`` bytes in flight (one thread issues them; the TMA moves
+    the data). ``work`` bytes in all (0: one pass over ``footprint``)."""
+
+    footprint: int
+    chunk: int
+    stages: int
+    ctas_per_sm: int = 1
+    work: int = 0
+    seed: int = 0
+
+    @property
+    def bytes_per_direction(self) -> int:
+        return self.work or self.footprint
+
+    @property
+    def inflight_per_sm(self) -> int:
+        """Bytes each SM asks for before the first copy lands."""
+        return self.ctas_per_sm * self.stages * self.chunk
+
+    def validate(self) -> None:
+        if self.chunk < 16 or self.chunk % 16:
+            raise ValueError("chunk must be a positive multiple of 16 bytes")
+        if not 1 <= self.stages <= 16 or self.ctas_per_sm < 1:
+            raise ValueError("stages must be 1..16 and ctas_per_sm >= 1")
+        if self.footprint < self.chunk or self.work < 0:
+            raise ValueError("footprint must hold at least one chunk")
+
+
 @dataclass
 class StreamResult:
     """What a bandwidth run moved and how long it took (``bytes`` counts read + written)."""
@@ -319,6 +352,10 @@ class Device(ABC):
     def dsmem(self, request: DsmemRequest) -> SmemResult:
         """Loads from another block's shared memory in a cluster: latency or throughput."""
         raise self._unsupported("dsmem")
+
+    def bulk_copy(self, request: BulkRequest) -> StreamResult:
+        """Streaming global memory into shared memory with TMA bulk copies."""
+        raise self._unsupported("bulk_copy")
 
     def _unsupported(self, probe: str) -> Exception:
         from gpumem.errors import ProbeUnsupported

@@ -12,6 +12,7 @@ import numpy as np
 
 from gpumem.chains import chain_offsets, permutation_params, scatter_key
 from gpumem.device import (
+    BulkRequest,
     ChaseRequest,
     ChaseResult,
     Device,
@@ -51,6 +52,8 @@ SMEM_LATENCY_LOADS = 64
 SMEM_THROUGHPUT_ITERATIONS = 1024
 DSMEM_LATENCY_LOADS = 256
 DSMEM_THROUGHPUT_ITERATIONS = 1024
+#: Shared memory an SM can give its blocks (sm_90: 228 KB, 1 KB of it reserved per block).
+SM90_SMEM_PER_SM = 227 * 1024
 #: Dynamic shared memory of a DSMEM throughput block: over half an SM's, so that one block
 #: runs per SM and each block's own clock span is its SM's (clusters may run in waves).
 DSMEM_BLOCK_SMEM = 120 * 1024
@@ -60,7 +63,7 @@ def generic_kernel_source(probe: str = "pointer_chase", extra: str = "") -> Kern
     """Core's own kernel for ``probe``; ``extra`` is appended (a plugin's added kernels, which
     may use core's macros, e.g. GPUMEM_CHASE_KERNEL for a texture path)."""
     file = {"pointer_chase": GENERIC_SOURCE, "stream": "stream.cu", "async_copy": "stream.cu",
-            "smem": "smem.cu", "dsmem": "dsmem.cu"}[probe]
+            "smem": "smem.cu", "dsmem": "dsmem.cu", "bulk_copy": "bulk.cu"}[probe]
     code = files("gpumem.cuda").joinpath("kernels", file).read_text()
     if extra:
         code += "\n" + extra
@@ -99,6 +102,7 @@ class CudaDevice(Device):
             probes.add("async_copy")  # cp.async exists from sm_80
         if int(self.info.compute_capability.split(".")[0]) >= 9:
             probes.add("dsmem")  # thread block clusters exist from sm_90
+            probes.add("bulk_copy")  # and the tensor memory accelerator
         if len(self.info.extra.get("peers", ())) > 1:
             probes.add("peer_access")
         return frozenset(probes)
@@ -461,6 +465,33 @@ class CudaDevice(Device):
             if span > 0:
                 rates.append(len(mine) * per_block_bytes / span)
         return SmemResult(latency=float("nan"), bytes_per_cycle=float(np.median(rates)))
+
+    # ---- bulk copies (TMA) -------------------------------------------------------------
+    def bulk_copy(self, request: BulkRequest) -> StreamResult:
+        request.validate()
+        if "bulk_copy" not in self.probes:
+            raise ProbeUnsupported("bulk copies (TMA) need compute capability 9.0")
+        smem = request.stages * request.chunk
+        if request.ctas_per_sm * smem > SM90_SMEM_PER_SM:
+            raise PointSkipped(f"{request.ctas_per_sm} blocks x {smem} B of shared memory "
+                               f"exceed an SM's {SM90_SMEM_PER_SM} B")
+        chunks = request.footprint // request.chunk
+        blocks = self.info.sm_count * request.ctas_per_sm
+        iters = -(-(request.bytes_per_direction // request.chunk) // blocks)
+        a, _b = self._buffers(request.footprint, False)
+        name = f"bulk_read<{request.stages}>"
+        kern = self._kernel("bulk_copy", name)
+        self.carveout["bulk_copy"] = self._set_carveout(kern, SHARED_CARVEOUT_PERCENT)
+        if smem > 48 * 1024:
+            kern.max_dynamic_shared_size_bytes = smem
+        args = (a, np.uint64(chunks), np.uint32(request.chunk), np.uint64(iters), self._sink)
+
+        def launch() -> None:
+            kern((blocks,), (32,), args, shared_mem=smem)
+
+        seconds = self._time(launch, (name, request.chunk, blocks, request.footprint))
+        return StreamResult(bytes=int(iters * blocks * request.chunk), seconds=seconds,
+                            cycles=seconds * self.info.clock_mhz * 1e6)
 
     # ---- distributed shared memory --------------------------------------------------
     def dsmem(self, request: DsmemRequest) -> SmemResult:

@@ -7,6 +7,7 @@ from typing import Any
 import numpy as np
 
 from gpumem.device import (
+    BulkRequest,
     ChaseRequest,
     ChaseResult,
     Device,
@@ -20,7 +21,13 @@ from gpumem.device import (
 from gpumem.errors import PointSkipped, ProbeUnsupported
 from gpumem.sim import engine
 from gpumem.sim.config import SimConfig
-from gpumem.sim.throughput import dsmem_model, smem_model, stream_bytes, stream_model
+from gpumem.sim.throughput import (
+    bulk_model,
+    dsmem_model,
+    smem_model,
+    stream_bytes,
+    stream_model,
+)
 
 
 def sim_device_info(cfg: SimConfig) -> DeviceInfo:
@@ -67,6 +74,8 @@ class SimDevice(Device):
             probes.add("async_copy")  # as on hardware: cp.async exists from sm_80
         if self.config.smem.remote_latency > 0:
             probes.add("dsmem")
+        if _major(self.config.compute_capability) >= 9:
+            probes.add("bulk_copy")  # as on hardware: the TMA exists from sm_90
         return frozenset(probes)
 
     def _remote(self, peer: int) -> bool:
@@ -150,6 +159,13 @@ class SimDevice(Device):
         request.validate()
         latency, rate, _ways = smem_model(self.config, request)
         return SmemResult(latency=latency, bytes_per_cycle=rate)
+
+    def bulk_copy(self, request: BulkRequest) -> StreamResult:
+        request.validate()
+        if "bulk_copy" not in self.probes:
+            raise ProbeUnsupported("bulk copies (TMA) need compute capability 9.0")
+        rate = bulk_model(self.config, request)
+        return self._timed(request.bytes_per_direction, rate, request.seed)
 
     def dsmem(self, request: DsmemRequest) -> SmemResult:
         request.validate()

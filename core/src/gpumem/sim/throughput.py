@@ -24,7 +24,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from gpumem.device import DsmemRequest, SmemRequest, StreamRequest
+from gpumem.device import BulkRequest, DsmemRequest, SmemRequest, StreamRequest
 from gpumem.errors import PointSkipped
 from gpumem.sim.config import CacheLevel, SimConfig
 
@@ -228,3 +228,21 @@ def dsmem_model(cfg: SimConfig, req: DsmemRequest) -> tuple[float, float]:
         per_warp = min(per_warp, sm.warp_bytes_per_cycle)
     rate = smooth_min(req.warps * per_warp, cap, sm.sharpness or cfg.throughput.sharpness)
     return latency, rate
+
+
+def bulk_model(cfg: SimConfig, req: BulkRequest) -> float:
+    """Bytes per cycle (whole GPU) of HBM -> shared memory bulk copies: every SM keeps
+    ``ctas_per_sm x stages x chunk`` bytes in flight for a DRAM round trip (Little's law),
+    up to the DRAM's rate. The copy engine, not warps, issues, so the plain loads' limits on
+    sectors in flight and issue rate do not apply."""
+    if req.inflight_per_sm > cfg.smem.size:
+        raise PointSkipped(f"{req.inflight_per_sm} B of shared memory per SM exceed "
+                           f"{cfg.smem.size} B")
+    latency = cfg.path_latency.get("cg", 0.0) + cfg.dram.latency
+    demand = cfg.sm_count * req.inflight_per_sm / latency if latency > 0 else math.inf
+    if not cfg.dram.bandwidth_gbs:
+        if math.isinf(demand):
+            raise PointSkipped("nothing limits this stream in the config (set bandwidths)")
+        return demand
+    cap = cfg.dram.bandwidth_gbs * cfg.dram.efficiency * 1e9 / (cfg.clock_mhz * 1e6)
+    return smooth_min(demand, cap, cfg.throughput.sharpness)

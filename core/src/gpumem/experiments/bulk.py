@@ -1,0 +1,110 @@
+"""``bulk_copy``: HBM -> shared memory with the TMA's 1-D bulk copies (Hopper), over chunk size
+x copies in flight x blocks per SM.
+
+One thread per block issues ``cp.async.bulk`` copies of ``chunk`` bytes into ``stages``
+shared-memory buffers and waits on their mbarriers; the copy engine moves the data. The
+bytes each SM has in flight (blocks x stages x chunk) set the bandwidth by Little's law until
+HBM saturates, so the sweep shows both the ceiling and how much must be in flight to reach
+it, with no warp issuing a single load. The buffer is eight L2 capacities, read once per
+point, ten times (three with --quick).
+
+Findings: ``bw.dram_read_bulk`` (GB/s, best median), ``bw.dram_read_bulk_fraction`` (of the
+device's theoretical peak), ``bulk.inflight_per_sm`` (fewest bytes in flight per SM within
+5 % of the best), ``bulk.latency_estimate`` (cycles: bytes in flight over rate at the lowest
+concurrency, Little's law).
+"""
+
+from __future__ import annotations
+
+from typing import Any, Mapping
+
+import numpy as np
+import xarray as xr
+
+from gpumem.device import BulkRequest, Device
+from gpumem.experiment import Axis, Experiment, Plan, RunContext, Var
+from gpumem.findings import Finding
+
+CHUNKS = (1024, 4096, 16384, 32768)
+STAGES = (1, 2, 4, 8)
+CTAS_PER_SM = (1, 2, 4)
+REPEATS = 10
+
+
+def _repeats(ctx: RunContext) -> int:
+    return 3 if ctx.quick else REPEATS
+
+
+def _footprint(ctx: RunContext) -> int:
+    info = ctx.device
+    want = max(8 * info.l2_bytes, 64 << 20)
+    return min(want, max(info.memory_bytes // 4, 1 << 20)) // 32768 * 32768
+
+
+class BulkCopy(Experiment):
+    name = "bulk_copy"
+    summary = "TMA bulk copies HBM -> shared memory over chunk x stages x blocks per SM"
+    probes = ("bulk_copy",)
+    version = "1"
+    references = ("NVIDIA Hopper tuning guide, 'Tensor Memory Accelerator'; PTX ISA, "
+                  "cp.async.bulk; H100 study (seed 003) for the plain-load and cp.async side")
+
+    def plan(self, ctx: RunContext) -> Plan:
+        chunks, stages, ctas = CHUNKS, STAGES, CTAS_PER_SM
+        if ctx.quick:
+            chunks, stages, ctas = (1024, 16384), (1, 4), (1, 2)
+        repeats = _repeats(ctx)
+        return Plan(
+            axes=[Axis("chunk", chunks, "byte", "bytes per bulk copy"),
+                  Axis("stages", stages, "1", "copies in flight per block"),
+                  Axis("ctas_per_sm", ctas, "1", "blocks per SM (one issuing thread each)")],
+            variables=[Var("gbs", ("repeat",), "GB/s", "bytes copied per second")],
+            inner={"repeat": np.arange(repeats)},
+            attrs={"footprint": _footprint(ctx), "repeats": repeats},
+        )
+
+    def measure(self, device: Device, point: Mapping[str, Any], ctx: RunContext
+                ) -> Mapping[str, Any]:
+        runs = [device.bulk_copy(BulkRequest(
+                    footprint=_footprint(ctx), chunk=int(point["chunk"]),
+                    stages=int(point["stages"]), ctas_per_sm=int(point["ctas_per_sm"]),
+                    seed=ctx.seed * 1000 + r))
+                for r in range(_repeats(ctx))]
+        return {"gbs": np.array([r.gbs for r in runs])}
+
+    def analyze(self, raw: xr.Dataset) -> list[Finding]:
+        gbs = (raw["gbs"].median("repeat") if "repeat" in raw["gbs"].dims else raw["gbs"])
+        gbs = gbs.where(raw["point_status"] == 0)
+        if not np.isfinite(gbs.values).any():
+            return []
+        best = float(gbs.max())
+        at = gbs.where(gbs == gbs.max(), drop=True)
+        where = {d: int(at[d].values[0]) for d in ("chunk", "stages", "ctas_per_sm")}
+        out = [Finding("bw.dram_read_bulk", round(best, 1), "GB/s", 1.0,
+                       f"best median over chunk x stages x blocks per SM "
+                       f"({where['chunk']} B x {where['stages']} x {where['ctas_per_sm']}), "
+                       f"{int(raw.attrs.get('footprint', 0)) >> 20} MB read once")]
+        peak = float(raw.attrs.get("peak_bandwidth_gbs", 0) or 0)
+        if peak > 0:
+            out.append(Finding("bw.dram_read_bulk_fraction", round(best / peak, 4), "1", 1.0,
+                               f"bw.dram_read_bulk / the theoretical peak {peak:.0f} GB/s"))
+        inflight = (gbs["chunk"] * gbs["stages"] * gbs["ctas_per_sm"])
+        pts = sorted((int(b), float(v)) for b, v in zip(inflight.values.ravel(),
+                                                        gbs.values.ravel()) if np.isfinite(v))
+        enough = [b for b, v in pts if v >= 0.95 * best]
+        if enough:
+            out.append(Finding("bulk.inflight_per_sm", enough[0], "byte", 0.9,
+                               "fewest bytes in flight per SM (blocks x stages x chunk) "
+                               "within 5 % of the best"))
+        clock = float(raw.attrs.get("clock_mhz", 0) or 0)
+        sms = int(raw.attrs.get("sm_count", 0) or 0)
+        low = pts[0]
+        if clock > 0 and sms > 0 and low[1] < 0.5 * best:
+            per_cycle = low[1] * 1e9 / (clock * 1e6)
+            out.append(Finding("bulk.latency_estimate", round(sms * low[0] / per_cycle, 1),
+                               "cycle", 0.7,
+                               f"Little's law at the lowest concurrency ({low[0]} B in flight "
+                               f"per SM, {low[1]:.0f} GB/s): SMs x bytes in flight / bytes "
+                               f"per cycle; a copy's whole round trip (issue, DRAM, mbarrier "
+                               f"completion, the waiting thread's wake-up), not DRAM alone"))
+        return out

@@ -1,0 +1,48 @@
+"""TMA bulk copies on the simulator: planted DRAM latency and bandwidth come back through
+Little's law; devices before sm_90 skip the experiment."""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+
+import pytest
+
+from gpumem.device import BulkRequest
+from gpumem.plugins import get_plugins
+
+
+@pytest.mark.parametrize("latency, gbs", [(617.0, 4800.0), (400.0, 2000.0)])
+def test_planted_dram_latency_and_bandwidth_come_back(cli, tmp_path, latency, gbs):
+    cfg = get_plugins().hook.gpumem_simulator_config(arch="hopper", simulator="sim")
+    cfg = dataclasses.replace(cfg, dram=dataclasses.replace(cfg.dram, latency=latency,
+                                                            bandwidth_gbs=gbs)).validate()
+    conf = tmp_path / "planted.toml"
+    cfg.save(conf)
+    r = cli("run", "--arch", "hopper", "bulk_copy", "--device", "sim", "--sim-config",
+            str(conf), "--out", str(tmp_path / "r"))
+    assert r.code == 0, r.err
+    (nc,) = (tmp_path / "r").rglob("*.nc")
+    found = json.loads(cli("analyze", str(nc), "--json").out)["findings"]
+    cap = gbs * cfg.dram.efficiency
+    assert found["bw.dram_read_bulk"]["value"] == pytest.approx(cap, rel=0.02)
+    assert found["bulk.latency_estimate"]["value"] == pytest.approx(latency, rel=0.03)
+    # Little's law: reaching the cap takes about cap x latency bytes in flight, over the SMs
+    need = cap * 1e9 / (cfg.clock_mhz * 1e6) * latency / cfg.sm_count
+    assert 0.9 * need <= found["bulk.inflight_per_sm"]["value"] <= 4 * need
+
+
+def test_devices_before_sm90_skip_bulk_copies(cli, tmp_path):
+    r = cli("run", "--arch", "maxwell", "bulk_copy", "--device", "sim", "--out",
+            str(tmp_path / "r"))
+    assert r.code == 0, r.err
+    assert "no bulk_copy probe" in r.out
+
+
+@pytest.mark.parametrize("kw, msg", [({"chunk": 24}, "multiple of 16"),
+                                     ({"stages": 0}, "stages must be"),
+                                     ({"footprint": 8}, "at least one chunk")])
+def test_bad_requests_are_refused(kw, msg):
+    args = {"footprint": 1 << 20, "chunk": 1024, "stages": 2, **kw}
+    with pytest.raises(ValueError, match=msg):
+        BulkRequest(**args).validate()
