@@ -3,6 +3,8 @@ are complete and analysed as documented; the per-SM L2 map recovers planted part
 
 from __future__ import annotations
 
+import shutil
+
 import numpy as np
 import pytest
 
@@ -119,6 +121,48 @@ def test_sass_audit_parses_cuobjdump(monkeypatch, tmp_path):
     assert audit.attr_key("stream<16,4,0,0>") == "stream_16_4_0_0"
     monkeypatch.setattr(audit.shutil, "which", lambda name: None)
     assert audit.sass_opcodes("// code", "sm_90") is None
+
+
+@pytest.mark.skipif(shutil.which("c++filt") is None and shutil.which("cu++filt") is None,
+                    reason="no demangler")
+def test_sass_audit_names_template_instances_as_cupy_does(monkeypatch):
+    """Template kernels are instantiated for the audit by address, and their mangled
+    symbols listed under CuPy's names; DSMEM (generic LD) and bulk copies (UBLKCP) show."""
+    import subprocess as real
+
+    from gpumem.cuda import audit
+
+    listing = ("\t\tFunction : _Z6streamILi16ELi4ELi0ELi0EEvPKN3VecIXT_EE1TEPS2_yyiPj\n"
+               "        /*0100*/                   LDG.E.128.STRONG.GPU R4, desc[UR4][R2.64] ;\n"
+               "\t\tFunction : _Z13dsmem_latencyILi2EEviiPyPj\n"
+               "        /*0100*/                   LD.E R5, desc[UR4][R2.64] ;\n"
+               "\t\tFunction : _Z9bulk_readILi4EEvPKhyjyPj\n"
+               "        /*0100*/                   UBLKCP.S.G [UR8], [UR4], UR6 ;\n")
+    written = {}
+    run = real.run
+
+    class Done:
+        def __init__(self, out=""):
+            self.returncode, self.stdout, self.stderr = 0, out, ""
+
+    def fake_run(cmd, **kw):
+        if cmd[0].endswith("nvcc"):
+            written["src"] = open(cmd[-1]).read()
+            return Done()
+        if cmd[0].endswith("cuobjdump"):
+            return Done(listing)
+        return run(cmd, **kw)  # the demangler is real
+
+    real_which = shutil.which
+    monkeypatch.setattr(audit.shutil, "which",
+                        lambda name: f"/usr/bin/{name}" if name in ("nvcc", "cuobjdump")
+                        else real_which(name))
+    monkeypatch.setattr(audit.subprocess, "run", fake_run)
+    ops = audit.sass_opcodes("// code", "sm_90",
+                             templates=("stream<16,4,0,0>", "dsmem_latency<2>", "bulk_read<4>"))
+    assert "(void*)&stream<16,4,0,0>" in written["src"]
+    assert ops == {"stream<16,4,0,0>": ["LDG.E.128.STRONG.GPU"], "dsmem_latency<2>": ["LD.E"],
+                   "bulk_read<4>": ["UBLKCP.S.G"]}
 
 
 def test_bandwidth_levels_step_down_by_level(cli, tmp_path):

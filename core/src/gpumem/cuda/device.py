@@ -91,6 +91,8 @@ class CudaDevice(Device):
         self.carveout: dict[str, int] = {}
         self.kernel_audit: dict[str, dict[str, int]] = {}
         self._sass: dict[str, dict[str, list[str]]] = {}
+        self._sass_key: dict[str, tuple[str, ...]] = {}
+        self._templates: dict[str, set[str]] = {}
         if "pointer_chase_tex" in self._source("pointer_chase").code:
             # the architecture's kernels add a texture path: structure experiments chase it
             self.info = replace(info, load_paths=tuple(info.load_paths) + ("tex",))
@@ -154,6 +156,8 @@ class CudaDevice(Device):
         """A kernel by name; template instances (``stream<16,4,0,0>``) are compiled on demand.
         Its registers, spills and shared memory go into the audit (see :mod:`.audit`)."""
         kern = self._module(probe, (name,) if "<" in name else ()).get_function(name)
+        if "<" in name:
+            self._templates.setdefault(probe, set()).add(name)
         if name not in self.kernel_audit:
             from gpumem.cuda.audit import function_attributes
 
@@ -161,14 +165,18 @@ class CudaDevice(Device):
         return kern
 
     def _sass_audit(self) -> dict[str, Any]:
-        """Load/store opcodes of the non-template kernels used so far (nvcc + cuobjdump)."""
+        """Load/store opcodes of the kernels used so far, template instances included
+        (nvcc + cuobjdump; one build per probe and set of instances)."""
         from gpumem.cuda.audit import attr_key, sass_opcodes
 
         arch = "sm_" + self.info.compute_capability.replace(".", "")
         out: dict[str, Any] = {}
         for probe, src in self.kernel_sources.items():
-            if probe not in self._sass:
-                self._sass[probe] = sass_opcodes(src.code, arch, tuple(src.options)) or {}
+            used = tuple(sorted(self._templates.get(probe, ())))
+            if self._sass_key.get(probe) != used:
+                self._sass[probe] = sass_opcodes(src.code, arch, tuple(src.options),
+                                                 templates=used) or {}
+                self._sass_key[probe] = used
             for name, ops in self._sass[probe].items():
                 if name in self.kernel_audit:
                     out[f"kernel_sass_{attr_key(name)}"] = " ".join(ops) or "-"
