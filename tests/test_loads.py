@@ -163,6 +163,9 @@ def test_sass_audit_names_template_instances_as_cupy_does(monkeypatch):
     assert "(void*)&stream<16,4,0,0>" in written["src"]
     assert ops == {"stream<16,4,0,0>": ["LDG.E.128.STRONG.GPU"], "dsmem_latency<2>": ["LD.E"],
                    "bulk_read<4>": ["UBLKCP.S.G"]}
+    # cu++filt writes template arguments with casts
+    assert audit.kernel_name("void dsmem_throughput<(int)2, (int)4>(int, int, unsigned long "
+                             "long*, unsigned int*)") == "dsmem_throughput<2,4>"
 
 
 def test_bandwidth_levels_step_down_by_level(cli, tmp_path):

@@ -56,9 +56,17 @@ def instantiate(templates: tuple[str, ...]) -> str:
 
 
 def kernel_name(symbol: str) -> str:
-    """A demangled kernel symbol as CuPy names it: ``void stream<16, 4, 0, 0>(...)`` ->
-    ``stream<16,4,0,0>``; plain ``extern "C"`` names pass through."""
-    name = symbol.split("(", 1)[0].removeprefix("void ").strip()
+    """A demangled kernel symbol as CuPy names it: ``void stream<16, 4, 0, 0>(...)`` (or
+    cu++filt's ``void bulk_read<(int)4>(...)``) -> ``stream<16,4,0,0>``; plain ``extern "C"``
+    names pass through."""
+    name = re.sub(r"\((?:unsigned |signed )?(?:int|long long|long|short|char|bool)\)", "",
+                  symbol).removeprefix("void ").strip()
+    depth = 0
+    for i, ch in enumerate(name):
+        depth += {"<": 1, ">": -1}.get(ch, 0)
+        if ch == "(" and depth == 0:
+            name = name[:i]
+            break
     return name.replace(" ", "")
 
 
