@@ -21,7 +21,7 @@ H200 = Path(__file__).parent / "data" / "h200-run"
 BROWSERS = ("chromium", "chromium-browser", "google-chrome", "google-chrome-stable", "chrome")
 #: Sections that must hold at least one figure (the H200 run has every experiment).
 FIGURE_SECTIONS = ("latency", "cache_structure", "tlb_structure", "bandwidth", "ilp",
-                   "cpasync", "bank_conflicts")
+                   "cpasync", "bank_conflicts", "bulk_copy", "dsmem")
 #: A small simulated run: no cache_structure (its search takes seconds on the simulator) and
 #: cpasync skipped on Maxwell, so the page has to say what is missing for that run.
 SIM_EXPERIMENTS = ("latency", "tlb_structure", "bandwidth", "smem_latency", "smem_bandwidth",

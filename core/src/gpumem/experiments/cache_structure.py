@@ -191,11 +191,10 @@ def _l2_scatter_chases(log: ChaseLog, l2_bytes: int, memory: int) -> None:
                 record=min(L2_SCATTER_RECORD, blocks), order="scattered")
 
 
-def _l2_line(chases: list[Chase]) -> Finding | None:
-    """``l2.line`` from the L2 scattered chases: a DRAM access is one slower than the
-    midpoint between the hits' 90th percentile and the largest median of the sweep (blocks
-    within a line and at least the fill unit: every access goes to DRAM; below the fill unit
-    some hit what the previous one fetched, as on the H200 with 64-B fills)."""
+def l2_scatter_shares(chases: list[Chase]
+                      ) -> tuple[dict[int, float], float, float, float] | None:
+    """(DRAM share by block, the cycles that split hits from DRAM accesses, the hits' 90th
+    percentile, the slowest chase's median) of the L2 scattered chases, or ``None``."""
     hit = [c for c in chases if c.stage == "l2hit"]
     sweep = sorted((c for c in chases if c.stage == "l2scatter"), key=lambda c: c.stride)
     if not hit or len(sweep) < 3 or hit[0].ev_latency.size < hit[0].record:
@@ -203,9 +202,34 @@ def _l2_line(chases: list[Chase]) -> Finding | None:
     hit_hi = float(np.percentile(hit[0].ev_latency, 90))
     miss = max(float(np.median(c.ev_latency)) for c in sweep)
     if miss < 1.2 * hit_hi:
-        return None  # the smallest block's chase is not slower than hits: no DRAM in play
+        return None  # no chase is slower than hits: no DRAM in play
     miss_at = 0.5 * (hit_hi + miss)
-    shares = _scatter_shares(sweep, miss_at)
+    return _scatter_shares(sweep, miss_at), miss_at, hit_hi, miss
+
+
+def scatter_shares_by_path(chases: list[Chase]) -> dict[str, dict[int, float]]:
+    """Miss share by block size of every path's scattered chases (events are the misses:
+    their threshold is the search's, 1.25 x the hit latency) and the L2's DRAM share."""
+    out: dict[str, dict[int, float]] = {}
+    for path in sorted({c.path for c in chases if c.stage == "scatter"}):
+        mine = [c for c in chases if c.stage == "scatter" and c.path == path]
+        out[path] = _scatter_shares(mine, max(c.threshold for c in mine))
+    l2 = l2_scatter_shares(chases)
+    if l2 is not None:
+        out["l2"] = l2[0]
+    return out
+
+
+def _l2_line(chases: list[Chase]) -> Finding | None:
+    """``l2.line`` from the L2 scattered chases: a DRAM access is one slower than the
+    midpoint between the hits' 90th percentile and the largest median of the sweep (blocks
+    within a line and at least the fill unit: every access goes to DRAM; below the fill unit
+    some hit what the previous one fetched, as on the H200 with 64-B fills)."""
+    got = l2_scatter_shares(chases)
+    if got is None:
+        return None
+    shares, miss_at, hit_hi, miss = got
+    sweep = sorted((c for c in chases if c.stage == "l2scatter"), key=lambda c: c.stride)
     found = scatter_line(shares)
     if found is None:
         return None

@@ -717,6 +717,122 @@ def bank_conflicts(series: Sequence[Series]) -> Figure | None:
     return fig
 
 
+def cache_lines(series: Sequence[Series]) -> Figure | None:
+    """Miss share of the scattered chases over block size, one panel per level: a plateau
+    up to the line, a fall past it."""
+    from gpumem.experiments.cache_structure import scatter_shares_by_path
+
+    data = []
+    for s, ds in _with(series, "cache_structure"):
+        wanted = [with_events(ds, c) for c in chase_list(ds)
+                  if c.stage in ("scatter", "l2hit", "l2scatter")]
+        shares = scatter_shares_by_path(wanted)
+        if shares:
+            data.append((s, shares))
+    if not data:
+        return None
+    levels = sorted({k for _, sh in data for k in sh}, key=lambda k: (k == "l2", k))
+    fig, axs = _panels(1, len(levels), 3.6, 3.2)
+    for ax, level in zip(axs[0], levels):
+        for s, sh in data:
+            if level not in sh:
+                continue
+            x = sorted(sh[level])
+            ax.plot(x, [100 * sh[level][b] for b in x], marker="o", ms=4, color=s.colour)
+            line = s.value("cache_structure", f"{LEVEL_OF_PATH.get(level, level)}.line")
+            if line:
+                ax.axvline(line, color=s.colour, ls=":", lw=1)
+        ax.set_xscale("log", base=2)
+        ax.xaxis.set_major_formatter(FuncFormatter(lambda v, _: f"{v:g}"))
+        ax.set_ylim(-3, 105)
+        ax.set_xlabel("block (bytes; one access per block)", fontsize=8)
+        ax.set_title("L2 (.cg), DRAM share" if level == "l2" else
+                     f"path '{level}' ({LEVEL_OF_PATH.get(level, level)})", fontsize=9)
+        ax.grid(True, alpha=0.3)
+        ax.tick_params(labelsize=7)
+    axs[0][0].set_ylabel("accesses that miss (%)", fontsize=8)
+    _fig_legend(fig, _series_handles([s for s, _ in data]))
+    return fig
+
+
+def bulk_copy(series: Sequence[Series]) -> Figure | None:
+    """TMA bulk-copy bandwidth over the bytes each SM has in flight (Little's law)."""
+    data = _with(series, "bulk_copy")
+    if not data:
+        return None
+    fig, axs = _panels(1, 1, 7.0, 4.0)
+    ax = axs[0, 0]
+    markers = {1: "o", 2: "s", 4: "^", 8: "D", 16: "v"}
+    peaks = []
+    for s, ds in data:
+        med = _median(_ok(ds, "gbs"))
+        for c in ds["ctas_per_sm"].values:
+            xs, ys = [], []
+            for chunk in ds["chunk"].values:
+                for st in ds["stages"].values:
+                    v = float(med.sel(chunk=chunk, stages=st, ctas_per_sm=c))
+                    if np.isfinite(v):
+                        xs.append(int(chunk) * int(st) * int(c))
+                        ys.append(v)
+            order = np.argsort(xs)
+            ax.plot(np.array(xs)[order], np.array(ys)[order], ls="none",
+                    marker=markers.get(int(c), "o"), ms=4, color=s.colour, alpha=0.8)
+            peaks += ys
+        peak = float(ds.attrs.get("peak_bandwidth_gbs", 0) or 0)
+        if peak:
+            ax.axhline(peak, color=s.colour, ls="--", lw=0.8)
+    ax.set_xscale("log", base=2)
+    _bytes_axis(ax)
+    ax.set_yscale("log")
+    plain_log(ax)
+    ax.set_xlabel("bytes in flight per SM (blocks x stages x chunk)")
+    ax.set_ylabel("HBM -> shared memory (GB/s, median)")
+    ax.set_title("TMA bulk copies (dashed: theoretical peak)")
+    ax.grid(True, alpha=0.3)
+    _legend(ax, _series_handles([s for s, _ in data]) +
+            [Line2D([], [], color="0.3", ls="none", marker=m, label=f"{c} block(s) per SM")
+             for c, m in markers.items() if c in {int(x) for _, d in data
+                                                  for x in d["ctas_per_sm"].values}],
+            loc="lower right")
+    return fig
+
+
+def dsmem(series: Sequence[Series]) -> Figure | None:
+    """Distributed shared memory: latency by rank distance; throughput over warps."""
+    lat = _with(series, "dsmem_latency")
+    bw = _with(series, "dsmem_bandwidth")
+    if not lat and not bw:
+        return None
+    fig, axs = _panels(1, 2, 5.0, 3.6)
+    ax, bx = axs[0]
+    for s, ds in lat:
+        med = _median(_ok(ds, "latency"))
+        for c in ds["cluster"].values:
+            row = med.sel(cluster=c)
+            ok = np.isfinite(row.values)
+            ax.plot(row["distance"].values[ok], row.values[ok], marker="o", ms=4,
+                    color=s.colour, alpha=0.4 + 0.6 * (int(c) == int(ds["cluster"].max())))
+    ax.set_xlabel("rank distance (0: own block)", fontsize=8)
+    ax.set_ylabel("cycles per dependent load (median)", fontsize=8)
+    ax.set_title("latency, clusters of 2-8 (darkest: largest)", fontsize=9)
+    styles = {"own block": "-", "next block": "--"}
+    for s, ds in bw:
+        med = _median(_ok(ds, "bytes_per_cycle")).max("ilp", skipna=True)
+        for dist, ls in ((0, "-"), (1, "--")):
+            y = med.sel(distance=dist).max("cluster", skipna=True)
+            bx.plot(y["warps"].values, y.values, ls=ls, marker="o", ms=4, color=s.colour)
+    bx.set_xscale("log", base=2)
+    bx.xaxis.set_major_formatter(FuncFormatter(lambda v, _: f"{v:g}"))
+    bx.set_xlabel("warps per block (one block per SM)", fontsize=8)
+    bx.set_ylabel("bytes per SM cycle (best ILP, median)", fontsize=8)
+    bx.set_title("throughput: own vs next block", fontsize=9)
+    for a in (ax, bx):
+        a.grid(True, alpha=0.3)
+        a.tick_params(labelsize=7)
+    _fig_legend(fig, _series_handles([s for s, _ in lat or bw]) + _style_handles(styles))
+    return fig
+
+
 #: name -> (function, experiment it draws); the page's sections refer to these names.
 FIGURES: dict[str, tuple[Callable[[Sequence[Series]], Figure | None], str]] = {
     "latency_ladder": (latency_ladder, "latency"),
@@ -730,4 +846,7 @@ FIGURES: dict[str, tuple[Callable[[Sequence[Series]], Figure | None], str]] = {
     "ilp_sweep": (ilp_sweep, "ilp"),
     "cpasync_speedup": (cpasync_speedup, "cpasync"),
     "bank_conflicts": (bank_conflicts, "smem_latency"),
+    "cache_lines": (cache_lines, "cache_structure"),
+    "bulk_copy": (bulk_copy, "bulk_copy"),
+    "dsmem": (dsmem, "dsmem_latency"),
 }

@@ -44,7 +44,10 @@ SECTIONS: tuple[SectionSpec, ...] = (
         (("cache_overflow", "Latency of each stored access at the capacity, just past it and "
                             "a quarter past it (horizontal line: the chase's median)."),
          ("cache_fill", "Stride-4 chases: the L1 misses once per sector at twice its "
-                        "capacity; a cold L2-only chase pays one DRAM fetch per fill unit.")),
+                        "capacity; a cold L2-only chase pays one DRAM fetch per fill unit."),
+         ("cache_lines", "Scattered chases, one access per block at 1.5 times the half-miss "
+                         "footprint: the miss share stays on a plateau while the block is "
+                         "within a line (dotted: the line found) and falls past it.")),
     ),
     SectionSpec(
         "tlb_structure", "TLB structure: paired chases",
@@ -77,6 +80,19 @@ SECTIONS: tuple[SectionSpec, ...] = (
         "over the number of groups in flight per thread, at two occupancies.",
         (("cpasync_speedup", "Speed-up of cp.async over plain loads (left) and the two "
                              "bandwidths (right); solid: more threads per CTA."),)),
+    SectionSpec(
+        "bulk_copy", "TMA bulk copies",
+        "One thread per block keeps S bulk copies (cp.async.bulk) of a chunk in flight into "
+        "shared memory; the copy engine moves the data. By Little's law the bandwidth follows "
+        "the bytes each SM has in flight until HBM saturates.",
+        (("bulk_copy", "Bandwidth over bytes in flight per SM, one marker per blocks per SM "
+                       "(median of repeats)."),)),
+    SectionSpec(
+        "dsmem", "Distributed shared memory",
+        "Thread block clusters: loads from another block's shared memory (mapa + "
+        "ld.shared::cluster) against the same loads from the block's own.",
+        (("dsmem", "Latency by rank distance (left); bytes per SM cycle over warps, own "
+                   "block solid, next block dashed (right)."),)),
     SectionSpec(
         "bank_conflicts", "Shared-memory bank conflicts",
         "One warp, thread t reading word t x stride: the latency grows with the conflict "
