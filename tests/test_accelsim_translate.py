@@ -132,13 +132,22 @@ def test_export_comments_each_measured_value_with_its_finding(h200_export):
 
 
 def test_export_values_follow_the_findings(h200_export):
+    """The tuner's rules on the run's own findings: rop = L2 - L1, DRAM = DRAM - L2."""
+    from gpumem.compare import load_source
+
+    f = {name: x.value for (exp, name), x in load_source(H200_RUN).findings.items()
+         if exp in ("latency", "cache_structure")}
     cfg = h200_export.config
-    assert cfg.int("-gpgpu_l1_latency") == 34
-    assert cfg.int("-gpgpu_l2_rop_latency") == 281 - 34
-    assert 400 <= cfg.int("-dram_latency") <= 440               # 704 - 281
+    assert cfg.int("-gpgpu_l1_latency") == round(f["lat.l1"]) == 34
+    assert cfg.int("-gpgpu_l2_rop_latency") == round(f["lat.l2"] - f["lat.l1"])
+    assert cfg.int("-dram_latency") == round(f["lat.dram"] - f["lat.l2"])
+    assert 400 <= cfg.int("-dram_latency") <= 440               # about 704 - 281
     assert cfg.sm_count == 132 and cfg.core_clock_mhz == 1980
     assert cfg.dram_bandwidth_gbs == pytest.approx(4814, rel=0.01)
-    assert abs(cfg.l2_bytes - 60 * 2**20) / (60 * 2**20) < 0.05
+    l2 = cfg.cache("-gpgpu_cache:dl2")
+    one_way = l2.sets * l2.line * cfg.l2_bytes // (l2.sets * l2.line * l2.assoc)
+    assert abs(cfg.l2_bytes - f["l2.size"]) <= one_way   # whole ways per set and slice
+    assert cfg.cache("-gpgpu_cache:dl2").line == f["l2.line"] == 128   # measured, not the base
 
 
 def test_export_for_an_older_build_leaves_out_what_it_rejects(h200_export):

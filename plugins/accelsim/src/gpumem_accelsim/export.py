@@ -90,17 +90,20 @@ def export_run(run: Path, base: AccelSimConfig, *, target: str = DEFAULT_TARGET)
         if structure and size_src is not structure:
             why += f" (the structure search's {_why(*structure)} marks where conflicts begin)"
         put.l1(CacheLevel("l1d", size, line, ways, 0.0, sector=sector), why, warn)
-    # L2: capacity from the ladder; geometry not measured -> the base's
+    # L2: capacity from the ladder, line from the scattered chases where measured; ways and
+    # slices (not measurable behind a hashed index) from the base
     base_l2 = base.cache(_L2)
     l2f = _found(fs, "l2.size", ("latency",))
     if l2f is not None and base_l2 is not None:
         size = int(l2f[0].value)
         ways = base_l2.assoc
-        line = base_l2.line
+        l2_line = _found(fs, "l2.line", ("cache_structure",))
+        line = int(l2_line[0].value) if l2_line else base_l2.line
         unit = line * ways * out.l2_slices
         rounded = max(unit, round(size / unit) * unit)
-        why = (_why(*l2f) + f"; line {line} B and {ways} ways from the base; "
-               f"{out.l2_slices} slices from the base")
+        why = (_why(*l2f) + (f"; {_why(*l2_line)}" if l2_line else
+                             f"; line {line} B from the base")
+               + f"; {ways} ways and {out.l2_slices} slices from the base")
         if rounded != size:
             why += f"; {size} B rounded to whole sets per slice ({rounded} B)"
         fill = _found(fs, "l2.fill_unit", ("cache_structure",))
