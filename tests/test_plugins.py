@@ -63,6 +63,20 @@ def test_registering_a_taken_name_rejects_the_later_plugin_entirely():
     assert "zclash" not in [plugins.pm.get_name(p) for p in plugins.pm.get_plugins()]
 
 
+def test_a_third_party_plugin_cannot_displace_one_that_ships_with_gpumem():
+    """Entry points sort by name, so 'aclash' would load before 'good'; but 'good' comes from
+    a gpumem distribution and loads first: the clash rejects the third-party plugin."""
+    from types import SimpleNamespace
+
+    own = ep("good", "inproc_plugins:good")._for(SimpleNamespace(name="gpumem-hopper",
+                                                                 version="0.1"))
+    plugins, warnings = load(ep("aclash", "inproc_plugins:clash"), own)
+    assert record(plugins, "good").status == "ok"
+    assert plugins.architectures()["fixture-arch"].description == "fixture"
+    clash = record(plugins, "aclash")
+    assert clash.status == "error" and "already registered by plugin 'good'" in clash.error
+
+
 def test_misspelt_hook_is_an_error_not_silence():
     plugins, _ = load(ep("typo", "inproc_plugins:typo"))
     r = record(plugins, "typo")

@@ -3,8 +3,10 @@
 We load entry points ourselves, one at a time, instead of pluggy's
 ``load_setuptools_entrypoints``: that one stops at the first plugin that fails to import, and
 one broken third-party package must not take the command down. The loop, per entry point of
-the group ``gpumem`` (sorted by name, after core's built-in plugin):
+the group ``gpumem`` (sorted by name, after core's built-in plugin and gpumem's own):
 
+0. gpumem's own plugins (:data:`FIRST_PARTY`) come first, so a name clash rejects the
+   third-party plugin, never the one that ships with gpumem;
 1. skip it when ``GPUMEM_DISABLE_PLUGINS`` names it, or when ``GPUMEM_LOAD_PLUGINS`` is set and
    does not name it (both comma-separated entry-point names; core's built-in is always loaded);
 2. import it and register it with pluggy, inside try/except;
@@ -204,6 +206,18 @@ def strict_from_env() -> bool:
     return os.environ.get("GPUMEM_STRICT_PLUGINS", "").strip().lower() in ("1", "true", "yes")
 
 
+#: The plugins that ship with gpumem. They load before any third-party plugin, so a
+#: third-party package that claims one of their names (an architecture "hopper", say) is the
+#: one rejected, whatever its entry-point name sorts as.
+FIRST_PARTY = frozenset({"gpumem-fermi", "gpumem-kepler", "gpumem-maxwell", "gpumem-hopper",
+                         "gpumem-accelsim"})
+
+
+def _load_order(ep: metadata.EntryPoint) -> tuple[int, str, str]:
+    dist = ep.dist.name if ep.dist else ""
+    return (0 if dist in FIRST_PARTY else 1, ep.name, dist)
+
+
 def load_plugins(*, strict: bool = False, warn: Callable[[str], None] | None = None,
                  eps: Iterable[metadata.EntryPoint] | None = None) -> Plugins:
     """Build a fresh :class:`Plugins`: core's built-in plugin, then every entry point."""
@@ -214,8 +228,7 @@ def load_plugins(*, strict: bool = False, warn: Callable[[str], None] | None = N
     plugins.add(builtin, PluginRecord(BUILTIN, "gpumem", __version__), warn)
     allow = _env_list("GPUMEM_LOAD_PLUGINS")
     block = set(_env_list("GPUMEM_DISABLE_PLUGINS") or [])
-    found = sorted(entry_points() if eps is None else eps,
-                   key=lambda ep: (ep.name, ep.dist.name if ep.dist else ""))
+    found = sorted(entry_points() if eps is None else eps, key=_load_order)
     names = {ep.name for ep in found}
     for unknown in sorted(set(allow or []) - names) + sorted(block - names):
         warn(f"no plugin named '{unknown}' is installed "
