@@ -87,8 +87,12 @@ def test_hashed_l1_line_and_sector_where_the_overflow_search_fails(line, sector)
     assert "ways and sets not inferred" in found["l1d.line"].note
     assert "l1d.ways" not in found
     assert found["l1d.sector"].value == (sector or line)
-    # the first conflicts come well before the capacity here: the size says so
+    # the first conflicts come well before the capacity here: the size says so, and half
+    # the accesses miss only much later, near the capacity
     assert found["l1d.size"].value < sets_capacity(line) and found["l1d.size"].confidence < 1
+    assert found["l1d.size"].value < found["l1d.half_miss_size"].value
+    assert 0.6 * sets_capacity(line) <= found["l1d.half_miss_size"].value \
+        <= 1.3 * sets_capacity(line)
 
 
 def sets_capacity(line: int) -> int:

@@ -127,6 +127,9 @@ def test_l1_conflicts_ramp():
     size = {f.name: f for f in findings}["l1d.size"]
     assert 120 << 10 <= size.value <= 136 << 10
     assert "ramp" in size.note and size.confidence < 1
+    # half the accesses miss near 195 KB (the ladder's knee: 195-208 KB in four runs)
+    half = {f.name: f for f in findings}["l1d.half_miss_size"]
+    assert 180 << 10 <= half.value <= 215 << 10
 
 
 def test_kernel_audit_is_in_the_attributes():

@@ -611,6 +611,16 @@ def _analyse_path(path: str, chases: list[Chase], l2_bytes: float) -> list[Findi
     unit stands in as the sector."""
     out, rule = _overflow_findings(path, chases, l2_bytes)
     sizes = [f for f in out if f.name.endswith(".size")]
+    if rule is not None and sizes:
+        level = sizes[0].name.rsplit(".", 1)[0]
+        half = half_miss_footprint([c for c in chases if c.stage == "size"], rule.lo)
+        if half:
+            out.append(Finding(
+                f"{level}.half_miss_size", int(half), "byte", 0.8,
+                f"fine-grained P-chase on path '{path}': footprint at which a 32-B stride "
+                f"chase misses half as often as it can (log-interpolated between chases)",
+                note="for a hashed index, whose misses ramp, a practical capacity: the "
+                     "first conflicts (.size) come well before it"))
     scatter = [c for c in chases if c.stage == "scatter"]
     line_at = [i for i, f in enumerate(out) if f.name.endswith(".line")]
     if rule is not None and sizes and scatter and not line_at:
