@@ -207,6 +207,68 @@ def test_simd_set_scans_match_the_one_way_at_a_time_reference(name, caches, tlbs
             assert np.array_equal(a, b)
 
 
+def _specialised_configs():
+    yield from _planted_configs()
+    yield "lru_no_tlb", [CacheLevel("l1d", 16384, 128, 4, L1_HIT, sector=32),
+                         CacheLevel("l2", 1 << 20, 128, 16, L2_HIT, sector=32, scope="gpu",
+                                    translate=True)], []
+    yield "scalar_ways_fifo", [  # 3-, 6- and 96-way sets take the one-way-at-a-time scan
+        CacheLevel("l1d", 96 * 32 * 4, 32, 96, L1_HIT, policy="fifo",
+                   index=SetIndex("bits", bits=[5, 6])),
+        CacheLevel("l2", 3 * 128 * 1024, 128, 3, L2_HIT, policy="random", scope="gpu",
+                   translate=True),
+    ], [TlbLevel("tlb_l1", 64 << 10, 12, 6, 9.0, policy="weighted",
+                 way_weights=[1, 4, 1, 2, 1, 1])]
+
+
+@pytest.mark.parametrize("name,caches,tlbs", list(_specialised_configs()),
+                         ids=[c[0] for c in _specialised_configs()])
+def test_path_specialised_kernel_matches_the_generic_one(name, caches, tlbs, monkeypatch):
+    """Long chases run a kernel generated for their path (levels unrolled, each level's
+    geometry, policy and index function as literals). Every latency, index, level, the final
+    way state, replacement streams and clock must equal the generic kernel's and the scalar
+    reference's, over all orders, both paths, several SMs and state carried over calls."""
+    from gpumem.sim import engine, specialise
+
+    cfg = SimConfig(
+        name="t", arch="t", compute_capability="9.0", sm_count=4, clock_mhz=1000.0,
+        caches=caches, paths={"ca": ["l1d", "l2"], "cg": ["l2"]}, tlbs=tlbs, dram=Dram(DRAM),
+        timer=Timer(overhead=3.0, jitter=1.0, outlier_rate=0.01, outlier_cycles=100.0),
+    ).validate()
+    chases = [(12 << 10, "sequential", 32, "ca"), (3 << 20, "random", 128, "ca"),
+              (3 << 20, "random", 64, "cg"), (1 << 20, "scattered", 256, "ca"),
+              (2 << 20, "pattern", 128, "ca"), (64 << 20, "random", 128, "ca"),
+              (16 << 10, "sequential", 128, "cg"), (1 << 30, "sequential", 4096, "ca")]
+    runs = []
+    for mode in ("specialised", "generic", "scalar"):
+        monkeypatch.setattr(engine, "SPECIALISE_MIN", 0 if mode == "specialised" else 1 << 62)
+        monkeypatch.setattr(specialise, "COMPILE_AFTER", 0)
+        h, ids = engine.compile_hierarchy(cfg, 1)
+        outs = []
+        for i, (fp, order, stride, path) in enumerate(chases):
+            pattern = ()
+            if order == "pattern":
+                pattern = tuple(int(x) * 4 for x in dict.fromkeys(
+                    np.random.default_rng(i).integers(0, fp // 4, 300).tolist()))
+            engine.reseed(h, 1, i)
+            path_ids = np.array([ids[n] for n in cfg.paths[path]], np.int64)
+            outs.append(engine.simulate_chase(
+                h, path_ids, len(cfg.caches), len(cfg.tlbs), DRAM, base=cfg.base_address,
+                footprint=fp, stride=stride, page_walk=4.0, sm=i % 4, sm_count=4,
+                element=8 if i % 3 == 2 else 4, order=order, seed=i, warmup=20000,
+                record=3000, overhead=3.0, jitter=1.0, outlier_rate=0.01,
+                outlier_cycles=100.0, noise_seed=i, pattern=pattern,
+                scalar=mode == "scalar"))
+            outs.append((h.way.copy(), h.rng.copy(), h.clock.copy()))
+            if mode == "specialised":  # it did run the generated kernel
+                assert specialise.key_of(h, path_ids, len(cfg.caches),
+                                         len(cfg.tlbs)) in specialise._CACHE
+        runs.append(outs)
+    for spec, generic, scalar in zip(*runs, strict=True):
+        for a, b, c in zip(spec, generic, scalar, strict=True):
+            assert np.array_equal(a, b) and np.array_equal(a, c)
+
+
 def test_division_free_set_index_is_exact():
     from gpumem.sim.engine import _divider
 

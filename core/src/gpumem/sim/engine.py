@@ -166,13 +166,16 @@ def reseed(h: Hierarchy, *parts: int) -> None:
 # reference count of every array passed to a function it does not inline, and that costs more
 # than a cache lookup; so the lookup is written once, inside the loop, in a small state machine
 # that visits "the next level to look up": the path's caches in order, with the TLB levels
-# spliced in before the first physically tagged level (or before DRAM).
+# spliced in before the first physically tagged level (or before DRAM). Long chases run a
+# variant generated per path instead (gpumem.sim.specialise): the same body, unrolled over the
+# path's levels with their geometry as literals.
 # ---------------------------------------------------------------------------------------------
 
 _U = nb.uint64
 CHUNK = 4096
 PF_BYTES = 1 << 18  # levels with more way state than this get their sets prefetched
 PF_DIST = 64        # ... this many accesses ahead
+SPECIALISE_MIN = 100_000  # chases at least this long run a kernel specialised to their path
 
 
 @intrinsic
@@ -607,6 +610,11 @@ def simulate_chase(h: Hierarchy, path_ids: np.ndarray, tlb_first: int, tlb_count
     element index read, and the position in the path that served it (``len(path)`` = DRAM).
     ``scalar=True`` looks sets up one way at a time instead of with SIMD compares (a reference
     for tests: the results are the same).
+
+    Long chases (``SPECIALISE_MIN`` accesses or more) on a path that has run enough accesses
+    in this process to pay for a compile (or whose kernel is in Numba's disk cache) run a
+    kernel generated for the path (:mod:`gpumem.sim.specialise`), about twice as fast and
+    bit-identical to this module's generic one.
     """
     if int(h.clock[0]) + warmup + record >= 1 << 31:
         raise ValueError("the hierarchy's clock would overflow its 31-bit stamps: reset() it")
@@ -615,10 +623,18 @@ def simulate_chase(h: Hierarchy, path_ids: np.ndarray, tlb_first: int, tlb_count
     out_level = np.empty(record, np.int8)
     n_lines = max(1, footprint // stride)
     fp = np.array([*permutation_params(n_lines, seed), scatter_key(seed)], dtype=np.int64)
-    _chase(*h, path_ids, np.int64(tlb_first), np.int64(tlb_count), float(dram_latency),
-           float(page_walk), np.int64(sm), np.int64(max(1, sm_count)), np.int64(base), np.int64(footprint), np.int64(stride), np.int64(element),
-           np.int64(ORDER_CODES[order]), fp,
-           np.asarray(pattern or (0,), dtype=np.int64), np.int64(warmup), np.int64(record),
-           float(overhead), float(jitter), float(outlier_rate), float(outlier_cycles),
-           np.uint64(stream_seed(noise_seed)), out_lat, out_idx, out_level, bool(scalar))
+    args = (np.int64(base), np.int64(footprint), np.int64(stride), np.int64(element),
+            np.int64(ORDER_CODES[order]), fp,
+            np.asarray(pattern or (0,), dtype=np.int64), np.int64(warmup), np.int64(record),
+            float(overhead), float(jitter), float(outlier_rate), float(outlier_cycles),
+            np.uint64(stream_seed(noise_seed)), out_lat, out_idx, out_level)
+    from gpumem.sim import specialise
+
+    if (not scalar and base >= 0 and warmup + record >= SPECIALISE_MIN
+            and specialise.worth_it(h, path_ids, tlb_first, tlb_count, warmup + record)):
+        specialise.run(h, path_ids, tlb_first, tlb_count, dram_latency=dram_latency,
+                       page_walk=page_walk, sm=sm, sm_count=max(1, sm_count), args=args)
+    else:
+        _chase(*h, path_ids, np.int64(tlb_first), np.int64(tlb_count), float(dram_latency),
+               float(page_walk), np.int64(sm), np.int64(max(1, sm_count)), *args, bool(scalar))
     return out_lat, out_idx, out_level
