@@ -6,9 +6,9 @@ and ``cuobjdump`` are on the PATH, the same source is also compiled to a cubin f
 device's architecture and disassembled, and each kernel's global load and store opcodes
 (``LDG.E.STRONG.GPU``, ``LDG.E.CONSTANT``, ``STG.E``, ...) are listed: the cache operator a
 probe asked for (``.ca``, ``.cg``, ``.nc``) should show there. Template kernels are listed
-for the instances a run used (``stream<16,4,0,0>``), instantiated for the purpose. NVRTC and nvcc share the
-back end (ptxas), so the opcodes are those of the same code; the attribute says which tools
-produced them.
+for the instances a run used (``stream<16,4,0,0>``), instantiated for the purpose. NVRTC and
+nvcc share the back end (ptxas), so the opcodes are those of the same code; the attribute says
+which tools produced them.
 """
 
 from __future__ import annotations
@@ -79,7 +79,8 @@ def _demangle(symbols: list[str], timeout: float) -> dict[str, str]:
                          timeout=timeout)
     if res.returncode != 0:
         return {}
-    return dict(zip(mangled, res.stdout.splitlines()))
+    lines = res.stdout.splitlines()
+    return dict(zip(mangled, lines, strict=True)) if len(lines) == len(mangled) else {}
 
 
 def sass_opcodes(code: str, arch: str, options: tuple[str, ...] = (),

@@ -16,7 +16,8 @@ concurrency, Little's law).
 
 from __future__ import annotations
 
-from typing import Any, Mapping
+from collections.abc import Mapping
+from typing import Any
 
 import numpy as np
 import xarray as xr
@@ -90,7 +91,8 @@ class BulkCopy(Experiment):
                                f"bw.dram_read_bulk / the theoretical peak {peak:.0f} GB/s"))
         inflight = (gbs["chunk"] * gbs["stages"] * gbs["ctas_per_sm"])
         pts = sorted((int(b), float(v)) for b, v in zip(inflight.values.ravel(),
-                                                        gbs.values.ravel()) if np.isfinite(v))
+                                                        gbs.values.ravel(), strict=True)
+                     if np.isfinite(v))
         enough = [b for b, v in pts if v >= 0.95 * best]
         if enough:
             out.append(Finding("bulk.inflight_per_sm", enough[0], "byte", 0.9,

@@ -24,9 +24,10 @@ Findings per level (``l1d``, ``tex_l1``, ``ro``, ``l2``): ``.size``, ``.line``, 
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from dataclasses import replace
 from itertools import combinations
-from typing import Any, Callable
+from typing import Any
 
 import numpy as np
 import xarray as xr
@@ -600,7 +601,8 @@ def _scatter_finding(level: str, path: str, chases: list[Chase], miss_at: float,
     return Finding(
         f"{level}.line", int(line), "byte", conf,
         f"scattered chases on path '{path}' over about {fp >> 10} KB (1.5 times the footprint "
-        f"where half the accesses miss): one access per block, at a random element of it; the miss share stays on a plateau while the block is within a "
+        f"where half the accesses miss): one access per block, at a random element of it; "
+        f"the miss share stays on a plateau while the block is within a "
         f"line and falls past it ({', '.join(f'{b} B {v:.0%}' for b, v in shares.items())})",
         note=note)
 

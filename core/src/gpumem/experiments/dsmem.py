@@ -18,7 +18,8 @@ Findings: ``lat.dsmem`` (remote), ``lat.dsmem_local``, ``dsmem.remote_extra``,
 
 from __future__ import annotations
 
-from typing import Any, Mapping
+from collections.abc import Mapping
+from typing import Any
 
 import numpy as np
 import xarray as xr
@@ -90,7 +91,8 @@ class DsmemLatency(Experiment):
                        "lat.dsmem - lat.dsmem_local")]
         biggest = int(lat["cluster"].values.max())
         row = lat.sel(cluster=biggest)
-        dist = [int(d) for d, v in zip(row["distance"].values, row.values) if np.isfinite(v)]
+        dist = [int(d) for d, v in zip(row["distance"].values, row.values, strict=True)
+                if np.isfinite(v)]
         if len(dist) > 2:
             vals = [round(float(row.sel(distance=d)), 2) for d in dist]
             spread = max(vals[1:]) - min(vals[1:])
@@ -154,7 +156,8 @@ class DsmemBandwidth(Experiment):
             out.append(Finding("dsmem.remote_fraction", round(remote / local, 3), "1", 1.0,
                                "best remote throughput / best own-block throughput"))
         per_cluster = best.sel(distance=1)
-        cl = [int(c) for c, v in zip(per_cluster["cluster"].values, per_cluster.values)
+        cl = [int(c) for c, v in zip(per_cluster["cluster"].values, per_cluster.values,
+                                   strict=True)
               if np.isfinite(v)]
         if len(cl) > 1:
             out.append(Finding("dsmem.bw_by_cluster",

@@ -26,7 +26,7 @@ Findings: ``tlb.page``, ``tlb_l1.entries``, ``.ways``, ``.sets``, ``.reach``,
 
 from __future__ import annotations
 
-from typing import Callable
+from collections.abc import Callable
 
 import numpy as np
 import xarray as xr

@@ -13,9 +13,9 @@ PNG and SVG without timestamps, so the same data give the same files.
 
 from __future__ import annotations
 
+from collections.abc import Callable, Sequence
 from dataclasses import replace
 from pathlib import Path
-from typing import Callable, Sequence
 
 import matplotlib
 import numpy as np

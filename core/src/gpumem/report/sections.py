@@ -9,9 +9,9 @@ replaced by that note. So a run of one experiment still yields a complete, hones
 from __future__ import annotations
 
 import warnings
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Callable, Sequence
 
 from matplotlib.figure import Figure
 
