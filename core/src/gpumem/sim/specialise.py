@@ -123,6 +123,19 @@ def _fill_victim(lines: list[str], ind: str, lv: int, pol: int, ways: str, wo: i
         lines.append(f"{ind}        break")
 
 
+def _touch(lines: list[str], ind: str, pol: int) -> None:
+    """A hit on way ``j``: stamp it (LRU), and fetch the sector if it is not valid yet."""
+    a = lines.append
+    a(f"{ind}ss = way[_P(j + 1)]")
+    if pol == 0:
+        a(f"{ind}ss = (now << 32) | (ss & 0xFFFFFFFF)")
+    a(f"{ind}if ss & sbit:")
+    a(f"{ind}    hit = True")
+    a(f"{ind}else:")
+    a(f"{ind}    ss |= sbit")
+    a(f"{ind}way[_P(j + 1)] = ss")
+
+
 def _lookup(lines: list[str], ind: str, lv: int, key: tuple, pf: bool) -> None:
     """Lines that look ``addr`` up in level ``lv`` and set ``hit``: the generic kernel's
     per-level body with this level's constants inlined."""
@@ -184,14 +197,7 @@ def _lookup(lines: list[str], ind: str, lv: int, key: tuple, pf: bool) -> None:
             a(f"{i3}fw = res & 0xFF")
             a(f"{i3}if fw < {ways}:")
             a(f"{i3}    j = jb + 2 * fw")
-            a(f"{i3}    ss = way[_P(j + 1)]")
-            if pol == 0:
-                a(f"{i3}    ss = (now << 32) | (ss & 0xFFFFFFFF)")
-            a(f"{i3}    if ss & sbit:")
-            a(f"{i3}        hit = True")
-            a(f"{i3}    else:")
-            a(f"{i3}        ss |= sbit")
-            a(f"{i3}    way[_P(j + 1)] = ss")
+            _touch(lines, i3 + "    ", pol)
             a(f"{i3}else:")
             a(f"{i3}    e = (res >> 8) & 0xFF")
             a(f"{i3}    if e < {ways}:")
@@ -214,14 +220,7 @@ def _lookup(lines: list[str], ind: str, lv: int, key: tuple, pf: bool) -> None:
             a(f"{i3}    tg = way[_P(j)]")
             a(f"{i3}    if tg == block:")
             a(f"{i3}        found = True")
-            a(f"{i3}        ss = way[_P(j + 1)]")
-            if pol == 0:
-                a(f"{i3}        ss = (now << 32) | (ss & 0xFFFFFFFF)")
-            a(f"{i3}        if ss & sbit:")
-            a(f"{i3}            hit = True")
-            a(f"{i3}        else:")
-            a(f"{i3}            ss |= sbit")
-            a(f"{i3}        way[_P(j + 1)] = ss")
+            _touch(lines, i3 + "        ", pol)
             a(f"{i3}        break")
             a(f"{i3}    if tg < 0:")
             a(f"{i3}        if empty < 0:")
