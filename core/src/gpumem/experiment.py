@@ -89,6 +89,21 @@ class RunContext:
     seed: int = 0
 
 
+#: Timed runs per point of the repeated measurements (median, min and max kept), and with
+#: ``--quick``.
+REPEATS, QUICK_REPEATS = 10, 3
+
+
+def repeat_count(ctx: RunContext) -> int:
+    """Timed runs per point for this run."""
+    return QUICK_REPEATS if ctx.quick else REPEATS
+
+
+def median_over_repeats(var: xr.DataArray) -> xr.DataArray:
+    """Median over the ``repeat`` dimension (runs written before repeats existed have none)."""
+    return var.median("repeat") if "repeat" in var.dims else var
+
+
 class Experiment(ABC):
     """Base class of experiments; subclasses set the class attributes and the four methods."""
 

@@ -19,7 +19,7 @@ import numpy as np
 import xarray as xr
 
 from gpumem.device import Device, StreamRequest
-from gpumem.experiment import Axis, Experiment, Plan, RunContext, Var
+from gpumem.experiment import Axis, Experiment, Plan, RunContext, Var, repeat_count
 from gpumem.findings import Finding
 
 KINDS = ("read", "write", "copy")
@@ -42,10 +42,11 @@ class Bandwidth(Experiment):
         footprint = min(max(8 * dev.l2_bytes, 256 << 20), max(dev.memory_bytes // 4, 1 << 20))
         if ctx.quick:
             ctas = (sms, 4 * sms)
-            threads, ilps, widths, repeats = (256, 1024), (1, 4), (16,), 3
+            threads, ilps, widths = (256, 1024), (1, 4), (16,)
         else:
             ctas = tuple(sorted({max(1, sms * f // 4) for f in (1, 2, 4, 8, 16, 32)}))
-            threads, ilps, widths, repeats = (64, 128, 256, 512, 1024), (1, 2, 4, 8), (4, 16), 10
+            threads, ilps, widths = (64, 128, 256, 512, 1024), (1, 2, 4, 8), (4, 16)
+        repeats = repeat_count(ctx)
         return Plan(
             axes=[Axis("kind", KINDS, "1", "read, write or copy"),
                   Axis("width", widths, "byte", "bytes per load or store"),

@@ -18,7 +18,7 @@ import numpy as np
 import xarray as xr
 
 from gpumem.device import Device, StreamRequest
-from gpumem.experiment import Axis, Experiment, Plan, RunContext, Var
+from gpumem.experiment import Axis, Experiment, Plan, RunContext, Var, repeat_count
 from gpumem.experiments.latency import footprint_grid
 from gpumem.experiments.loads import _repeat
 from gpumem.findings import Finding
@@ -52,9 +52,9 @@ class BandwidthLevels(Experiment):
                   Axis("footprint", tuple(grid), "byte", "buffer streamed by all SMs")],
             variables=[Var("gbs", ("repeat",), "GB/s", "bytes read per second, 10^9 byte/s"),
                        Var("seconds", ("repeat",), "s", "time of one timed run")],
-            inner={"repeat": np.arange(3 if ctx.quick else 10)},
+            inner={"repeat": np.arange(repeat_count(ctx))},
             attrs={"threads": THREADS, "ilp": ILP, "width": WIDTH,
-                   "work_bytes": WORK, "repeats": 3 if ctx.quick else 10,
+                   "work_bytes": WORK, "repeats": repeat_count(ctx),
                    "order": "coalesced"},
         )
 

@@ -23,17 +23,20 @@ import numpy as np
 import xarray as xr
 
 from gpumem.device import BulkRequest, Device
-from gpumem.experiment import Axis, Experiment, Plan, RunContext, Var
+from gpumem.experiment import (
+    Axis,
+    Experiment,
+    Plan,
+    RunContext,
+    Var,
+    median_over_repeats,
+    repeat_count,
+)
 from gpumem.findings import Finding
 
 CHUNKS = (1024, 4096, 16384, 32768)
 STAGES = (1, 2, 4, 8)
 CTAS_PER_SM = (1, 2, 4)
-REPEATS = 10
-
-
-def _repeats(ctx: RunContext) -> int:
-    return 3 if ctx.quick else REPEATS
 
 
 def _footprint(ctx: RunContext) -> int:
@@ -54,7 +57,7 @@ class BulkCopy(Experiment):
         chunks, stages, ctas = CHUNKS, STAGES, CTAS_PER_SM
         if ctx.quick:
             chunks, stages, ctas = (1024, 16384), (1, 4), (1, 2)
-        repeats = _repeats(ctx)
+        repeats = repeat_count(ctx)
         return Plan(
             axes=[Axis("chunk", chunks, "byte", "bytes per bulk copy"),
                   Axis("stages", stages, "1", "copies in flight per block"),
@@ -70,12 +73,11 @@ class BulkCopy(Experiment):
                     footprint=_footprint(ctx), chunk=int(point["chunk"]),
                     stages=int(point["stages"]), ctas_per_sm=int(point["ctas_per_sm"]),
                     seed=ctx.seed * 1000 + r))
-                for r in range(_repeats(ctx))]
+                for r in range(repeat_count(ctx))]
         return {"gbs": np.array([r.gbs for r in runs])}
 
     def analyze(self, raw: xr.Dataset) -> list[Finding]:
-        gbs = (raw["gbs"].median("repeat") if "repeat" in raw["gbs"].dims else raw["gbs"])
-        gbs = gbs.where(raw["point_status"] == 0)
+        gbs = median_over_repeats(raw["gbs"]).where(raw["point_status"] == 0)
         if not np.isfinite(gbs.values).any():
             return []
         best = float(gbs.max())

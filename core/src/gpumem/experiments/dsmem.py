@@ -26,22 +26,21 @@ import xarray as xr
 
 from gpumem.device import Device, DsmemRequest
 from gpumem.errors import PointSkipped
-from gpumem.experiment import Axis, Experiment, Plan, RunContext, Var
+from gpumem.experiment import (
+    Axis,
+    Experiment,
+    Plan,
+    RunContext,
+    Var,
+    median_over_repeats,
+    repeat_count,
+)
 from gpumem.findings import Finding
 
 CLUSTERS = (2, 4, 8)
-REPEATS = 10
 REFERENCES = ("NVIDIA Hopper tuning guide, 'Distributed Shared Memory'; Luo et al., "
               "Benchmarking and Dissecting the Nvidia Hopper GPU Architecture, IPDPS 2024 "
               "(arXiv 2402.13499), sec. on distributed shared memory")
-
-
-def _repeats(ctx: RunContext) -> int:
-    return 3 if ctx.quick else REPEATS
-
-
-def _median(var: xr.DataArray) -> xr.DataArray:
-    return var.median("repeat") if "repeat" in var.dims else var
 
 
 class DsmemLatency(Experiment):
@@ -59,8 +58,8 @@ class DsmemLatency(Experiment):
                        "rank of the block read, counted from the reader's (0: its own)")],
             variables=[Var("latency", ("repeat",), "cycle",
                            "cycles per dependent load, clock reads cancelled")],
-            inner={"repeat": np.arange(_repeats(ctx))},
-            attrs={"loads": 256, "repeats": _repeats(ctx)},
+            inner={"repeat": np.arange(repeat_count(ctx))},
+            attrs={"loads": 256, "repeats": repeat_count(ctx)},
         )
 
     def measure(self, device: Device, point: Mapping[str, Any], ctx: RunContext
@@ -70,11 +69,11 @@ class DsmemLatency(Experiment):
             raise PointSkipped(f"a cluster of {cluster} has no block {distance} ranks away")
         runs = [device.dsmem(DsmemRequest(cluster=cluster, distance=distance,
                                           seed=ctx.seed * 1000 + r))
-                for r in range(_repeats(ctx))]
+                for r in range(repeat_count(ctx))]
         return {"latency": np.array([x.latency for x in runs])}
 
     def analyze(self, raw: xr.Dataset) -> list[Finding]:
-        lat = _median(raw["latency"]).where(raw["point_status"] == 0)
+        lat = median_over_repeats(raw["latency"]).where(raw["point_status"] == 0)
         local = lat.sel(distance=0)
         remote = lat.where(lat["distance"] > 0)
         if not np.isfinite(local.values).any() or not np.isfinite(remote.values).any():
@@ -122,8 +121,8 @@ class DsmemBandwidth(Experiment):
                   Axis("ilp", ilps, "1", "independent loads per thread per iteration")],
             variables=[Var("bytes_per_cycle", ("repeat",), "byte/cycle",
                            "bytes loaded per SM cycle")],
-            inner={"repeat": np.arange(_repeats(ctx))},
-            attrs={"width": 4, "iterations": 1024, "repeats": _repeats(ctx)},
+            inner={"repeat": np.arange(repeat_count(ctx))},
+            attrs={"width": 4, "iterations": 1024, "repeats": repeat_count(ctx)},
         )
 
     def measure(self, device: Device, point: Mapping[str, Any], ctx: RunContext
@@ -131,11 +130,11 @@ class DsmemBandwidth(Experiment):
         req = DsmemRequest(cluster=int(point["cluster"]), distance=int(point["distance"]),
                            kind="throughput", warps=int(point["warps"]),
                            ilp=int(point["ilp"]))
-        runs = [device.dsmem(req) for _ in range(_repeats(ctx))]
+        runs = [device.dsmem(req) for _ in range(repeat_count(ctx))]
         return {"bytes_per_cycle": np.array([x.bytes_per_cycle for x in runs])}
 
     def analyze(self, raw: xr.Dataset) -> list[Finding]:
-        bpc = _median(raw["bytes_per_cycle"]).where(raw["point_status"] == 0)
+        bpc = median_over_repeats(raw["bytes_per_cycle"]).where(raw["point_status"] == 0)
         best = bpc.max(["warps", "ilp"], skipna=True)  # (cluster, distance)
         if not np.isfinite(best.sel(distance=1).values).any():
             return []

@@ -22,20 +22,18 @@ import numpy as np
 import xarray as xr
 
 from gpumem.device import Device, SmemRequest
-from gpumem.experiment import Axis, Experiment, Plan, RunContext, Var
+from gpumem.experiment import (
+    Axis,
+    Experiment,
+    Plan,
+    RunContext,
+    Var,
+    median_over_repeats,
+    repeat_count,
+)
 from gpumem.findings import Finding
 
 STRIDES = (0, 1, *range(2, 65, 2))
-REPEATS = 10        # timed runs per point (3 with --quick); the analysis takes the median
-
-
-def _repeats(ctx: RunContext) -> int:
-    return 3 if ctx.quick else REPEATS
-
-
-def _median(var: xr.DataArray) -> xr.DataArray:
-    """Median over repeats (runs written before repeats existed have none)."""
-    return var.median("repeat") if "repeat" in var.dims else var
 
 
 class SmemLatency(Experiment):
@@ -53,8 +51,8 @@ class SmemLatency(Experiment):
                   Axis("stride", strides, "1", "words between neighbouring threads")],
             variables=[Var("latency", ("repeat",), "cycle",
                            "cycles per access, timer overhead removed")],
-            inner={"repeat": np.arange(_repeats(ctx))},
-            attrs={"width": 4, "iterations": 64, "repeats": _repeats(ctx)},
+            inner={"repeat": np.arange(repeat_count(ctx))},
+            attrs={"width": 4, "iterations": 64, "repeats": repeat_count(ctx)},
         )
 
     def measure(self, device: Device, point: Mapping[str, Any], ctx: RunContext
@@ -62,12 +60,13 @@ class SmemLatency(Experiment):
         runs = [device.smem(SmemRequest(stride=int(point["stride"]),
                                         bank_mode=int(point["bank_mode"]),
                                         seed=ctx.seed * 1000 + r))
-                for r in range(_repeats(ctx))]
+                for r in range(repeat_count(ctx))]
         return {"latency": np.array([x.latency for x in runs])}
 
     def analyze(self, raw: xr.Dataset) -> list[Finding]:
         default = int(raw["bank_mode"].values[0])  # devices list their default mode first
-        lat = _median(raw["latency"]).where(raw["point_status"] == 0).sel(bank_mode=default)
+        lat = median_over_repeats(raw["latency"]).where(raw["point_status"] == 0)
+        lat = lat.sel(bank_mode=default)
         by_stride = {int(s): float(v) for s, v in zip(lat["stride"].values, lat.values)
                      if np.isfinite(v)}
         out: list[Finding] = []
@@ -121,8 +120,8 @@ class SmemBandwidth(Experiment):
                   Axis("ilp", ilps, "1", "independent loads per thread per iteration")],
             variables=[Var("bytes_per_cycle", ("repeat",), "byte/cycle",
                            "bytes loaded per SM cycle")],
-            inner={"repeat": np.arange(_repeats(ctx))},
-            attrs={"width": 4, "stride": 1, "repeats": _repeats(ctx)},
+            inner={"repeat": np.arange(repeat_count(ctx))},
+            attrs={"width": 4, "stride": 1, "repeats": repeat_count(ctx)},
         )
 
     def measure(self, device: Device, point: Mapping[str, Any], ctx: RunContext
@@ -130,11 +129,11 @@ class SmemBandwidth(Experiment):
         runs = [device.smem(SmemRequest(stride=1, warps=int(point["warps"]),
                                         ilp=int(point["ilp"]), kind="throughput",
                                         seed=ctx.seed * 1000 + r))
-                for r in range(_repeats(ctx))]
+                for r in range(repeat_count(ctx))]
         return {"bytes_per_cycle": np.array([x.bytes_per_cycle for x in runs])}
 
     def analyze(self, raw: xr.Dataset) -> list[Finding]:
-        bpc = _median(raw["bytes_per_cycle"]).where(raw["point_status"] == 0)
+        bpc = median_over_repeats(raw["bytes_per_cycle"]).where(raw["point_status"] == 0)
         if not np.isfinite(bpc.values).any():
             return []
         peak = float(bpc.max())

@@ -26,6 +26,7 @@ from matplotlib.lines import Line2D
 from matplotlib.ticker import FuncFormatter, LogLocator
 
 from gpumem.analysis.structure import LEVEL_OF_PATH
+from gpumem.experiment import median_over_repeats
 from gpumem.experiments.chaselog import Chase
 from gpumem.report.runs import Series
 
@@ -107,8 +108,6 @@ def _ok(ds: xr.Dataset, var: str) -> xr.DataArray:
     return da.where(ds["point_status"] == 0) if "point_status" in ds else da
 
 
-def _median(da: xr.DataArray) -> xr.DataArray:
-    return da.median("repeat") if "repeat" in da.dims else da
 
 
 def _log_if_spread(ax, values: list[float], axis: str = "y", factor: float = 4.0) -> None:
@@ -503,7 +502,7 @@ def dram_heatmaps(series: Sequence[Series]) -> Figure | None:
              if any(k in ds["kind"].values for _, ds in data)]
     fig, axs = _panels(len(data), len(kinds), 4.4, 3.4)
     for i, (s, ds) in enumerate(data):
-        med = _median(_ok(ds, "gbs"))
+        med = median_over_repeats(_ok(ds, "gbs"))
         for j, kind in enumerate(kinds):
             ax = axs[i, j]
             if kind not in ds["kind"].values or not np.isfinite(med.sel(kind=kind).values).any():
@@ -528,7 +527,7 @@ def smem_heatmaps(series: Sequence[Series]) -> Figure | None:
         return None
     fig, axs = _panels(1, len(data), 5.0, 3.6)
     for j, (s, ds) in enumerate(data):
-        m = _median(_ok(ds, "bytes_per_cycle")).transpose("warps", "ilp")
+        m = median_over_repeats(_ok(ds, "bytes_per_cycle")).transpose("warps", "ilp")
         _heatmap(axs[0, j], fig, m.values, m["warps"].values, m["ilp"].values,
                  f"{s.legend}\npeak {float(np.nanmax(m.values)):.1f} B/cycle per SM",
                  "active warps per SM", "independent loads per thread (ILP)",
@@ -545,7 +544,7 @@ def bandwidth_levels(series: Sequence[Series]) -> Figure | None:
     fig, axs = _panels(1, 1, 9.5, 4.4)
     ax = axs[0, 0]
     for s, ds in data:
-        med = _median(_ok(ds, "gbs")).max("ctas")
+        med = median_over_repeats(_ok(ds, "gbs")).max("ctas")
         for path, ls in (("ca", "-"), ("cg", "--")):
             if path in ds["path"].values:
                 ax.plot(ds["footprint"].values, med.sel(path=path).values, ls=ls,
@@ -605,7 +604,7 @@ def ilp_sweep(series: Sequence[Series]) -> Figure | None:
     peaks: dict[str, list[float]] = {t: [] for t in titles}
     for s, ds, picks in data:
         gbs = _ok(ds, "gbs")
-        med = _median(gbs)
+        med = median_over_repeats(gbs)
         lo = gbs.min("repeat") if "repeat" in gbs.dims else med
         hi = gbs.max("repeat") if "repeat" in gbs.dims else med
         for title, f, rev in picks:
@@ -645,7 +644,7 @@ def cpasync_speedup(series: Sequence[Series]) -> Figure | None:
     thread_styles: dict[str, str] = {}
     peaks = []
     for s, ds in data:
-        med = _median(_ok(ds, "gbs"))
+        med = median_over_repeats(_ok(ds, "gbs"))
         threads = sorted(int(t) for t in ds["threads"].values)
         for t in threads:
             ls = "-" if t == threads[-1] else "--"
@@ -687,7 +686,7 @@ def bank_conflicts(series: Sequence[Series]) -> Figure | None:
     labelled: set[int] = set()
     for s, ds in data:
         lat = _ok(ds, "latency")
-        med = _median(lat)
+        med = median_over_repeats(lat)
         for i, mode in enumerate(ds["bank_mode"].values):
             ls = ("-", "--", ":")[i % 3]
             mode_styles[f"{int(mode)}-byte bank mode"] = ls
@@ -765,7 +764,7 @@ def bulk_copy(series: Sequence[Series]) -> Figure | None:
     markers = {1: "o", 2: "s", 4: "^", 8: "D", 16: "v"}
     peaks = []
     for s, ds in data:
-        med = _median(_ok(ds, "gbs"))
+        med = median_over_repeats(_ok(ds, "gbs"))
         for c in ds["ctas_per_sm"].values:
             xs, ys = [], []
             for chunk in ds["chunk"].values:
@@ -806,7 +805,7 @@ def dsmem(series: Sequence[Series]) -> Figure | None:
     fig, axs = _panels(1, 2, 5.0, 3.6)
     ax, bx = axs[0]
     for s, ds in lat:
-        med = _median(_ok(ds, "latency"))
+        med = median_over_repeats(_ok(ds, "latency"))
         for c in ds["cluster"].values:
             row = med.sel(cluster=c)
             ok = np.isfinite(row.values)
@@ -817,7 +816,7 @@ def dsmem(series: Sequence[Series]) -> Figure | None:
     ax.set_title("latency, clusters of 2-8 (darkest: largest)", fontsize=9)
     styles = {"own block": "-", "next block": "--"}
     for s, ds in bw:
-        med = _median(_ok(ds, "bytes_per_cycle")).max("ilp", skipna=True)
+        med = median_over_repeats(_ok(ds, "bytes_per_cycle")).max("ilp", skipna=True)
         for dist, ls in ((0, "-"), (1, "--")):
             y = med.sel(distance=dist).max("cluster", skipna=True)
             bx.plot(y["warps"].values, y.values, ls=ls, marker="o", ms=4, color=s.colour)
