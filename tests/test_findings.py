@@ -47,3 +47,37 @@ def test_round_trip_through_netcdf(tmp_path):
 
     back = from_dataset(xr.open_dataset(path))
     assert {f.name: f for f in back} == {f.name: f for f in fs}
+
+
+def test_an_unresolved_finding_keeps_its_candidates_and_no_value(tmp_path):
+    """Issue 14: where the evidence does not decide, the finding says so, with candidates
+    (lists too) and the evidence; its status is 'unresolved' whatever is expected."""
+    from gpumem.findings import unresolved
+
+    fs = [unresolved("tlb.page", "byte", [16 << 20, 32 << 20], "two strides",
+                     "16 MB: 17 pages miss; 32 MB: the quarter-stride probe"),
+          unresolved("tlb_l2.ways", "1", [[17, 8], [8, 8]], "one page at a time", "?"),
+          Finding("lat.l2", 287.0, "cycle", 0.9, "ladder", interval=(281.0, 293.5))]
+    path = tmp_path / "f.nc"
+    to_dataset(fs).to_netcdf(path)
+    import xarray as xr
+
+    back = {f.name: f for f in from_dataset(xr.open_dataset(path))}
+    page = back["tlb.page"]
+    assert page.value is None and not page.resolved
+    assert page.candidates == [16 << 20, 32 << 20] and "quarter-stride" in page.note
+    assert back["tlb_l2.ways"].candidates == [[17, 8], [8, 8]]
+    assert back["lat.l2"].interval == (281.0, 293.5) and back["lat.l2"].resolved
+    judged = evaluate(list(back.values()), [Expected("tlb.page", 16 << 20, "s", rel_tol=0)])
+    assert {f.name: f.status for f in judged}["tlb.page"] == "unresolved"
+    d = page.as_dict()
+    assert d["value"] is None and d["candidates"] == [16 << 20, 32 << 20]
+
+
+def test_unresolved_findings_show_their_candidates_in_tables():
+    from gpumem.cli._common import fmt_finding
+    from gpumem.findings import unresolved
+
+    cell = fmt_finding(unresolved("tlb.page", "byte", [16777216, 33554432], "m", "e").as_dict())
+    assert cell == "unresolved: 16777216 | 33554432"
+    assert fmt_finding(Finding("x", 3.5, "1").as_dict()) == "3.5"

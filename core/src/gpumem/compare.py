@@ -151,8 +151,11 @@ def compare(plugins: Plugins, targets: list[Path], with_expected: bool) -> dict[
                 continue
             row["units"] = row["units"] or f.units
             row["values"][label] = f.as_dict()["value"]
+            if not f.resolved:
+                row.setdefault("candidates", {})[label] = f.as_dict()["candidates"]
             if name in expected:
-                row["status"][label] = status_of(f.value, expected[name])
+                row["status"][label] = status_of(f.value, expected[name]) if f.resolved \
+                    else "unresolved"
         if name in expected:
             e = expected[name]
             row["expected"] = e.value if not isinstance(e.value, tuple) else list(e.value)

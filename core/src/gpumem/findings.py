@@ -8,6 +8,7 @@ confidence and method; :func:`to_dataset` and :func:`from_dataset` convert both 
 
 from __future__ import annotations
 
+import json
 import math
 from dataclasses import dataclass, field, replace
 from typing import Any, Sequence
@@ -15,8 +16,8 @@ from typing import Any, Sequence
 import numpy as np
 import xarray as xr
 
-STATUSES = ("pass", "warn", "fail", "n/a")
-_ORDER = {"pass": 0, "n/a": 0, "warn": 1, "fail": 2}
+STATUSES = ("pass", "warn", "fail", "n/a", "unresolved")
+_ORDER = {"pass": 0, "n/a": 0, "warn": 1, "unresolved": 1, "fail": 2}
 
 Value = float | int | str | list
 
@@ -54,10 +55,22 @@ def latency_pair(name: str, cycles: float, source: str, clock_mhz: float, clock:
 
 @dataclass
 class Finding:
-    """One inferred parameter. ``index`` = (dimension name, coordinates) for a list value."""
+    """One inferred parameter. ``index`` = (dimension name, coordinates) for a list value.
+
+    An *unresolved* finding (``candidates`` set, ``value`` None) is what an analysis reports
+    when the evidence does not separate two or more answers: the candidates, and in ``note``
+    the evidence for each, never one of them as a guess. Its status is ``unresolved``.
+    ``interval`` is the (low, high) range a measured value is known to lie in, where the
+    analysis can say (a knee bracketed by two chases, a median's confidence interval).
+
+    ``kind`` says what a rerun on a healthy device must reproduce: a *structural* finding is
+    a decision among discrete answers (a line size, a count of entries, a policy) and must
+    come out identical, or unresolved; a *measured* one is a number with an error (a
+    latency, a bandwidth, a knee's footprint) and must agree within a tolerance. Left empty,
+    it follows from the value (see :func:`kind_of`)."""
 
     name: str
-    value: Value
+    value: Value | None
     units: str
     confidence: float = 1.0
     method: str = ""
@@ -66,12 +79,20 @@ class Finding:
     expected: Value | None = None
     expected_source: str = ""
     status: str = "n/a"
+    candidates: list | None = None
+    interval: tuple[float, float] | None = None
+    kind: str = ""
+
+    @property
+    def resolved(self) -> bool:
+        return self.candidates is None
 
     def with_expected(self, exp: Expected | None) -> Finding:
         if exp is None:
-            return replace(self, expected=None, expected_source="", status="n/a")
+            return replace(self, expected=None, expected_source="",
+                           status="n/a" if self.resolved else "unresolved")
         return replace(self, expected=exp.value, expected_source=exp.source,
-                       status=status_of(self.value, exp))
+                       status=status_of(self.value, exp) if self.resolved else "unresolved")
 
     def as_dict(self) -> dict[str, Any]:
         d = {
@@ -87,7 +108,38 @@ class Finding:
             d["index"] = {"dim": self.index[0], "values": _plain(list(self.index[1]))}
         if self.note:
             d["note"] = self.note
+        if not self.resolved:
+            d["candidates"] = _plain(list(self.candidates or []))
+        if self.interval is not None:
+            d["interval"] = _plain(list(self.interval))
+        d["kind"] = kind_of(self)
         return d
+
+
+MEASURED_UNITS = ("cycle", "ns", "GB/s")
+
+
+def kind_of(f: Finding) -> str:
+    """``structural`` or ``measured`` (see :class:`Finding`): the finding's own ``kind``, else
+    measured for latencies, rates and any fractional value, structural for whole numbers,
+    strings and lists of whole numbers."""
+    if f.kind:
+        return f.kind
+    if f.units in MEASURED_UNITS or "/" in f.units:
+        return "measured"
+    v = f.value if f.resolved else (f.candidates or [None])[0]
+    items = v if isinstance(v, (list, tuple)) else [v]
+    if any(isinstance(x, float) for x in items):
+        return "measured"
+    return "structural"
+
+
+def unresolved(name: str, units: str, candidates: Sequence[Value], method: str,
+               evidence: str, confidence: float = 0.0) -> Finding:
+    """A finding the evidence does not decide: ``candidates`` (at least one; where it is one,
+    the data could not confirm it), ``evidence`` says what each rests on."""
+    return Finding(name, None, units, confidence, method, note=evidence, status="unresolved",
+                   candidates=list(candidates))
 
 
 def _plain(v: Any) -> Any:
@@ -195,7 +247,15 @@ def to_dataset(findings: Sequence[Finding]) -> xr.Dataset:
             attrs["expected_source"] = f.expected_source
         if f.note:
             attrs["note"] = f.note
-        if f.index is not None:
+        if f.interval is not None:  # (lo, hi), or (lo list, hi list) for a list value
+            attrs["interval"] = np.asarray(f.interval, dtype=float).ravel()
+        attrs["kind"] = kind_of(f)
+        if not f.resolved:  # no value: the candidates (JSON: they may be lists) instead
+            attrs["resolved"] = 0
+            attrs["candidates"] = json.dumps(_plain(list(f.candidates or [])))
+            attrs["value_type"] = _value_type((f.candidates or [0.0])[0])
+            data_vars[vn] = xr.Variable((), np.float64(np.nan), attrs)
+        elif f.index is not None:
             dim = f"{vn}__{f.index[0]}"
             coords[dim] = xr.Variable(dim, np.asarray(f.index[1]), {"long_name": f.index[0]})
             data_vars[vn] = xr.Variable(dim, np.asarray(f.value, dtype=float), attrs)
@@ -222,6 +282,13 @@ def _from_attr(v: Any, like: Any) -> Any:
     return v
 
 
+def _interval(attr: Any, value: Any) -> tuple:
+    flat = [float(x) for x in np.ravel(attr)]
+    if isinstance(value, list) and len(flat) == 2 * len(value) and len(flat) > 2:
+        return (flat[:len(value)], flat[len(value):])
+    return (flat[0], flat[-1])
+
+
 def from_dataset(ds: xr.Dataset) -> list[Finding]:
     """Inverse of :func:`to_dataset` (variables without ``gpumem_finding`` are ignored)."""
     out = []
@@ -231,7 +298,12 @@ def from_dataset(ds: xr.Dataset) -> list[Finding]:
         if not name:
             continue
         values = var.values
-        if var.ndim == 0:
+        candidates = None
+        if int(a.get("resolved", 1)) == 0:
+            candidates = json.loads(str(a.get("candidates", "[]")))
+            value: Value | None = None
+            index = None
+        elif var.ndim == 0:
             v = values.item()
             value: Value = v if isinstance(v, str) else _plain(float(v))
             if a.get("value_type") == "int" and isinstance(value, float):
@@ -244,14 +316,18 @@ def from_dataset(ds: xr.Dataset) -> list[Finding]:
             dim = var.dims[0]
             label = ds[dim].attrs.get("long_name", dim.rsplit("__", 1)[-1])
             index = None if dim.endswith("__i") else (label, _plain(ds[dim].values.tolist()))
-        out.append(Finding(
+        f = Finding(
             name=str(name), value=value, units=str(a.get("units", "")),
             confidence=float(a.get("confidence", 1.0)), method=str(a.get("method", "")),
             index=index, note=str(a.get("note", "")),
             expected=_from_attr(a["expected"], value) if "expected" in a else None,
             expected_source=str(a.get("expected_source", "")),
             status=str(a.get("status", "n/a")),
-        ))
+            candidates=candidates,
+            interval=_interval(a["interval"], value) if "interval" in a else None,
+        )
+        stored = str(a.get("kind", ""))
+        out.append(replace(f, kind=stored) if stored and stored != kind_of(f) else f)
     return out
 
 

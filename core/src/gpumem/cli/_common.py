@@ -31,7 +31,8 @@ def print_json(data: Any) -> None:
     sys.stdout.write(json.dumps(data, indent=2, sort_keys=False, default=str) + "\n")
 
 
-STATUS_STYLE = {"pass": "green", "warn": "yellow", "fail": "red", "n/a": "dim"}
+STATUS_STYLE = {"pass": "green", "warn": "yellow", "fail": "red", "n/a": "dim",
+                "unresolved": "magenta"}
 
 
 def fmt_value(v: object) -> str:
@@ -43,3 +44,11 @@ def fmt_value(v: object) -> str:
     if isinstance(v, list):
         return "[" + ", ".join(fmt_value(x) for x in v) + "]"
     return str(v)
+
+
+def fmt_finding(d: dict) -> str:
+    """A finding's value cell from its ``as_dict()``: the value, or for an unresolved finding
+    its candidates ("unresolved: 16777216 | 33554432")."""
+    if "candidates" in d:
+        return "unresolved: " + " | ".join(fmt_value(c) for c in d["candidates"])
+    return fmt_value(d["value"])

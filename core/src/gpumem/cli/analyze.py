@@ -9,7 +9,7 @@ import typer
 from rich.table import Table
 
 from gpumem.cli import app
-from gpumem.cli._common import plugins, print_json, stdout
+from gpumem.cli._common import fmt_finding, plugins, print_json, stdout
 from gpumem.compare import analyze_file
 
 
@@ -34,6 +34,6 @@ def analyze(
         t.add_column(col)
     for f in findings:
         d = f.as_dict()
-        t.add_row(f.name, str(d["value"]), f.units, "-" if d["expected"] is None
+        t.add_row(f.name, fmt_finding(d), f.units, "-" if d["expected"] is None
                   else str(d["expected"]), f.status, f"{f.confidence:.2f}", f.method)
     stdout().print(t)

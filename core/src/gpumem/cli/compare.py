@@ -8,7 +8,14 @@ import typer
 from rich.table import Table
 
 from gpumem.cli import app
-from gpumem.cli._common import STATUS_STYLE, fmt_value, plugins, print_json, stdout
+from gpumem.cli._common import (
+    STATUS_STYLE,
+    fmt_finding,
+    fmt_value,
+    plugins,
+    print_json,
+    stdout,
+)
 from gpumem.compare import compare
 
 
@@ -41,15 +48,17 @@ def compare_cmd(
         t.add_column("source")
     for row in data["rows"]:
         cells = [row["experiment"], row["finding"]]
-        cells += [fmt_value(row["values"].get(lb)) for lb in labels]
+        cands = row.get("candidates", {})
+        cells += [fmt_finding({"value": row["values"].get(lb), "candidates": cands[lb]})
+                  if lb in cands else fmt_value(row["values"].get(lb)) for lb in labels]
         if len(labels) > 1:
             rel = row.get("relative_difference")
             cells.append("-" if rel is None else f"{rel:+.1%}")
         cells.append(row["units"])
         if expected:
             statuses = [row["status"].get(lb) for lb in labels if row["status"].get(lb)]
-            worst = "fail" if "fail" in statuses else "warn" if "warn" in statuses else \
-                ("pass" if statuses else "n/a")
+            worst = next((s for s in ("fail", "unresolved", "warn", "pass") if s in statuses),
+                         "n/a")
             style = STATUS_STYLE.get(worst, "dim")
             cells += [fmt_value(row.get("expected")), f"[{style}]{worst}[/{style}]",
                       row.get("expected_source", "")]

@@ -10,7 +10,14 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 from rich.table import Table
 
 from gpumem.cli import _state, app
-from gpumem.cli._common import STATUS_STYLE, fmt_value, plugins, stderr, stdout
+from gpumem.cli._common import (
+    STATUS_STYLE,
+    fmt_finding,
+    fmt_value,
+    plugins,
+    stderr,
+    stdout,
+)
 from gpumem.runner import Outcome, Reporter, RunReport, RunRequest, run
 
 
@@ -61,7 +68,8 @@ def summary_table(report: RunReport) -> Table:
                       "", "", "", "")
         for f in o.findings:
             style = STATUS_STYLE.get(f.status, "")
-            t.add_row(o.experiment, f.name, fmt_value(f.value), f.units, fmt_value(f.expected),
+            t.add_row(o.experiment, f.name, fmt_finding(f.as_dict()), f.units,
+                      fmt_value(f.expected),
                       f"[{style}]{f.status}[/{style}]")
     return t
 

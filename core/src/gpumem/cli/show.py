@@ -9,7 +9,7 @@ import typer
 from rich.table import Table
 
 from gpumem.cli import app
-from gpumem.cli._common import print_json, stdout
+from gpumem.cli._common import fmt_finding, print_json, stdout
 from gpumem.errors import ResultsFileError
 from gpumem.findings import from_dataset
 from gpumem.results.io import open_findings, open_raw
@@ -90,6 +90,6 @@ def show(target: Path = typer.Argument(..., help="A results .nc file or a run di
                         "method"):
                 t.add_column(col)
             for name, d in f["findings"].items():
-                t.add_row(name, str(d["value"]), d["units"], str(d["expected"] or "-"),
+                t.add_row(name, fmt_finding(d), d["units"], str(d["expected"] or "-"),
                           d["status"], f"{d['confidence']:.2f}", d["method"])
             out.print(t)

@@ -73,6 +73,7 @@ td.value { text-align: right; font-variant-numeric: tabular-nums; max-width: 24e
 .status-warn { background: #fff1c2; color: #7a5600; }
 .status-fail { background: #f9d0d0; color: #8f1313; }
 .status-na { color: #888; }
+.status-unresolved { background: #ecdff5; color: #5b2a7a; }
 .summary span { margin-right: 1em; padding: 0.1em 0.5em; border-radius: 3px; }
 figure { margin: 1em 0 1.6em; }
 figure img { max-width: 100%; height: auto; border: 1px solid #eee; }
@@ -144,8 +145,8 @@ def format_value(v: Any, units: str = "") -> str:
 
 
 def _status_cell(status: str) -> str:
-    cls = {"pass": "status-pass", "warn": "status-warn", "fail": "status-fail"}.get(
-        status, "status-na")
+    cls = {"pass": "status-pass", "warn": "status-warn", "fail": "status-fail",
+           "unresolved": "status-unresolved"}.get(status, "status-na")
     return f'<td class="status {cls}">{escape(status or "n/a")}</td>'
 
 
@@ -202,7 +203,8 @@ def findings_section(series: Sequence[Series]) -> str:
         summary = " ".join(
             f'<span class="{cls}">{escape(st)}: {counts.get(st, 0)}</span>'
             for st, cls in (("pass", "status-pass"), ("warn", "status-warn"),
-                            ("fail", "status-fail"), ("n/a", "status-na")))
+                            ("fail", "status-fail"), ("unresolved", "status-unresolved"),
+                            ("n/a", "status-na")))
         parts.append(f"<h3>{_swatch(s)}{escape(s.legend)}</h3>")
         if not rows:
             parts.append('<p class="note">No findings in this run.</p>')
@@ -214,7 +216,10 @@ def findings_section(series: Sequence[Series]) -> str:
         body = []
         for exp, f in rows:
             value = format_value(f.value, f.units)
-            if f.index and isinstance(f.value, list) and len(f.index[1]) == len(f.value):
+            if not f.resolved:
+                value = "unresolved: " + " | ".join(format_value(c, f.units)
+                                                    for c in f.candidates or [])
+            elif f.index and isinstance(f.value, list) and len(f.index[1]) == len(f.value):
                 pairs = [f"{format_value(k)}: {format_value(v)}"
                          for k, v in zip(f.index[1][:LIST_LIMIT], f.value[:LIST_LIMIT])]
                 more = f", ... ({len(f.value)} values)" if len(f.value) > LIST_LIMIT else ""
