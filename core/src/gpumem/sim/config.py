@@ -241,7 +241,10 @@ class Timer:
     ``overhead`` is reported by the device (as a CUDA device measures it) and subtracted by the
     experiments. ``jitter`` is a Gaussian sigma in cycles; a fraction ``outlier_rate`` of the
     accesses is mis-timed by an exponential delay of mean ``outlier_cycles``.
-    ``throughput_jitter`` is the relative sigma of a timed bandwidth run.
+    ``throughput_jitter`` is the relative sigma of a timed bandwidth run. Harder noise, for
+    robustness tests (:mod:`gpumem.sim.noise`): heavy-tailed mis-timings (``tail_*``), a
+    measured card's per-level latency spread (``spread``, e.g. ``"h200"``) and a clock step
+    after ``clock_step_after`` chases.
     """
 
     overhead: float = 0.0
@@ -249,6 +252,12 @@ class Timer:
     outlier_rate: float = 0.0
     outlier_cycles: float = 0.0
     throughput_jitter: float = 0.0
+    tail_rate: float = 0.0
+    tail_cycles: float = 0.0
+    tail_shape: float = 1.5
+    spread: str = ""
+    clock_step_after: int = 0
+    clock_step_factor: float = 1.0
 
 
 @dataclass
@@ -445,6 +454,15 @@ class SimConfig:
             _fail("timer.outlier_rate", "must be in [0, 1)")
         if self.timer.jitter < 0 or self.timer.throughput_jitter < 0:
             _fail("timer.jitter", "jitter and throughput_jitter must be >= 0")
+        if not 0 <= self.timer.tail_rate < 1 or self.timer.tail_cycles < 0:
+            _fail("timer.tail_rate", "must be in [0, 1), with tail_cycles >= 0")
+        from gpumem.sim.noise import SPREADS
+
+        if self.timer.spread and self.timer.spread not in SPREADS:
+            _fail("timer.spread", f"unknown spread model '{self.timer.spread}' (choose from: "
+                  f"{', '.join(SPREADS)})")
+        if self.timer.clock_step_factor <= 0:
+            _fail("timer.clock_step_factor", "must be > 0")
         if self.page_walk_latency < 0:
             _fail("page_walk_latency", "must be >= 0 cycles")
         self.smem.validate()

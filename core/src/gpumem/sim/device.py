@@ -19,7 +19,7 @@ from gpumem.device import (
     StreamResult,
 )
 from gpumem.errors import PointSkipped, ProbeUnsupported
-from gpumem.sim import engine
+from gpumem.sim import engine, noise
 from gpumem.sim.config import SimConfig
 from gpumem.sim.throughput import (
     bulk_model,
@@ -64,6 +64,7 @@ class SimDevice(Device):
         self.seed = seed
         self._hierarchy, self._ids = engine.compile_hierarchy(config, seed)
         self._tlb_first = len(config.caches)
+        self._chases = 0  # chases served: when a configured clock step happens
 
     @property
     def probes(self) -> frozenset[str]:
@@ -108,7 +109,7 @@ class SimDevice(Device):
         engine.reset(h)
         engine.reseed(h, cfg.seed, self.seed, request.seed, request.sm)
         path = np.array([self._ids[name] for name in cfg.paths[request.path]], np.int64)
-        lat, idx, _level = engine.simulate_chase(
+        lat, idx, level = engine.simulate_chase(
             h, path, self._tlb_first, len(cfg.tlbs), cfg.dram.latency,
             base=cfg.base_address, footprint=request.footprint, stride=request.stride,
             page_walk=cfg.page_walk_latency, sm=request.sm, sm_count=cfg.sm_count,
@@ -122,6 +123,10 @@ class SimDevice(Device):
             pattern=request.pattern,
         )
         overhead = cfg.timer.overhead
+        lat = noise.add_noise(lat, level, len(path), overhead, cfg.timer,
+                              engine.stream_seed(cfg.seed, self.seed, request.seed, request.sm,
+                                                 13), self._chases)
+        self._chases += 1
         if not request.fine_grained:  # a mean chase: one number, as a two-clock-read kernel
             return ChaseResult(latency=np.array([float(lat.mean())]),
                                index=np.empty(0, np.int64), timer_overhead=overhead,
