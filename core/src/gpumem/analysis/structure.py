@@ -25,7 +25,7 @@ from __future__ import annotations
 
 import math
 from collections import Counter
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from itertools import combinations
 from typing import Iterable, Sequence
 
@@ -58,18 +58,25 @@ class MissRule:
     noise: float = 0.0
     alpha: float = 1e-3
 
-    def min_repeats(self, chase: Chase) -> int:
+    def min_repeats(self, chase: Chase, alpha: float | None = None) -> int:
         passes = max(1, chase.observed // max(1, chase.per_pass))
         r = min(max(self.noise, 1e-6), 0.2)
         elements = max(1, chase.per_pass)
+        a = self.alpha if alpha is None else alpha
         pmf = (1 - r) ** passes          # P(count = 0), then the binomial recurrence
         cdf = pmf
         for k in range(1, passes + 1):  # smallest k with elements * P(count >= k) < alpha
-            if elements * max(0.0, 1.0 - cdf) < self.alpha:
+            if elements * max(0.0, 1.0 - cdf) < a:
                 return max(2, k)
             pmf *= (passes - k + 1) / k * r / (1 - r)
             cdf += pmf
         return passes + 1
+
+
+#: A set overflow is *clear* when the most-missing element's count would arise from
+#: mis-timings anywhere in the chase with probability below STRONG, and clearly absent when
+#: even WEAK is not reached; in between, the search chases again and pools the evidence.
+STRONG, WEAK = 1e-5, 0.05
 
 
 def overflows(chase: Chase, rule: MissRule) -> bool:
@@ -77,6 +84,37 @@ def overflows(chase: Chase, rule: MissRule) -> bool:
     overflows (its lines miss pass after pass, under any replacement policy)."""
     need = rule.min_repeats(chase)
     return any(n >= need for n in miss_counts(chase, rule.lo, rule.hi).values())
+
+
+def overflow_decision(chases: Sequence[Chase], rule: MissRule) -> bool | None:
+    """Does a set overflow, from one or more chases of one configuration (pooled)? ``None``
+    when the evidence is neither clear nor clearly absent (see STRONG, WEAK)."""
+    c = pooled(chases)
+    top = max(miss_counts(c, rule.lo, rule.hi).values(), default=0)
+    if top >= rule.min_repeats(c, STRONG):
+        return True
+    if top < rule.min_repeats(c, WEAK):
+        return False
+    return None
+
+
+def pooled(chases: Sequence[Chase]) -> Chase:
+    """Repeated chases of one configuration as one longer chase: records add up and events
+    follow one another (positions offset), so per-element counts and per-pass rates pool.
+    Every chase must cover its whole record (events not cut) for the pool to be exact."""
+    if len(chases) == 1:
+        return chases[0]
+    first = chases[0]
+    offsets = np.cumsum([0] + [c.record for c in chases[:-1]])
+    return replace(
+        first, record=int(sum(c.record for c in chases)),
+        ev_access=np.concatenate([c.ev_access[:np.searchsorted(c.ev_access, c.observed)] + o
+                                  for c, o in zip(chases, offsets)]),
+        ev_index=np.concatenate([c.ev_index[:np.searchsorted(c.ev_access, c.observed)]
+                                 for c in chases]),
+        ev_latency=np.concatenate([c.ev_latency[:np.searchsorted(c.ev_access, c.observed)]
+                                   for c in chases]),
+        median=float(np.median([c.median for c in chases])))
 
 
 def missing_elements(chase: Chase, rule: MissRule) -> set[int]:

@@ -24,6 +24,7 @@ Findings per level (``l1d``, ``tex_l1``, ``ro``, ``l2``): ``.size``, ``.line``, 
 from __future__ import annotations
 
 import math
+from collections import Counter
 from collections.abc import Callable
 from dataclasses import replace
 from itertools import combinations
@@ -39,6 +40,7 @@ from gpumem.analysis.structure import (
     format_bits,
     miss_counts,
     missing_elements,
+    overflow_decision,
     overflows,
     replay_evictions,
     uniform_enough,
@@ -47,11 +49,12 @@ from gpumem.analysis.structure import (
 from gpumem.device import Device
 from gpumem.experiment import Experiment, Plan, RunContext
 from gpumem.experiments.chaselog import Chase, ChaseLog, chases_from_dataset
-from gpumem.findings import Finding
+from gpumem.findings import Finding, unresolved
 
 MAX_CAPACITY = 4 << 20     # largest first-level cache searched for
 START = 512                # smallest footprint: hit latency (no cache is smaller)
 SIZE_PASSES = 24           # passes recorded per overflow test (pigeonhole: see analysis)
+SIZE_REPEATS = 3           # chases at one footprint at most, where one does not decide
 LINE_PASSES = 24
 LINE_PASSES_RANDOM = 128   # for policies under which a set's lines do not miss every pass
 SETS_PASSES = 32
@@ -285,6 +288,11 @@ class _Dissection:
                 hi_k = mid
             else:
                 lo_k = mid
+        # the edge once more, from fresh chases on both sides (the analysis confirms the line
+        # only if they agree)
+        for k in (hi_k - 1, hi_k):
+            if self.chase("line", cap + 4 * k, 4, self.line_passes) is None:
+                return None
         return 4 * (hi_k - 1)
 
     def _half_miss_footprint(self, cap: int) -> int | None:
@@ -302,14 +310,29 @@ class _Dissection:
         return self.log.run(path=self.path, stage=stage, footprint=footprint, stride=stride,
                             passes=passes, threshold=self.threshold, **kw)
 
+    def overflow_at(self, footprint: int) -> bool | None:
+        """Does a 32-B stride chase over ``footprint`` overflow a set? Chased again (up to
+        SIZE_REPEATS times, evidence pooled) until the answer is clear; ``None`` if it never
+        is, or the device skips the footprint."""
+        group = [c for c in self.log.chases if c.path == self.path and c.stage == "size"
+                 and c.footprint == footprint]
+        while True:
+            if group:
+                d = overflow_decision(group, self.rule)
+                if d is not None or len(group) >= SIZE_REPEATS:
+                    return d
+            c = self.chase("size", footprint, 32, SIZE_PASSES)
+            if c is None:
+                return None
+            group.append(c)
+
     def run(self) -> None:
         self.threshold = -np.inf
         first = self.log.run(path=self.path, stage="size", footprint=START, stride=32,
                              passes=SIZE_PASSES)
         if first is None:
             return
-        hit = first.median
-        self.threshold = hit * 1.25
+        self.threshold = event_threshold(first)
         # 1. size: double until a tenth of the accesses miss, then bisect
         n, miss = 2 * START, None
         while n <= 2 * self.limit:
@@ -322,22 +345,35 @@ class _Dissection:
             n *= 2
         if miss is None:
             return  # no cache level below the limit on this path
-        lo_b, hi_b = band(miss)
-        rule = self.rule = MissRule(lo_b, hi_b, _noise_rate(first, lo_b, hi_b))
-        sizes = {ch.footprint: overflows(ch, rule)
-                 for ch in self.log.chases if ch.path == self.path and ch.stage == "size"}
-        lo = max(f for f, o in sizes.items() if not o)
-        hi = min(f for f, o in sizes.items() if o and f > lo)
+        rule = self.rule = miss_rule(first, miss)
+        sizes = sorted({ch.footprint for ch in self.log.chases
+                        if ch.path == self.path and ch.stage == "size"})
+        decided = {f: self.overflow_at(f) for f in sizes}
+        below = [f for f, o in decided.items() if o is False]
+        if not below:
+            return  # even the smallest footprints miss: no cache in front (analysis says)
+        lo = max(below)
+        above = [f for f, o in decided.items() if o and f > lo]
+        if not above:
+            return
+        hi = min(above)
         while hi - lo > 32:
             mid = (lo + hi) // 2 // 32 * 32
-            c = self.chase("size", mid, 32, SIZE_PASSES)
-            if c is None:
-                return
-            if overflows(c, rule):
+            o = self.overflow_at(mid)
+            if o is None:
+                return  # the capacity stays between lo and hi: unresolved (analysis)
+            if o:
                 hi = mid
             else:
                 lo = mid
         cap = lo
+        # the decisive pair once more, from fresh chases: a capacity is reported as sure only
+        # when both sides of its edge reproduce (the analysis judges; a hashed index, whose
+        # first conflicts move between allocations, goes on to the stages that need none)
+        for f in (cap, hi):
+            if self.chase("size", f, 32, SIZE_PASSES) is None:
+                return
+            self.overflow_at(f)
         # a quarter past the capacity: does the miss share jump (LRU, modulo) or ramp?
         if 5 * cap // 4 // 32 * 32 not in sizes:
             self.chase("size", 5 * cap // 4 // 32 * 32, 32, SIZE_PASSES)
@@ -405,7 +441,8 @@ class _Dissection:
         pattern = tuple(x * line for x in sorted(overflowing))
         pol = self.chase("policy", cap + line, 4, 0, order="pattern", pattern=pattern,
                          record=max(POLICY_MISSES * 2, 200 * len(pattern)))
-        if pol is not None and _pattern_miss_fraction(pol, lo_b, hi_b) >= 0.97 and line >= 12:
+        if pol is not None and _pattern_miss_fraction(pol, rule.lo, rule.hi) >= 0.97 \
+                and line >= 12:
             self.chase("fifo", cap + line, 4, 16, order="pattern",
                        pattern=_fifo_pattern(sorted(overflowing), line))
 
@@ -498,6 +535,26 @@ def _fifo_pattern(lines: list[int], line: int) -> tuple[int, ...]:
     return tuple(order)
 
 
+def event_threshold(hit: Chase) -> float:
+    """Cycles from which an access is an event (possibly a miss), from a chase that cannot
+    miss (every access kept): a quarter above the hits' median, or six of their standard
+    deviations (robust: 1.4826 median absolute deviations) where the timer jitters more."""
+    lat = hit.ev_latency
+    h = float(np.median(lat))
+    sigma = 1.4826 * float(np.median(np.abs(lat - h)))
+    return h + max(0.25 * abs(h), 6.0 * sigma, 2.0)
+
+
+def miss_rule(hit: Chase, miss: float) -> MissRule:
+    """What counts as a miss once the next level's latency ``miss`` is known: anything from
+    the geometric mean of hit and miss latency (or the event threshold, if higher) up. No
+    upper bound: a clock that slows mid-sweep moves the misses, and mis-timings are told
+    from misses by repetition (an overflowing set's lines miss pass after pass), not by
+    latency."""
+    lo = max(event_threshold(hit), math.sqrt(max(hit.median, 1.0) * miss))
+    return MissRule(lo, math.inf, _noise_rate(hit, lo, math.inf))
+
+
 def _noise_rate(c: Chase, lo: float, hi: float) -> float:
     """In-band rate of a chase small enough never to miss: how often mis-timed accesses
     land where misses do (every access of that chase is kept)."""
@@ -511,6 +568,25 @@ def _sector(c: Chase, rule: MissRule) -> int | None:
     gaps = np.diff(addrs)
     gaps = gaps[(gaps > 0) & (gaps < MAX_LINE)]
     return int(gaps.min()) if gaps.size else None
+
+
+def _line_extent(c: Chase, rule: MissRule, sector: int | None) -> int | None:
+    """A second reading of the line, for sectored caches: at C + 4 (stride 4) an evicted
+    line's sectors all miss again, so the missing elements come in runs one line long, one
+    run per line of the overflowing set. The most common extent of runs (of two sectors or
+    more), to a power of two; ``None`` without sectors (one miss per line, no run)."""
+    if not sector:
+        return None
+    addrs = np.sort(np.fromiter(missing_elements(c, rule), dtype=np.int64)) * 4
+    if addrs.size < 2:
+        return None
+    breaks = np.nonzero(np.diff(addrs) > sector)[0] + 1
+    extents = [int(r[-1] - r[0]) + sector for r in np.split(addrs, breaks)
+               if r.size >= 2 and r[-1] - r[0] >= sector]
+    if not extents:
+        return None
+    common = Counter(extents).most_common(1)[0][0]
+    return 1 << (int(common) - 1).bit_length()
 
 
 def _misses_per_pass(c: Chase, rule: MissRule) -> float:
@@ -612,14 +688,14 @@ def _analyse_path(path: str, chases: list[Chase], l2_bytes: float) -> list[Findi
     whose misses ramp), the scattered chases give the line and the stride method's fill
     unit stands in as the sector."""
     out, rule = _overflow_findings(path, chases, l2_bytes)
-    sizes = [f for f in out if f.name.endswith(".size")]
+    sizes = [f for f in out if f.name.endswith((".size", ".conflict_onset"))]
     if rule is not None and sizes:
         level = sizes[0].name.rsplit(".", 1)[0]
         half = half_miss_footprint([c for c in chases if c.stage == "size"], rule.lo)
         if half:
             out.append(Finding(
-                f"{level}.half_miss_size", int(half), "byte", 0.8,
-                f"fine-grained P-chase on path '{path}': footprint at which a 32-B stride "
+                f"{level}.half_miss_size", int(half), "byte", 0.8, kind="measured",
+                method=f"fine-grained P-chase on path '{path}': footprint at which a 32-B stride "
                 f"chase misses half as often as it can (log-interpolated between chases)",
                 note="for a hashed index, whose misses ramp, a practical capacity: the "
                      "first conflicts (.size) come well before it"))
@@ -653,28 +729,49 @@ def _overflow_findings(path: str, chases: list[Chase], l2_bytes: float
     size = sorted((c for c in chases if c.stage == "size"), key=lambda c: c.footprint)
     if not size:
         return [], None
-    hit = size[0].median
-    jumped = [m for m in (_miss_latency(c) for c in size[1:]) if m is not None]
+    first = min(size, key=lambda c: c.number)  # the calibration chase: every access kept
+    hit = first.median
+    # the next level's latency: the first chase of the doubling that missed (search order)
+    jumped = [m for m in (_miss_latency(c) for c in sorted(size, key=lambda c: c.number)
+                          if c is not first) if m is not None]
     if not jumped:
         return [], None
-    lo_b, hi_b = band(jumped[0])
-    rule = MissRule(lo_b, hi_b, _noise_rate(size[0], lo_b, hi_b))
-    over = {c.footprint: overflows(c, rule) for c in size}
-    ok = [f for f, o in over.items() if not o]
+    rule = miss_rule(first, jumped[0])
+    lo_b, hi_b = rule.lo, rule.hi
+    level0 = LEVEL_OF_PATH[path]
+    method = f"fine-grained P-chase on path '{path}'"
+    groups: dict[int, list[Chase]] = {}
+    for c in size:
+        groups.setdefault(c.footprint, []).append(c)
+    over = {f: overflow_decision(g, rule) for f, g in groups.items()}
+    fs = sorted(over)
+    ok = [f for f in fs if over[f] is False]
     if not ok:
-        return [], None
+        return [unresolved(f"{level0}.size", "byte", [], method,
+                           f"even {fs[0]} B misses repeatedly (over {rule.lo:.0f} cycles, hits "
+                           f"{hit:.0f}): no footprint was seen to fit, so no capacity")], None
     # the search's answer: the bisection ends on a footprint that does not overflow next to
     # one (32 B above) that does; where misses ramp, a few larger footprints may pass again
-    fs = sorted(over)
-    edges = [a for a, b in zip(fs, fs[1:]) if not over[a] and over[b] and b - a <= 32]
-    cap = min(edges) if edges else max(ok)
-    if not all(overflows(c, rule) for c in size if c.footprint > cap):
+    edges = [a for a, b in zip(fs, fs[1:]) if over[a] is False and over[b] and b - a <= 32]
+    open_ = [f for f in fs if over[f] is None]
+    undecided = not edges and open_
+    if undecided:  # the bisection stopped on a footprint it could not decide
+        cap = max(f for f in ok if f < min(open_)) if any(f < min(open_) for f in ok) \
+            else ok[0]
+        above = [f for f in fs if over[f] and f > cap]
+        nxt = min(above) if above else max(fs)
+    else:
+        cap = min(edges) if edges else max(ok)
+        nxt = min(f for f in fs if f > cap) if any(f > cap for f in fs) else cap
+    verified = bool(edges) and len(groups[cap]) >= 2 and len(groups[nxt]) >= 2
+    if not all(over[f] for f in fs if f > cap):
         cap_note = "some footprints above the capacity did not overflow"
     else:
         cap_note = ""
     # An LRU cache with a modulo index misses nearly every access of a sequential chase a
     # quarter past its capacity; a hashed index (or a policy that spares lines) ramps up
     # instead, and the first repeated miss marks where conflicts begin, not the capacity.
+    ramp = False
     past = [c for c in size if c.footprint >= 1.2 * cap]  # the 1.25 C probe, rounded down
     if len(past) >= 2:
         def frac(c: Chase) -> float:
@@ -682,18 +779,36 @@ def _overflow_findings(path: str, chases: list[Chase], l2_bytes: float
 
         near, far = min(past, key=lambda c: c.footprint), max(past, key=lambda c: c.footprint)
         if far.footprint >= 1.5 * near.footprint and frac(near) < RAMP * frac(far):
+            ramp = True
             cap_note = (f"conflicts begin here, but misses ramp instead of jumping as under "
                         f"LRU with a modulo index ({frac(near):.0%} of accesses at "
                         f"{near.footprint} B, {frac(far):.0%} at {far.footprint} B): a hashed "
-                        f"index or a policy that spares lines; the capacity by median latency "
-                        f"(latency ladder) may be larger")
-    level = "l2" if l2_bytes and cap >= l2_bytes / 2 else LEVEL_OF_PATH[path]
-    method = f"fine-grained P-chase on path '{path}'"
+                        f"index or a policy that spares lines, whose first conflicts move "
+                        f"with the allocation; not a capacity (the latency ladder's l1d.size "
+                        f"and this experiment's half_miss_size are)")
+    level = "l2" if l2_bytes and cap >= l2_bytes / 2 else level0
     out = [Finding(f"{level}.hit_latency", round(hit, 2), "cycle", 1.0,
-                   method + ", 1 KB footprint (timer overhead removed)"),
-           Finding(f"{level}.size", int(cap), "byte", 0.7 if cap_note else 1.0,
-                   method + ": largest footprint with no repeated miss (32-B stride)",
-                   note=cap_note)]
+                   method + ", 512 B footprint (timer overhead removed)")]
+    if ramp:  # not a capacity: where conflicts begin, which moves with the allocation
+        out.append(Finding(f"{level}.conflict_onset", int(cap), "byte", 0.8,
+                           method + ": largest footprint with no repeated miss (32-B stride)",
+                           note=cap_note, kind="measured",
+                           interval=(float(cap), float(nxt))))
+        return out, rule
+    if undecided:
+        return [unresolved(
+            f"{level0}.size", "byte", [cap, nxt], method,
+            f"the capacity lies between {cap} and {nxt} B; chases at "
+            f"{', '.join(f'{f} B' for f in open_ if cap < f < nxt) or 'the footprints between'}"
+            f" neither showed a repeated miss clearly nor clearly none after "
+            f"{max(len(groups[f]) for f in open_)} chases each (timer noise)")], rule
+    conf = (0.7 if cap_note else 0.95) if verified else 0.5
+    if not verified:
+        cap_note = (cap_note + "; " if cap_note else "") + \
+            "the edge was not reproduced by a second pair of chases"
+    out.append(Finding(f"{level}.size", int(cap), "byte", conf,
+                       method + ": largest footprint with no repeated miss (32-B stride), its "
+                       "edge chased twice on each side", note=cap_note))
     lines = sorted((c for c in chases if c.stage == "line"), key=lambda c: c.footprint)
     if not lines or lines[0].footprint != cap + 4:
         return out, rule
@@ -715,19 +830,47 @@ def _overflow_findings(path: str, chases: list[Chase], l2_bytes: float
                 first, ways = cand, len(cand) - 1  # the longer chase: every line missed
     if not line:
         return out, rule
+    # The line is confirmed when the jump that gave it reproduced: at C + b + 4 every chase
+    # shows the second set, at C + b none does (a policy that spares lines can move one
+    # chase's count either way; a stride-b overflow alone cannot tell b from 2b, since a
+    # cache of b-byte lines seen at stride 2b looks like one of 2b-byte lines with half the
+    # sets).
+    by_fp: dict[int, list[Chase]] = {}
+    for c in lines:
+        by_fp.setdefault(c.footprint, []).append(c)
+
+    def second(c: Chase) -> bool:
+        return _second_set(c, (c.footprint - cap) // 4, n1, sector_gap, rule)
+
+    edge_hi, edge_lo = by_fp.get(cap + line + 4, []), by_fp.get(cap + line, [])
+    confirmed = (line == jump and len(edge_hi) >= 2 and len(edge_lo) >= 2
+                 and all(map(second, edge_hi)) and not any(map(second, edge_lo)))
+    extent = _line_extent(lines[0], rule, sector_gap) if sector_gap and sector_gap < line \
+        else None  # a gap as wide as the line is the set's spacing: no sectors
+    if extent is not None and extent != line:
+        confirmed = False  # the sectors that miss together span another size
     exact = (line & (line - 1)) == 0
-    how = ("jump of the missing-element count at C + b + 4" if line == jump else
+    how = ("jump of the missing-element count at C + b + 4, and the largest stride at which "
+           "one set overflows: both" if line == jump else
            f"the largest stride at which one set overflows (missing-element count jumps "
            f"at {jump} B)" if jump else "the largest stride at which one set overflows")
-    out.append(Finding(f"{level}.line", int(line), "byte", 1.0 if exact else 0.5,
+    how += ("; the jump reproduced by fresh chases on both sides" if confirmed else
+            "; the jump not reproduced")
+    # The geometry is sure when two decisions agree on the line (the count jump and the set
+    # overflow at line stride) on a reproduced capacity; one alone can be moved by a policy
+    # that spares lines (random replacement wobbles the counts).
+    sure = confirmed and exact and verified
+    geo = 0.95 if sure else 0.6
+    out.append(Finding(f"{level}.line", int(line), "byte", geo if exact else 0.4,
                        f"{method}: {how}"))
     sector = min(sector_gap, line) if sector_gap else line
-    out.append(Finding(f"{level}.sector", int(sector), "byte", 0.9 if sector_gap else 0.7,
+    out.append(Finding(f"{level}.sector", int(sector), "byte",
+                       min(geo, 0.9 if sector_gap else 0.7),
                        method + ": spacing of missing elements within a missing line"))
     n_sets = cap // (ways * line)
-    out.append(Finding(f"{level}.ways", int(ways), "1", 1.0,
+    out.append(Finding(f"{level}.ways", int(ways), "1", geo,
                        method + ": lines missing with one set overflowed, minus one"))
-    out.append(Finding(f"{level}.sets", int(n_sets), "1", 1.0, "size / (ways x line)"))
+    out.append(Finding(f"{level}.sets", int(n_sets), "1", geo, "size / (ways x line)"))
     bits = [c for c in chases if c.stage == "bits"]
     if bits:
         x0 = bits[0].pattern[0]
@@ -739,7 +882,7 @@ def _overflow_findings(path: str, chases: list[Chase], l2_bytes: float
         need = int(round(math.log2(n_sets)))
         consistent = len(plain) + len(folded) == need
         out.append(Finding(f"{level}.index_bits", format_bits(plain, folded), "",
-                           0.95 if consistent else 0.4,
+                           geo if consistent else 0.4,
                            f"conflict tests: flipping each address bit {single[0]}-{single[-1]}"
                            f" of a line, and pairs of them, moves it out of its set or not",
                            note="" if consistent else f"{len(plain) + len(folded)} index "
@@ -771,7 +914,9 @@ def _overflow_findings(path: str, chases: list[Chase], l2_bytes: float
     m = pol.in_band(lo_b, math.inf)
     order = np.argsort(pol.ev_access[m])
     lat = pol.ev_latency[m][order]
-    clean = _clean_band(pol.ev_latency[pol.in_band(lo_b, hi_b)])
+    own = pol.ev_latency[pol.in_band(lo_b, hi_b)]  # the policy chase's own misses: a clock
+    clean = _clean_band(pol.ev_latency[pol.in_band(*band(float(np.median(own))))]
+                        if own.size else own)  # that moved since the size stage moves them
     sure = (lat >= clean[0]) & (lat <= clean[1])
     miss_lines = (pol.ev_index[m][order] * 4 // line).tolist()
     # uniform or not, from the sure misses alone: a mistake there only smears the counts
@@ -785,7 +930,7 @@ def _overflow_findings(path: str, chases: list[Chase], l2_bytes: float
     else:
         counts = replay_evictions(miss_lines, first, sure=sure.tolist(),
                                   positions=pol.ev_access[m][order].tolist())
-        out.append(Finding(f"{level}.policy", "non-lru", "", 0.9,
+        out.append(Finding(f"{level}.policy", "non-lru", "", 0.85,
                            f"{frac:.0%} of accesses to an overflowing set miss; replayed "
                            f"evictions per way {counts}"))
         out.append(Finding(f"{level}.way_weights", way_weights(counts), "1", 0.8,
