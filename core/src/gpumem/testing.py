@@ -10,7 +10,7 @@ them; plugin authors can use them to test their own inference.
 from __future__ import annotations
 
 import random
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from gpumem.analysis.structure import format_bits
@@ -152,11 +152,63 @@ def random_tlb(seed: int, near_far: bool = False) -> Planted:
     return Planted(cfg, truth, f"page {page}, L1 TLB {e1}, L2 TLB {ways2}")
 
 
+def h200_like_tlb(seed: int = 0) -> Planted:
+    """The translation hierarchy an H200 shows (see docs/h200-tlb.md): 16 fully associative
+    L1-TLB entries of 16 MB each with a 10-cycle miss, a second level reaching 64 GB (beyond
+    what 4-byte chain elements can chase), near (280) and far (530) L2 hits, and pair
+    differences spread +-5 cycles (timer jitter of 3.2 cycles per access)."""
+    page = 16 << 20
+    tlbs = [TlbLevel("tlb_l1", page, 16, 16, 10.0),
+            TlbLevel("tlb_l2", page, 4096, 16, 30.0)]
+    l2 = CacheLevel("l2", 60 << 20, 128, 16, 280.0, sector=32, scope="gpu", translate=True,
+                    partitions=2, far_latency=530.0, partition_masks=[0x7FFFF80])
+    cfg = SimConfig(name=f"h200-like-tlb-{seed}", arch="planted", compute_capability="9.0",
+                    sm_count=1, clock_mhz=1980.0, caches=[l2], paths={"cg": ["l2"]},
+                    tlbs=tlbs, dram=Dram(700.0), memory_bytes=141 << 30,
+                    base_address=1 << 40, seed=seed,
+                    timer=Timer(overhead=4.0, jitter=3.2)).validate()
+    truth = {"tlb.page": page, "tlb_l1.entries": 16}
+    return Planted(cfg, truth, "H200-like: L1 TLB 16 x 16 MB, 10 cycles; L2 TLB 4096 x 16 MB")
+
+
 def _l2_tlb_ways(r: random.Random) -> list[int]:
     """Ways per L2 TLB set: unequal (17 + 6 x 8, Mei & Chu's Maxwell) 30% of the time."""
     if r.random() < 0.3:
         return [r.choice([12, 17, 20])] + [r.choice([4, 8])] * r.randint(2, 6)
     return [r.choice([4, 8, 16])] * r.choice([2, 4, 8])
+
+
+#: Noise a trustworthy inference must survive (``with_noise``): timer jitter as a fraction of
+#: the first level's hit latency, heavy-tailed mis-timings, a clock that slows mid-sweep, an
+#: H200's measured per-level latency spread, and all of them at once.
+NOISE_LEVELS = ("clean", "jitter10", "jitter25", "outliers", "clock_step", "h200", "all")
+
+
+def with_noise(planted: Planted, level: str) -> Planted:
+    """``planted`` with the timer of noise ``level`` (see NOISE_LEVELS) instead of its own."""
+    cfg = planted.config
+    hit = _first_level(cfg).hit_latency
+    base = Timer(overhead=cfg.timer.overhead)
+    timers = {
+        "clean": base,
+        "jitter10": replace(base, jitter=0.10 * hit),
+        "jitter25": replace(base, jitter=0.25 * hit),
+        "outliers": replace(base, tail_rate=0.01, tail_cycles=4.0 * hit, tail_shape=1.5),
+        "clock_step": replace(base, clock_step_after=12, clock_step_factor=0.75),
+        "h200": replace(base, spread="h200", tail_rate=0.002, tail_cycles=2.0 * hit),
+        "all": replace(base, jitter=0.25 * hit, tail_rate=0.005, tail_cycles=4.0 * hit,
+                       spread="h200", clock_step_after=12, clock_step_factor=0.75),
+    }
+    if level not in timers:
+        raise ValueError(f"unknown noise level '{level}' (choose from: {', '.join(timers)})")
+    cfg = replace(cfg, timer=timers[level]).validate()
+    return replace(planted, config=cfg, description=f"{planted.description} [{level}]")
+
+
+def _first_level(cfg: SimConfig) -> CacheLevel:
+    """The first cache level of the config's first load path."""
+    name = next(iter(cfg.paths.values()))[0]
+    return next(c for c in cfg.caches if c.name == name)
 
 
 def recovered(findings: list, truth: dict[str, Any]) -> dict[str, tuple[Any, Any]]:

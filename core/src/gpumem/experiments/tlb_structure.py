@@ -1,51 +1,74 @@
-"""``tlb_structure``: page size and TLB levels from page-strided chases (Mei & Chu sec. 4).
+"""``tlb_structure``: page size and TLB levels from paired page-strided chases (Mei & Chu sec. 4).
 
 One thread chases two elements per page through the L2-only path (``cg``): the first element
 of the page, then the next word of the same sector. Both hit the L2 in the same slice, so
 their latencies differ only by what the first pays alone: the TLB miss (the second finds the
 translation the first brought). Every decision uses that pair difference (see
 :mod:`gpumem.experiments.chaselog`, paired chases), not raw latencies: on an H200 the L2 hits
-themselves spread over 280 (near) to 540 (far) cycles, and a median of one access per page
-moved with the near/far mix of the lines chosen by more than a TLB miss costs. Successive
+themselves spread over 280 (near) to 540 (far) cycles, more than a TLB miss costs. Successive
 pages are shifted by one cache line, so they do not all fall into one L2 set.
 
-1. ``l1``: at a large stride (32 MB) the footprint grows until the median latency rises: the
-   first L1-TLB overflow gives its entries E1 (a fully associative LRU TLB with E1 + 1 pages
-   misses on every access) and its miss penalty;
-2. ``page``: E1 + 1 accesses at halving strides keep missing while each access is on its own
-   page; the smallest such stride is the page size;
-3. ``l2``: with one access per page the footprint grows until (nearly) every access also
-   misses the L2 TLB (its penalty); bisection finds the first page count with repeated
-   L2-TLB misses (E2 = entries); adding pages one by one then overflows the sets one by one,
-   and the pages that start missing together are one set: their count minus one is its
-   ways, unequal sets included (Mei & Chu's 17 + 6 x 8).
+1. ``base``: four pages 64 KB apart (one translation), chased three times: the TLB-hit level
+   of a pair difference, the spread of one pair, and how far a chase's median moves from one
+   chase (one allocation) to the next on its own;
+2. ``l1``: at a large stride (32 MB) the page count doubles, then is bisected, until the
+   median rises: the first L1-TLB overflow gives its entries E1 (a fully associative LRU TLB
+   with E1 + 1 pages misses on every access) and its miss penalty; the edge (E1 and E1 + 1
+   pages) is chased again, fresh, and must reproduce;
+3. ``page``: E1 + 1 pages at halving strides keep missing while each lies in its own
+   translation; the smallest such stride S is what one entry maps (the page, or more where
+   an entry covers several);
+4. ``span``: a second probe of S at a quarter of it: 4 (E1 + 1) pages then share E1 + 1
+   translations, and exactly the first page of each S-aligned span must miss (one in four).
+   A different count or spacing of the missing pages makes ``tlb.page`` unresolved;
+5. ``l2``: at stride S the page count doubles until pages also miss the next level (its
+   penalty); bisection finds the first page count with repeated misses there (E2 = entries);
+   adding pages one by one then overflows the sets one by one, and the pages that start
+   missing together are one set: their count minus one is its ways (unequal sets included,
+   Mei & Chu's 17 + 6 x 8).
+
+Decisions, not single measurements: each step asks "has the median pair difference risen
+past a threshold?" (or, per page, "does this page miss?") and answers only when the answer
+clears the threshold by Z standard errors (the pairs' spread over their number, plus the
+chase-to-chase movement the base chases showed). Otherwise the same chase is run again,
+fresh, and the evidence pooled, up to MAX_CHASES; a question still open then ends the search
+and its finding is reported unresolved, with the candidates. The analysis replays the same
+algorithm over the stored chases (:class:`_Walk` with a stored source), so it reaches the
+search's decisions exactly.
 
 Findings: ``tlb.page``, ``tlb_l1.entries``, ``.ways``, ``.sets``, ``.reach``,
-``.miss_penalty``; the same for ``tlb_l2`` (``.ways`` a list when sets are unequal).
+``.miss_penalty``; the same for ``tlb_l2`` (``.ways`` a list when sets are unequal);
+``tlb.no_level_below`` / ``tlb_l2.no_level_below`` where no (further) level shows.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 import xarray as xr
 
-from gpumem.analysis.structure import miss_counts
 from gpumem.device import Device
 from gpumem.experiment import Experiment, Plan, RunContext
 from gpumem.experiments.chaselog import Chase, ChaseLog, chases_from_dataset
-from gpumem.findings import Finding
+from gpumem.findings import Finding, unresolved
 
 MAX_STRIDE = 32 << 20
 MIN_PAGE = 64 << 10
 SHIFT = 128          # bytes added per page so that the accesses spread over L2 sets
-PASSES = 8
-MIN_PAIRS = 2 * PASSES   # pairs in the smallest chase a median is taken of (2 pages)
-RISE_SHARE = 0.8         # share of a paired chase's pairs that must pay a new level's cost
+MAX_RECORD = 4096    # accesses recorded per chase (as many passes as fit): a CUDA chase keeps
+                     # them in shared memory, out of the L1 TLB's way
+BASE_CHASES = 3      # fresh base chases: how far a median moves from chase to chase
+MAX_CHASES = 8       # chases pooled into one decision at most (16 K pairs)
 MAX_PAGES = 4096
-DELTA = 2.5          # cycles: a median this much above the level below is a new level (at
-                     # least; more where the hit latency itself spreads, see rise_threshold)
+ELEMENT_SPAN = 4 << 30   # 4-byte chain elements index at most 2^32 of them (16 GiB)
+DELTA = 4.0          # cycles: the smallest miss penalty reported as a TLB level
+Z = 4.0              # standard errors a chase-level decision must clear
+Z_PAGE = 3.0         # ... and a page-level one (many pages: a few unclear ones are tolerated)
+DRIFT_FLOOR = 0.5    # cycles: chase-to-chase movement of a median assumed at least
+SKIPPED = "skipped"  # the device could not run the chase (footprint too large)
 
 
 def _stride(page: int) -> int:
@@ -56,24 +79,34 @@ class TlbStructure(Experiment):
     name = "tlb_structure"
     summary = "page size, TLB levels: entries, sets (unequal too), ways, miss penalties"
     probes = ("pointer_chase",)
-    version = "2"
+    version = "3"
     references = ("Mei & Chu, Dissecting GPU Memory Hierarchy through Microbenchmarking, "
                   "IEEE TPDS 28(1), 2017, sec. 4 (TLB)")
 
     def plan(self, ctx: RunContext) -> Plan:
         return Plan(axes=[], variables=[],
-                    attrs={"max_stride": MAX_STRIDE, "shift": SHIFT, "passes": PASSES})
+                    attrs={"max_stride": MAX_STRIDE, "shift": SHIFT, "max_record": MAX_RECORD,
+                           "max_chases": MAX_CHASES, "delta": DELTA, "z": Z})
 
     def sweep(self, device: Device, ctx: RunContext, progress: Callable[[int], None]
               ) -> xr.Dataset:
         log = ChaseLog(device, seed=ctx.seed, progress=progress)
         path = "cg" if "cg" in device.info.load_paths else "ca"
-        _TlbSearch(log, path, device.info.memory_bytes).run()
+        _Walk(_LiveSource(log, path, device.info.memory_bytes)).run()
         return log.dataset()
 
-
     def analyze(self, raw: xr.Dataset) -> list[Finding]:
-        return _analyse(chases_from_dataset(raw))
+        chases = chases_from_dataset(raw)
+        if chases and any(c.paired and np.isfinite(c.threshold) for c in chases):
+            return [Finding(
+                "tlb.analysis", "not re-derived", "", 0.0,
+                "tlb_structure version 2 kept only the pairs above a threshold",
+                note="this file was measured by an earlier gpumem (tlb_structure version "
+                     "2); the present analysis needs every pair: its findings are the ones "
+                     "stored with it (gpumem show), measure again for the new ones")]
+        walk = _Walk(_StoredSource(chases))
+        walk.run()
+        return walk.findings
 
 
 def paired_pattern(pages: int, stride: int) -> tuple[int, ...]:
@@ -87,233 +120,502 @@ def max_stride(memory: int) -> int:
     return 1 << (limit.bit_length() - 1)
 
 
-class _TlbSearch:
+def passes_for(pages: int) -> int:
+    """Recorded passes of one chase over ``pages`` pages (two accesses each)."""
+    return max(1, MAX_RECORD // (2 * pages))
+
+
+# ---------------------------------------------------------------------------------------------
+# The statistics of pair differences (pure)
+# ---------------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Noise:
+    """What the base chases say about pair differences at a TLB hit: their ``level``
+    (median) and its standard error ``level_se``, the robust ``sigma`` of one pair, and the
+    ``drift`` of a chase's median from chase to chase beyond its own sampling error."""
+
+    level: float
+    sigma: float
+    drift: float
+    level_se: float = 0.0
+
+    def se(self, pairs: int, chases: int) -> float:
+        """Standard error of a median of ``pairs`` pairs pooled from ``chases`` chases."""
+        return float(np.hypot(1.2533 * self.sigma / np.sqrt(max(1, pairs)),
+                              self.drift / np.sqrt(max(1, chases))))
+
+    def margin(self, pairs: int, chases: int, z: float = Z) -> float:
+        return z * self.se(pairs, chases)
+
+
+def base_noise(base: list[Chase]) -> Noise:
+    diffs = np.concatenate([c.ev_latency for c in base])
+    level = float(np.median(diffs))
+    sigma = max(0.5, 1.4826 * float(np.median(np.abs(diffs - level))))
+    meds = np.array([c.median for c in base])
+    own = 1.2533 * sigma / np.sqrt(max(1, min(c.record // 2 for c in base)))
+    spread = float(np.std(meds, ddof=1)) if meds.size >= 2 else 0.0
+    drift = max(DRIFT_FLOOR, float(np.sqrt(max(0.0, spread ** 2 - own ** 2))))
+    noise = Noise(level, sigma, drift)
+    return Noise(level, sigma, drift, noise.se(diffs.size, len(base)))
+
+
+def pooled_median(group: list[Chase]) -> float:
+    return float(np.median(np.concatenate([c.ev_latency for c in group])))
+
+
+def rise(group: list[Chase], below: float, threshold: float, noise: Noise,
+         below_se: float | None = None) -> bool | None:
+    """Has the pooled median pair difference of ``group`` risen ``threshold`` above
+    ``below`` (a level known to ``below_se``; default: the base level's)? ``None`` while
+    the margin of error (Z standard errors of the difference) straddles the threshold."""
+    d = pooled_median(group) - below
+    se = noise.se(sum(c.record // 2 for c in group), len(group))
+    m = Z * float(np.hypot(se, noise.level_se if below_se is None else below_se))
+    if d - m >= threshold:
+        return True
+    if d + m < threshold:
+        return False
+    return None
+
+
+def page_medians(group: list[Chase]) -> dict[int, tuple[float, int]]:
+    """Page (its offset's page number at the chase's stride) -> (median pair difference,
+    pairs), pooled over the group."""
+    stride = group[0].stride
+    pages = np.concatenate([c.ev_index * 4 // stride for c in group])
+    diffs = np.concatenate([c.ev_latency for c in group])
+    out = {}
+    for p in np.unique(pages):
+        d = diffs[pages == p]
+        out[int(p)] = (float(np.median(d)), int(d.size))
+    return out
+
+
+def classify_pages(group: list[Chase], cut: float, noise: Noise
+                   ) -> tuple[list[int], list[int], list[int]]:
+    """(missing, hitting, unclear) pages: a page's median pair difference above ``cut`` by
+    Z_PAGE of its standard errors, below it, or neither."""
+    miss, hit, unclear = [], [], []
+    for p, (m, n) in sorted(page_medians(group).items()):
+        e = noise.margin(n, len(group), Z_PAGE)
+        (miss if m - e > cut else hit if m + e < cut else unclear).append(p)
+    return miss, hit, unclear
+
+
+# ---------------------------------------------------------------------------------------------
+# Where chases come from: the device (search) or the stored file (analysis)
+# ---------------------------------------------------------------------------------------------
+
+
+class _StoredSource:
+    """The chases of a stored run, by (stage, pages, stride), handed out in the order the
+    search ran them: a question sees the chases the search had when it asked, and
+    ``more()`` gives the next stored one (the search's repeat) or ``None``."""
+
+    def __init__(self, chases: list[Chase]) -> None:
+        self.by_key: dict[tuple[str, int, int], list[Chase]] = {}
+        for c in sorted(chases, key=lambda c: c.number):
+            self.by_key.setdefault((c.stage, c.footprint // c.stride, c.stride), []).append(c)
+        self.issued: dict[tuple[str, int, int], int] = {}
+        self.limit = max((c.footprint for c in chases), default=0)
+        self.top = max((c.stride - SHIFT for c in chases if c.stage == "l1"),
+                       default=MAX_STRIDE)
+
+    def chases(self, stage: str, pages: int, stride: int) -> list[Chase]:
+        key = (stage, pages, stride)
+        return self.by_key.get(key, [])[:self.issued.get(key, 0)]
+
+    def more(self, stage: str, pages: int, stride: int) -> Chase | None:
+        key = (stage, pages, stride)
+        stored = self.by_key.get(key, [])
+        n = self.issued.get(key, 0)
+        if n >= len(stored):
+            return None
+        self.issued[key] = n + 1
+        return stored[n]
+
+    def fits(self, pages: int, stride: int) -> bool:
+        return True  # what was skipped is absent: more() says so
+
+
+class _LiveSource(_StoredSource):
+    """Chases run on the device as the walk asks for them (and kept in ``log``)."""
+
     def __init__(self, log: ChaseLog, path: str, memory: int) -> None:
-        self.log, self.path, self.memory = log, path, memory
-        self.threshold = -np.inf
+        super().__init__([])
+        self.issued = _All()
+        self.log, self.path = log, path
+        self.limit = min(memory // 2, ELEMENT_SPAN * 4)
         self.top = max_stride(memory)
 
-    def chase(self, stage: str, pages: int, page: int, passes: int = PASSES,
-              threshold: float | None = None) -> Chase | None:
-        stride = _stride(page)
-        if pages * stride > self.memory // 2:
+    def more(self, stage: str, pages: int, stride: int) -> Chase | None:
+        if not self.fits(pages, stride):
             return None
-        return self.log.run(path=self.path, stage=stage, footprint=pages * stride,
-                            stride=stride, passes=passes, order="pattern",
-                            pattern=paired_pattern(pages, stride), paired=True,
-                            threshold=self.threshold if threshold is None else threshold)
+        passes = passes_for(pages)
+        c = self.log.run(path=self.path, stage=stage, footprint=pages * stride, stride=stride,
+                         passes=passes, order="pattern", pattern=paired_pattern(pages, stride),
+                         paired=True, threshold=-np.inf)
+        if c is not None:
+            self.by_key.setdefault((stage, pages, stride), []).append(c)
+        return c
 
+    def fits(self, pages: int, stride: int) -> bool:
+        return pages * stride <= self.limit
+
+
+class _All(dict):
+    """Every chase run live is issued."""
+
+    def get(self, key: Any, default: Any = None) -> int:
+        return 1 << 30
+
+
+# ---------------------------------------------------------------------------------------------
+# The algorithm: one walk for the search and the analysis
+# ---------------------------------------------------------------------------------------------
+
+
+def _mb(n: int) -> str:
+    return f"{n / (1 << 20):g} MB"
+
+
+@dataclass(frozen=True)
+class Decision:
+    """One question the walk answered (or left open), for the report's figure."""
+
+    stage: str
+    pages: int
+    stride: int
+    chases: int
+    median: float     # pooled median pair difference
+    margin: float     # Z standard errors of the difference it was judged by
+    below: float      # the level it was compared with
+    threshold: float  # cycles above ``below`` that count as a rise
+    verdict: Any      # True (rose), False, None (open) or SKIPPED
+
+
+def decisions(raw: xr.Dataset) -> list[Decision]:
+    """The decisions of a stored search, replayed from its chases in the order taken."""
+    chases = chases_from_dataset(raw)
+    if not chases or any(c.paired and np.isfinite(c.threshold) for c in chases):
+        return []
+    walk = _Walk(_StoredSource(chases))
+    walk.run()
+    return walk.trace
+
+
+class _Walk:
+    def __init__(self, src: Any) -> None:
+        self.src = src
+        self.findings: list[Finding] = []
+        self.trace: list[Decision] = []
+
+    def decide(self, stage: str, pages: int, page: int, judge: Callable[[list[Chase]], Any],
+               at_least: int = 1) -> Any:
+        """``judge`` of the chases of (stage, pages, stride), chasing again (pooled) while it
+        answers ``None``, up to MAX_CHASES; SKIPPED if the device cannot run the chase."""
+        stride = _stride(page)
+        while True:
+            group = self.src.chases(stage, pages, stride)
+            if len(group) >= at_least:
+                v = judge(group)
+                if v is not None or len(group) >= MAX_CHASES:
+                    return v
+            if self.src.more(stage, pages, stride) is None:
+                return judge(group) if len(group) >= at_least else (
+                    SKIPPED if not group else None)
+
+    def rose(self, stage: str, pages: int, page: int, below: float, threshold: float,
+             at_least: int = 1, below_se: float | None = None) -> bool | None | str:
+        r = self.decide(stage, pages, page,
+                        lambda g: rise(g, below, threshold, self.noise, below_se), at_least)
+        g = self.src.chases(stage, pages, _stride(page))
+        se = self.noise.se(sum(c.record // 2 for c in g), len(g)) if g else 0.0
+        self.trace.append(Decision(
+            stage, pages, _stride(page), len(g), pooled_median(g) if g else float("nan"),
+            Z * float(np.hypot(se, self.noise.level_se if below_se is None else below_se)),
+            below, threshold, r))
+        return r
+
+    def add(self, f: Finding) -> None:
+        self.findings.append(f)
+
+    # ---- the steps -----------------------------------------------------------------------
     def run(self) -> None:
-        base = self.chase("base", 4, 64 << 10, passes=64, threshold=-np.inf)
-        if base is None:
+        # the TLB-hit level: BASE_CHASES chases, more (up to MAX_CHASES) while its standard
+        # error is above a tenth of DELTA's Z margin
+        base_stride = _stride(64 << 10)
+        while True:
+            base = self.src.chases("base", 4, base_stride)
+            if len(base) >= BASE_CHASES and (base_noise(base).level_se <= DELTA / (2 * Z)
+                                             or len(base) >= MAX_CHASES):
+                break
+            if self.src.more("base", 4, base_stride) is None:
+                break
+        if len(base) < 2:
             return
-        t0 = base.median
-        self.delta = rise_threshold(base)
-        self.base = base
-        self.threshold = t0 + self.delta
-        # 1. L1 TLB at a stride above any page size
-        n1 = self._first_rise("l1", self.top, 2, t0)
+        self.noise = base_noise(base)
+        self.top = self.src.top
+        n1 = self.l1()
         if n1 is None:
             return
-        # 2. page size: the smallest stride at which n1 accesses still all miss
-        page = self.top
-        while page // 2 >= MIN_PAGE:
-            c = self.chase("page", n1, page // 2)
-            if c is None or not rose(c, t0, self.delta, self.base):
-                break
-            page //= 2
-        # 3. L2 TLB at the page stride
-        t1_chase = self.chase("l2", n1 + 1, page)
-        if t1_chase is None:
+        page = self.page(n1)
+        if page is None:
             return
-        t1 = t1_chase.median
-        n2 = self._first_rise("l2", page, n1 + 2, t1)
-        if n2 is None:
-            return
-        top = max((c for c in self.log.chases if c.stage == "l2"), key=_pages)
-        thr2 = (t1 + top.median) / 2
-        lo, hi = n1 + 1, n2
-        while hi - lo > 1:  # first page count with a repeated L2-TLB miss
-            mid = (lo + hi) // 2
-            c = self.chase("l2", mid, page)
-            if c is None:
-                return
-            if any(n >= 2 for n in _misses(c, thr2).values()):
-                hi = mid
-            else:
-                lo = mid
-        # sets: add pages one at a time until every page misses
-        k = hi
-        while k <= min(MAX_PAGES, 4 * hi):
-            c = self.chase("sets", k, page)
-            if c is None or len(_misses(c, thr2)) >= k:
-                break
-            k += 1
+        self.l2(n1, page)
 
-    def _first_rise(self, stage: str, page: int, start: int, below: float) -> int | None:
-        """Smallest page count whose median rises ``delta`` above ``below`` (doubling, then
-        bisecting)."""
-        n, prev = start, start - 1
-        while n <= MAX_PAGES:
-            c = self.chase(stage, n, page)
-            if c is None:
-                return None
-            if rose(c, below, self.delta, self.base):
+    def l1(self) -> int | None:
+        """E1 + 1: the first page count at the top stride whose pairs all pay a miss."""
+        t0, top = self.noise.level, self.top
+        method = f"paired chases at a {_mb(top)} stride, page counts doubled then bisected"
+        n, prev = 2, 1
+        while True:
+            r = self.rose("l1", n, top, t0, DELTA)
+            if r is True:
                 break
-            prev, n = n, n * 2
-        else:
-            return None
+            if r is None:
+                self.add(self._open("tlb_l1.entries", [prev, n - 1], method, n, top, t0, DELTA))
+                return None
+            if r == SKIPPED or 2 * n > MAX_PAGES:
+                pages = prev if r == SKIPPED else n
+                self.add(Finding(
+                    "tlb.no_level_below", int(pages * _stride(top)), "byte", 0.9,
+                    f"{method}: no median rose {DELTA:g} cycles above the TLB-hit level "
+                    f"({t0:.1f}) up to {pages} pages",
+                    note=f"any TLB level reaches further, or costs less than "
+                         f"{DELTA + self.noise.margin(1 << 14, MAX_CHASES):.1f} cycles"))
+                return None
+            prev, n = n, 2 * n
+        # (a miss at the top stride may cost more than the L1 TLB's penalty: the pages can
+        # share a set of a next level too; the threshold stays DELTA)
         lo, hi = prev, n
         while hi - lo > 1:
             mid = (lo + hi) // 2
-            c = self.chase(stage, mid, page)
-            if c is None:
+            r = self.rose("l1", mid, top, t0, DELTA)
+            if r is None or r == SKIPPED:
+                self.add(self._open("tlb_l1.entries", [lo, hi - 1], method, mid, top, t0,
+                                    DELTA))
                 return None
-            if rose(c, below, self.delta, self.base):
-                hi = mid
-            else:
-                lo = mid
+            lo, hi = (lo, mid) if r else (mid, hi)
+        # the edge again, from fresh chases: both sides must reproduce
+        edge_lo = self.rose("l1", lo, top, t0, DELTA, at_least=2)
+        edge_hi = self.rose("l1", hi, top, t0, DELTA, at_least=2)
+        if edge_lo is not False or edge_hi is not True:
+            self.add(unresolved(
+                "tlb_l1.entries", "1", [lo - 1, lo], method,
+                f"the edge did not reproduce: {lo} pages {_word(edge_lo)}, {hi} pages "
+                f"{_word(edge_hi)} on a second chase"))
+            return None
+        group = self.src.chases("l1", hi, _stride(top))
+        miss, _hit, _unclear = classify_pages(group, t0 + DELTA, self.noise)
+        e1 = hi - 1
+        self.add(Finding("tlb_l1.entries", int(e1), "1", 0.95,
+                         f"{method}: {hi} pages miss, {e1} do not (each side chased twice)"))
+        if len(miss) >= hi - 1:  # every page misses at one overflow: one LRU set holds them
+            self.add(Finding("tlb_l1.ways", int(e1), "1", 0.8, "all pages miss at one overflow"))
+            self.add(Finding("tlb_l1.sets", 1, "1", 0.8, "fully associative"))
         return hi
 
+    def page(self, n1: int) -> int | None:
+        """S: the smallest stride at which n1 pages keep missing; cross-checked at S/4."""
+        t0, cut = self.noise.level, DELTA
+        page = self.top
+        while page // 2 >= MIN_PAGE:
+            r = self.rose("page", n1, page // 2, t0, cut)
+            if r is None:
+                self.add(unresolved(
+                    "tlb.page", "byte", [page // 2, page],
+                    f"{n1} paired pages at halving strides",
+                    f"at a {_mb(page // 2)} stride the pairs' median neither rose clearly "
+                    f"past {cut:.1f} cycles nor stayed clearly below after {MAX_CHASES} "
+                    f"chases"))
+                return None
+            if r is not True:
+                break
+            page //= 2
+        method = (f"smallest stride at which {n1} pages each miss the L1 TLB: the span one "
+                  f"entry maps (the MMU page, or more where entries cover several pages)")
+        if not self.l1_miss_level(n1, page):
+            return None
+        check = self.span_check(n1, page)
+        if check is None:
+            self.add(Finding("tlb.page", int(page), "byte", 0.6, method,
+                             note="not cross-checked (a quarter of it is below "
+                                  f"{_mb(MIN_PAGE)} or could not be chased)"))
+        elif check == page:
+            self.add(Finding("tlb.page", int(page), "byte", 0.95,
+                             method + f"; cross-checked at {_mb(page // 4)}: the first page "
+                             f"of each {_mb(page)} span misses, the other three hit"))
+        else:
+            self.add(unresolved(
+                "tlb.page", "byte", sorted({int(page), int(check)}), method,
+                f"two probes disagree: {n1} pages stop missing below {_mb(page)}, but at "
+                f"{_mb(page // 4)} the missing pages say {_mb(check) if check else 'none'}"))
+            return None
+        self.add(Finding("tlb_l1.reach", int((n1 - 1) * page), "byte", 0.9, "entries x page"))
+        return page
 
-def rise_threshold(base: Chase) -> float:
-    """Cycles a median must rise to mark a new TLB level.
+    def span_check(self, n1: int, page: int) -> int | str | None:
+        """At stride S/4, 4 n1 + 4 pages span n1 + 1 or more translations of S: exactly the
+        first page of each must miss. Returns S when they do, the span the missing pages
+        suggest otherwise (0: none missed), ``None`` when the probe cannot run or decide."""
+        quarter = page // 4
+        if quarter < MIN_PAGE:
+            return None
+        pages = 4 * n1 + 4
+        cut = (self.noise.level + self.t1) / 2
+        got = self.decide("span", pages, quarter,
+                          lambda g: None if classify_pages(g, cut, self.noise)[2] else
+                          classify_pages(g, cut, self.noise)[0])
+        if got is None or got == SKIPPED:
+            return None
+        miss = list(got)
+        if len(miss) < 2:  # (nearly) nothing missed: fewer translations than entries
+            return 2 * page
+        gaps = np.diff(miss)
+        if len(miss) >= n1 and float(np.median(gaps)) == 4 and gaps.max() <= 5:
+            return page  # (the first gap may be short: the buffer need not start a span)
+        return 1 << int(round(np.log2(float(np.median(gaps)) * quarter)))
 
-    Paired chases (version 2): three standard errors of the difference of two medians of
-    pair differences, each over at least MIN_PAIRS pairs whose spread is the base chase's
-    (an H200's clock64 reads spread a TLB-hit pair difference over +-10 cycles, while the
-    medians of 16 pairs move by about 2), and at least DELTA. Raw latencies (version 1 runs):
-    three median absolute deviations plus 1 % of the median, since there the medians moved
-    with the lines' L2 placement, not by chance."""
-    lat = base.ev_latency
-    if lat.size < 8:
-        return DELTA
-    mad = float(np.median(np.abs(lat - np.median(lat))))
-    if base.paired:
-        sigma = 1.4826 * mad                     # normal-consistent spread of one pair
-        se_median = 1.2533 * sigma / np.sqrt(MIN_PAIRS)
-        return max(DELTA, 3.0 * np.sqrt(2.0) * se_median)
-    return max(DELTA, 3.0 * mad + 0.01 * abs(float(np.median(lat))))
+    def l1_miss_level(self, n1: int, page: int) -> bool:
+        """t1, the pair difference of an L1-TLB miss alone: E1 + 1 pages at stride S (no
+        next level overflows yet), chased until its standard error is a tenth of DELTA's
+        margin (or MAX_CHASES)."""
+        t0 = self.noise.level
 
+        def precise(g: list[Chase]) -> list[Chase] | None:
+            se = self.noise.se(sum(c.record // 2 for c in g), len(g))
+            return g if se <= DELTA / (2 * Z) else None
 
-def rose(c: Chase, below: float, delta: float, base: Chase | None = None) -> bool:
-    """Has ``c`` risen a level above ``below``? Its median is ``delta`` higher and, for paired
-    chases, nearly every pair pays the new cost: an LRU TLB one page past its capacity
-    misses on every access, while a chase at exactly the capacity can see a few misses (on
-    the H200 a quarter to half of the pairs at 16 pages, with medians 1-2 cycles up) where
-    something else holds an entry now and then.
-
-    "Nearly every pair" is RISE_SHARE of the share that would clear ``below + delta`` if
-    every pair paid: the base chase's pair differences shifted up to ``c``'s median. The
-    pairs' own spread decides that share (one H200 of four spread them over +-5 cycles with
-    a 9-cycle miss: 70 % of pairs cleared the bar at every footprint past the capacity).
-    Without ``base``, the share is taken against all pairs."""
-    if c.median < below + delta:
-        return False
-    if not c.paired:
+        if self.decide("l2", n1, page, precise) == SKIPPED:
+            return False
+        group = self.src.chases("l2", n1, _stride(page))
+        self.t1 = pooled_median(group)
+        self.t1_se = self.noise.se(sum(c.record // 2 for c in group), len(group))
+        err = float(np.hypot(self.t1_se, self.noise.level_se))
+        self.add(Finding("tlb_l1.miss_penalty", round(self.t1 - t0, 2), "cycle", 0.9,
+                         f"median pair difference with {n1} pages {_mb(page)} apart minus the "
+                         f"TLB-hit level (first access of a page minus the next word)",
+                         interval=(round(self.t1 - t0 - 2 * err, 2),
+                                   round(self.t1 - t0 + 2 * err, 2))))
         return True
-    pairs = max(1, c.record // 2)
-    full = 1.0
-    if base is not None and base.paired and base.ev_latency.size >= base.record // 2:
-        shifted = base.ev_latency - base.median + c.median
-        full = float(np.mean(shifted >= below + delta))
-    return int((c.ev_latency >= below + delta).sum()) >= RISE_SHARE * full * pairs
 
+    def l2(self, n1: int, page: int) -> None:
+        """The next level at stride S: doubling, bisection (E2), sets one page at a time."""
+        stride = _stride(page)
+        t1 = self.t1
+        method = f"paired chases at the {_mb(page)} page stride, past the L1 TLB"
+        n, prev, r = 2 * n1, n1, None
+        while True:
+            if not self.src.fits(n, stride):
+                r = SKIPPED
+            else:
+                r = self.rose("l2", n, page, t1, DELTA, below_se=self.t1_se)
+            if r is True:
+                break
+            if r is None:
+                self.add(self._open("tlb_l2.entries", [prev, n - 1], method, n, page, t1, DELTA))
+                return
+            if r == SKIPPED:
+                fit = int(self.src.limit // stride)
+                if prev < fit < n and self.src.fits(fit, stride):
+                    r = self.rose("l2", fit, page, t1, DELTA, below_se=self.t1_se)
+                    if r is True:
+                        n = fit
+                        break
+                    if r is False:
+                        prev = fit
+                self.add(Finding(
+                    "tlb_l2.no_level_below", int(prev * stride), "byte", 0.9,
+                    f"{method}: no median rose {DELTA:g} cycles above the L1-TLB-miss level "
+                    f"({t1:.1f}) up to {prev} pages of {_mb(page)}",
+                    note=f"a second TLB level, if any, reaches further (the chase's 4-byte "
+                         f"elements cap footprints at 16 GiB), or costs less than "
+                         f"{DELTA + self.noise.margin(1 << 14, MAX_CHASES):.1f} cycles"))
+                return
+            if 2 * n > MAX_PAGES:
+                self.add(Finding("tlb_l2.no_level_below", int(n * stride), "byte", 0.9,
+                                 f"{method}: no median rose up to {n} pages"))
+                return
+            prev, n = n, 2 * n
+        t2 = pooled_median(self.src.chases("l2", n, stride))
+        mid2 = (t1 + t2) / 2
 
-def _misses(c: Chase, thr: float) -> dict[int, int]:
-    """Element -> number of accesses at or above ``thr`` (repeated = a real miss)."""
-    return {e: n for e, n in miss_counts(c, thr, np.inf).items() if n >= 2}
+        def repeated(g: list[Chase]) -> bool | None:
+            miss, _hit, unclear = classify_pages(g, mid2, self.noise)
+            if len(miss) >= 2:
+                return True
+            return None if unclear else False
 
-
-def _pages(c: Chase) -> int:
-    return c.footprint // c.stride
-
-
-def _analyse(chases: list[Chase]) -> list[Finding]:
-    base = [c for c in chases if c.stage == "base"]
-    if not base:
-        return []
-    t0 = base[0].median
-    delta = rise_threshold(base[0])
-    out: list[Finding] = []
-    l1 = sorted((c for c in chases if c.stage == "l1"), key=_pages)
-    risen = [c for c in l1 if rose(c, t0, delta, base[0])]
-    if not risen:
-        if l1:
-            top = max(l1, key=lambda c: c.footprint)
-            out.append(Finding(
-                "tlb.no_level_below", int(top.footprint), "byte", 0.8,
-                f"no median rose {delta:.1f} cycles above the TLB-hit value ({t0:.0f}) up "
-                f"to {_pages(top)} pages at a {top.stride >> 20} MB stride: any TLB level "
-                f"reaches further, or costs less than the hit latencies spread"))
-        return out
-    n1 = _pages(risen[0])
-    e1 = n1 - 1
-    page_chases = sorted((c for c in chases if c.stage == "page"), key=lambda c: -c.stride)
-    page = risen[0].stride - SHIFT
-    for c in page_chases:
-        if not rose(c, t0, delta, base[0]):
-            break
-        page = c.stride - SHIFT
-    out.append(Finding("tlb.page", int(page), "byte", 0.9,
-                       f"smallest stride at which {n1} accesses each miss the L1 TLB: the "
-                       f"span one entry maps (the MMU page, or more where entries cover "
-                       f"several pages)"))
-    l2 = sorted((c for c in chases if c.stage == "l2"), key=_pages)
-    if not l2:
-        return out
-    t1 = l2[0].median
-    e1_miss = [e for e in _misses(risen[0], t0 + delta)]
-    out += [Finding("tlb_l1.entries", int(e1), "1", 1.0,
-                    f"{n1} pages at a {(risen[0].stride - SHIFT) >> 20} MB stride miss, {e1} "
-                    f"do not"),
-            Finding("tlb_l1.miss_penalty", round(t1 - t0, 2), "cycle", 0.9,
-                    "median with one page past the L1 TLB minus the TLB-hit median "
-                    "(pair differences: first access of a page minus the next word)")]
-    if len(e1_miss) >= n1 - 1:  # every page misses: one LRU set holds them all
-        out += [Finding("tlb_l1.ways", int(e1), "1", 0.8, "all pages miss at one overflow"),
-                Finding("tlb_l1.sets", 1, "1", 0.8, "fully associative")]
-    out.append(Finding("tlb_l1.reach", int(e1 * page), "byte", 0.9, "entries x page"))
-    risen2 = [c for c in l2 if rose(c, t1, delta, base[0])]
-    if not risen2:
-        top = max(l2, key=lambda c: c.footprint)
-        out.append(Finding(
-            "tlb_l2.no_level_below", int(top.footprint), "byte", 0.8,
-            f"no median rose {delta:.1f} cycles above the L1-TLB-miss value ({t1:.0f}) up to "
-            f"{_pages(top)} pages of {int(page) >> 20} MB: a second TLB level, if any, "
-            f"reaches further (the chase's 4-byte elements cap footprints at 16 GiB)"))
-        return out
-    t2 = max(l2, key=_pages).median  # the longest chase: (nearly) every access misses
-    thr2 = (t1 + t2) / 2
-    repeated = [c for c in l2 + [c for c in chases if c.stage == "sets"] if _misses(c, thr2)]
-    if not repeated:
-        return out
-    first = min(_pages(c) for c in repeated)
-    e2 = first - 1
-    out.append(Finding("tlb_l2.miss_penalty", round(t2 - t1, 2), "cycle", 0.9,
-                       "median once most pages miss the L2 TLB minus the L1-miss median"))
-    steps = sorted((c for c in chases if c.stage == "sets"), key=_pages)
-    groups: list[int] = []
-    seen: set[int] = set()
-    for c in steps:
-        now = set(_misses(c, thr2))
-        new = now - seen
-        if len(new) >= 2:
-            groups.append(len(new) - 1)
-        seen |= now
-    if groups:
+        lo, hi = n1, n
+        while hi - lo > 1:  # first page count with a repeated L2-TLB miss
+            mid = (lo + hi) // 2
+            r = self.decide("l2", mid, page, repeated)
+            if r is None or r == SKIPPED:
+                self.add(self._open("tlb_l2.entries", [lo, hi - 1], method, mid, page, t1,
+                                    mid2 - t1))
+                return
+            lo, hi = (lo, mid) if r else (mid, hi)
+        e2 = hi - 1
+        self.add(Finding("tlb_l2.miss_penalty", round(t2 - t1, 2), "cycle", 0.9,
+                         f"median pair difference with {n} pages minus the L1-miss level"))
+        # sets: add pages one at a time until every page misses
+        groups: list[int] = []
+        seen: set[int] = set()
+        k, complete = hi, True
+        while k <= min(MAX_PAGES, 4 * hi):
+            got = self.decide("sets", k, page,
+                              lambda g: None if classify_pages(g, mid2, self.noise)[2] else
+                              set(classify_pages(g, mid2, self.noise)[0]))
+            if got is None or got == SKIPPED:
+                complete = False
+                break
+            new = got - seen
+            if len(new) >= 2:
+                groups.append(len(new) - 1)
+            seen |= got
+            if len(got) >= k:
+                break
+            k += 1
         ways = sorted(groups, reverse=True)
         total = sum(ways)
-        complete = total == e2
-        out += [Finding("tlb_l2.entries", int(e2), "1", 1.0 if complete else 0.6,
-                        f"first page count with repeated L2-TLB misses is {first}"),
-                Finding("tlb_l2.sets", len(ways), "1", 0.9 if complete else 0.4,
-                        "groups of pages that start missing together, one page added at a time",
-                        note="" if complete else f"ways add up to {total}, not {e2}"),
-                Finding("tlb_l2.ways", ways if len(set(ways)) > 1 else int(ways[0]), "1",
-                        0.9 if complete else 0.4, "pages per group minus one")]
-    else:
-        out.append(Finding("tlb_l2.entries", int(e2), "1", 0.8,
-                           f"first page count with repeated L2-TLB misses is {first}"))
-    out.append(Finding("tlb_l2.reach", int(e2 * page), "byte", 0.9, "entries x page"))
-    return out
+        if groups and complete and total == e2:
+            self.add(Finding("tlb_l2.entries", int(e2), "1", 0.95,
+                             f"first page count with repeated L2-TLB misses is {hi}; its sets "
+                             f"add up to it"))
+            self.add(Finding("tlb_l2.sets", len(ways), "1", 0.9,
+                             "groups of pages that start missing together, one page added "
+                             "at a time"))
+            self.add(Finding("tlb_l2.ways", ways if len(set(ways)) > 1 else int(ways[0]), "1",
+                             0.9, "pages per group minus one"))
+        else:
+            self.add(Finding("tlb_l2.entries", int(e2), "1", 0.6,
+                             f"first page count with repeated L2-TLB misses is {hi}",
+                             note=f"the sets found ({ways}) do not add up to it" if groups
+                             else "the sets could not be told apart"))
+        self.add(Finding("tlb_l2.reach", int(e2 * page), "byte", 0.9, "entries x page"))
+
+    def _open(self, name: str, between: list[int], method: str, pages: int, page: int,
+              below: float, threshold: float) -> Finding:
+        lo, hi = between
+        return unresolved(
+            name, "1", list(range(lo, hi + 1)) if hi - lo < 8 else [lo, hi], method,
+            f"at {pages} pages of {_mb(page)} the pairs' median ({self._median(pages, page)}"
+            f") neither rose clearly {threshold:.1f} cycles above {below:.1f} nor stayed "
+            f"clearly below after {MAX_CHASES} chases (one pair spreads +-"
+            f"{self.noise.sigma:.1f} cycles, a chase's median moves +-{self.noise.drift:.1f})")
+
+    def _median(self, pages: int, page: int) -> str:
+        stride = _stride(page)
+        for stage in ("l1", "l2", "page"):
+            g = self.src.chases(stage, pages, stride)
+            if g:
+                return f"{pooled_median(g):.1f} cycles"
+        return "not measured"
+
+
+def _word(r: Any) -> str:
+    return {True: "rose", False: "did not rise", None: "was unclear"}.get(r, "was skipped")

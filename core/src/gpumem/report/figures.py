@@ -426,40 +426,63 @@ def tlb_pairs(series: Sequence[Series]) -> Figure | None:
 
 
 def tlb_ladder(series: Sequence[Series]) -> Figure | None:
-    """Median pair difference over pages touched: the L1 TLB at a large stride, the L2 TLB at
-    the page stride; entries marked."""
-    data = []
-    for s, ds in _with(series, "tlb_structure"):
-        chases = chase_list(ds)
-        if any(c.paired for c in chases):
-            data.append((s, chases))
+    """Where each TLB level was decided: every question of the search (replayed from the
+    stored chases), its pooled median pair difference with the margin it was judged by,
+    against the threshold; filled marks rose, open marks did not, crosses stayed open. Panels:
+    the L1 TLB (pages at a large stride), the page (a fixed page count at halving strides),
+    the next level (pages at the page stride)."""
+    from gpumem.experiments.tlb_structure import SHIFT, decisions
+
+    data = [(s, decisions(ds)) for s, ds in _with(series, "tlb_structure")]
+    data = [(s, d) for s, d in data if d]
     if not data:
         return None
-    fig, axs = _panels(1, 1, 9.5, 4.2)
-    ax = axs[0, 0]
-    for s, chases in data:
-        for stages, marker, ls in ((("l1",), "o", "-"), (("l2", "sets"), "s", "--")):
-            pts = sorted((_pages(c), c.median) for c in chases if c.stage in stages)
-            if pts:
-                x, y = zip(*pts)
-                ax.plot(x, y, marker=marker, ls=ls, color=s.colour, ms=4, lw=1)
-        for name, text in (("tlb_l1.entries", "L1 TLB"), ("tlb_l2.entries", "L2 TLB")):
-            v = s.value("tlb_structure", name)
+    fig, axs = _panels(1, 3, 4.6, 3.8)
+    panels = ((("l1",), "pages touched (log scale)", "L1 TLB: pages at a large stride",
+               "tlb_l1.entries", 1),
+              (("page",), "stride (MB, log scale)", "page: E1 + 1 pages, halving strides",
+               "tlb.page", 0),
+              (("l2",), "pages touched (log scale)", "next level: pages at the page stride",
+               "tlb_l2.entries", 1))
+    for ax, (stages, xlabel, title, finding, plus) in zip(axs[0], panels):
+        for s, trace in data:
+            pts = [d for d in trace if d.stage in stages and np.isfinite(d.median)]
+            if not pts:
+                continue
+            xs = [d.pages if stages != ("page",) else (d.stride - SHIFT) / (1 << 20)
+                  for d in pts]
+            ys = [d.median - d.below for d in pts]
+            ax.errorbar(xs, ys, yerr=[d.margin for d in pts], fmt="none", ecolor=s.colour,
+                        alpha=0.5, lw=1)
+            for x, y, d in zip(xs, ys, pts):
+                if d.verdict is True:
+                    ax.plot(x, y, "o", color=s.colour, ms=5)
+                elif d.verdict is False:
+                    ax.plot(x, y, "o", mfc="white", mec=s.colour, ms=5)
+                else:
+                    ax.plot(x, y, "x", color="crimson", ms=7, mew=2)
+            ax.axhline(pts[0].threshold, color=s.colour, ls="--", lw=0.8)
+            v = s.value("tlb_structure", finding)
             if v:
-                ax.axvline(v, color=s.colour, ls=":", lw=1)
-                ax.annotate(f"{text} {int(v)} entries", (v, 0.98),
+                at = v / (1 << 20) if finding == "tlb.page" else v + plus
+                ax.axvline(at, color=s.colour, ls=":", lw=1)
+                ax.annotate(f"{finding} = {int(v) >> 20 if finding == 'tlb.page' else int(v)}"
+                            f"{' MB' if finding == 'tlb.page' else ''}", (at, 0.98),
                             xycoords=("data", "axes fraction"), rotation=90, va="top",
                             ha="right", fontsize=7, color=s.colour)
-    ax.set_xscale("log", base=2)
-    ax.xaxis.set_major_formatter(FuncFormatter(lambda v, _: f"{v:g}"))
-    ax.set_xlabel("pages touched (log scale)")
-    ax.set_ylabel("median pair difference (cycles)")
-    ax.set_title("TLB ladder: the median rises one level past each TLB's entries")
-    ax.grid(True, alpha=0.3)
-    _legend(ax, _series_handles([s for s, _ in data]) + [
-        Line2D([], [], color="0.3", marker="o", ls="-", label="stage l1: large stride"),
-        Line2D([], [], color="0.3", marker="s", ls="--", label="stages l2, sets: page stride")],
-        loc="upper left")
+        ax.set_xscale("log", base=2)
+        ax.xaxis.set_major_formatter(FuncFormatter(lambda v, _: f"{v:g}"))
+        ax.set_xlabel(xlabel)
+        ax.set_ylabel("median pair difference above the level below (cycles)")
+        ax.set_title(title, fontsize=9)
+        ax.grid(True, alpha=0.3)
+    _legend(axs[0, 0], _series_handles([s for s, _ in data]) + [
+        Line2D([], [], color="0.3", marker="o", ls="none", label="rose (a level reached)"),
+        Line2D([], [], mfc="white", mec="0.3", marker="o", ls="none", label="did not rise"),
+        Line2D([], [], color="crimson", marker="x", ls="none", label="open (unresolved)"),
+        Line2D([], [], color="0.3", ls="--", label="threshold")], loc="upper left")
+    fig.suptitle("TLB decisions: each point is one question, judged with its margin (error bar)",
+                 fontsize=10)
     return fig
 
 

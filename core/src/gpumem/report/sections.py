@@ -55,7 +55,10 @@ SECTIONS: tuple[SectionSpec, ...] = (
         "cancels the L2 hit both pay and leaves what only the first pays, a TLB miss.",
         (("tlb_pairs", "Pair difference of each stored pair for three chases (TLB hits, one "
                        "page past the L1 TLB, the longest L2-TLB chase)."),
-         ("tlb_ladder", "Median pair difference over pages touched, per search stage.")),
+         ("tlb_ladder", "Where each level was decided: every question of the search, its "
+                        "pooled median pair difference above the level below with the margin "
+                        "it was judged by (error bar), against the threshold (dashed); "
+                        "dotted: the finding.")),
     ),
     SectionSpec(
         "bandwidth", "Bandwidth",
