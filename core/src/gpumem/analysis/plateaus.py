@@ -126,3 +126,33 @@ def knee_bracket(x: np.ndarray, samples: np.ndarray, lower: Plateau, high: float
         return None
     i = off[0]
     return float(xs[i - 1]), float(xs[i])
+
+
+def half_crossing(x: np.ndarray, samples: np.ndarray, lower: Plateau, upper: Plateau
+                  ) -> tuple[float, float, float] | None:
+    """(last x below, first x at or above, interpolated x) where the share of accesses at
+    the upper level first reaches half its rise: from its value on ``lower`` to its value on
+    ``upper``, counting an access as "up" from the geometric mean of the two latencies.
+
+    Unlike the knee (the first step off the level), which moves with where the first
+    conflicts happen to fall (an H200's L1 knee: 194-213 KB over four runs), the half
+    crossing is set by the bulk of the accesses, so it is what a rerun reproduces. The
+    interpolation is linear in the share over log footprint."""
+    x = np.asarray(x, dtype=float)
+    samples = np.asarray(samples, dtype=float)
+    order = np.argsort(x)
+    xs, rows = x[order], samples[order]
+    frac = miss_fractions(rows, float(np.sqrt(lower.latency * upper.latency)))
+    on_lo = (xs >= lower.first_x) & (xs <= lower.last_x)
+    on_hi = (xs >= upper.first_x) & (xs <= upper.last_x)
+    if not on_lo.any() or not on_hi.any():
+        return None
+    base, full = float(np.nanmedian(frac[on_lo])), float(np.nanmedian(frac[on_hi]))
+    if full - base < 0.05:
+        return None
+    target = base + 0.5 * (full - base)
+    for i in range(1, xs.size):
+        if lower.last_x <= xs[i - 1] < upper.first_x + 1 and frac[i - 1] < target <= frac[i]:
+            t = (target - frac[i - 1]) / (frac[i] - frac[i - 1])
+            return float(xs[i - 1]), float(xs[i]), float(xs[i - 1] * (xs[i] / xs[i - 1]) ** t)
+    return None

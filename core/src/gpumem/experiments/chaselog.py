@@ -174,11 +174,16 @@ def chases_to_dataset(chases: list[Chase]) -> xr.Dataset:
                         "1: events and median are pair differences (first - second)"),
             "pattern": (("chase", "pattern_pos"), pattern,
                         {"units": "byte", "long_name": "pattern offsets (-1: none)"}),
-            "event_chase": v("event", ev_chase, "1", "chase the event belongs to"),
-            "event_access": v("event", cat("ev_access", np.int64), "1",
+            # compact types: a record fits 32 bits, an element index of a 4-byte chain too,
+            # and a latency is a whole number of cycles (or a half: medians of pairs) far
+            # below float32's 2^24 exact range
+            "event_chase": v("event", ev_chase.astype(np.int32), "1",
+                             "chase the event belongs to"),
+            "event_access": v("event", cat("ev_access", np.int64).astype(np.int32), "1",
                               "position of the access in the record"),
-            "event_index": v("event", cat("ev_index", np.int64), "1", "element index read"),
-            "event_latency": v("event", cat("ev_latency", float), "cycle",
+            "event_index": v("event", _index_array(cat("ev_index", np.int64)), "1",
+                             "element index read"),
+            "event_latency": v("event", cat("ev_latency", float).astype(np.float32), "cycle",
                                "latency of the access, timer overhead removed"),
         },
         coords={"chase": np.arange(n), "pattern_pos": np.arange(plen),
@@ -189,6 +194,13 @@ def chases_to_dataset(chases: list[Chase]) -> xr.Dataset:
                            "flag_values": np.array([0, 1, 2], np.int8),
                            "flag_meanings": "ok skipped failed"})
     return ds
+
+
+def _index_array(index: np.ndarray) -> np.ndarray:
+    """Element indices as uint32 where they fit (4-byte chains: always), else int64."""
+    if index.size == 0 or (index.min() >= 0 and index.max() < 1 << 32):
+        return index.astype(np.uint32)
+    return index
 
 
 def chases_from_dataset(ds: xr.Dataset) -> list[Chase]:
@@ -206,7 +218,8 @@ def chases_from_dataset(ds: xr.Dataset) -> list[Chase]:
             int(ds["record"].values[i]), float(ds["timer_overhead"].values[i]),
             float(ds["median_latency"].values[i]), float(ds["event_threshold"].values[i]),
             tuple(int(p) for p in pat[pat >= 0]), int(ds["seed"].values[i]),
-            ds["event_access"].values[sel], ds["event_index"].values[sel],
-            ds["event_latency"].values[sel],
+            ds["event_access"].values[sel].astype(np.int64),
+            ds["event_index"].values[sel].astype(np.int64),
+            ds["event_latency"].values[sel].astype(np.float64),
             bool(ds["paired"].values[i]) if "paired" in ds else False))
     return out

@@ -65,6 +65,37 @@ def _median_gbs(raw: xr.Dataset) -> xr.DataArray:
     return raw["gbs"].median("repeat").where(raw["point_status"] == 0)
 
 
+def curve_runs(raw: xr.Dataset, footprint: int, order: str, rev: int) -> dict[int, np.ndarray]:
+    """K -> the timed runs' bandwidths of one curve (ok points)."""
+    g = raw["gbs"].where(raw["point_status"] == 0).sel(footprint=footprint, order=order,
+                                                       reverse=rev)
+    runs = g.transpose("ilp", ...).values.reshape(g.sizes["ilp"], -1)
+    return {int(k): r[np.isfinite(r)] for k, r in zip(g["ilp"].values, runs)
+            if np.isfinite(r).any()}
+
+
+SATURATED, BELOW = 0.02, 0.05  # within 2 % of the saturation: on it; 5 %: near it
+
+
+def saturating_k(runs: dict[int, np.ndarray]) -> tuple[int, int]:
+    """(first K near, first K on) the saturation of a bandwidth curve.
+
+    The saturation level is the median of the upper half of the K medians (the maximum
+    alone is biased up by the noise). A K is on it within SATURATED of it, or two standard
+    errors of a difference of medians (from the runs' spread), whichever is larger; near it
+    within BELOW (or four standard errors)."""
+    ks = sorted(runs)
+    med = {k: float(np.median(runs[k])) for k in ks}
+    level = float(np.median(sorted(med.values())[len(ks) // 2:]))
+    spread = [1.4826 * float(np.median(np.abs(r - np.median(r)))) for r in runs.values()
+              if r.size >= 3]
+    sigma = float(np.median(spread)) if spread else 0.0
+    se_d = float(np.sqrt(2.0)) * 1.2533 * sigma / np.sqrt(
+        max(1, min(r.size for r in runs.values())))
+    on = next(k for k in ks if level - med[k] <= max(2 * se_d, SATURATED * level))
+    near = next(k for k in ks if level - med[k] <= max(4 * se_d, BELOW * level))
+    return min(near, on), on
+
 class IlpSweep(Experiment):
     name = "ilp"
     summary = ("plain-load bandwidth over per-thread ILP K at fixed work: orderings x "
@@ -119,12 +150,17 @@ class IlpSweep(Experiment):
         def emit(prefix: str, f: int, rev: int, best: bool) -> None:
             curves = {o: curve(f, o, rev) for o in orders}
             if best and all(curves.values()):
-                # the smallest K within 2 % of the best: on a flat curve, noise picks the max
-                ks = [min(k for k, v in c.items() if v >= 0.98 * max(c.values()))
-                      for c in curves.values()]
-                out.append(Finding(f"{prefix}best_k", ks, "1", 0.9,
-                                   f"smallest K within 2 % of the highest bandwidth at "
-                                   f"{f >> 20} MiB; {grid}", index=("order", orders)))
+                picks = [saturating_k(curve_runs(raw, f, o, rev)) for o in orders]
+                out.append(Finding(
+                    f"{prefix}best_k", [hi for _lo, hi in picks], "1", 0.9,
+                    f"smallest K whose bandwidth is within {SATURATED:.0%} (or two standard "
+                    f"errors) of the curve's saturation, the median of its upper half, at "
+                    f"{f >> 20} MiB; {grid}", index=("order", orders),
+                    interval=([lo for lo, _hi in picks], [hi for _lo, hi in picks]),
+                    kind="measured",
+                    note=f"interval: from the first K within {BELOW:.0%} of the saturation; "
+                         f"on a curve that rises slowly, which K first reaches it moves with "
+                         f"the runs' noise"))
             if all(2 in c and 8 in c for c in curves.values()):
                 out.append(Finding(
                     f"{prefix}k8_vs_k2" + ("_reverse" if rev else ""),
