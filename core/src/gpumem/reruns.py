@@ -1,0 +1,142 @@
+"""Do reruns agree? What a healthy GPU's repeated runs must show.
+
+A structural finding (a line size, a count of TLB entries, a page size: see
+:func:`gpumem.findings.kind_of`) is a decision among discrete answers: every run must give
+the same answer, or every run must say it is unresolved. A measured finding is a number with
+an error: latencies must agree within LATENCY_TOL, bandwidths and other rates within
+BANDWIDTH_TOL, and a measured footprint (a knee on a hashed cache, where its first conflicts
+fall) within the intervals the runs give for it (they must overlap). Findings are re-derived
+from each run's raw files by the present analysis, so a change of analysis is judged on the
+same measurements.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from gpumem.findings import Finding, kind_of
+
+LATENCY_TOL = 0.02     # latencies: (max - min) / median of the runs
+BANDWIDTH_TOL = 0.03   # bandwidths, and other rates and ratios of them
+
+
+@dataclass
+class Agreement:
+    """One finding across the runs: its values (or ``None`` where a run lacks it) and the
+    verdict."""
+
+    experiment: str
+    name: str
+    kind: str
+    values: list[Any]
+    ok: bool
+    verdict: str
+    candidates: list[Any] = field(default_factory=list)
+
+
+def run_findings(run_dir: Path, plugins: Any = None) -> dict[tuple[str, str], Finding]:
+    """(experiment, finding) -> finding of one run directory, re-derived from its raw files
+    (every device of the run pooled: a run of one GPU)."""
+    from gpumem.compare import analyze_file
+    from gpumem.plugins import get_plugins
+    from gpumem.results.store import RunStore
+
+    plugins = plugins or get_plugins()
+    out: dict[tuple[str, str], Finding] = {}
+    for e in RunStore(run_dir).entries():
+        if e.status != "complete" or not e.data.get("file"):
+            continue
+        name, findings = analyze_file(plugins, run_dir / e.data["file"])
+        out.update({(name, f.name): f for f in findings})
+    return out
+
+
+def _numbers(v: Any) -> np.ndarray | None:
+    try:
+        a = np.asarray(v, dtype=float)
+    except (TypeError, ValueError):
+        return None
+    return a if a.size else None
+
+
+def _spread(values: list[Any]) -> float | None:
+    """Largest relative spread, (max - min) / |median|, elementwise for lists."""
+    arrays = [_numbers(v) for v in values]
+    if any(a is None for a in arrays) or len({a.shape for a in arrays}) != 1:
+        return None
+    stack = np.stack(arrays)
+    med = np.abs(np.median(stack, axis=0))
+    with np.errstate(divide="ignore", invalid="ignore"):
+        rel = np.where(med > 0, (stack.max(axis=0) - stack.min(axis=0)) / med, 0.0)
+    return float(np.max(rel))
+
+
+def _overlap(findings: list[Finding]) -> bool | None:
+    """Do the runs' intervals share a point (elementwise for list values)?"""
+    if any(f.interval is None for f in findings):
+        return None
+    lo = np.max(np.stack([np.asarray(f.interval[0], float) for f in findings]), axis=0)
+    hi = np.min(np.stack([np.asarray(f.interval[1], float) for f in findings]), axis=0)
+    return bool(np.all(lo <= hi))
+
+
+def judge(experiment: str, name: str, per_run: list[Finding | None]) -> Agreement:
+    """The verdict on one finding across runs."""
+    present = [f for f in per_run if f is not None]
+    kind = kind_of(present[0]) if present else "structural"
+    values = [None if f is None else (f.value if f.resolved else None) for f in per_run]
+
+    def verdict(ok: bool, why: str) -> Agreement:
+        cands = [f.candidates for f in present if not f.resolved]
+        return Agreement(experiment, name, kind, values, ok, why, cands)
+
+    if len(present) < len(per_run):
+        return verdict(False, f"missing in {len(per_run) - len(present)} of {len(per_run)} runs")
+    if all(not f.resolved for f in present):
+        return verdict(True, "unresolved in every run")
+    if any(not f.resolved for f in present):
+        return verdict(False, f"unresolved in {sum(not f.resolved for f in present)} of "
+                              f"{len(present)} runs, resolved in the others")
+    if kind == "structural":
+        same = all(_same(f.value, present[0].value) for f in present)
+        return verdict(same, "identical" if same else "different answers")
+    units = present[0].units
+    spread = _spread(values)
+    if units in ("cycle", "ns"):
+        tol = LATENCY_TOL
+    elif units == "GB/s" or "/" in units or units == "1":
+        tol = BANDWIDTH_TOL
+    else:  # a measured footprint: the intervals must meet
+        meet = _overlap(present)
+        if meet is not None:
+            return verdict(meet, "intervals overlap" if meet else "intervals apart")
+        tol = BANDWIDTH_TOL
+    if spread is None:
+        return verdict(False, "values not comparable")
+    if spread <= tol:
+        return verdict(True, f"within {spread:.1%} (tolerance {tol:.0%})")
+    meet = _overlap(present)  # a finding that knows its own error agrees if it says so
+    if meet:
+        return verdict(True, f"{spread:.1%} apart, but within the runs' intervals")
+    return verdict(False, f"{spread:.1%} apart (tolerance {tol:.0%})")
+
+
+def _same(a: Any, b: Any) -> bool:
+    if isinstance(a, (list, tuple)) and isinstance(b, (list, tuple)):
+        return len(a) == len(b) and all(_same(x, y) for x, y in zip(a, b))
+    if isinstance(a, str) or isinstance(b, str):
+        return str(a).strip().lower() == str(b).strip().lower()
+    try:
+        return float(a) == float(b)
+    except (TypeError, ValueError):
+        return a == b
+
+
+def agreement(runs: list[dict[tuple[str, str], Finding]]) -> list[Agreement]:
+    """Every finding any run has, judged across all of them, in (experiment, name) order."""
+    keys = sorted({k for r in runs for k in r})
+    return [judge(exp, name, [r.get((exp, name)) for r in runs]) for exp, name in keys]
