@@ -14,11 +14,14 @@ chain per pattern, its accesses chosen so that every timed access falls into one
   the paper saw every 512 MB on Kepler and Maxwell; on other devices it reads like P1).
 
 Findings: ``lat.pattern.P1`` ... ``lat.pattern.P6`` (cycles, timer overhead removed), each
-the median of at least SAMPLES accesses with its 95 % interval: a warm pattern is chased for
-as many passes, a cold one is chased again (a fresh allocation each time) until it has them,
-since a DRAM access spreads over -27 % to +250 % of its median on an H200 and a median of a
-few accesses moves by a tenth from run to run. The page size is taken as 2 MB, as Mei & Chu
-measured on all three GPUs (see ``tlb_structure`` for a device's own).
+the median with its 95 % interval. A DRAM access spreads over -27 % to +250 % of its median
+on an H200, so a median of a few accesses moves by a tenth from run to run: the warm patterns
+are chased for SAMPLES accesses, P5 over 512 lines (16 fell near or far in the L2 by chance),
+P1 over 2048 fresh pages; a cold pattern is one chase, since a second one would find the
+first one's lines in the L2 and its translations in the TLBs. P6 is bounded by the 16 GiB a
+4-byte chain spans (31 regions): its interval says how well 30 accesses know it. The page
+size is taken as 2 MB, as Mei & Chu measured on all three GPUs (see ``tlb_structure`` for a
+device's own).
 """
 
 from __future__ import annotations
@@ -37,8 +40,7 @@ from gpumem.findings import Finding
 PAGE = 2 << 20
 LINE = 128
 REGION = 512 << 20
-SAMPLES = 2048          # timed accesses per pattern at least (a warm one: 4 passes at least)
-MAX_CHASES = 64         # cold chases per pattern at most
+SAMPLES = 2048          # timed accesses of a warm pattern at least (4 passes at least)
 CHAIN_SPAN = 16 << 30   # 4-byte chain elements reach 16 GiB
 
 
@@ -46,7 +48,7 @@ def pattern_offsets(name: str, memory: int) -> tuple[tuple[int, ...], int, bool]
     """(byte offsets, footprint, warm?) of one pattern's chain."""
     page = lambda k: k * (PAGE + LINE)  # noqa: E731 - one line per page, shifted per page
     if name == "P5":
-        offs = tuple(i * 4 * LINE for i in range(16))
+        offs = tuple(i * 4 * LINE for i in range(512))
         return offs, PAGE, True
     if name == "P2":
         offs = tuple(i * (8 * LINE + LINE) for i in range(PAGE // (9 * LINE)))
@@ -57,7 +59,7 @@ def pattern_offsets(name: str, memory: int) -> tuple[tuple[int, ...], int, bool]
         n = min(512, memory // (2 * (PAGE + LINE)))
         return tuple(page(k) for k in range(n)), page(n), True
     if name == "P1":
-        n = min(256, memory // (2 * (PAGE + LINE)))
+        n = min(2048, memory // (4 * (PAGE + LINE)), CHAIN_SPAN // (PAGE + LINE) - 1)
         return tuple(page(k) for k in range(n)), page(n), False
     if name == "P6":
         n = max(2, min(32, memory // REGION - 1, CHAIN_SPAN // (REGION + PAGE + LINE) - 1))
@@ -89,18 +91,10 @@ class Patterns(Experiment):
             offs, footprint, warm = pattern_offsets(name, device.info.memory_bytes)
             if footprint > device.info.memory_bytes:
                 continue
-            if warm:  # one chase, as many passes as SAMPLES takes
-                log.run(path=path, stage=name, footprint=footprint, stride=4, order="pattern",
-                        pattern=offs, warmup=2 * len(offs),
-                        record=max(4, -(-SAMPLES // len(offs))) * len(offs))
-                continue
-            got = 0  # cold: one pass each, again until SAMPLES (the first access excluded)
-            for _ in range(MAX_CHASES):
-                c = log.run(path=path, stage=name, footprint=footprint, stride=4,
-                            order="pattern", pattern=offs, warmup=0, record=len(offs))
-                got += len(offs) - 1
-                if c is None or got >= SAMPLES:
-                    break
+            log.run(path=path, stage=name, footprint=footprint, stride=4, order="pattern",
+                    pattern=offs, warmup=2 * len(offs) if warm else 0,
+                    record=max(4, -(-SAMPLES // len(offs))) * len(offs) if warm
+                    else len(offs))
         return log.dataset()
 
     def analyze(self, raw: xr.Dataset) -> list[Finding]:
@@ -121,7 +115,7 @@ class Patterns(Experiment):
                 f"lat.pattern.{stage}", round(med, 2), "cycle",
                 float(np.clip(1 - 20 * (hi - lo) / max(med, 1e-9), 0, 1)),
                 f"median of {lat.size} accesses of the {stage} chain ({parts[0][1].path} "
-                f"path{f', {len(parts)} cold chases' if len(parts) > 1 else ''})",
+                f"path)",
                 interval=(round(lo, 2), round(hi, 2))))
         return sorted(out, key=lambda f: f.name)
 
