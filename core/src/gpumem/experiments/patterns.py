@@ -41,23 +41,30 @@ PAGE = 2 << 20
 LINE = 128
 REGION = 512 << 20
 SAMPLES = 2048          # timed accesses of a warm pattern at least (4 passes at least)
+LINES_PER_PAGE = 8      # P3, P4: lines of each page (the L2 hit latency depends on the line)
+LINE_STEP = 4096 + 128
 CHAIN_SPAN = 16 << 30   # 4-byte chain elements reach 16 GiB
 
 
 def pattern_offsets(name: str, memory: int) -> tuple[tuple[int, ...], int, bool]:
     """(byte offsets, footprint, warm?) of one pattern's chain."""
     page = lambda k: k * (PAGE + LINE)  # noqa: E731 - one line per page, shifted per page
+
+    def lines(n: int) -> tuple[int, ...]:
+        return tuple(page(k) + j * LINE_STEP for j in range(LINES_PER_PAGE) for k in range(n))
+
     if name == "P5":
         offs = tuple(i * 4 * LINE for i in range(512))
         return offs, PAGE, True
     if name == "P2":
         offs = tuple(i * (8 * LINE + LINE) for i in range(PAGE // (9 * LINE)))
         return offs, PAGE, False
-    if name == "P3":
-        return tuple(page(k) for k in range(32)), page(32), True
+    if name == "P3":  # eight lines per page, visited in turn: the same pages between two
+        # visits of one page (the TLBs see no difference), a median over 8 x 32 lines
+        return lines(32), page(32), True
     if name == "P4":
         n = min(512, memory // (2 * (PAGE + LINE)))
-        return tuple(page(k) for k in range(n)), page(n), True
+        return lines(n), page(n), True
     if name == "P1":
         n = min(2048, memory // (4 * (PAGE + LINE)), CHAIN_SPAN // (PAGE + LINE) - 1)
         return tuple(page(k) for k in range(n)), page(n), False

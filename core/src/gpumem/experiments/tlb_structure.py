@@ -8,7 +8,7 @@ translation the first brought). Every decision uses that pair difference (see
 themselves spread over 280 (near) to 540 (far) cycles, more than a TLB miss costs. Successive
 pages are shifted by one cache line, so they do not all fall into one L2 set.
 
-1. ``base``: two pages at the large stride of step 2 (two translations: every TLB holds
+1. ``base``: four pages at the large stride of step 2 (four translations: every TLB holds
    them), chased three times or more: the TLB-hit level of a pair difference, the spread of
    one pair, and how far a chase's median moves from one chase (one allocation) to the next
    on its own. (Four pages 64 KB apart sat 4 cycles above the large-stride hits in one H200
@@ -60,6 +60,10 @@ from gpumem.findings import Finding, unresolved
 MAX_STRIDE = 32 << 20
 MIN_PAGE = 64 << 10
 SHIFT = 128          # bytes added per page so that the accesses spread over L2 sets
+LINES = 8            # lines per page, visited in turn (page 0..n line 0, page 0..n line 1, ...):
+LINE_STEP = 4096 + 128  # a median over 8n lines, not n: with 2 pages one H200 run's pair
+                     # medians sat at -5, another's at +1 (the lines' own offsets), while the
+                     # TLB sees the same reuse distance (n - 1 other pages between visits)
 MAX_RECORD = 4096    # accesses recorded per chase (as many passes as fit): a CUDA chase keeps
                      # them in shared memory, out of the L1 TLB's way
 BASE_CHASES = 3      # fresh base chases: how far a median moves from chase to chase
@@ -111,9 +115,12 @@ class TlbStructure(Experiment):
         return walk.findings
 
 
-def paired_pattern(pages: int, stride: int) -> tuple[int, ...]:
-    """Byte offsets: for each page, its first element and the word after it."""
-    return tuple(o for i in range(pages) for o in (i * stride, i * stride + 4))
+def paired_pattern(pages: int, stride: int, lines: int = LINES) -> tuple[int, ...]:
+    """Byte offsets: for each of ``lines`` lines in turn, for each page, the line's first
+    element and the word after it (the lines LINE_STEP apart, within 64 KB of the page's
+    start)."""
+    return tuple(o for j in range(lines) for i in range(pages)
+                 for o in (i * stride + j * LINE_STEP, i * stride + j * LINE_STEP + 4))
 
 
 def max_stride(memory: int) -> int:
@@ -122,9 +129,10 @@ def max_stride(memory: int) -> int:
     return 1 << (limit.bit_length() - 1)
 
 
-def passes_for(pages: int) -> int:
-    """Recorded passes of one chase over ``pages`` pages (two accesses each)."""
-    return max(1, MAX_RECORD // (2 * pages))
+def passes_for(pages: int) -> float:
+    """Recorded passes of one chase over ``pages`` pages (LINES pairs each): MAX_RECORD
+    accesses, or one pass where that is longer."""
+    return max(1.0, MAX_RECORD / (2 * LINES * pages))
 
 
 # ---------------------------------------------------------------------------------------------
@@ -352,11 +360,11 @@ class _Walk:
         self.top = self.src.top
         base_stride = _stride(self.top)
         while True:
-            base = self.src.chases("base", 2, base_stride)
+            base = self.src.chases("base", 4, base_stride)
             if len(base) >= BASE_CHASES and (base_noise(base).level_se <= DELTA / (2 * Z)
                                              or len(base) >= MAX_CHASES):
                 break
-            if self.src.more("base", 2, base_stride) is None:
+            if self.src.more("base", 4, base_stride) is None:
                 break
         if len(base) < 2:
             return
