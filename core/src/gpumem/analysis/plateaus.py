@@ -120,8 +120,15 @@ def knee_bracket(x: np.ndarray, samples: np.ndarray, lower: Plateau, high: float
     above = frac > base + margin
     # the first step off the level from a point on it: the plateau's own first point may
     # still carry the previous knee's transition (an H200's first far-L2 point, just past the
-    # near partition, had 11 % slow accesses against the plateau's 8 %)
-    off = [i for i in range(1, xs.size) if above[i] and not above[i - 1]]
+    # near partition, had 11 % slow accesses against the plateau's 8 %); and the step must
+    # hold: the next larger footprint (0.1 % on) is off the level too (one H200 run's far
+    # plateau had a blip of slow accesses at 28.6 MB among its first points, then none up to
+    # the real knee at 59 MB)
+    def holds(i: int) -> bool:
+        nxt = np.nonzero(xs > xs[i] * 1.001)[0]
+        return bool(above[nxt[0]]) if nxt.size else True
+
+    off = [i for i in range(1, xs.size) if above[i] and not above[i - 1] and holds(i)]
     if not off:
         return None
     i = off[0]

@@ -31,6 +31,7 @@ _PATH_KERNELS = {"ca": "pointer_chase_ca", "cg": "pointer_chase_cg", "nc": "poin
                  "tex": "pointer_chase_tex"}
 #: Largest record kept in shared memory (12 B per access; the default dynamic limit).
 SHARED_RECORD_MAX = 48 * 1024
+ROTATE = 3  # allocations a DRAM-resident stream's timed repeats take turns on
 #: Elements a 1-D texture over linear memory may span (2^27 on every GPU since sm_30).
 TEX_LINEAR_MAX_ELEMENTS = 1 << 27
 #: cuCtxSetSharedMemConfig values (CUsharedconfig).
@@ -195,7 +196,7 @@ class CudaDevice(Device):
         return hashlib.sha256(src.code.encode()).hexdigest() if src else ""
 
     def close(self) -> None:
-        self._buf = self._buf_b = None
+        self._bufs = {}
         self.nvml.close()
 
     def _build_chain(self, mod: Any, req: ChaseRequest) -> Any:
@@ -318,26 +319,35 @@ class CudaDevice(Device):
     # ---- streaming -------------------------------------------------------------------
     def _buffers(self, footprint: int, need_b: bool, seed: int | None = None
                  ) -> tuple[Any, Any]:
-        """Two device buffers of ``footprint`` bytes, kept while the footprint stays, and
-        for a cache-resident footprint (up to twice the L2) while the request's ``seed``
-        stays: its bandwidth depends on where the allocation's lines fall in the L2 (an
-        H200's L2 read ran 5 % slower over a whole run once), so each timed repeat (a new
-        seed) gets a fresh allocation and their median averages the placement out."""
+        """Two device buffers of ``footprint`` bytes. A bandwidth depends on where the
+        allocation falls: in the L2 for a cache-resident footprint (an H200's L2 read ran 5 %
+        slower over a whole run once), over the memory channels for a DRAM-resident one (its
+        HBM read 3.3 % slower over another), so timed repeats (the request's ``seed``) do not
+        all use one allocation. Cache-resident: a fresh allocation per repeat. DRAM-resident:
+        ROTATE allocations, kept while the footprint stays, repeat r on allocation r mod
+        ROTATE (where they fit; one otherwise)."""
         cp = self.cp
-        key = (footprint, seed if footprint <= 2 * self.info.l2_bytes else None)
-        if getattr(self, "_buf_key", None) != key:
-            self._buf = self._buf_b = None
+        if footprint <= 2 * self.info.l2_bytes:
+            slot = seed
+        else:
+            slot = (seed or 0) % ROTATE
+        if getattr(self, "_buf_footprint", None) != footprint or (
+                footprint <= 2 * self.info.l2_bytes and slot not in self._bufs):
+            self._bufs: dict = {}
             cp.get_default_memory_pool().free_all_blocks()
-            free, _ = cp.cuda.runtime.memGetInfo()
-            if footprint * 2 > free - (512 << 20):
-                raise PointSkipped(f"two buffers of {footprint} B do not fit in free device "
-                                   f"memory ({free} B)")
-            self._buf = cp.zeros(footprint // 4, dtype=cp.uint32)
-            self._buf_b = cp.zeros(footprint // 4, dtype=cp.uint32)
-            self._buf_key = key
+            self._buf_footprint = footprint
             self._sink = cp.zeros(1, dtype=cp.uint32)
             self._warm: set = set()
-        return self._buf, self._buf_b
+        if slot not in self._bufs:
+            free, _ = cp.cuda.runtime.memGetInfo()
+            if footprint * 2 > free - (512 << 20):
+                if self._bufs:  # no room for another: rotate among those there are
+                    return self._bufs[sorted(self._bufs)[slot % len(self._bufs)]]
+                raise PointSkipped(f"two buffers of {footprint} B do not fit in free device "
+                                   f"memory ({free} B)")
+            self._bufs[slot] = (cp.zeros(footprint // 4, dtype=cp.uint32),
+                                cp.zeros(footprint // 4, dtype=cp.uint32))
+        return self._bufs[slot]
 
     def _time(self, launch: Any, key: Any) -> float:
         """Seconds of one launch, timed with CUDA events after an untimed warm-up the first
