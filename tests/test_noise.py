@@ -105,7 +105,7 @@ def test_the_h200_residual_table_is_the_reference_run_s():
     x, s = _curve(raw, "sequential")
 
     def rows(lo, hi):
-        return [r for xi, r in zip(x, s) if lo <= xi <= hi]
+        return [r for xi, r in zip(x, s, strict=True) if lo <= xi <= hi]
 
     assert fit_residuals(rows(2048, 128 << 10)) == H200_RESIDUALS["first"]
     assert fit_residuals(rows(4 << 20, 20 << 20)) == H200_RESIDUALS["cache"]

@@ -131,7 +131,7 @@ def judge(experiment: str, name: str, per_run: list[Finding | None]) -> Agreemen
 
 def _same(a: Any, b: Any) -> bool:
     if isinstance(a, (list, tuple)) and isinstance(b, (list, tuple)):
-        return len(a) == len(b) and all(_same(x, y) for x, y in zip(a, b))
+        return len(a) == len(b) and all(_same(x, y) for x, y in zip(a, b, strict=True))
     if isinstance(a, str) or isinstance(b, str):
         return str(a).strip().lower() == str(b).strip().lower()
     try:

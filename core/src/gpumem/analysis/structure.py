@@ -109,7 +109,7 @@ def pooled(chases: Sequence[Chase]) -> Chase:
     return replace(
         first, record=int(sum(c.record for c in chases)),
         ev_access=np.concatenate([c.ev_access[:np.searchsorted(c.ev_access, c.observed)] + o
-                                  for c, o in zip(chases, offsets)]),
+                                  for c, o in zip(chases, offsets, strict=True)]),
         ev_index=np.concatenate([c.ev_index[:np.searchsorted(c.ev_access, c.observed)]
                                  for c in chases]),
         ev_latency=np.concatenate([c.ev_latency[:np.searchsorted(c.ev_access, c.observed)]

@@ -742,6 +742,22 @@ def _analyse_path(path: str, chases: list[Chase], l2_bytes: float) -> list[Findi
         if other is not None:
             word = "agree" if other[0] == out[i].value else f"disagree ({other[0]} B)"
             out[i] = replace(out[i], method=out[i].method + f"; scattered chases {word}")
+    size = next((f for f in out if f.name.endswith(".size") and f.resolved), None)
+    if size is not None and not any(f.name.endswith(".line") for f in out):
+        level = size.name.rsplit(".", 1)[0]
+        have = sorted({c.stage for c in chases})
+        out.append(unresolved(
+            f"{level}.line", "byte", [], f"fine-grained P-chase on path '{path}'",
+            f"not determinable: the line needs 'line' chases (4-B stride from C + 4 B, C the "
+            f"size) and a 'sets' chase at C + b overflowing one set, or 'scatter' chases; "
+            f"this log has stages {', '.join(have)}"))
+    if size is not None and not any(f.name.endswith(".ways") for f in out) and \
+            not any("ways and sets not inferred" in f.note for f in out):
+        level = size.name.rsplit(".", 1)[0]
+        out.append(unresolved(
+            f"{level}.ways", "1", [], f"fine-grained P-chase on path '{path}'",
+            "not determinable: no 'sets' chase (line stride at C + b) overflowed exactly "
+            "one set"))
     if rule is not None and sizes and not any(f.name.endswith(".sector") for f in out):
         fill = _fill_unit([c for c in chases if c.stage == "fill"], rule)
         if fill:
@@ -782,6 +798,7 @@ def _overflow_findings(path: str, chases: list[Chase], l2_bytes: float
     edges = [a for a, b in zip(fs, fs[1:]) if over[a] is False and over[b] and b - a <= 32]
     open_ = [f for f in fs if over[f] is None]
     undecided = not edges and open_
+    unbracketed = False
     if undecided:  # the bisection stopped on a footprint it could not decide
         cap = max(f for f in ok if f < min(open_)) if any(f < min(open_) for f in ok) \
             else ok[0]
@@ -790,6 +807,7 @@ def _overflow_findings(path: str, chases: list[Chase], l2_bytes: float
     else:
         cap = min(edges) if edges else max(ok)
         nxt = min(f for f in fs if f > cap) if any(f > cap for f in fs) else cap
+        unbracketed = not edges and nxt > cap  # the edge was never chased to 32 B
     verified = bool(edges) and len(groups[cap]) >= 2 and len(groups[nxt]) >= 2
     if not all(over[f] for f in fs if f > cap):
         cap_note = "some footprints above the capacity did not overflow"
@@ -822,13 +840,16 @@ def _overflow_findings(path: str, chases: list[Chase], l2_bytes: float
                            note=cap_note, kind="measured",
                            interval=(float(cap), float(nxt))))
         return out, rule
-    if undecided:
-        return [unresolved(
-            f"{level0}.size", "byte", [cap, nxt], method,
-            f"the capacity lies between {cap} and {nxt} B; chases at "
-            f"{', '.join(f'{f} B' for f in open_ if cap < f < nxt) or 'the footprints between'}"
-            f" neither showed a repeated miss clearly nor clearly none after "
-            f"{max(len(groups[f]) for f in open_)} chases each (timer noise)")], rule
+    if undecided or unbracketed:
+        why = (f"chases at {', '.join(f'{f} B' for f in open_ if cap < f < nxt) or 'them'} "
+               f"neither showed a repeated miss clearly nor clearly none after "
+               f"{max(len(groups[f]) for f in open_)} chases each (timer noise)"
+               if undecided else
+               "no two 'size' chases 32 B apart bracket the edge (the search's bisection "
+               "chases are missing: a sweep, or a search cut short)")
+        return [unresolved(f"{level0}.size", "byte", [cap, nxt], method,
+                           f"not determinable to the byte: the capacity lies between {cap} "
+                           f"and {nxt} B; {why}")], rule
     conf = (0.7 if cap_note else 0.95) if verified else 0.5
     if not verified:
         cap_note = (cap_note + "; " if cap_note else "") + \

@@ -203,23 +203,65 @@ def _index_array(index: np.ndarray) -> np.ndarray:
     return index
 
 
+#: What a chase log must hold (per chase, per event), and what it may leave out, with the
+#: value then taken (docs/results.md, "Chase logs").
+REQUIRED = ("stage", "footprint", "stride", "record", "event_chase", "event_access",
+            "event_index", "event_latency")
+DEFAULTS = {"path": "ca", "order": "sequential", "warmup": 0, "timer_overhead": 0.0,
+            "event_threshold": -np.inf, "paired": 0}
+
+
+def check_chase_log(ds: xr.Dataset) -> None:
+    """One-line errors for a chase log that cannot be analysed: a required variable missing,
+    a random or scattered chase without its ``seed``, a pattern chase without ``pattern``,
+    a chase without ``median_latency`` whose events are not every access."""
+    from gpumem.errors import ResultsFileError
+
+    missing = [v for v in REQUIRED if v not in ds.variables]
+    if missing:
+        raise ResultsFileError(f"chase log lacks {', '.join(repr(m) for m in missing)} "
+                               f"(docs/results.md, 'Chase logs', lists what each needs)")
+    orders = {str(o) for o in ds["order"].values} if "order" in ds else {"sequential"}
+    if orders & {"random", "scattered"} and "seed" not in ds:
+        raise ResultsFileError("chase log lacks 'seed': its random/scattered chains cannot "
+                               "be rebuilt without it")
+    if "pattern" in orders and "pattern" not in ds:
+        raise ResultsFileError("chase log lacks 'pattern': its pattern chases visit offsets "
+                               "it does not give")
+    if "median_latency" not in ds and "event_threshold" in ds and \
+            np.isfinite(ds["event_threshold"].values).any():
+        raise ResultsFileError("chase log lacks 'median_latency' while keeping only some "
+                               "accesses (event_threshold finite): give the median, or every "
+                               "access with event_threshold -inf")
+
+
 def chases_from_dataset(ds: xr.Dataset) -> list[Chase]:
+    check_chase_log(ds)
+    n = ds.sizes[ds["stage"].dims[0]]
+
+    def col(name: str) -> np.ndarray:
+        if name in ds:
+            return ds[name].values
+        return np.full(n, DEFAULTS.get(name, 0), dtype=object if name in ("path", "order")
+                       else float if name in ("timer_overhead", "event_threshold") else int)
+
     out = []
     ev_chase = ds["event_chase"].values
     order = np.argsort(ev_chase, kind="stable")
-    starts = np.searchsorted(ev_chase[order], np.arange(ds.sizes["chase"] + 1))
-    for i in range(ds.sizes["chase"]):
+    starts = np.searchsorted(ev_chase[order], np.arange(n + 1))
+    path, order_, warm, ovh, thr, paired, seed = (col(c) for c in (
+        "path", "order", "warmup", "timer_overhead", "event_threshold", "paired", "seed"))
+    for i in range(n):
         sel = order[starts[i]:starts[i + 1]]
-        pat = ds["pattern"].values[i]
+        pat = ds["pattern"].values[i] if "pattern" in ds else np.empty(0, np.int64)
+        lat = ds["event_latency"].values[sel].astype(np.float64)
+        med = float(ds["median_latency"].values[i]) if "median_latency" in ds else \
+            float(np.median(lat)) if lat.size else float("nan")
         out.append(Chase(
-            i, str(ds["path"].values[i]), str(ds["stage"].values[i]),
+            i, str(path[i]), str(ds["stage"].values[i]),
             int(ds["footprint"].values[i]), int(ds["stride"].values[i]),
-            str(ds["order"].values[i]), int(ds["warmup"].values[i]),
-            int(ds["record"].values[i]), float(ds["timer_overhead"].values[i]),
-            float(ds["median_latency"].values[i]), float(ds["event_threshold"].values[i]),
-            tuple(int(p) for p in pat[pat >= 0]), int(ds["seed"].values[i]),
+            str(order_[i]), int(warm[i]), int(ds["record"].values[i]), float(ovh[i]),
+            med, float(thr[i]), tuple(int(p) for p in pat[pat >= 0]), int(seed[i]),
             ds["event_access"].values[sel].astype(np.int64),
-            ds["event_index"].values[sel].astype(np.int64),
-            ds["event_latency"].values[sel].astype(np.float64),
-            bool(ds["paired"].values[i]) if "paired" in ds else False))
+            ds["event_index"].values[sel].astype(np.int64), lat, bool(paired[i])))
     return out

@@ -70,7 +70,7 @@ def curve_runs(raw: xr.Dataset, footprint: int, order: str, rev: int) -> dict[in
     g = raw["gbs"].where(raw["point_status"] == 0).sel(footprint=footprint, order=order,
                                                        reverse=rev)
     runs = g.transpose("ilp", ...).values.reshape(g.sizes["ilp"], -1)
-    return {int(k): r[np.isfinite(r)] for k, r in zip(g["ilp"].values, runs)
+    return {int(k): r[np.isfinite(r)] for k, r in zip(g["ilp"].values, runs, strict=True)
             if np.isfinite(r).any()}
 
 

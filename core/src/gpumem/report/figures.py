@@ -444,7 +444,7 @@ def tlb_ladder(series: Sequence[Series]) -> Figure | None:
                "tlb.page", 0),
               (("l2",), "pages touched (log scale)", "next level: pages at the page stride",
                "tlb_l2.entries", 1))
-    for ax, (stages, xlabel, title, finding, plus) in zip(axs[0], panels):
+    for ax, (stages, xlabel, title, finding, plus) in zip(axs[0], panels, strict=True):
         for s, trace in data:
             pts = [d for d in trace if d.stage in stages and np.isfinite(d.median)]
             if not pts:
@@ -454,7 +454,7 @@ def tlb_ladder(series: Sequence[Series]) -> Figure | None:
             ys = [d.median - d.below for d in pts]
             ax.errorbar(xs, ys, yerr=[d.margin for d in pts], fmt="none", ecolor=s.colour,
                         alpha=0.5, lw=1)
-            for x, y, d in zip(xs, ys, pts):
+            for x, y, d in zip(xs, ys, pts, strict=True):
                 if d.verdict is True:
                     ax.plot(x, y, "o", color=s.colour, ms=5)
                 elif d.verdict is False:
