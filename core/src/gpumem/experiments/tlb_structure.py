@@ -256,10 +256,12 @@ class _LiveSource(_StoredSource):
 
     def __init__(self, log: ChaseLog, path: str, memory: int) -> None:
         super().__init__([])
-        self.issued = _All()
         self.log, self.path = log, path
         self.limit = min(memory // 2, ELEMENT_SPAN * 4)
         self.top = max_stride(memory)
+
+    def chases(self, stage: str, pages: int, stride: int) -> list[Chase]:
+        return self.by_key.get((stage, pages, stride), [])
 
     def more(self, stage: str, pages: int, stride: int) -> Chase | None:
         if not self.fits(pages, stride):
@@ -274,13 +276,6 @@ class _LiveSource(_StoredSource):
 
     def fits(self, pages: int, stride: int) -> bool:
         return pages * stride <= self.limit
-
-
-class _All(dict):
-    """Every chase run live is issued."""
-
-    def get(self, key: Any, default: Any = None) -> int:
-        return 1 << 30
 
 
 # ---------------------------------------------------------------------------------------------
@@ -352,6 +347,12 @@ class _Walk:
 
     def add(self, f: Finding) -> None:
         self.findings.append(f)
+
+    def missing(self, group: list[Chase], cut: float) -> set[int] | None:
+        """The pages of ``group`` that miss (above ``cut``), or ``None`` while any page is
+        unclear."""
+        miss, _hit, unclear = classify_pages(group, cut, self.noise)
+        return None if unclear else set(miss)
 
     # ---- the steps -----------------------------------------------------------------------
     def run(self) -> None:
@@ -477,12 +478,10 @@ class _Walk:
             return None
         pages = 4 * n1 + 4
         cut = (self.noise.level + self.t1) / 2
-        got = self.decide("span", pages, quarter,
-                          lambda g: None if classify_pages(g, cut, self.noise)[2] else
-                          classify_pages(g, cut, self.noise)[0])
+        got = self.decide("span", pages, quarter, lambda g: self.missing(g, cut))
         if got is None or got == SKIPPED:
             return None
-        miss = list(got)
+        miss = sorted(got)
         if len(miss) < 2:  # (nearly) nothing missed: fewer translations than entries
             return 2 * page
         gaps = np.diff(miss)
@@ -580,9 +579,7 @@ class _Walk:
         seen: set[int] = set()
         k, complete = hi, True
         while k <= min(MAX_PAGES, 4 * hi):
-            got = self.decide("sets", k, page,
-                              lambda g: None if classify_pages(g, mid2, self.noise)[2] else
-                              set(classify_pages(g, mid2, self.noise)[0]))
+            got = self.decide("sets", k, page, lambda g: self.missing(g, mid2))
             if got is None or got == SKIPPED:
                 complete = False
                 break
