@@ -51,7 +51,8 @@ class BulkCopy(Experiment):
     probes = ("bulk_copy",)
     version = "1"
     references = ("NVIDIA Hopper tuning guide, 'Tensor Memory Accelerator'; PTX ISA, "
-                  "cp.async.bulk; H100 study (seed 003) for the plain-load and cp.async side")
+                  "cp.async.bulk; Manjunath & Ramachandra, Concurrency Response of Plain Global "
+                  "Loads on the NVIDIA H100 (2026), for the plain-load and cp.async side")
 
     def plan(self, ctx: RunContext) -> Plan:
         chunks, stages, ctas = CHUNKS, STAGES, CTAS_PER_SM

@@ -50,7 +50,8 @@ class L2SmMap(Experiment):
     summary = "per-SM L2 near/far map: the same chain chased from every SM"
     probes = ("pointer_chase",)
     version = "1"
-    references = "seed 003 (limits: single-SM latency misses the L2 partitions); MT4G"
+    references = ("Manjunath & Ramachandra, Concurrency Response of Plain Global Loads on the "
+                  "NVIDIA H100 (2026): a single SM's latency misses the L2 partitions; MT4G")
 
     def plan(self, ctx: RunContext) -> Plan:
         sms = max(1, ctx.device.sm_count)

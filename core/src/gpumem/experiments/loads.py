@@ -1,4 +1,5 @@
-"""The H100 study of plain global loads (seed 003), reproduced and extended.
+"""The H100 study of plain global loads (Manjunath & Ramachandra, "Concurrency Response of
+Plain Global Loads on the NVIDIA H100", 2026), reproduced and extended.
 
 ``ilp``: bandwidth over per-thread independent loads K = 1..8 at *fixed logical work* (the
 bytes moved do not grow with K), with occupancy fixed (one 1024-thread CTA per SM, 16-byte
@@ -102,7 +103,8 @@ class IlpSweep(Experiment):
                "direction x allocation size (the H100 study, with its missing experiment)")
     probes = ("stream",)
     version = "1"
-    references = "seed 003 (H100 plain global loads: ILP response, sec. 4.2); stream.cu"
+    references = ("Manjunath & Ramachandra, Concurrency Response of Plain Global Loads on the "
+                  "NVIDIA H100 (2026), sec. 4.2 (ILP response); stream.cu")
 
     def plan(self, ctx: RunContext) -> Plan:
         repeats = 3 if ctx.quick else 10
@@ -191,7 +193,8 @@ class AsyncCopy(Experiment):
     summary = "cp.async into shared memory against matched plain loads, 1..16 groups in flight"
     probes = ("stream", "async_copy")
     version = "1"
-    references = "seed 003 (H100: cp.async 2.1-2.9x faster than plain loads at 16 groups)"
+    references = ("Manjunath & Ramachandra, Concurrency Response of Plain Global Loads on the "
+                  "NVIDIA H100 (2026): cp.async 2.1-2.9x faster than plain loads at 16 groups")
 
     def plan(self, ctx: RunContext) -> Plan:
         l2 = max(ctx.device.l2_bytes, 1 << 20)
