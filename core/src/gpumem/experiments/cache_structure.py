@@ -780,7 +780,6 @@ def _overflow_findings(path: str, chases: list[Chase], l2_bytes: float
     if not jumped:
         return [], None
     rule = miss_rule(first, jumped[0])
-    lo_b, hi_b = rule.lo, rule.hi
     level0 = LEVEL_OF_PATH[path]
     method = f"fine-grained P-chase on path '{path}'"
     groups: dict[int, list[Chase]] = {}
@@ -820,7 +819,7 @@ def _overflow_findings(path: str, chases: list[Chase], l2_bytes: float
     past = [c for c in size if c.footprint >= 1.2 * cap]  # the 1.25 C probe, rounded down
     if len(past) >= 2:
         def frac(c: Chase) -> float:
-            return float(c.in_band(lo_b, hi_b).sum()) / max(1, c.observed)
+            return float(c.in_band(rule.lo, rule.hi).sum()) / max(1, c.observed)
 
         near, far = min(past, key=lambda c: c.footprint), max(past, key=lambda c: c.footprint)
         if far.footprint >= 1.5 * near.footprint and frac(near) < RAMP * frac(far):
@@ -943,14 +942,14 @@ def _overflow_findings(path: str, chases: list[Chase], l2_bytes: float
     if not policy:
         return out, rule
     pol = policy[0]
-    frac = _pattern_miss_fraction(pol, lo_b, hi_b)
+    frac = _pattern_miss_fraction(pol, rule.lo, rule.hi)
     fifo = [c for c in chases if c.stage == "fifo"]
     if frac >= 0.97:
         if fifo:
             c = fifo[0]
             probe = c.pattern[-1] // 4
             at = np.nonzero(c.elements() == probe)[0]
-            missed = set(c.ev_access[c.in_band(lo_b, hi_b)].tolist())
+            missed = set(c.ev_access[c.in_band(rule.lo, rule.hi)].tolist())
             miss_rate = float(np.mean([a in missed for a in at])) if at.size else 0.5
             name = "fifo" if miss_rate > 0.5 else "lru"
             out.append(Finding(f"{level}.policy", name, "", 0.95,
@@ -963,10 +962,10 @@ def _overflow_findings(path: str, chases: list[Chase], l2_bytes: float
         return out, rule
     # misses for the replay: clean ones (within the spread of the bulk of misses) are taken
     # as they are; others may be a miss or a mis-timed hit, and the replay decides
-    m = pol.in_band(lo_b, math.inf)
+    m = pol.in_band(rule.lo, rule.hi)
     order = np.argsort(pol.ev_access[m])
     lat = pol.ev_latency[m][order]
-    own = pol.ev_latency[pol.in_band(lo_b, hi_b)]  # the policy chase's own misses: a clock
+    own = pol.ev_latency[pol.in_band(rule.lo, rule.hi)]  # the policy chase's own misses: a clock
     clean = _clean_band(pol.ev_latency[pol.in_band(*band(float(np.median(own))))]
                         if own.size else own)  # that moved since the size stage moves them
     sure = (lat >= clean[0]) & (lat <= clean[1])
