@@ -44,6 +44,15 @@ def test_small_chase_hits_l1_and_ends_where_the_chain_says(cuda_device, order):
     assert res.timer_overhead < 40
 
 
+def test_a_chase_behind_each_placement_pad_ends_where_the_chain_says(cuda_device):
+    from gpumem.device import PLACEMENT_PADS
+
+    for k in range(len(PLACEMENT_PADS)):
+        res = cuda_device.pointer_chase(ChaseRequest(footprint=4 << 20, stride=128,
+                                                     record=256, warmup=1 << 15, placement=k))
+        assert res.end_ok, k
+
+
 def test_large_chase_is_slower_than_small(cuda_device):
     small = cuda_device.pointer_chase(ChaseRequest(footprint=16384, stride=128, record=256,
                                                    warmup=128))

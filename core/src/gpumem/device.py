@@ -82,6 +82,13 @@ class DeviceInfo:
         return d
 
 
+#: Bytes allocated in front of a chain for each ``ChaseRequest.placement``. The pads were
+#: picked on an H200 (GPU-55d37422, benchmarks/l2_near_probe.py): chains behind these four
+#: ended the near L2 partition at different footprints (25.5-29.3 MB), where pads of 2-14 MB
+#: or 258-2050 MB behaved like one of them.
+PLACEMENT_PADS = (0, 66 << 20, 130 << 20, 1026 << 20)
+
+
 @dataclass(frozen=True)
 class ChaseRequest:
     """One pointer chase: a single thread walks a chain over ``footprint`` bytes.
@@ -93,6 +100,9 @@ class ChaseRequest:
     ``nc`` (read-only path) or ``tex`` (texture fetch). ``sm`` picks the SM where it matters.
     ``order="pattern"`` visits the byte offsets in ``pattern`` cyclically. ``peer`` puts the
     chain in another GPU's memory (probe ``peer_access``; -1: this device's).
+    ``placement`` picks where the chain is allocated: ``PLACEMENT_PADS[placement]`` bytes are
+    held in front of it, so the same chain lands on other physical pages (an H200's near L2
+    partition ended anywhere from 25 to 31 MB depending on them).
     """
 
     footprint: int
@@ -107,8 +117,11 @@ class ChaseRequest:
     fine_grained: bool = True
     pattern: tuple[int, ...] = ()
     peer: int = -1
+    placement: int = 0
 
     def validate(self) -> None:
+        if not 0 <= self.placement < len(PLACEMENT_PADS):
+            raise ValueError(f"placement must be 0 ... {len(PLACEMENT_PADS) - 1}")
         if self.peer < -1:
             raise ValueError("peer must be a device index, or -1 for the device's own memory")
         if self.order == "pattern":

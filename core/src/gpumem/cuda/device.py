@@ -12,6 +12,7 @@ import numpy as np
 
 from gpumem.chains import chain_offsets, permutation_params, scatter_key
 from gpumem.device import (
+    PLACEMENT_PADS,
     BulkRequest,
     ChaseRequest,
     ChaseResult,
@@ -251,7 +252,7 @@ class CudaDevice(Device):
         if req.footprint // 4 > 2**32 - 1:
             raise PointSkipped("footprint above 16 GiB needs 8-byte chain elements")
         free, _total = cp.cuda.runtime.memGetInfo()
-        if req.footprint > free - (256 << 20):
+        if req.footprint + PLACEMENT_PADS[req.placement] > free - (256 << 20):
             raise PointSkipped(f"footprint {req.footprint} B does not fit in free device "
                                f"memory ({free} B)")
         mod = self._module("pointer_chase")
@@ -259,7 +260,10 @@ class CudaDevice(Device):
         if peer is not None and (req.path == "tex" or req.order == "pattern"):
             raise PointSkipped("a chase in a peer's memory takes the ca, cg or nc path and a "
                                "sequential or random chain")
+        pad = None
         try:
+            if req.placement:  # held in front of the chain until the chase is done
+                pad = cp.empty(PLACEMENT_PADS[req.placement], dtype=cp.uint8)
             if peer is not None:  # built here, placed in the peer's memory
                 from gpumem.chains import chain_array
 
@@ -268,8 +272,11 @@ class CudaDevice(Device):
             else:
                 arr = self._build_chain(mod, req)
         except cp.cuda.memory.OutOfMemoryError as e:
+            del pad
             cp.get_default_memory_pool().free_all_blocks()
-            raise PointSkipped(f"out of device memory for footprint {req.footprint} B: {e}")
+            behind = f" behind a {PLACEMENT_PADS[req.placement]} B pad" if req.placement else ""
+            raise PointSkipped(f"out of device memory for footprint {req.footprint} B{behind}: "
+                               f"{e}") from None
         # Where the record goes: paths whose first level is the L1 record to global memory
         # through L2 only (shared memory would take L1 capacity on unified L1/shared GPUs);
         # the L2-only path keeps the record in shared memory, out of L2's way.
@@ -301,7 +308,7 @@ class CudaDevice(Device):
                 raise PointSkipped(f"no block of the chase landed on SM {req.sm}")
             lat_h, nxt_h, state_h, ovh_h = (x.get() for x in (lat, nxt, state, ovh))
         finally:
-            del arr
+            del arr, pad
             cp.get_default_memory_pool().free_all_blocks()
         if to_global:
             ovh_h = ovh_h[:min(req.record, 1024)]

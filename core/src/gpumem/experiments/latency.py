@@ -13,6 +13,14 @@ memory), and times every access. Two chain orders:
 After the geometric first pass the knees between plateaus are bisected down to one stride
 (:meth:`LatencyLadder.refine`), so capacities are exact, not grid-bound.
 
+Where a cache is hashed on physical addresses, its capacity as one chain sees it depends on
+which pages the chain got: an H200's near L2 partition ended at 26.1-28.0 MB in four
+processes and at 33.2 MB in a fifth, and within one process at 25.5-29.3 MB behind pads of
+different sizes. So each sequential footprint from an eighth of the L2 to twice it is chased
+on ``PLACEMENTS`` placements (:data:`gpumem.device.PLACEMENT_PADS`), a quarter of its record
+on each: a knee is where the first placement leaves the level, and the half crossing where
+half the accesses of all of them have, whatever the process was given.
+
 Findings: ``lat.l1``, ``lat.l2``, ``lat.l2_far``, ``lat.dram``, ``lat.dram_tlb_miss`` (cycles,
 each with an ``_ns`` twin), ``l1d.size``, ``l2.size``, ``l2.near_size``, ``l2.partitions``.
 """
@@ -20,15 +28,16 @@ each with an ``_ns`` twin), ``l1d.size``, ``l2.size``, ``l2.near_size``, ``l2.pa
 from __future__ import annotations
 
 import zlib
+from collections.abc import Mapping
 from dataclasses import replace
-from typing import Any, Mapping
+from typing import Any
 
 import numpy as np
 import xarray as xr
 
 from gpumem.analysis.plateaus import Plateau, find_plateaus, half_crossing, knee_bracket
 from gpumem.analysis.stats import median_interval
-from gpumem.device import ChaseRequest, Device
+from gpumem.device import PLACEMENT_PADS, ChaseRequest, Device
 from gpumem.errors import ProbeUnsupported
 from gpumem.experiment import Axis, Experiment, Plan, RunContext, Var
 from gpumem.findings import Finding
@@ -39,6 +48,11 @@ MIN_FOOTPRINT = 2 << 10
 MAX_FOOTPRINT = 8 << 30
 LARGE_PAGE = 2 << 20  # the large page of every GPU dissected so far (Mei & Chu; Hopper)
 HALF_RESOLUTION = 0.01  # the half crossing is bisected to 1 % (a point's share is +-1.5 %)
+PLACEMENTS = len(PLACEMENT_PADS)  # allocations a footprint near the L2's knees is chased on
+#: A knee among placed footprints is bisected to 0.5 %, not one stride: where the first of the
+#: placements leaves a hashed level moves by more than that from process to process (an H200's
+#: near L2: 24.7-27.8 MB over three), and stride-exact bisection there cost 15 s a run.
+PLACED_RESOLUTION = 0.005
 
 
 def _round(x: float) -> int:
@@ -55,7 +69,7 @@ class LatencyLadder(Experiment):
     name = "latency"
     summary = "pointer-chase latency ladder over footprint: L1, L2 near/far, DRAM, TLB miss"
     probes = ("pointer_chase",)
-    version = "1"
+    version = "2"  # 2: sequential footprints from L2/8 to 2 L2 chased on PLACEMENTS allocations
     references = ("Mei & Chu, Dissecting GPU Memory Hierarchy through Microbenchmarking, "
                   "IEEE TPDS 28(1), 2017; gpu-benches gpu-latency (RRZE)")
 
@@ -88,7 +102,8 @@ class LatencyLadder(Experiment):
             ],
             inner={"access": np.arange(record)},
             attrs={"stride": STRIDE, "element": ELEMENT, "record": record,
-                   "warmup_cap": warm_cap, "l2_bytes": l2, "path": "ca", "seed": ctx.seed},
+                   "warmup_cap": warm_cap, "l2_bytes": l2, "path": "ca", "seed": ctx.seed,
+                   "placements": PLACEMENTS, "placed_from": l2 // 8, "placed_to": 2 * l2},
         )
 
     def measure(self, device: Device, point: Mapping[str, Any], ctx: RunContext
@@ -106,7 +121,17 @@ class LatencyLadder(Experiment):
         req = ChaseRequest(footprint=footprint, stride=STRIDE, record=record, warmup=warmup,
                            order=str(point["order"]), path="ca", element=ELEMENT,
                            seed=ctx.seed ^ zlib.crc32(str(footprint).encode()))
+        placed = (point["order"] == "sequential" and record % PLACEMENTS == 0
+                  and plan_attrs["placed_from"] < footprint <= plan_attrs["placed_to"])
         try:
+            if placed:
+                parts = [device.pointer_chase(replace(req, record=record // PLACEMENTS,
+                                                      placement=k))
+                         for k in range(PLACEMENTS)]
+                return {"latency": np.concatenate([r.latency for r in parts]),
+                        "index": np.concatenate([r.index for r in parts]),
+                        "timer_overhead": float(np.median([r.timer_overhead for r in parts])),
+                        "end_ok": int(all(r.end_ok for r in parts))}
             res = device.pointer_chase(req)
         except ProbeUnsupported:
             # A device that reports one mean per chase (Accel-Sim counts cycles per kernel):
@@ -120,6 +145,13 @@ class LatencyLadder(Experiment):
                 "timer_overhead": res.timer_overhead, "end_ok": int(res.end_ok)}
 
     # ---- refinement ------------------------------------------------------------------
+    def _knee_resolution(self, attrs: Mapping[str, Any], at: float) -> float:
+        """How narrow (relative) a knee's bracket starting at ``at`` is bisected."""
+        lo = float(attrs.get("plan_placed_from", 0))  # absent before version 2: none placed
+        hi = float(attrs.get("plan_placed_to", 0))
+        placed = int(attrs.get("plan_placements", 1)) > 1
+        return max(self.knee_resolution, PLACED_RESOLUTION if placed and lo < at <= hi else 0)
+
     def refine(self, raw: xr.Dataset, ctx: RunContext) -> dict[str, list] | None:
         x, samples = _curve(raw, "sequential")
         levels = find_plateaus(x, _median(samples))
@@ -128,7 +160,7 @@ class LatencyLadder(Experiment):
             br = knee_bracket(x, samples, lower, upper.latency)
             if br is None:
                 continue
-            brackets = [(br, self.knee_resolution)]
+            brackets = [(br, self._knee_resolution(raw.attrs, br[0]))]
             half = half_crossing(x, samples, lower, upper)
             if half is not None:
                 brackets.append((half[:2], HALF_RESOLUTION))
@@ -183,7 +215,8 @@ class LatencyLadder(Experiment):
         halves.append(None)
 
         def capacity(name: str, k: int, method: str) -> Finding:
-            return _capacity(name, caps[k], method, halves[k])
+            res = self._knee_resolution(raw.attrs, caps[k][0]) if caps[k] else 0.0
+            return _capacity(name, caps[k], method, halves[k], res)
 
         method = "latency ladder, sequential chase, stride 128 B"
         i = 0
@@ -264,15 +297,18 @@ def _confidence(p: Plateau) -> float:
 
 
 def _capacity(name: str, bracket: tuple[float, float] | None, method: str,
-              half: float | None = None) -> Finding:
+              half: float | None = None, resolution: float = 0.0) -> Finding:
     """A capacity from a knee: the last footprint on the level (exact for a cache that
     overflows set by set, as LRU with a modulo index does). Its interval runs to where half
     the accesses have left the level: on a hashed cache the knee moves with where the first
-    conflicts fall from run to run, the half crossing much less; a measured quantity."""
+    conflicts fall (an H200's near L2, placements pooled: 25.9-29.1 MB over three processes),
+    the half crossing much less (31.28-31.37 MB); but on a modulo-indexed W-way cache the half
+    crossing lies C / (2W + 1) past the capacity C, so the knee is the value. A measured
+    quantity."""
     lo, hi = bracket  # type: ignore[misc]
-    resolved = hi - lo <= STRIDE
+    resolved = hi - lo <= max(STRIDE, resolution * lo)  # bisected as far as it is meant to
     conf = 1.0 if resolved else float(np.clip(STRIDE / (hi - lo), 0.05, 0.95))
-    note = "" if resolved else f"capacity between {int(lo)} and {int(hi)} B"
+    note = "" if hi - lo <= STRIDE else f"capacity between {int(lo)} and {int(hi)} B"
     top = max(hi, half) if half is not None else hi
     if half is not None and half > 1.02 * hi:
         note = (note + "; " if note else "") + \

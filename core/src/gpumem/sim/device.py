@@ -7,6 +7,7 @@ from typing import Any
 import numpy as np
 
 from gpumem.device import (
+    PLACEMENT_PADS,
     BulkRequest,
     ChaseRequest,
     ChaseResult,
@@ -111,7 +112,8 @@ class SimDevice(Device):
         path = np.array([self._ids[name] for name in cfg.paths[request.path]], np.int64)
         lat, idx, level = engine.simulate_chase(
             h, path, self._tlb_first, len(cfg.tlbs), cfg.dram.latency,
-            base=cfg.base_address, footprint=request.footprint, stride=request.stride,
+            base=cfg.base_address + PLACEMENT_PADS[request.placement],  # the pad in front
+            footprint=request.footprint, stride=request.stride,
             page_walk=cfg.page_walk_latency, sm=request.sm, sm_count=cfg.sm_count,
             element=request.element, order=request.order, seed=request.seed,
             warmup=request.warmup, record=request.record,
