@@ -194,14 +194,21 @@ def test_bad_input_is_one_line_and_writes_nothing(cli, tmp_path, sim_run):
     assert sorted(p.name for p in tmp_path.iterdir()) == ["plain", "taken"]
 
 
-def test_a_report_folder_is_replaced_whole(cli, tmp_path, sim_run):
+def test_a_report_replaces_its_own_files_and_only_those(cli, tmp_path, sim_run):
+    """Rerun into its own folder: the page is rewritten, a figure the earlier report wrote and
+    this one does not is removed, a file of the user's is kept (issue 15: a report once
+    replaced the whole folder)."""
     out = tmp_path / "rep"
-    out.mkdir()
-    (out / "index.html").write_text("old")
-    (out / "stale.png").write_bytes(b"x")
     r = cli("report", str(sim_run), "--out", str(out))
     assert r.code == 0, r.err
-    assert not (out / "stale.png").exists() and "gpumem report" in (out / "index.html").read_text()
+    listing = out / ".gpumem-report"
+    listing.write_text(listing.read_text().rstrip("\n") + "\nold.png\n")
+    (out / "old.png").write_bytes(b"x")
+    (out / "notes.txt").write_text("mine")
+    r = cli("report", str(sim_run), "--out", str(out))
+    assert r.code == 0, r.err
+    assert not (out / "old.png").exists() and (out / "notes.txt").read_text() == "mine"
+    assert "gpumem report" in (out / "index.html").read_text()
     assert "Skipped: no run has the cache_structure experiment" in \
         (out / "index.html").read_text()
     assert sorted(p.name for p in tmp_path.iterdir()) == ["rep"]

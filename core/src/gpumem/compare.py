@@ -7,6 +7,7 @@ results files), with the expected values and their sources.
 
 from __future__ import annotations
 
+from collections.abc import Collection
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -28,7 +29,11 @@ def device_from_attrs(attrs: dict[str, Any]) -> DeviceInfo:
             return cast(attrs.get(key, default))
         except (TypeError, ValueError):
             return default
-    modes = attrs.get("smem_bank_modes", [4])
+    try:  # an attribute of the wrong type (an imported or hand-edited file) is not fatal
+        modes = attrs.get("smem_bank_modes", [4])
+        bank_modes = tuple(int(m) for m in (modes if hasattr(modes, "__iter__") else [modes]))
+    except (TypeError, ValueError):
+        bank_modes = (4,)
     return DeviceInfo(
         kind=str(attrs.get("device_kind", "")), name=str(attrs.get("device_name", "")),
         compute_capability=str(attrs.get("compute_capability", "")),
@@ -38,7 +43,7 @@ def device_from_attrs(attrs: dict[str, Any]) -> DeviceInfo:
         memory_bus_bits=num("memory_bus_bits", int), uuid=str(attrs.get("device_uuid", "")),
         driver=str(attrs.get("cuda_driver_version", "")),
         peak_bandwidth_gbs=num("peak_bandwidth_gbs"),
-        smem_bank_modes=tuple(int(m) for m in (modes if hasattr(modes, "__iter__") else [modes])),
+        smem_bank_modes=bank_modes,
     )
 
 
@@ -54,7 +59,8 @@ def analyze_file(plugins: Plugins, path: Path, experiment: str | None = None,
     if tool:
         raise UsageError(f"{path}: imported from {tool}: its findings were mapped at import "
                          f"(gpumem show); gpumem's analyses apply to its own measurements")
-    name = experiment or str(raw.attrs.get("gpumem_experiment", ""))
+    recorded = str(raw.attrs.get("gpumem_experiment", ""))
+    name = experiment or recorded
     experiments = plugins.experiments()
     if not name:
         raise UsageError(f"{path}: the file does not say which experiment produced it "
@@ -62,7 +68,19 @@ def analyze_file(plugins: Plugins, path: Path, experiment: str | None = None,
     if name not in experiments:
         raise UsageError(f"{path}: unknown experiment '{name}' (choose from: "
                          f"{', '.join(experiments)})")
-    findings = experiments[name]().analyze(raw)
+    if recorded and name != recorded:
+        # another experiment's analysis would look for variables this file lacks
+        raise UsageError(f"{path}: holds '{recorded}' results, which the '{name}' analysis "
+                         f"cannot read (leave out --experiment to use '{recorded}')")
+    try:
+        findings = experiments[name]().analyze(raw)
+    except (KeyError, IndexError, ValueError) as e:
+        if recorded:
+            raise  # the file's own analysis failing is a bug: keep the traceback
+        # --experiment named for a file that records none: a wrong choice is the likely cause
+        raise UsageError(f"{path}: cannot be analysed as '{name}' "
+                         f"({type(e).__name__}: {e}); is it a {name} file?"
+                         .replace("\n", " ")) from None
     arch = arch or str(raw.attrs.get("gpumem_arch", ""))
     if arch:
         findings = evaluate(findings, expected_for(plugins, arch, device_from_attrs(raw.attrs)))
@@ -79,9 +97,13 @@ class Source:
     findings: dict[tuple[str, str], Finding] = field(default_factory=dict)  # (exp, name)
 
 
-def load_sources(target: Path) -> list[Source]:
+def load_sources(target: Path, exclude: Collection[Path] = ()) -> list[Source]:
     """One :class:`Source` per device of a run directory (a run made with ``--devices`` holds
-    several), or the one of a results file."""
+    several), or the one of a results file.
+
+    ``exclude``: results files to leave out, the damaged ones that
+    :func:`gpumem.results.verify.verify_target` found (the caller reports them)."""
+    skip = {Path(p).resolve() for p in exclude}
     files: list[Path]
     if target.is_dir():
         if not (target / MANIFEST).exists():
@@ -96,12 +118,20 @@ def load_sources(target: Path) -> list[Source]:
     label = target.name if target.is_dir() else target.stem
     by_device: dict[str, Source] = {}
     for f in files:
+        if f.resolve() in skip:
+            continue
         try:
             fds = open_findings(f)
         except ResultsFileError:
+            if not target.is_dir():
+                raise  # the one file asked for: say why it cannot be read
             continue
-        with xr.open_dataset(f, engine="netcdf4") as raw_head:
-            attrs = dict(raw_head.attrs)
+        try:
+            with xr.open_dataset(f, engine="netcdf4") as raw_head:
+                attrs = dict(raw_head.attrs)
+        except Exception as e:  # noqa: BLE001 - the netCDF stack raises many types here
+            raise ResultsFileError(f"{f}: cannot read its attributes ({type(e).__name__}: "
+                                   f"{e})".replace("\n", " ")) from None
         key = str(attrs.get("device_key", ""))
         src = by_device.setdefault(key, Source(label, "", None))
         src.arch = src.arch or str(attrs.get("gpumem_arch", ""))
@@ -127,9 +157,11 @@ def load_source(target: Path) -> Source:
     return sources[0]
 
 
-def compare(plugins: Plugins, targets: list[Path], with_expected: bool) -> dict[str, Any]:
-    """The comparison as plain data (what ``--json`` prints)."""
-    pairs = [(s, str(t)) for t in targets for s in load_sources(t)]
+def compare(plugins: Plugins, targets: list[Path], with_expected: bool,
+            exclude: Collection[Path] = ()) -> dict[str, Any]:
+    """The comparison as plain data (what ``--json`` prints); ``exclude`` as for
+    :func:`load_sources`."""
+    pairs = [(s, str(t)) for t in targets for s in load_sources(t, exclude)]
     sources = [s for s, _p in pairs]
     labels = unique_labels([s.label for s in sources])
     keys = sorted({k for s in sources for k in s.findings})
@@ -145,7 +177,7 @@ def compare(plugins: Plugins, targets: list[Path], with_expected: bool) -> dict[
     for exp, name in keys:
         row: dict[str, Any] = {"experiment": exp, "finding": name, "units": "",
                                "values": {}, "status": {}}
-        for label, s in zip(labels, sources):
+        for label, s in zip(labels, sources, strict=True):
             f = s.findings.get((exp, name))
             if f is None:
                 continue
@@ -168,7 +200,7 @@ def compare(plugins: Plugins, targets: list[Path], with_expected: bool) -> dict[
         rows.append(row)
     return {"runs": [{"label": lb, "arch": s.arch,
                       "device": s.device.name if s.device else "", "path": p}
-                     for lb, (s, p) in zip(labels, pairs)],
+                     for lb, (s, p) in zip(labels, pairs, strict=True)],
             "expected": bool(with_expected), "rows": rows}
 
 

@@ -4,7 +4,10 @@ A plugin is a module (or object) found through the ``gpumem`` entry-point group;
 hooks by defining functions with these names, decorated with :data:`gpumem.hookimpl`.
 Registration hooks receive a ``register`` callback: call it once per contributed object. Each
 object has a unique ``name``; core refuses a name another plugin already holds and reports the
-plugin that tried (see :mod:`gpumem.plugins`).
+plugin that tried (see :mod:`gpumem.plugins`). Importing the plugin, its registration hooks
+and ``gpumem_expected_values`` must return promptly: each is given ``GPUMEM_PLUGIN_TIMEOUT``
+seconds (15 by default), after which the plugin is reported as broken and left out; the
+other hooks run as part of a run and are not timed.
 
 The families follow the product: **Architecture** (what ``--arch NAME`` resolves to),
 **Experiment** (sweeps and their analysis, plus expected values), **Device** (hardware backends

@@ -16,12 +16,21 @@ the group ``gpumem`` (sorted by name, after core's built-in plugin and gpumem's 
 
 ``strict=True`` (``--strict`` or ``GPUMEM_STRICT_PLUGINS=1``) turns any failure into a
 :class:`~gpumem.errors.PluginError` after everything was tried.
+
+A plugin that hangs must not hang every command (``list-plugins`` included): its import and
+its registration hooks run in a daemon thread that is given ``GPUMEM_PLUGIN_TIMEOUT`` seconds
+(default :data:`DEFAULT_TIMEOUT`; 0 = no limit). One that does not finish in time is reported
+as broken ("did not load within N s") and the command goes on without it; the thread is
+abandoned, not killed (Python cannot), so a plugin that later finishes changes nothing.
+``gpumem_expected_values`` is bounded the same way; the hooks a run calls on the plugins it
+chose (experiments, devices, simulator configs, kernel sources) are not: they are the run.
 """
 
 from __future__ import annotations
 
 import os
 import sys
+import threading
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from importlib import metadata
@@ -42,6 +51,52 @@ _REGISTER_HOOKS = {
     "simulators": "gpumem_register_simulators",
     "formats": "gpumem_register_formats",
 }
+
+
+DEFAULT_TIMEOUT = 15.0  # seconds a plugin may take to import or register (GPUMEM_PLUGIN_TIMEOUT)
+
+
+class PluginTimeout(Exception):
+    """A plugin's import or hook did not return within the watchdog's limit."""
+
+
+def plugin_timeout(warn: Callable[[str], None] | None = None) -> float | None:
+    """Seconds from ``GPUMEM_PLUGIN_TIMEOUT`` (``None``: no limit, for 0, less or inf)."""
+    raw = os.environ.get("GPUMEM_PLUGIN_TIMEOUT", "").strip()
+    if not raw:
+        return DEFAULT_TIMEOUT
+    try:
+        value = float(raw)
+    except ValueError:
+        value = float("nan")
+    if value != value:  # NaN or not a number
+        (warn or _stderr_warn)(f"GPUMEM_PLUGIN_TIMEOUT={raw!r} is not a number of seconds; "
+                               f"using {DEFAULT_TIMEOUT:g}")
+        return DEFAULT_TIMEOUT
+    return value if 0 < value < float("inf") else None
+
+
+def call_bounded(fn: Callable[[], Any], timeout: float | None, what: str) -> Any:
+    """``fn()`` in a daemon thread, waiting at most ``timeout`` seconds: its result, or its
+    exception re-raised here, or :class:`PluginTimeout` if it is still running."""
+    if timeout is None:
+        return fn()
+    box: dict[str, Any] = {}
+
+    def target() -> None:
+        try:
+            box["value"] = fn()
+        except BaseException as e:  # noqa: BLE001 - handed to the caller
+            box["error"] = e
+
+    t = threading.Thread(target=target, name=f"gpumem-plugin {what}", daemon=True)
+    t.start()
+    t.join(timeout)
+    if t.is_alive():
+        raise PluginTimeout(f"did not {what} within {timeout:g} s")
+    if "error" in box:
+        raise box["error"]
+    return box.get("value")
 
 
 @dataclass
@@ -75,7 +130,8 @@ class Contribution:
 class Plugins:
     """A loaded plugin set: the pluggy manager, the records and the registry."""
 
-    def __init__(self) -> None:
+    def __init__(self, timeout: float | None = None) -> None:
+        self.timeout = timeout  # seconds for a plugin's import or hook; None: no limit
         self.pm = pluggy.PluginManager(GROUP)
         self.pm.add_hookspecs(hookspecs)
         self.records: list[PluginRecord] = []
@@ -113,7 +169,11 @@ class Plugins:
         warn = warn or _stderr_warn
         for impl in self.pm.hook.gpumem_expected_values.get_hookimpls():
             try:
-                result = impl.function(arch=arch, device=device)
+                result = call_bounded(lambda f=impl.function: f(arch=arch, device=device),
+                                      self.timeout, "give expected values")
+            except PluginTimeout as e:
+                warn(f"plugin '{impl.plugin_name}' {e} for '{arch}'; its values are left out")
+                continue
             except Exception as e:  # noqa: BLE001 - the plugin's bug, reported
                 warn(f"plugin '{impl.plugin_name}' failed to give expected values for "
                      f"'{arch}': {_describe(e)}")
@@ -139,13 +199,22 @@ class Plugins:
             self.pm.unregister(obj)
             return self._fail(record, _describe(e), warn)
         pending: list[tuple[str, str, Any]] = []
-        try:
+
+        def register_all() -> list[tuple[str, str, Any]]:
+            got: list[tuple[str, str, Any]] = []  # not shared: a late thread changes nothing
             for kind, hookname in _REGISTER_HOOKS.items():
                 for impl in getattr(self.pm.hook, hookname).get_hookimpls():
                     if impl.plugin is not obj:
                         continue
-                    impl.function(register=lambda o, _k=kind: pending.append(
+                    impl.function(register=lambda o, _k=kind: got.append(
                         (_k, _name_of(o, _k), o)))
+            return got
+
+        try:
+            pending = call_bounded(register_all, self.timeout, "register")
+        except PluginTimeout as e:
+            self.pm.unregister(obj)
+            return self._fail(record, str(e), warn)
         except Exception as e:  # noqa: BLE001
             self.pm.unregister(obj)
             return self._fail(record, f"registration raised {_describe(e)}", warn)
@@ -200,7 +269,9 @@ def entry_points() -> list[metadata.EntryPoint]:
 
 
 def _stderr_warn(message: str) -> None:
-    print(f"gpumem: warning: {message}", file=sys.stderr)
+    from gpumem.printable import escape_controls
+
+    print(f"gpumem: warning: {escape_controls(message)}", file=sys.stderr)
 
 
 def strict_from_env() -> bool:
@@ -225,7 +296,7 @@ def load_plugins(*, strict: bool = False, warn: Callable[[str], None] | None = N
     from gpumem import __version__, builtin
 
     warn = warn or _stderr_warn
-    plugins = Plugins()
+    plugins = Plugins(plugin_timeout(warn))
     plugins.add(builtin, PluginRecord(BUILTIN, "gpumem", __version__), warn)
     allow = _env_list("GPUMEM_LOAD_PLUGINS")
     block = set(_env_list("GPUMEM_DISABLE_PLUGINS") or [])
@@ -249,7 +320,11 @@ def load_plugins(*, strict: bool = False, warn: Callable[[str], None] | None = N
             continue
         loaded[ep.name] = record
         try:
-            obj = ep.load()
+            obj = call_bounded(ep.load, plugins.timeout, "load")
+        except PluginTimeout as e:
+            plugins.records.append(record)
+            plugins._fail(record, str(e), warn)
+            continue
         except BaseException as e:  # noqa: BLE001 - even SystemExit from a plugin import
             if isinstance(e, KeyboardInterrupt):
                 raise

@@ -11,21 +11,29 @@
    atomically, and only then mark it complete in the manifest. A failing experiment is
    recorded and the next one runs; Ctrl-C marks the running one interrupted and keeps the
    rest.
+
+Faults leave the manifest truthful: SIGTERM is handled like Ctrl-C (exit 143 instead of
+130); an experiment's entry is ended as interrupted or failed by the process that started it,
+never by another; a results file that cannot be written (disk full) fails its entry and stops
+the run with one line (exit 1); worker processes leave Ctrl-C to this one.
 """
 
 from __future__ import annotations
 
+import contextlib
 import os
 import pickle
 import re
+import signal
 import sys
+import threading
 import time
 import traceback
 from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
-from typing import Any, Callable, Mapping, Sequence
+from typing import Any, Callable, Iterator, Mapping, Sequence
 
 import multiprocessing as mp
 
@@ -55,7 +63,7 @@ from gpumem.results.schema import (
     point_key,
     points,
 )
-from gpumem.results.store import RunStore
+from gpumem.results.store import ResultsWriteError, RunStore
 
 DEFAULT_RESULTS_ROOT = Path("gpumem-results")
 MAX_REFINE_ROUNDS = 32
@@ -297,9 +305,35 @@ def run_point(experiment: Experiment, device: Device, point: Mapping[str, Any],
 _worker_device: Device | None = None
 
 
+class Terminated(KeyboardInterrupt):
+    """SIGTERM, raised where Ctrl-C would be so that the same clean-up runs (exit 143)."""
+
+
+def _raise_terminated(_signum: int, _frame: Any) -> None:
+    raise Terminated()
+
+
+@contextlib.contextmanager
+def sigterm_as_interrupt() -> Iterator[None]:
+    """Within the block SIGTERM raises :class:`Terminated` (main thread only)."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    old = signal.signal(signal.SIGTERM, _raise_terminated)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGTERM, old)
+
+
 def _worker_init(spec: dict[str, Any]) -> None:
-    """Open, once per worker process, the device described by ``Device.reopen_spec()``."""
+    """Open, once per worker process, the device described by ``Device.reopen_spec()``.
+    Ctrl-C reaches the whole process group: workers ignore it (the parent cancels their
+    work and reports once, instead of one traceback per worker)."""
     global _worker_device
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    signal.signal(signal.SIGTERM, signal.SIG_DFL)
+    signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGINT})
     plugins = load_plugins(warn=lambda _m: None)
     sim = plugins.simulators()[spec["simulator"]]
     _worker_device = sim.create_device(spec["arch"], spec["config"], seed=spec["seed"])
@@ -349,7 +383,15 @@ class PointRunner:
         if self.cluster is not None and _picklable(cls):
             return self.cluster.run(experiment, pts, ctx, on_done)
         if self.pool is not None and _picklable(cls):
-            futures = [(point_key(p), self.pool.submit(_worker_point, cls, p, ctx)) for p in pts]
+            # workers start inside submit(); SIGINT stays blocked until they ignore it
+            old = signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT}) \
+                if threading.current_thread() is threading.main_thread() else None
+            try:
+                futures = [(point_key(p), self.pool.submit(_worker_point, cls, p, ctx))
+                           for p in pts]
+            finally:
+                if old is not None:
+                    signal.pthread_sigmask(signal.SIG_SETMASK, old)
             try:
                 for key, fut in futures:
                     res = fut.result()
@@ -448,35 +490,64 @@ def run_experiment(plugins: Plugins, store: RunStore, device: Device, cls: type[
         store.set_entry(key, device=device.info.key, experiment=exp.name, params_hash=phash,
                         status="skipped", error=reason)
         return Outcome(exp.name, "skipped", error=reason)
-    store.set_entry(key, device=device.info.key, experiment=exp.name, params_hash=phash,
-                    arch=ctx.arch, status="running", started=now_iso(), pid=os.getpid(),
-                    error="")
+    store.claim(key, device=device.info.key, experiment=exp.name, params_hash=phash,
+                arch=ctx.arch)
+    try:
+        return _measure_and_keep(plugins, store, device, exp, plan, key, ctx, expected,
+                                 runner, reporter, argv, t0)
+    except ProbeUnsupported as e:
+        _release(store, key, "skipped", str(e))
+        return Outcome(exp.name, "skipped", error=str(e), wall_s=time.monotonic() - t0)
+    except Terminated:
+        _release(store, key, "interrupted", "terminated (SIGTERM)")
+        raise
+    except KeyboardInterrupt:
+        _release(store, key, "interrupted", "interrupted (Ctrl-C)")
+        raise
+    except (ResultsWriteError, UsageError) as e:  # cannot keep results: the run stops
+        _release(store, key, "failed", str(e))
+        raise
+    except Exception as e:  # noqa: BLE001 - this experiment's bug; the next one runs
+        error = f"{type(e).__name__}: {e}"
+        _release(store, key, "failed", error)
+        return Outcome(exp.name, "failed", error=error, wall_s=time.monotonic() - t0)
+
+
+def _release(store: RunStore, key: str, status: str, error: str) -> None:
+    """End this run's entry; if even the manifest cannot be written (disk full), leave it:
+    the entry names this process, and the next run into the folder marks it stale."""
+    try:
+        store.release(key, status, error)
+    except (GpumemError, OSError):
+        pass
+
+
+def _measure_and_keep(plugins: Plugins, store: RunStore, device: Device, exp: Experiment,
+                      plan: Plan, key: str, ctx: RunContext, expected: list[Expected],
+                      runner: PointRunner, reporter: Reporter, argv: Sequence[str],
+                      t0: float) -> Outcome:
+    """Measure, analyse and write one claimed experiment (its caller ends the entry on
+    any exception)."""
+    phash = key.rsplit("/", 1)[1]
     axes = list(plan.axes)
     pts = points(axes)
     before = device.provenance()
-    try:
-        raw = _adaptive(exp, device, ctx, reporter)
-        if raw is None:
-            reporter.experiment_started(exp.name, len(pts))
-            results = runner.run(exp, pts, ctx, lambda: reporter.point_done(exp.name))
-            for _round in range(MAX_REFINE_ROUNDS):
-                raw = assemble(plan, axes, results)
-                extra = exp.refine(raw, ctx)
-                if not extra:
-                    break
-                axes, fresh = _extend(axes, extra)
-                if not fresh:
-                    break
-                reporter.points_added(exp.name, len(fresh))
-                results.update(runner.run(exp, fresh, ctx,
-                                          lambda: reporter.point_done(exp.name)))
+    raw = _adaptive(exp, device, ctx, reporter)
+    if raw is None:
+        reporter.experiment_started(exp.name, len(pts))
+        results = runner.run(exp, pts, ctx, lambda: reporter.point_done(exp.name))
+        for _round in range(MAX_REFINE_ROUNDS):
             raw = assemble(plan, axes, results)
-    except ProbeUnsupported as e:
-        store.set_entry(key, status="skipped", error=str(e))
-        return Outcome(exp.name, "skipped", error=str(e), wall_s=time.monotonic() - t0)
-    except KeyboardInterrupt:
-        store.set_entry(key, status="interrupted", error="interrupted (Ctrl-C)")
-        raise
+            extra = exp.refine(raw, ctx)
+            if not extra:
+                break
+            axes, fresh = _extend(axes, extra)
+            if not fresh:
+                break
+            reporter.points_added(exp.name, len(fresh))
+            results.update(runner.run(exp, fresh, ctx,
+                                      lambda: reporter.point_done(exp.name)))
+        raw = assemble(plan, axes, results)
     for k, v in plan.attrs.items():
         raw.attrs.setdefault(f"plan_{k}", attr_safe(v))
     after = device.provenance()
@@ -510,12 +581,11 @@ def run_experiment(plugins: Plugins, store: RunStore, device: Device, cls: type[
     fds = to_dataset(findings)
     fds.attrs.update({k: raw.attrs[k] for k in ("gpumem_experiment", "device_key",
                                                   "gpumem_arch", "date_created")})
-    path, sha = store.write(device.info.key, exp.name, phash, raw, fds)
     status = "failed" if error else "complete"
-    store.set_entry(key, status=status, file=str(path.relative_to(store.root)), sha256=sha,
-                    finished=now_iso(), wall_s=round(time.monotonic() - t0, 3), error=error,
-                    points=n_points, throttled_points=throttled,
-                    findings={f.name: f.as_dict() for f in findings})
+    path, _sha = store.write(device.info.key, exp.name, phash, raw, fds, key=key, fields=dict(
+        status=status, finished=now_iso(), wall_s=round(time.monotonic() - t0, 3), error=error,
+        points=n_points, throttled_points=throttled,
+        findings={f.name: f.as_dict() for f in findings}))
     return Outcome(exp.name, status, path, findings, error, time.monotonic() - t0, n_points)
 
 
@@ -524,9 +594,32 @@ def run_experiment(plugins: Plugins, store: RunStore, device: Device, cls: type[
 # ---------------------------------------------------------------------------------------------
 
 
+def _kept(store: RunStore, report: RunReport) -> int:
+    """Experiments with a file: resumed ones, and those this process wrote (an interrupt
+    that waited for a write lands after the experiment was recorded)."""
+    try:
+        mine = sum(1 for e in store.entries()
+                   if e.data.get("owner") == store.owner and e.data.get("file"))
+    except GpumemError:
+        mine = sum(1 for o in report.outcomes if o.file and o.status != "resumed")
+    return mine + sum(1 for o in report.outcomes if o.status == "resumed")
+
+
 def run(req: RunRequest, *, plugins: Plugins | None = None, reporter: Reporter | None = None,
         results_root: Path = DEFAULT_RESULTS_ROOT) -> RunReport:
-    """Run ``req``; see the module docstring for the order of work."""
+    """Run ``req``; see the module docstring for the order of work. SIGTERM is handled
+    like Ctrl-C, as :class:`~gpumem.errors.Interrupted` with exit code 143."""
+    try:
+        with sigterm_as_interrupt():
+            return _run(req, plugins=plugins, reporter=reporter, results_root=results_root)
+    except Terminated:
+        err = Interrupted("terminated (SIGTERM) before any experiment ran")
+        err.exit_code = 143
+        raise err from None
+
+
+def _run(req: RunRequest, *, plugins: Plugins | None, reporter: Reporter | None,
+         results_root: Path) -> RunReport:
     plugins = plugins or get_plugins()
     reporter = reporter or Reporter()
     if req.workers < 1:
@@ -567,10 +660,11 @@ def run(req: RunRequest, *, plugins: Plugins | None = None, reporter: Reporter |
             else:
                 out = default_out(results_root, req.arch, device.info.key)
         store = RunStore.open(out)
+        store.check_no_symlink(store.root / device.info.key)  # before measuring anything
         report = RunReport(out, device.info, req.arch)
-        if choice.notice:
-            report.notices.append(choice.notice)
-            reporter.notice(choice.notice)
+        for notice in ([choice.notice] if choice.notice else []) + store.stale:
+            report.notices.append(notice)
+            reporter.notice(notice)
         store.start_run({"argv": list(req.argv), "arch": req.arch, "device": device.info.key,
                          "pid": os.getpid(), "python": sys.version.split()[0]})
         ctx = RunContext(req.arch, device.info, req.quick, req.seed)
@@ -582,11 +676,19 @@ def run(req: RunRequest, *, plugins: Plugins | None = None, reporter: Reporter |
                 try:
                     outcome = run_experiment(plugins, store, device, cls, ctx, expected, runner,
                                              reporter, req.resume, req.argv)
-                except KeyboardInterrupt:
-                    kept = sum(1 for o in report.outcomes if o.file)
-                    raise Interrupted(
-                        f"interrupted during '{cls.name}'; {kept} finished experiment(s) kept "
-                        f"in {out} (continue with: --resume --out {out})") from None
+                except KeyboardInterrupt as e:
+                    kept = _kept(store, report)
+                    what = "terminated (SIGTERM)" if isinstance(e, Terminated) else \
+                        "interrupted"
+                    err = Interrupted(
+                        f"{what} during '{cls.name}'; {kept} finished experiment(s) kept "
+                        f"in {out} (continue with: --resume --out {out})")
+                    err.exit_code = 143 if isinstance(e, Terminated) else 130
+                    raise err from None
+                except (ResultsWriteError, UsageError) as e:
+                    kept = _kept(store, report)
+                    raise type(e)(f"{e}; {cls.name} failed, {kept} finished experiment(s) "
+                                  f"kept in {out}") from None
                 except Exception as e:  # noqa: BLE001 - one experiment's bug, the rest run
                     outcome = Outcome(cls.name, "failed", error=f"{type(e).__name__}: {e}")
                     store.set_entry(f"{device.info.key}/{cls.name}/unplanned",

@@ -2,21 +2,40 @@
 
 :func:`main` is the console-script entry point. It runs the typer app without click's
 "standalone" error handling so that every error is one line on stderr: usage errors exit 2,
-other gpumem errors 1, Ctrl-C 130.
+other gpumem errors 1, Ctrl-C 130 (with "interrupted" said, in every command). Messages are
+printed with control characters escaped: they quote file and plugin text.
 """
 
 from __future__ import annotations
 
 import sys
+from typing import Any
 
 import typer
+from typer.core import TyperGroup
 
 from gpumem import __version__
 from gpumem.cli import _state
+from gpumem.cli._common import escape_controls
 from gpumem.errors import GpumemError
+
+
+class _CtrlC(Exception):
+    """Ctrl-C inside a command, carried past typer (which would turn it into a silent exit
+    130) to :func:`main`, which says "interrupted"."""
+
+
+class _Group(TyperGroup):
+    def invoke(self, ctx: Any) -> Any:
+        try:
+            return super().invoke(ctx)
+        except KeyboardInterrupt:
+            raise _CtrlC() from None
+
 
 app = typer.Typer(
     name="gpumem",
+    cls=_Group,
     help="Dissect GPU memory hierarchies with microbenchmarks.",
     no_args_is_help=True,
     add_completion=False,
@@ -71,16 +90,18 @@ def main(argv: list[str] | None = None) -> int:
         msg = e.format_message().replace("\n", " ")
         ctx = getattr(e, "ctx", None)
         where = f" {ctx.command_path.split(' ', 1)[1]}" if ctx and " " in ctx.command_path else ""
-        print(f"gpumem{where}: error: {msg}", file=sys.stderr)
+        print(escape_controls(f"gpumem{where}: error: {msg}"), file=sys.stderr)
         code = e.exit_code
     except typer.Abort:
         print("gpumem: aborted", file=sys.stderr)
         code = 130
-    except KeyboardInterrupt:
+    except (KeyboardInterrupt, _CtrlC):
         print("gpumem: interrupted", file=sys.stderr)
         code = 130
     except GpumemError as e:
-        print(f"gpumem: error: {e}".replace("\n", " "), file=sys.stderr)
+        # messages quote file names, attributes and plugin errors: print control characters
+        # as visible text (newlines as spaces, to keep one line)
+        print(escape_controls(f"gpumem: error: {e}".replace("\n", " ")), file=sys.stderr)
         code = e.exit_code
     if argv is None:
         sys.exit(code)

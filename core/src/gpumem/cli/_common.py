@@ -1,15 +1,23 @@
-"""Helpers shared by the commands: consoles, the plugin set, JSON output."""
+"""Helpers shared by the commands: consoles, the plugin set, JSON output, safe text, and
+the damage check that every command reading a run directory makes first."""
 
 from __future__ import annotations
 
 import json
 import sys
-from typing import Any
+from collections.abc import Iterable
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
 from rich.console import Console
+from rich.text import Text
 
 from gpumem.cli import _state
 from gpumem.plugins import Plugins, get_plugins
+from gpumem.printable import escape_controls
+
+if TYPE_CHECKING:
+    from gpumem.results.verify import Damage
 
 
 def stdout() -> Console:
@@ -21,6 +29,13 @@ def stdout() -> Console:
 
 def stderr() -> Console:
     return Console(file=sys.stderr, soft_wrap=True)
+
+
+def safe_text(s: object, style: str = "") -> Text:
+    """A string from a file, a manifest or a plugin, ready for rich: a :class:`Text` (never
+    parsed as markup, so ``[/red]`` or ``[link=...]`` print as typed) with control
+    characters escaped. Use it for every data-derived table cell, title and message."""
+    return Text(escape_controls(s), style=style)
 
 
 def plugins() -> Plugins:
@@ -52,3 +67,17 @@ def fmt_finding(d: dict) -> str:
     if "candidates" in d:
         return "unresolved: " + " | ".join(fmt_value(c) for c in d["candidates"])
     return fmt_value(d["value"])
+
+
+def check_damage(targets: Iterable[Path]) -> list[Damage]:
+    """Verify the run directories (or the results files in one) that ``targets`` name against
+    their manifests; print one line per damaged entry on stderr and return the damage.
+
+    A checksum is the only thing that catches a byte flip that still opens (data turned to
+    NaN), so every command that reads a run calls this before it reads."""
+    from gpumem.results.verify import verify_target
+
+    damage = [d for t in targets for d in verify_target(Path(t))]
+    for d in damage:
+        print(f"gpumem: damaged: {escape_controls(d)}", file=sys.stderr)
+    return damage

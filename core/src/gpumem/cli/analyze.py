@@ -1,4 +1,8 @@
-"""``gpumem analyze``: findings derived afresh from a stored raw results file."""
+"""``gpumem analyze``: findings derived afresh from a stored raw results file.
+
+A file of a run directory is first checked against its manifest entry: a damaged one is
+named on stderr and not analysed (exit 1). Strings from the file print as text, never markup.
+"""
 
 from __future__ import annotations
 
@@ -9,7 +13,14 @@ import typer
 from rich.table import Table
 
 from gpumem.cli import app
-from gpumem.cli._common import fmt_finding, plugins, print_json, stdout
+from gpumem.cli._common import (
+    check_damage,
+    fmt_finding,
+    plugins,
+    print_json,
+    safe_text,
+    stdout,
+)
 from gpumem.compare import analyze_file
 
 
@@ -24,16 +35,19 @@ def analyze(
     json_: bool = typer.Option(False, "--json", help="Print JSON."),
 ) -> None:
     """Re-run an experiment's analysis on FILE; print findings with confidence and method."""
+    if check_damage([file]):
+        raise typer.Exit(1)
     name, findings = analyze_file(plugins(), file, experiment, arch)
     if json_:
         print_json({"file": str(file), "experiment": name,
                     "findings": {f.name: f.as_dict() for f in findings}})
         return
-    t = Table(title=f"{name}: {file}")
+    t = Table(title=safe_text(f"{name}: {file}"))
     for col in ("finding", "value", "units", "expected", "status", "confidence", "method"):
         t.add_column(col)
     for f in findings:
         d = f.as_dict()
-        t.add_row(f.name, fmt_finding(d), f.units, "-" if d["expected"] is None
-                  else str(d["expected"]), f.status, f"{f.confidence:.2f}", f.method)
+        t.add_row(*(safe_text(c) for c in (
+            f.name, fmt_finding(d), f.units, "-" if d["expected"] is None
+            else str(d["expected"]), f.status, f"{f.confidence:.2f}", f.method)))
     stdout().print(t)

@@ -1,4 +1,9 @@
-"""``gpumem compare``: findings of runs side by side, and against expected values."""
+"""``gpumem compare``: findings of runs side by side, and against expected values.
+
+Damaged entries (see :mod:`gpumem.results.verify`) are named on stderr, one line each, and
+left out; the rows of what is intact are still printed, and the command exits 1.
+Every string from a file is printed as text (:func:`safe_text`), never markup.
+"""
 
 from __future__ import annotations
 
@@ -10,10 +15,12 @@ from rich.table import Table
 from gpumem.cli import app
 from gpumem.cli._common import (
     STATUS_STYLE,
+    check_damage,
     fmt_finding,
     fmt_value,
     plugins,
     print_json,
+    safe_text,
     stdout,
 )
 from gpumem.compare import compare
@@ -27,18 +34,28 @@ def compare_cmd(
                                        "architecture, with status and source."),
     json_: bool = typer.Option(False, "--json", help="Print JSON."),
 ) -> None:
-    """Findings of one or more runs side by side (and beside the expected values)."""
-    data = compare(plugins(), targets, expected)
+    """Findings of one or more runs side by side (and beside the expected values). Entries
+    whose file fails its manifest checksum are named on stderr and left out (exit 1)."""
+    damage = check_damage(targets)
+    data = compare(plugins(), targets, expected, exclude=[d.path for d in damage])
+    if damage:
+        data["damaged"] = [d.as_dict() for d in damage]
     if json_:
         print_json(data)
-        return
+    else:
+        _print(data, expected)
+    if damage:
+        raise typer.Exit(1)
+
+
+def _print(data: dict, expected: bool) -> None:
     labels = [r["label"] for r in data["runs"]]
-    t = Table(title="gpumem compare: " + " | ".join(
-        f"{r['label']} ({r['device']})" for r in data["runs"]))
+    t = Table(title=safe_text("gpumem compare: " + " | ".join(
+        f"{r['label']} ({r['device']})" for r in data["runs"])))
     t.add_column("experiment")
     t.add_column("finding")
     for lb in labels:
-        t.add_column(lb)
+        t.add_column(safe_text(lb))
     if len(labels) > 1:
         t.add_column("difference")
     t.add_column("units")
@@ -47,20 +64,22 @@ def compare_cmd(
         t.add_column("status")
         t.add_column("source")
     for row in data["rows"]:
-        cells = [row["experiment"], row["finding"]]
+        cells: list = [safe_text(row["experiment"]), safe_text(row["finding"])]
         cands = row.get("candidates", {})
-        cells += [fmt_finding({"value": row["values"].get(lb), "candidates": cands[lb]})
-                  if lb in cands else fmt_value(row["values"].get(lb)) for lb in labels]
+        cells += [safe_text(fmt_finding({"value": row["values"].get(lb),
+                                         "candidates": cands[lb]})
+                            if lb in cands else fmt_value(row["values"].get(lb)))
+                  for lb in labels]
         if len(labels) > 1:
             rel = row.get("relative_difference")
             cells.append("-" if rel is None else f"{rel:+.1%}")
-        cells.append(row["units"])
+        cells.append(safe_text(row["units"]))
         if expected:
             statuses = [row["status"].get(lb) for lb in labels if row["status"].get(lb)]
             worst = next((s for s in ("fail", "unresolved", "warn", "pass") if s in statuses),
                          "n/a")
             style = STATUS_STYLE.get(worst, "dim")
-            cells += [fmt_value(row.get("expected")), f"[{style}]{worst}[/{style}]",
-                      row.get("expected_source", "")]
+            cells += [safe_text(fmt_value(row.get("expected"))), safe_text(worst, style),
+                      safe_text(row.get("expected_source", ""))]
         t.add_row(*cells)
     stdout().print(t)

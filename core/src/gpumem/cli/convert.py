@@ -9,7 +9,7 @@ from typing import Optional
 import typer
 
 from gpumem.cli import app
-from gpumem.cli._common import plugins
+from gpumem.cli._common import escape_controls, plugins
 from gpumem.errors import UsageError
 from gpumem.formats import Converted, Format
 
@@ -30,7 +30,7 @@ def _format(name: str, want: str) -> Format:
 
 def _report(done: Converted) -> None:
     for w in done.warnings:
-        print(f"gpumem: warning: {w}", file=sys.stderr)
+        print(f"gpumem: warning: {escape_controls(w)}", file=sys.stderr)
     for p in done.paths:
         typer.echo(str(p))
 

@@ -6,7 +6,7 @@ import typer
 from rich.table import Table
 
 from gpumem.cli import app
-from gpumem.cli._common import plugins, print_json, stdout
+from gpumem.cli._common import escape_controls, plugins, print_json, safe_text, stdout
 from gpumem.runner import list_devices
 
 
@@ -24,22 +24,26 @@ def devices(json_: bool = typer.Option(False, "--json", help="Print JSON.")) -> 
     out = stdout()
     for b in data["backends"]:
         if not b["devices"]:
-            out.print(f"{b['name']}: no devices ({b['message']})", highlight=False, markup=False)
+            out.print(escape_controls(f"{b['name']}: no devices ({b['message']})"),
+                      highlight=False, markup=False)
             continue
         t = Table(title=f"{b['name']} devices")
         for col in ("device", "name", "cc", "SMs", "L2", "memory", "SM clock", "driver"):
             t.add_column(col)
         for d in b["devices"]:
-            t.add_row(f"{b['name']}:{d['index']}", d["name"], d["compute_capability"],
+            t.add_row(f"{b['name']}:{d['index']}", safe_text(d["name"]),
+                      safe_text(d["compute_capability"]),
                       str(d["sm_count"]), _mib(d["l2_bytes"]), _mib(d["memory_bytes"]),
-                      f"{d['clock_mhz']:.0f} MHz", d["driver"])
+                      f"{d['clock_mhz']:.0f} MHz", safe_text(d["driver"]))
         out.print(t)
         if b["message"]:
-            out.print(f"{b['name']}: {b['message']}", highlight=False, markup=False)
+            out.print(escape_controls(f"{b['name']}: {b['message']}"), highlight=False,
+                      markup=False)
     t = Table(title="simulators")
     for col in ("device", "available", "plugin", "summary"):
         t.add_column(col)
     for s in data["simulators"]:
-        t.add_row(s["name"], "yes" if s["available"] else f"no: {s['reason']}", s["plugin"],
-                  s["summary"])
+        t.add_row(safe_text(s["name"]),
+                  safe_text("yes" if s["available"] else f"no: {s['reason']}"),
+                  safe_text(s["plugin"]), safe_text(s["summary"]))
     out.print(t)

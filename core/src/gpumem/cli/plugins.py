@@ -1,12 +1,16 @@
-"""``gpumem list-plugins``: each plugin, its distribution, status and contributions."""
+"""``gpumem list-plugins``: each plugin, its distribution, status and contributions.
+
+Names and error messages come from third-party code: they print as text, never markup.
+"""
 
 from __future__ import annotations
 
 import typer
 from rich.table import Table
+from rich.text import Text
 
 from gpumem.cli import app
-from gpumem.cli._common import print_json, stdout
+from gpumem.cli._common import print_json, safe_text, stdout
 from gpumem.plugins import KINDS, get_plugins
 
 
@@ -22,14 +26,16 @@ def list_plugins(json_: bool = typer.Option(False, "--json", help="Print JSON.")
         for col in ("plugin", "distribution", "version", "status", *KINDS):
             table.add_column(col)
         for r in records:
-            table.add_row(r["name"], r["distribution"], r["version"],
-                          r["status"] if r["status"] == "ok" else f"[red]{r['status']}[/red]",
-                          *(", ".join(r["contributes"][k]) for k in KINDS))
+            table.add_row(safe_text(r["name"]), safe_text(r["distribution"]),
+                          safe_text(r["version"]),
+                          safe_text(r["status"], "" if r["status"] == "ok" else "red"),
+                          *(safe_text(", ".join(r["contributes"][k])) for k in KINDS))
         out = stdout()
         out.print(table)
         for r in records:
             if r["error"]:
-                out.print(f"[red]{r['name']}[/red]: {r['error']}", markup=True, highlight=False)
+                out.print(Text.assemble(safe_text(r["name"], "red"), ": ",
+                                        safe_text(r["error"])))
     if ps.failures and _strict():
         raise typer.Exit(1)
 

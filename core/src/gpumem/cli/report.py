@@ -8,6 +8,7 @@ from pathlib import Path
 import typer
 
 from gpumem.cli import app
+from gpumem.cli._common import check_damage
 
 
 @app.command("report")
@@ -19,7 +20,14 @@ def report(
                                   "holds a report; refused if it holds anything else)."),
 ) -> None:
     """Write OUT/index.html: devices and provenance, findings, and the figures of every
-    experiment (latency ladder, structure chases, bandwidth, ILP, cp.async, bank conflicts)."""
+    experiment (latency ladder, structure chases, bandwidth, ILP, cp.async, bank conflicts).
+    Refused (exit 1, each damaged entry named) if a file fails its manifest checksum."""
+    # Refuse, rather than draw a damaged file as if it were data (a flipped byte can turn
+    # numbers into NaN and still open): each damaged entry is named on stderr, exit 1.
+    if check_damage(run_dirs):
+        typer.echo("gpumem report: error: damaged results (listed above); no report written "
+                   "(re-measure them: gpumem run ... --resume)", err=True)
+        raise typer.Exit(1)
     from gpumem.report import build_report  # matplotlib loads only for this command
 
     start = time.perf_counter()

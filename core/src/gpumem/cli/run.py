@@ -12,9 +12,11 @@ from rich.table import Table
 from gpumem.cli import _state, app
 from gpumem.cli._common import (
     STATUS_STYLE,
+    escape_controls,
     fmt_finding,
     fmt_value,
     plugins,
+    safe_text,
     stderr,
     stdout,
 )
@@ -40,7 +42,8 @@ class RichReporter(Reporter):
         self.progress.stop()
 
     def notice(self, message: str) -> None:
-        self.console.print(f"gpumem: {message}", highlight=False, markup=False)
+        self.console.print(f"gpumem: {escape_controls(message)}", highlight=False,
+                           markup=False)
 
     def experiment_started(self, name: str, total: int) -> None:
         self.tasks[name] = self.progress.add_task(name, total=total)
@@ -54,23 +57,25 @@ class RichReporter(Reporter):
 
     def experiment_finished(self, outcome: Outcome) -> None:
         if outcome.status in ("failed", "skipped"):
-            self.console.print(f"gpumem: {outcome.experiment}: {outcome.status}: "
-                               f"{outcome.error}", highlight=False, markup=False)
+            self.console.print(escape_controls(f"gpumem: {outcome.experiment}: "
+                                               f"{outcome.status}: {outcome.error}"),
+                               highlight=False, markup=False)
 
 
 def summary_table(report: RunReport) -> Table:
-    t = Table(title=f"gpumem {report.arch} on {report.device.name}")
+    t = Table(title=safe_text(f"gpumem {report.arch} on {report.device.name}"))
     for col in ("experiment", "finding", "value", "units", "expected", "status"):
         t.add_column(col)
     for o in report.outcomes:
         if not o.findings:
-            t.add_row(o.experiment, f"({o.status}{': ' + o.error if o.error else ''})",
+            t.add_row(safe_text(o.experiment),
+                      safe_text(f"({o.status}{': ' + o.error if o.error else ''})"),
                       "", "", "", "")
         for f in o.findings:
             style = STATUS_STYLE.get(f.status, "")
-            t.add_row(o.experiment, f.name, fmt_finding(f.as_dict()), f.units,
-                      fmt_value(f.expected),
-                      f"[{style}]{f.status}[/{style}]")
+            t.add_row(safe_text(o.experiment), safe_text(f.name),
+                      safe_text(fmt_finding(f.as_dict())), safe_text(f.units),
+                      safe_text(fmt_value(f.expected)), safe_text(f.status, style))
     return t
 
 
@@ -141,14 +146,15 @@ def _run_fleet(req: RunRequest, devices: str, ps) -> None:
         t.add_column(col)
     for r in report.runs:
         style = "green" if r.status == "complete" else "red"
-        t.add_row(r.device, f"[{style}]{r.status}[/{style}]", f"{r.wall_s:.1f}", str(r.log),
-                  r.last_line)
+        t.add_row(safe_text(r.device), safe_text(r.status, style), f"{r.wall_s:.1f}",
+                  safe_text(r.log), safe_text(r.last_line))
     con = stdout()
     con.print(t)
     con.print(f"results: {report.run_dir}  (gpumem compare {report.run_dir})",
               highlight=False, markup=False)
     if report.failed:
         names = ", ".join(f"{r.device} ({r.status})" for r in report.failed)
-        stderr().print(f"gpumem: {len(report.failed)} of {len(report.runs)} device(s) did not "
-                       f"complete: {names}", highlight=False, markup=False)
+        stderr().print(escape_controls(f"gpumem: {len(report.failed)} of {len(report.runs)} "
+                                       f"device(s) did not complete: {names}"),
+                       highlight=False, markup=False)
         raise typer.Exit(1)

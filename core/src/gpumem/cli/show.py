@@ -1,4 +1,9 @@
-"""``gpumem show``: what a results file or run directory holds."""
+"""``gpumem show``: what a results file or run directory holds.
+
+Damaged entries (see :mod:`gpumem.results.verify`) are named on stderr, one line each, and
+their files left out; what is intact is still shown, and the command exits 1.
+Every string from a file or manifest is printed as text (:func:`safe_text`), never markup.
+"""
 
 from __future__ import annotations
 
@@ -9,7 +14,7 @@ import typer
 from rich.table import Table
 
 from gpumem.cli import app
-from gpumem.cli._common import fmt_finding, print_json, stdout
+from gpumem.cli._common import check_damage, fmt_finding, print_json, safe_text, stdout
 from gpumem.errors import ResultsFileError
 from gpumem.findings import from_dataset
 from gpumem.results.io import open_findings, open_raw
@@ -45,13 +50,14 @@ def _plain(v: Any) -> Any:
         v.tolist() if hasattr(v, "tolist") else v)
 
 
-def describe(target: Path) -> dict[str, Any]:
+def describe(target: Path, skip: frozenset[Path] = frozenset()) -> dict[str, Any]:
+    """What ``target`` holds; ``skip``: resolved paths of damaged files to leave out."""
     if target.is_dir():
         if not (target / MANIFEST).exists():
             raise ResultsFileError(f"{target}: not a gpumem run directory (no {MANIFEST})")
         store = RunStore(target)
         manifest = store.read()
-        files = [describe_file(p) for p in store.result_files()]
+        files = [describe_file(p) for p in store.result_files() if p.resolve() not in skip]
         return {"run_dir": str(target), "entries": manifest.get("entries", {}),
                 "runs": manifest.get("runs", []), "files": files}
     return {"files": [describe_file(target)]}
@@ -60,36 +66,54 @@ def describe(target: Path) -> dict[str, Any]:
 @app.command("show")
 def show(target: Path = typer.Argument(..., help="A results .nc file or a run directory."),
          json_: bool = typer.Option(False, "--json", help="Print JSON.")) -> None:
-    """Print dims, variables with units, key attributes and findings."""
+    """Print dims, variables with units, key attributes and findings. Entries whose file
+    fails its manifest checksum are named on stderr and left out (exit 1)."""
     if not target.exists():
         raise ResultsFileError(f"{target}: no such file or directory")
-    data = describe(target)
+    damage = check_damage([target])
+    if damage and not target.is_dir():
+        raise typer.Exit(1)  # the one file asked for is damaged: nothing intact to show
+    data = describe(target, frozenset(d.path.resolve() for d in damage))
+    if damage:
+        data["damaged"] = [d.as_dict() for d in damage]
     if json_:
         print_json(data)
-        return
+    else:
+        _print(data)
+    if damage:
+        raise typer.Exit(1)
+
+
+def _print(data: dict[str, Any]) -> None:
     out = stdout()
     if "entries" in data:
-        t = Table(title=f"run {data['run_dir']}")
+        t = Table(title=safe_text(f"run {data['run_dir']}"))
         for col in ("entry", "status", "file", "error"):
             t.add_column(col)
+        damaged = {d["entry"]: d["reason"] for d in data.get("damaged", [])}
         for key, e in sorted(data["entries"].items()):
-            t.add_row(key, e.get("status", ""), e.get("file", ""), e.get("error", ""))
+            status = str(e.get("status", "")) if isinstance(e, dict) else ""
+            if key in damaged:
+                status += f" (damaged: {damaged[key]})"
+            e = e if isinstance(e, dict) else {}
+            t.add_row(safe_text(key), safe_text(status, "red" if key in damaged else ""),
+                      safe_text(e.get("file", "")), safe_text(e.get("error", "")))
         out.print(t)
     for f in data["files"]:
-        out.print(f"[bold]{f['path']}[/bold]")
-        out.print("  dims: " + ", ".join(f"{k}={v}" for k, v in f["dims"].items()),
-                  highlight=False)
+        out.print(safe_text(f["path"], "bold"))
+        out.print(safe_text("  dims: " + ", ".join(f"{k}={v}" for k, v in f["dims"].items())))
         for name, v in f["variables"].items():
-            out.print(f"  {name}({', '.join(v['dims'])}) [{v['units']}]  {v['long_name']}",
-                      highlight=False, markup=False)
+            out.print(safe_text(f"  {name}({', '.join(v['dims'])}) [{v['units']}]  "
+                                f"{v['long_name']}"))
         for k, v in f["attrs"].items():
-            out.print(f"  {k}: {v}", highlight=False, markup=False)
+            out.print(safe_text(f"  {k}: {v}"))
         if f["findings"]:
             t = Table(show_header=True)
             for col in ("finding", "value", "units", "expected", "status", "confidence",
                         "method"):
                 t.add_column(col)
             for name, d in f["findings"].items():
-                t.add_row(name, fmt_finding(d), d["units"], str(d["expected"] or "-"),
-                          d["status"], f"{d['confidence']:.2f}", d["method"])
+                t.add_row(*(safe_text(c) for c in (
+                    name, fmt_finding(d), d["units"], str(d["expected"] or "-"), d["status"],
+                    f"{d['confidence']:.2f}", d["method"])))
             out.print(t)

@@ -5,6 +5,8 @@ PNG files beside it (each linked to its SVG twin) referenced by relative paths, 
 can be moved, archived or served as it is. One tiny inline script only *records* on the
 ``<body>`` how many images loaded (``data-images-loaded`` / ``data-images-total``), which a
 headless browser can read back to check the page; without it the page reads the same.
+The ``<meta name="generator" content="gpumem ...">`` tag is how :mod:`gpumem.report` knows an
+older page as its own (one written before the manifest); keep it.
 """
 
 from __future__ import annotations

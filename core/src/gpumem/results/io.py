@@ -7,6 +7,10 @@ A truncated or corrupt netCDF file makes the netCDF library raise assorted error
 
 from __future__ import annotations
 
+import contextlib
+import signal
+import threading
+from collections.abc import Iterator
 from pathlib import Path
 
 import xarray as xr
@@ -14,6 +18,35 @@ import xarray as xr
 from gpumem.errors import ResultsFileError
 
 FINDINGS_GROUP = "findings"
+DEFERRED_SIGNALS = (signal.SIGINT, signal.SIGTERM)
+
+
+@contextlib.contextmanager
+def defer_signals() -> Iterator[list[int]]:
+    """Hold SIGINT/SIGTERM until the block ends, then deliver them to the restored handlers.
+
+    A KeyboardInterrupt raised inside netCDF/HDF5 code can leave xarray's file lock held,
+    and the next close then waits on it forever (Ctrl-C during a write hung the run). Short
+    critical sections (writing, reading, updating the manifest) run whole instead. A no-op
+    outside the main thread (only it can set handlers) and when already deferring.
+    """
+    if threading.current_thread() is not threading.main_thread() or \
+            getattr(defer_signals, "_active", False):
+        yield []
+        return
+    pending: list[int] = []
+    old = {}
+    try:
+        for sig in DEFERRED_SIGNALS:
+            old[sig] = signal.signal(sig, lambda signum, _frame: pending.append(signum))
+        defer_signals._active = True  # type: ignore[attr-defined]
+        yield pending
+    finally:
+        defer_signals._active = False  # type: ignore[attr-defined]
+        for sig, handler in old.items():
+            signal.signal(sig, handler)
+        for sig in dict.fromkeys(pending):
+            signal.raise_signal(sig)  # the restored handler runs now (KeyboardInterrupt...)
 
 
 def _open(path: Path, group: str | None) -> xr.Dataset:
@@ -23,7 +56,7 @@ def _open(path: Path, group: str | None) -> xr.Dataset:
     if not path.is_file():
         raise ResultsFileError(f"{path}: not a file")
     try:
-        with xr.open_dataset(path, group=group, engine="netcdf4") as ds:
+        with defer_signals(), xr.open_dataset(path, group=group, engine="netcdf4") as ds:
             return ds.load()
     except ResultsFileError:
         raise

@@ -11,13 +11,24 @@ file systems) and the folder fsynced. Only then does the manifest mark the entry
 The manifest is the one shared file; every update is a read-modify-write under a lock file
 and is itself written by rename. So two runs writing to the same directory never corrupt each
 other, and an interrupted run keeps everything it finished.
+
+Faults: an entry is *owned* by the process that set it ``running`` (``owner``, ``pid``,
+``host``); a process marks interrupted or failed only entries it owns, and a re-run that is
+interrupted restores the complete result it displaced. Renaming a file into place and
+recording it happen under the lock together. Signals wait while a file or the manifest is
+written (:func:`~gpumem.results.io.defer_signals`). Opening a run for writing removes temporary
+files of dead writers on this host and marks their ``running`` entries interrupted. Nothing
+is written through a symlink below the run directory.
 """
 
 from __future__ import annotations
 
+import errno
 import hashlib
 import json
 import os
+import re
+import socket
 import uuid
 from dataclasses import dataclass
 from pathlib import Path
@@ -27,13 +38,43 @@ import numpy as np
 import xarray as xr
 from filelock import FileLock
 
-from gpumem.errors import ResultsFileError, UsageError
-from gpumem.results.io import FINDINGS_GROUP, open_findings, open_raw
+from gpumem.errors import GpumemError, ResultsFileError, UsageError
+from gpumem.results.io import FINDINGS_GROUP, defer_signals, open_findings, open_raw
 from gpumem.results.schema import now_iso
 
 MANIFEST = "manifest.json"
 MANIFEST_VERSION = 1
 STATUSES = ("running", "complete", "failed", "skipped", "interrupted")
+HOST = socket.gethostname()
+HOST_ID = hashlib.sha256(HOST.encode()).hexdigest()[:8]
+# temporary files this module creates: .<name>.<pid>@<host id>.<random>.tmp
+_TMP_RE = re.compile(r"^\..+\.(?P<pid>\d+)@(?P<host>[0-9a-f]{8})\.[0-9a-f]{8}\.tmp$")
+
+
+class ResultsWriteError(GpumemError):
+    """A results file or the manifest could not be written (disk full, permissions)."""
+
+
+def _tmp_name(path: Path) -> Path:
+    return path.with_name(f".{path.name}.{os.getpid()}@{HOST_ID}.{uuid.uuid4().hex[:8]}.tmp")
+
+
+def pid_alive(pid: int) -> bool:
+    """Whether process ``pid`` exists on this host (a process we may not signal does)."""
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except (PermissionError, OverflowError, ValueError):
+        return True
+    return True
+
+
+def _create_exclusive(path: Path) -> None:
+    """Create ``path`` empty; fail if anything (a file, a planted symlink) is already there."""
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_NOFOLLOW", 0),
+                 0o644)
+    os.close(fd)
 
 
 def sha256_file(path: Path) -> str:
@@ -81,14 +122,11 @@ def _same(a: xr.Dataset, b: xr.Dataset) -> bool:
     return True
 
 
-def write_results_file(path: Path, raw: xr.Dataset, findings: xr.Dataset) -> str:
-    """Write ``raw`` (root group) and ``findings`` (group ``findings``) atomically.
-
-    Returns the SHA-256 of the file. Raises ``OSError`` (and leaves nothing behind but what
-    was there before) if the write or the verification fails.
-    """
+def _write_tmp(path: Path, raw: xr.Dataset, findings: xr.Dataset) -> Path:
+    """Write and verify a temporary file next to ``path`` (removed again on any failure)."""
     path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(f".{path.name}.{os.getpid()}.{uuid.uuid4().hex[:8]}.tmp")
+    tmp = _tmp_name(path)
+    _create_exclusive(tmp)
     try:
         raw.to_netcdf(tmp, mode="w", engine="netcdf4", format="NETCDF4", encoding=_encoding(raw))
         findings.to_netcdf(tmp, mode="a", group=FINDINGS_GROUP, engine="netcdf4")
@@ -96,11 +134,25 @@ def write_results_file(path: Path, raw: xr.Dataset, findings: xr.Dataset) -> str
             os.fsync(f.fileno())
         if not (_same(open_raw(tmp), raw) and _same(open_findings(tmp), findings)):
             raise OSError(f"verification of {tmp} failed: reopened data differ")
-        os.replace(tmp, path)
-        _fsync_dir(path.parent)
     except BaseException:
         tmp.unlink(missing_ok=True)
         raise
+    return tmp
+
+
+def write_results_file(path: Path, raw: xr.Dataset, findings: xr.Dataset) -> str:
+    """Write ``raw`` (root group) and ``findings`` (group ``findings``) atomically.
+
+    Returns the SHA-256 of the file. Raises ``OSError`` (and leaves nothing behind but what
+    was there before) if the write or the verification fails. Signals wait until it is done.
+    """
+    with defer_signals():
+        tmp = _write_tmp(path, raw, findings)
+        try:
+            os.replace(tmp, path)
+            _fsync_dir(path.parent)
+        finally:
+            tmp.unlink(missing_ok=True)
     return sha256_file(path)
 
 
@@ -123,6 +175,9 @@ class RunStore:
         self.root = Path(root)
         self.manifest_path = self.root / MANIFEST
         self._lock = FileLock(str(self.root / (MANIFEST + ".lock")), timeout=60)
+        # this process's mark on the entries it sets running (pid alone can be reused)
+        self.owner = f"{HOST}:{os.getpid()}:{uuid.uuid4().hex[:8]}"
+        self.stale: list[str] = []  # what open() found left running by dead processes
 
     # ---- opening ---------------------------------------------------------------------
     @staticmethod
@@ -150,14 +205,57 @@ class RunStore:
 
     @classmethod
     def open(cls, root: Path) -> RunStore:
+        """Open ``root`` for writing: check it, read the manifest, clear what dead writers
+        left (see :meth:`clean_stale`)."""
         cls.check_writable(root)
         Path(root).mkdir(parents=True, exist_ok=True)
         store = cls(root)
+        for name in (MANIFEST, MANIFEST + ".lock"):
+            store.check_no_symlink(store.root / name)
         store.read()  # a corrupt manifest is an error now, not after measuring
+        store.stale = store.clean_stale()
         return store
+
+    def check_no_symlink(self, path: Path) -> None:
+        """Refuse (UsageError) to write ``path`` if it, or a folder between the run directory
+        and it, is a symlink: a planted link would send results outside ``--out``."""
+        path = Path(path)
+        rel = path.relative_to(self.root)
+        p = self.root
+        for part in rel.parts:
+            p = p / part
+            if p.is_symlink():
+                raise UsageError(f"{p} is a symlink; refusing to write through it (results "
+                                 f"stay inside {self.root})")
+
+    def clean_stale(self) -> list[str]:
+        """Remove temporary files of writers on this host that are gone, and mark entries
+        they left ``running`` interrupted (or restore the result they displaced). Returns
+        one message per stale entry."""
+        dirs = [self.root, *(d for d in self.root.iterdir() if d.is_dir())]
+        for d in (d for d in dirs if d == self.root or not d.is_symlink()):  # not via links
+            for tmp in d.glob(".*.tmp"):
+                m = _TMP_RE.match(tmp.name)
+                if m and m["host"] == HOST_ID and not pid_alive(int(m["pid"])) and \
+                        not tmp.is_dir():
+                    tmp.unlink(missing_ok=True)
+        stale: list[str] = []
+
+        def change(d: dict[str, Any]) -> None:
+            for key, e in d.get("entries", {}).items():
+                if e.get("status") == "running" and e.get("host") == HOST and \
+                        isinstance(e.get("pid"), int) and not pid_alive(e["pid"]):
+                    why = f"stale: process {e['pid']} ended without finishing it (killed?)"
+                    d["entries"][key] = self._released(e, "interrupted", why)
+                    stale.append(f"{key}: {why}; marked {d['entries'][key]['status']}")
+
+        if any(e.status == "running" for e in self.entries()):
+            self.update(change)
+        return stale
 
     # ---- manifest --------------------------------------------------------------------
     def read(self) -> dict[str, Any]:
+        """The manifest; ResultsFileError (naming it and what is wrong) unless well formed."""
         if not self.manifest_path.exists():
             return {"gpumem_manifest_version": MANIFEST_VERSION, "runs": [], "entries": {}}
         try:
@@ -165,20 +263,30 @@ class RunStore:
         except (OSError, ValueError) as e:
             raise ResultsFileError(f"{self.manifest_path}: cannot read run manifest "
                                    f"({type(e).__name__}: {e})") from None
-        if not isinstance(data, dict) or "entries" not in data:
-            raise ResultsFileError(f"{self.manifest_path}: not a gpumem run manifest")
+        problem = _manifest_problem(data)
+        if problem:
+            raise ResultsFileError(f"{self.manifest_path}: not a gpumem run manifest "
+                                   f"({problem})")
         return data
 
     def update(self, change: Callable[[dict[str, Any]], None]) -> dict[str, Any]:
-        """Apply ``change`` to the manifest under the lock and write it back atomically."""
-        with self._lock:
+        """Apply ``change`` to the manifest under the lock and write it back atomically.
+        Signals wait until it is written; a failed write leaves the old manifest."""
+        with self._lock, defer_signals():  # waiting for the lock stays interruptible
             data = self.read()
             change(data)
-            tmp = self.manifest_path.with_name(f".{MANIFEST}.{os.getpid()}.{uuid.uuid4().hex[:8]}")
-            tmp.write_text(json.dumps(data, indent=1, sort_keys=True, default=str))
-            with open(tmp, "rb+") as f:
-                os.fsync(f.fileno())
-            os.replace(tmp, self.manifest_path)
+            tmp = _tmp_name(self.manifest_path)
+            try:
+                _create_exclusive(tmp)
+                tmp.write_text(json.dumps(data, indent=1, sort_keys=True, default=str))
+                with open(tmp, "rb+") as f:
+                    os.fsync(f.fileno())
+                os.replace(tmp, self.manifest_path)
+            except OSError as e:
+                raise ResultsWriteError(f"cannot write {self.manifest_path}: {_cause(e)}") \
+                    from None
+            finally:
+                tmp.unlink(missing_ok=True)
             _fsync_dir(self.root)
         return data
 
@@ -191,6 +299,44 @@ class RunStore:
             entry.update(fields)
             entry["updated"] = now_iso()
         self.update(change)
+
+    def claim(self, key: str, **fields: Any) -> None:
+        """Mark ``key`` running and owned by this process. A complete result it displaces
+        is kept in the entry (``previous``) until this run replaces it."""
+        def change(d: dict[str, Any]) -> None:
+            entries = d.setdefault("entries", {})
+            old = entries.get(key) or {}
+            if old.get("status") != "complete":
+                old = old.get("previous") or {}
+            old.pop("previous", None)
+            entries[key] = {**fields, "status": "running", "owner": self.owner,
+                            "pid": os.getpid(), "host": HOST, "started": now_iso(),
+                            "updated": now_iso(), "error": "",
+                            **({"previous": old} if old else {})}
+        self.update(change)
+
+    def _released(self, e: dict[str, Any], status: str, error: str) -> dict[str, Any]:
+        prev = e.get("previous")
+        if isinstance(prev, dict) and prev.get("status") == "complete":
+            path = self.root / str(prev.get("file", ""))
+            if path.is_file() and sha256_file(path) == prev.get("sha256"):
+                return {**prev, "updated": now_iso(),
+                        "note": f"a re-run was {status} ({error}); this result was kept"}
+        return {**{k: v for k, v in e.items() if k != "previous"}, "status": status,
+                "error": error, "updated": now_iso()}
+
+    def release(self, key: str, status: str, error: str) -> bool:
+        """End this process's ``running`` entry ``key`` as ``status`` (interrupted, failed,
+        skipped). Touches nothing another process owns. Returns whether it changed it."""
+        done = []
+
+        def change(d: dict[str, Any]) -> None:
+            e = d.get("entries", {}).get(key)
+            if e and e.get("owner") == self.owner and e.get("status") == "running":
+                d["entries"][key] = self._released(e, status, error)
+                done.append(key)
+        self.update(change)
+        return bool(done)
 
     def entries(self) -> Iterator[Entry]:
         for key, data in sorted(self.read().get("entries", {}).items()):
@@ -223,9 +369,70 @@ class RunStore:
         return True, ""
 
     def write(self, device_key: str, experiment: str, params_hash: str,
-              raw: xr.Dataset, findings: xr.Dataset) -> tuple[Path, str]:
+              raw: xr.Dataset, findings: xr.Dataset, key: str | None = None,
+              fields: dict[str, Any] | None = None) -> tuple[Path, str]:
+        """Write a results file; with ``key``, record it (``fields``, ``file``, ``sha256``, ``size``)
+        in the manifest in the same locked step as the rename, so the manifest always
+        describes the file on disk even when two runs write the same one. Signals wait until
+        both are done. OSError becomes ResultsWriteError naming the file and the cause."""
         path = self.file_for(device_key, experiment, params_hash)
-        return path, write_results_file(path, raw, findings)
+        self.check_no_symlink(path)
+        with defer_signals():
+            try:
+                tmp = _write_tmp(path, raw, findings)
+            except OSError as e:
+                raise ResultsWriteError(f"cannot write {path}: {_cause(e)}") from None
+            try:
+                sha, size = sha256_file(tmp), tmp.stat().st_size
+                with self._lock:
+                    self.check_no_symlink(path)
+                    os.replace(tmp, path)
+                    _fsync_dir(path.parent)
+                    if key is not None:
+                        self.update(lambda d: _record(d, key, {
+                            **(fields or {}), "file": str(path.relative_to(self.root)),
+                            "sha256": sha, "size": size, "owner": self.owner, "pid": os.getpid(),
+                            "host": HOST}))
+            except OSError as e:
+                raise ResultsWriteError(f"cannot write {path}: {_cause(e)}") from None
+            finally:
+                tmp.unlink(missing_ok=True)
+        return path, sha
 
     def result_files(self) -> list[Path]:
         return sorted(p for p in self.root.glob("*/*.nc") if not p.name.startswith("."))
+
+
+def _record(d: dict[str, Any], key: str, fields: dict[str, Any]) -> None:
+    entry = d.setdefault("entries", {}).setdefault(key, {})
+    entry.pop("previous", None)
+    entry.pop("note", None)
+    entry.update(fields, updated=now_iso())
+
+
+def _cause(e: OSError) -> str:
+    """An OSError's cause in words: 'No space left on device (ENOSPC)'."""
+    name = errno.errorcode.get(e.errno or 0)
+    text = e.strerror or str(e)
+    return f"{text} ({name})" if name else text
+
+
+def _json_type(v: Any) -> str:
+    return {dict: "object", list: "array", str: "string", bool: "boolean", int: "number",
+            float: "number", type(None): "null"}.get(type(v), type(v).__name__)
+
+
+def _manifest_problem(data: Any) -> str:
+    """What makes ``data`` not a manifest, or ''."""
+    if not isinstance(data, dict):
+        return f"top level is a JSON {_json_type(data)}, not an object"
+    if "entries" not in data:
+        return "no 'entries'"
+    if not isinstance(data["entries"], dict):
+        return f"'entries' is a JSON {_json_type(data['entries'])}, not an object"
+    for key, e in data["entries"].items():
+        if not isinstance(e, dict):
+            return f"entry '{key}' is a JSON {_json_type(e)}, not an object"
+    if not isinstance(data.get("runs", []), list):
+        return f"'runs' is a JSON {_json_type(data['runs'])}, not an array"
+    return ""

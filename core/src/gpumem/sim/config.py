@@ -43,6 +43,69 @@ def _is_pow2(x: int) -> bool:
     return x > 0 and (x & (x - 1)) == 0
 
 
+# Bounds that keep a simulation's memory and arithmetic sane whatever a config file says.
+#: Every float in a config: finite, and no larger than this in magnitude (a latency or a rate
+#: past it is a typo, not a GPU); integers (seeds, address masks) must fit the engine's int64.
+MAX_NUMBER = 2 ** 53
+#: Bytes of cache and TLB state the engine may allocate for one hierarchy (each worker
+#: process holds its own). The engine keeps 16 bytes per line or TLB entry and about 64 per
+#: set (arrays, and the lists it builds them from), so this admits about 16 million lines,
+#: e.g. a 2 GiB cache of 128-byte lines: over ten times the largest L2 of a real GPU, and a
+#: bound on memory by design rather than a MemoryError (or swapping) halfway into a run.
+MAX_STATE_BYTES = 256 << 20
+#: Bounds on counts that size lists and sweeps (SMs, peer GPUs of a node).
+MAX_SMS = 4096
+MAX_PEERS = 255
+
+
+def _max_ways(ways: int | list[int]) -> int:
+    """The largest way count, without building a list of one entry per set."""
+    return max(ways) if isinstance(ways, list) else ways
+
+
+def state_bytes(cfg: SimConfig) -> tuple[int, str]:
+    """Bytes of state the engine allocates for ``cfg``'s caches and TLBs (see
+    :data:`MAX_STATE_BYTES`), and the name of the level that needs the most."""
+    sizes = {}
+    for c in cfg.caches:
+        sizes[f"cache[{c.name}]"] = 16 * (c.size // c.line) + 64 * c.sets
+    for t in cfg.tlbs:
+        sizes[f"tlb[{t.name}]"] = 16 * t.entries + 64 * t.sets
+    biggest = max(sizes, key=sizes.get) if sizes else "cache"
+    return sum(sizes.values()), biggest
+
+
+def _check_numbers(obj: Any, where: str) -> None:
+    """Every float anywhere in ``obj`` is finite and within :data:`MAX_NUMBER`, every int
+    fits an int64: NaN passes every ``<`` check that follows, and inf or a huge value makes
+    garbage latencies."""
+    if isinstance(obj, (bool, str)):
+        return
+    if isinstance(obj, int):
+        if not -(1 << 63) <= obj < 1 << 63:
+            _fail(where, f"{obj} does not fit a 64-bit integer")
+    elif isinstance(obj, float):
+        if not math.isfinite(obj):
+            _fail(where, f"must be a finite number, got {obj}")
+        if abs(obj) > MAX_NUMBER:
+            _fail(where, f"{obj:g} is out of range (at most {MAX_NUMBER:.3g} in magnitude)")
+    elif dataclasses.is_dataclass(obj):
+        for f in fields(obj):
+            v = getattr(obj, f.name)
+            name = getattr(obj, "name", None)
+            sub = f"{where}[{name}]" if name and where in ("cache", "tlb") else where
+            _check_numbers(v, f"{sub}.{_toml_key(f)}" if sub else _toml_key(f))
+    elif isinstance(obj, list):
+        for i, v in enumerate(obj):
+            if dataclasses.is_dataclass(v):
+                _check_numbers(v, where)
+            else:
+                _check_numbers(v, f"{where}[{i}]")
+    elif isinstance(obj, dict):
+        for k, v in obj.items():
+            _check_numbers(v, f"{where}.{k}")
+
+
 @dataclass
 class SetIndex:
     """How an address picks a set (TOML keys ``index``, ``index_bits``, ``xor_masks``,
@@ -165,7 +228,7 @@ class CacheLevel:
         if self.size <= 0 or self.size % self.line:
             _fail(f"{where}.size", f"must be a positive multiple of line ({self.line})")
         _validate_ways(where, self.ways, self.size // self.line, "size / line")
-        _validate_policy(where, self.policy, self.way_weights, max(self.way_list))
+        _validate_policy(where, self.policy, self.way_weights, _max_ways(self.ways))
         if self.scope not in SCOPES:
             _fail(f"{where}.scope", f"must be one of {', '.join(SCOPES)}")
         if not self.hit_latency >= 0:
@@ -216,7 +279,7 @@ class TlbLevel:
         if not _is_pow2(self.page):
             _fail(f"{where}.page", f"must be a power of two, got {self.page}")
         _validate_ways(where, self.ways, self.entries, "entries")
-        _validate_policy(where, self.policy, self.way_weights, max(self.way_list))
+        _validate_policy(where, self.policy, self.way_weights, _max_ways(self.ways))
         if self.miss_penalty < 0:
             _fail(f"{where}.miss_penalty", "must be >= 0 cycles")
         self.index.validate(where, self.sets)
@@ -271,8 +334,9 @@ class SharedMemory:
     limit), so throughput needs several warps whatever the ILP, as measured on real GPUs.
     ``sharpness`` rounds the knee where many warps meet the SM cap (0: the throughput
     section's); bank queues make it a soft knee on real GPUs (Kepler reaches 91 % of its
-    peak at 16 warps, 100 % at 32). Latency = ``latency + conflict_cycles * (min(n, conflict_cap) - 1)`` (no cap when 0), or,
-    when ``conflict_latencies`` is given, that table's value for n = 1, 2, 4, ... (measured
+    peak at 16 warps, 100 % at 32). Latency =
+    ``latency + conflict_cycles * (min(n, conflict_cap) - 1)`` (no cap when 0), or, when
+    ``conflict_latencies`` is given, that table's value for n = 1, 2, 4, ... (measured
     curves that are not straight lines, Kepler's; interpolated between powers of two).
     ``remote_latency`` and ``remote_bytes_per_cycle``: loads from another block's shared
     memory in a thread block cluster (distributed shared memory, Hopper); 0 = no clusters.
@@ -327,7 +391,7 @@ class SharedMemory:
         if self.latency < 0 or self.conflict_cycles < 0 or self.conflict_cap < 0:
             _fail(f"{where}.latency", "latency, conflict_cycles and conflict_cap must be >= 0")
         t = self.conflict_latencies
-        if t and (len(t) > 6 or any(b < a for a, b in zip(t, t[1:])) or t[0] < 0):
+        if t and (len(t) > 6 or any(b < a for a, b in zip(t, t[1:], strict=False)) or t[0] < 0):
             _fail(f"{where}.conflict_latencies",
                   "cycles for 1, 2, 4, ... 32 ways: at most 6 entries, non-decreasing")
 
@@ -355,6 +419,8 @@ class Throughput:
             _fail(f"{where}.max_warps_per_sm", "occupancy limits must be >= 1")
         if self.max_threads_per_cta <= 0 or self.max_threads_per_cta % 32:
             _fail(f"{where}.max_threads_per_cta", "must be a positive multiple of 32")
+        if self.issue_bytes_per_cycle < 0:
+            _fail(f"{where}.issue_bytes_per_cycle", "must be >= 0 (0 = unlimited)")
         if self.inflight_sectors_per_sm < 0 or self.inflight_async_sectors_per_sm < 0:
             _fail(f"{where}.inflight_sectors_per_sm", "must be >= 0 (0 = unlimited)")
         if self.sharpness <= 0:
@@ -376,8 +442,8 @@ class Interconnect:
     bandwidth_gbs: float = 0.0
 
     def validate(self, where: str = "interconnect") -> None:
-        if self.peers < 0:
-            _fail(f"{where}.peers", "must be >= 0")
+        if not 0 <= self.peers <= MAX_PEERS:
+            _fail(f"{where}.peers", f"must be in 0..{MAX_PEERS}")
         if self.latency < 0 or self.bandwidth_gbs < 0:
             _fail(f"{where}.latency", "latency and bandwidth_gbs must be >= 0")
         if self.peers and self.bandwidth_gbs <= 0:
@@ -418,8 +484,9 @@ class SimConfig:
 
     # ---- validation -------------------------------------------------------------------
     def validate(self) -> SimConfig:
-        if self.sm_count <= 0:
-            _fail("sm_count", "must be >= 1")
+        _check_numbers(self, "")
+        if not 0 < self.sm_count <= MAX_SMS:
+            _fail("sm_count", f"must be in 1..{MAX_SMS}")
         if self.clock_mhz <= 0:
             _fail("clock_mhz", "must be > 0")
         if not self.caches:
@@ -465,6 +532,24 @@ class SimConfig:
             _fail("timer.clock_step_factor", "must be > 0")
         if self.page_walk_latency < 0:
             _fail("page_walk_latency", "must be >= 0 cycles")
+        for p, v in self.path_latency.items():
+            if v < 0:
+                _fail(f"path_latency.{p}", "must be >= 0 cycles")
+        if self.timer.overhead < 0 or self.timer.outlier_cycles < 0:
+            _fail("timer.overhead", "overhead and outlier_cycles must be >= 0 cycles")
+        if self.timer.tail_shape <= 0 or self.timer.clock_step_after < 0:
+            _fail("timer.tail_shape", "tail_shape must be > 0, clock_step_after >= 0")
+        if self.memory_bytes <= 0 or self.base_address < 0:
+            _fail("memory_bytes", "memory_bytes must be > 0 and base_address >= 0")
+        if self.base_address + self.memory_bytes >= 1 << 62:
+            _fail("base_address", "base_address + memory_bytes must stay below 2**62 "
+                  "(the engine's addresses are 64-bit integers)")
+        need, biggest = state_bytes(self)
+        if need > MAX_STATE_BYTES:
+            _fail(biggest, f"the caches and TLBs would need {need / 2**20:,.0f} MiB of "
+                  f"simulator state (16 B per line or entry), more than the "
+                  f"{MAX_STATE_BYTES >> 20} MiB limit (about 16 million lines, e.g. a 2 GiB "
+                  f"cache of 128 B lines)")
         self.smem.validate()
         self.throughput.validate()
         self.interconnect.validate()
@@ -519,9 +604,12 @@ class SimConfig:
     def load(cls, path: str | Path) -> SimConfig:
         p = Path(path)
         try:
-            text = p.read_text()
+            text = p.read_bytes().decode("utf-8")
         except OSError as e:
             raise SimConfigError(f"cannot read {p}: {e.strerror or e}") from None
+        except UnicodeDecodeError as e:  # TOML is UTF-8 text: a binary file is not a config
+            raise SimConfigError(f"{p}: not a TOML text file (not UTF-8: byte {e.start} is "
+                                 f"0x{e.object[e.start]:02x})") from None
         try:
             return cls.from_toml(text)
         except SimConfigError as e:
@@ -587,6 +675,8 @@ def _convert(tp: Any, value: Any, where: str) -> Any:
     if tp is float:
         if isinstance(value, bool) or not isinstance(value, (int, float)):
             _fail(where, f"must be a number, got {type(value).__name__} {value!r}")
+        if not math.isfinite(value):
+            _fail(where, f"must be a finite number, got {value}")
         return float(value)
     if tp is int:
         if isinstance(value, bool) or not isinstance(value, int):

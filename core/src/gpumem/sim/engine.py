@@ -20,7 +20,14 @@ from numba.core import cgutils, types
 from numba.extending import intrinsic
 
 from gpumem.chains import permutation_params, scatter_key, splitmix64
-from gpumem.sim.config import CacheLevel, SimConfig, TlbLevel
+from gpumem.sim.config import (
+    MAX_STATE_BYTES,
+    CacheLevel,
+    SimConfig,
+    SimConfigError,
+    TlbLevel,
+    state_bytes,
+)
 
 POLICY_CODES = {"lru": 0, "fifo": 1, "random": 2, "weighted": 3}
 INDEX_CODES = {"modulo": 0, "bits": 1, "xor": 2, "table": 3}
@@ -60,7 +67,12 @@ def _log2(x: int) -> int:
 
 
 def compile_hierarchy(cfg: SimConfig, seed: int) -> tuple[Hierarchy, dict[str, int]]:
-    """Flatten ``cfg``'s caches and TLBs; return the arrays and a level-name -> id map."""
+    """Flatten ``cfg``'s caches and TLBs; return the arrays and a level-name -> id map.
+    A config built in Python without ``validate()`` is still held to the state bound."""
+    need, biggest = state_bytes(cfg)
+    if need > MAX_STATE_BYTES:
+        raise SimConfigError(f"{biggest}: the caches and TLBs would need {need >> 20} MiB of "
+                             f"simulator state, more than the {MAX_STATE_BYTES >> 20} MiB limit")
     levels: list[CacheLevel | TlbLevel] = [*cfg.caches, *cfg.tlbs]
     meta = np.zeros((len(levels), META_COLUMNS), np.int64)
     cost = np.zeros(len(levels), np.float64)

@@ -19,12 +19,13 @@ same victims and random draws, same floating-point operations in the same order.
 from __future__ import annotations
 
 import hashlib
-import importlib.util
 import linecache
 import os
+import stat
 import sys
 import tempfile
 import threading
+import types as pytypes
 from pathlib import Path
 
 import numba as nb
@@ -442,23 +443,86 @@ _STAMP = hashlib.sha256(b"".join(
     Path(f).read_bytes() for f in (E.__file__, __file__))).hexdigest()[:16]
 
 
-def _cache_dir() -> Path | None:
-    """A writable folder for generated kernels: Numba's cache folder if set, else the
-    package's __pycache__, else the system temporary folder; None if none is writable."""
+def _uid() -> int:
+    return os.getuid() if hasattr(os, "getuid") else -1
+
+
+def _private(p: Path) -> bool:
+    """Can only this user (or root) change ``p``: not a symlink, owned by us, and not
+    writable by group or others? Generated kernels are executed, and Numba's cache files
+    next to them are unpickled, so a folder anyone else can write is a way to run code as us."""
+    try:
+        st = os.lstat(p)
+    except OSError:
+        return False
+    if stat.S_ISLNK(st.st_mode):
+        return False
+    if not hasattr(os, "getuid"):  # no POSIX owners and modes to check (Windows)
+        return True
+    return st.st_uid == _uid() and not st.st_mode & 0o022
+
+
+def _trusted_parents(d: Path) -> bool:
+    """Is every folder above ``d`` owned by us or root and writable by no one else (or
+    sticky, as /tmp is, so no one else can rename ``d`` away)? Otherwise ``d`` itself could
+    be swapped for another folder between our check and our use."""
+    if not hasattr(os, "getuid"):
+        return True
+    for parent in Path(os.path.abspath(d)).parents:
+        try:
+            st = os.stat(parent)
+        except OSError:
+            return False
+        if st.st_uid not in (_uid(), 0):
+            return False
+        if st.st_mode & 0o022 and not st.st_mode & stat.S_ISVTX:
+            return False
+    return True
+
+
+def _roots() -> list[Path]:
+    """Where a kernel cache may live, best first: Numba's cache folder if the user set one,
+    the package's __pycache__ (a user's own install), the per-user cache folder
+    ($XDG_CACHE_HOME or ~/.cache). Never the shared temporary folder."""
     roots = []
     if nb.config.CACHE_DIR:
         roots.append(Path(nb.config.CACHE_DIR))
-    roots += [Path(__file__).parent / "__pycache__",
-              Path(tempfile.gettempdir()) / f"gpumem-{os.getuid() if hasattr(os, 'getuid') else 0}"]
-    for root in roots:
+    roots.append(Path(__file__).parent / "__pycache__")
+    xdg = os.environ.get("XDG_CACHE_HOME", "")
+    try:
+        base = Path(xdg) if os.path.isabs(xdg) else Path.home() / ".cache"
+    except RuntimeError:  # no home folder
+        return roots
+    roots.append(base / "gpumem")
+    return roots
+
+
+def _cache_dir() -> Path | None:
+    """A folder for generated kernels that only this user can write, verified (see
+    :func:`_private`, :func:`_trusted_parents`), with Numba's __pycache__ in it verified too;
+    None if there is none: the kernel is then compiled in memory, without a disk cache."""
+    for root in _roots():
         d = root / "gpumem_chase"
         try:
-            d.mkdir(parents=True, exist_ok=True)
+            d.mkdir(mode=0o700, parents=True, exist_ok=True)
+            (d / "__pycache__").mkdir(mode=0o700, exist_ok=True)
         except OSError:
             continue
-        if os.access(d, os.W_OK):
+        if (os.access(d, os.W_OK) and _private(d) and _private(d / "__pycache__")
+                and _trusted_parents(d)):
             return d
     return None
+
+
+def _holds(path: Path, src: str) -> bool:
+    """Is ``path`` a private regular file whose text is exactly ``src``? A file with the
+    right name but other content (planted, stale, truncated) is never executed."""
+    if not _private(path) or not path.is_file():
+        return False
+    try:
+        return path.read_bytes() == src.encode()
+    except OSError:
+        return False
 
 
 _SOURCES: dict[tuple, tuple[str, str]] = {}
@@ -484,29 +548,35 @@ def _on_disk(key: tuple) -> bool:
 
 
 def _load(key: tuple):
+    """The kernel's function: from a verified file of the private cache folder (so Numba can
+    cache its machine code there), else compiled in memory. Either way the code executed is
+    the source generated here, compiled from memory, never the file's bytes read back."""
     name, src = _source(key)
     d = _cache_dir()
-    if d is None:  # nowhere to write: compile in memory, no disk cache
+    path = d / f"{name}.py" if d is not None else None
+    if path is not None and not _holds(path, src):
+        # written whole, then renamed: other processes see all or nothing
+        try:
+            fd, tmp = tempfile.mkstemp(dir=d, suffix=".tmp")
+            with os.fdopen(fd, "w") as f:
+                f.write(src)
+            os.replace(tmp, path)
+        except OSError:  # a full disk, say: no disk cache this time
+            path = None
+        if path is not None and not _holds(path, src):
+            path = None
+    if path is None:  # no private folder: compile in memory, no disk cache
         linecache.cache[f"<{name}>"] = (len(src), None, src.splitlines(True), f"<{name}>")
-        ns: dict = {}
+        ns: dict = {"__name__": f"gpumem_chase_kernels.{name}"}
         exec(compile(src.replace("cache=True", "cache=False"), f"<{name}>", "exec"), ns)
         return ns["_chase_spec"]
-    path = d / f"{name}.py"
-    if not path.exists():  # written whole, then renamed: other processes see all or nothing
-        fd, tmp = tempfile.mkstemp(dir=d, suffix=".tmp")
-        with os.fdopen(fd, "w") as f:
-            f.write(src)
-        if path.exists():
-            os.unlink(tmp)
-        else:
-            os.replace(tmp, path)
     modname = f"gpumem_chase_kernels.{name}"
     mod = sys.modules.get(modname)
     if mod is None:
-        spec = importlib.util.spec_from_file_location(modname, path)
-        mod = importlib.util.module_from_spec(spec)
+        mod = pytypes.ModuleType(modname)
+        mod.__file__ = str(path)
+        exec(compile(src, str(path), "exec"), mod.__dict__)
         sys.modules[modname] = mod
-        spec.loader.exec_module(mod)
     return mod._chase_spec
 
 

@@ -14,6 +14,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from gpumem.safe_write import OutputError, write_text
+
 from gpumem_accelsim.cachestring import CacheString
 from gpumem_accelsim.options import OptionFile, OptionFileError
 
@@ -78,14 +80,24 @@ class AccelSimConfig:
     def save(self, directory: str | Path, *, comments: dict[str, str] | None = None,
              header: str = "") -> list[Path]:
         """Write ``gpgpusim.config`` (and ``trace.config`` when it has options) into
-        ``directory``; ``comments`` annotate options of either file."""
+        ``directory``; ``comments`` annotate options of either file.
+
+        Each file is written whole and renamed into place (:mod:`gpumem.safe_write`), so a
+        symlink planted at either name is replaced, never written through. ``directory``
+        must be a folder or not exist: a file there is an ``OutputError`` (exit 2)."""
         d = Path(directory)
-        d.mkdir(parents=True, exist_ok=True)
+        if d.exists() and not d.is_dir():
+            raise OutputError(f"--out {d}: exists and is not a directory")
+        try:
+            d.mkdir(parents=True, exist_ok=True)
+        except OSError as e:
+            raise OutputError(f"--out {d}: cannot create it: {e.strerror or e}") from None
         out = [d / GPGPUSIM]
-        self.gpgpusim.save(out[0], comments=comments or {}, header=header)
+        kw = {"comments": comments or {}, "header": header}
+        write_text(out[0], self.gpgpusim.dumps(**kw), errors="surrogateescape")
         if len(self.trace):
             out.append(d / TRACE)
-            self.trace.save(out[1], comments=comments or {}, header=header)
+            write_text(out[1], self.trace.dumps(**kw), errors="surrogateescape")
         return out
 
     def merged(self) -> OptionFile:
@@ -115,8 +127,14 @@ class AccelSimConfig:
                                   f"default gpumem knows")
 
     def cache(self, name: str) -> CacheString | None:
+        """The cache string ``name``; None for ``none``. An option the files do not set is an
+        ``AccelSimConfigError`` naming the file and option (not a ``KeyError``), so an empty
+        or partial file is one clear line; gpumem does not guess cache geometries."""
+        m = self.merged()
+        if name not in m:
+            raise AccelSimConfigError(f"{self.source or self.name}: option {name} is not set")
         try:
-            return self.merged().cache(name)
+            return m.cache(name)
         except (OptionFileError, ValueError) as e:
             raise AccelSimConfigError(str(e)) from None
 

@@ -13,6 +13,7 @@ from pathlib import Path
 from gpumem.errors import UsageError
 from gpumem.formats import Converted, Format, FormatError
 from gpumem.plugins import get_plugins
+from gpumem.safe_write import OutputError, write_text
 
 from gpumem_accelsim.cachestring import CacheStringError, check_required
 from gpumem_accelsim.config import AccelSimConfig, AccelSimConfigError
@@ -39,8 +40,13 @@ class AccelSimFormat(Format):
     def import_file(self, source: Path, out: Path, *, arch: str | None = None) -> Converted:
         from gpumem_accelsim.translate import from_accelsim
 
+        if out.suffix != ".toml":
+            raise UsageError(f"{out}: the imported config is written as TOML (give FILE.toml)")
         try:
             cfg = AccelSimConfig.load(source)
+            if not len(cfg.merged()):
+                raise AccelSimConfigError(f"{source}: no options (empty, or not an Accel-Sim "
+                                          f"config)")
             missing = check_required(cfg.merged())
             sim, warnings = from_accelsim(cfg, arch or "accelsim")
         except (OptionFileError, CacheStringError, AccelSimConfigError) as e:
@@ -48,10 +54,12 @@ class AccelSimFormat(Format):
         if missing:
             warnings.insert(0, f"{source}: {', '.join(missing)} not set: the simulator's "
                                f"compiled-in defaults abort in 4.x builds")
-        if out.suffix != ".toml":
-            raise UsageError(f"{out}: the imported config is written as TOML (give FILE.toml)")
-        out.parent.mkdir(parents=True, exist_ok=True)
-        sim.save(out)
+        try:
+            out.parent.mkdir(parents=True, exist_ok=True)
+        except OSError as e:
+            raise OutputError(f"--out {out}: cannot create {out.parent}: "
+                              f"{e.strerror or e}") from None
+        write_text(out, sim.to_toml())  # replaces a symlink at OUT, never writes through it
         return Converted([out], warnings)
 
     def export_run(self, run: Path, out: Path, *, arch: str | None = None,
@@ -60,6 +68,8 @@ class AccelSimFormat(Format):
 
         from gpumem_accelsim.export import DEFAULT_TARGET, export_run
 
+        if out.exists() and not out.is_dir():  # before the work, and before any traceback
+            raise UsageError(f"--out {out}: exists and is not a directory")
         target = target or DEFAULT_TARGET
         if target not in VERSIONS:
             raise UsageError(f"unknown Accel-Sim version '{target}' (choose from: "

@@ -1,0 +1,371 @@
+"""Faults and trust boundaries (issue 15): the simulator's kernel cache runs only code it
+generated, from a folder only this user can write; absurd or unreadable sim configs fail with
+one line, not a traceback or a MemoryError; a plugin that hangs cannot hang a command."""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+import stat
+import sys
+import time
+from importlib.metadata import EntryPoint
+from pathlib import Path
+
+import numba as nb
+import numpy as np
+import pytest
+import tomli_w
+from gpumem.plugins import load_plugins
+from gpumem.sim import engine, specialise
+from gpumem.sim.config import (
+    CacheLevel,
+    Dram,
+    SimConfig,
+    SimConfigError,
+    TlbLevel,
+)
+from helpers import gpumem_subprocess
+
+if sys.version_info >= (3, 11):
+    import tomllib
+else:  # pragma: no cover
+    import tomli as tomllib
+
+posix_only = pytest.mark.skipif(not hasattr(os, "getuid"), reason="POSIX owners and modes")
+
+# ---------------------------------------------------------------------------------------------
+# 1. The specialised-kernel cache
+# ---------------------------------------------------------------------------------------------
+
+
+def _small_config() -> SimConfig:
+    return SimConfig(
+        name="t", arch="t", compute_capability="9.0", sm_count=1, clock_mhz=1000.0,
+        caches=[CacheLevel("l1d", 16384, 128, 4, 30.0),
+                CacheLevel("l2", 1 << 20, 128, 16, 200.0, sector=32, scope="gpu",
+                           translate=True)],
+        paths={"ca": ["l1d", "l2"]}, tlbs=[TlbLevel("tlb_l1", 2 << 20, 16, 16, 10.0)],
+        dram=Dram(500.0),
+    ).validate()
+
+
+@pytest.fixture
+def kernel_key(monkeypatch):
+    """A specialisation key, its module name and source; no copy of it loaded in-process,
+    no user Numba cache folder, and the per-user cache under a temporary folder."""
+    h, ids = engine.compile_hierarchy(_small_config(), 0)
+    key = specialise.key_of(h, np.array([ids["l1d"], ids["l2"]], np.int64), 2, 1)
+    name, src = specialise._source(key)
+    modname = f"gpumem_chase_kernels.{name}"
+    monkeypatch.delitem(sys.modules, modname, raising=False)
+    monkeypatch.setattr(nb.config, "CACHE_DIR", "")
+    yield key, name, src
+    sys.modules.pop(modname, None)
+
+
+def _planted(marker: Path) -> str:
+    """A kernel module that, if ever imported, leaves ``marker`` behind."""
+    return (f"import pathlib\npathlib.Path({str(marker)!r}).write_text('pwned')\n"
+            "def _chase_spec(*args):\n    return None\n")
+
+
+def _file_of(fn) -> str:
+    return getattr(fn, "py_func", fn).__code__.co_filename
+
+
+@posix_only
+def test_planted_kernel_in_the_shared_temp_folder_is_never_imported(kernel_key, tmp_path,
+                                                                     monkeypatch):
+    """A system-wide install (package cache not writable): kernels used to go to a
+    predictable $TMPDIR/gpumem-<uid>/gpumem_chase, where anyone could plant one."""
+    key, name, _src = kernel_key
+    shared = tmp_path / "tmp"
+    planted_dir = shared / f"gpumem-{os.getuid()}" / "gpumem_chase"
+    planted_dir.mkdir(parents=True)
+    for d in (shared, planted_dir.parent, planted_dir):
+        d.chmod(0o777)
+    marker = tmp_path / "marker"
+    (planted_dir / f"{name}.py").write_text(_planted(marker))
+    monkeypatch.setattr("tempfile.tempdir", str(shared))
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "home-cache"))
+    package_cache = str(Path(specialise.__file__).parent)
+    real_access = os.access
+    monkeypatch.setattr(specialise.os, "access", lambda p, mode, **kw: (
+        False if str(p).startswith(package_cache) else real_access(p, mode, **kw)))
+
+    fn = specialise._load(key)
+
+    assert not marker.exists()
+    mine = tmp_path / "home-cache" / "gpumem" / "gpumem_chase"
+    assert _file_of(fn) == str(mine / f"{name}.py")
+    assert stat.S_IMODE(mine.stat().st_mode) == 0o700
+
+
+@posix_only
+def test_a_file_with_the_right_name_but_other_content_is_not_run(kernel_key, tmp_path,
+                                                                 monkeypatch):
+    """Even in a private folder, a kernel file runs only if it holds exactly the source
+    that would be generated; otherwise it is replaced by that source."""
+    key, name, src = kernel_key
+    root = tmp_path / "numba"
+    d = root / "gpumem_chase"
+    d.mkdir(parents=True, mode=0o700)
+    marker = tmp_path / "marker"
+    (d / f"{name}.py").write_text(_planted(marker))
+    (d / f"{name}.py").chmod(0o600)
+    monkeypatch.setattr(nb.config, "CACHE_DIR", str(root))
+
+    fn = specialise._load(key)
+
+    assert not marker.exists()
+    assert _file_of(fn) == str(d / f"{name}.py")
+    assert (d / f"{name}.py").read_text() == src
+
+
+@posix_only
+def test_a_world_writable_cache_folder_is_refused(kernel_key, tmp_path, monkeypatch):
+    key, name, src = kernel_key
+    root = tmp_path / "shared-numba"
+    d = root / "gpumem_chase"
+    d.mkdir(parents=True)
+    d.chmod(0o777)
+    (d / f"{name}.py").write_text(src)  # even the right content: the folder is not ours
+    monkeypatch.setattr(nb.config, "CACHE_DIR", str(root))
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "home-cache"))
+
+    assert specialise._cache_dir() != d
+    assert not _file_of(specialise._load(key)).startswith(str(root))
+
+
+@posix_only
+def test_a_symlinked_cache_folder_is_refused(kernel_key, tmp_path, monkeypatch):
+    key, name, src = kernel_key
+    target = tmp_path / "elsewhere"
+    target.mkdir(mode=0o700)
+    (target / "__pycache__").mkdir(mode=0o700)
+    (target / f"{name}.py").write_text(src)
+    root = tmp_path / "linked"
+    root.mkdir(mode=0o700)
+    (root / "gpumem_chase").symlink_to(target, target_is_directory=True)
+    monkeypatch.setattr(nb.config, "CACHE_DIR", str(root))
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "home-cache"))
+
+    assert specialise._cache_dir() != root / "gpumem_chase"
+    file = _file_of(specialise._load(key))
+    assert not file.startswith(str(root)) and not file.startswith(str(target))
+
+
+@posix_only
+@pytest.mark.skipif(not hasattr(os, "getuid") or os.getuid() != 0,
+                    reason="needs root to give a folder to another user")
+def test_another_users_cache_folder_is_refused(kernel_key, tmp_path, monkeypatch):
+    key, name, _src = kernel_key
+    root = tmp_path / "theirs"
+    d = root / "gpumem_chase"
+    (d / "__pycache__").mkdir(parents=True, mode=0o700)
+    marker = tmp_path / "marker"
+    (d / f"{name}.py").write_text(_planted(marker))
+    for p in (root, d, d / "__pycache__", d / f"{name}.py"):
+        os.chown(p, 65534, 65534)  # nobody
+    monkeypatch.setattr(nb.config, "CACHE_DIR", str(root))
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "home-cache"))
+
+    fn = specialise._load(key)
+
+    assert not marker.exists()
+    assert not _file_of(fn).startswith(str(root))
+
+
+@posix_only
+def test_no_verifiable_folder_compiles_the_kernel_in_memory(
+        kernel_key, tmp_path, monkeypatch):
+    """No verifiable folder at all (here: every candidate looks owned by someone else): the
+    kernel is compiled from memory, with no file and no disk cache."""
+    key, name, _src = kernel_key
+    monkeypatch.setattr(nb.config, "CACHE_DIR", str(tmp_path / "numba"))
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "home-cache"))
+    monkeypatch.setattr(specialise, "_uid", lambda: os.getuid() + 4242)
+
+    assert specialise._cache_dir() is None
+    assert _file_of(specialise._load(key)) == f"<{name}>"
+
+
+# ---------------------------------------------------------------------------------------------
+# 2. Absurd, non-finite and unreadable sim configs
+# ---------------------------------------------------------------------------------------------
+
+KEPLER_TOML = (Path(__file__).parents[1] / "plugins" / "kepler" / "src" / "gpumem_kepler"
+               / "sim.toml")
+
+
+def _kepler(**edits) -> dict:
+    data = tomllib.loads(KEPLER_TOML.read_text())
+    for path, value in edits.items():
+        node = data
+        *parts, last = path.split(".")
+        for p in parts:
+            node = (next(c for c in node["cache"] if c["name"] == p) if p in ("l2", "tex_l1")
+                    else node[p])
+        node[last] = value
+    return data
+
+
+def _write(tmp_path: Path, data: dict) -> Path:
+    p = tmp_path / "bad.toml"
+    p.write_text(tomli_w.dumps(data))
+    return p
+
+
+@pytest.mark.parametrize("size", [10 ** 12, 10 << 30], ids=["1e12", "10GiB"])
+def test_a_huge_cache_is_refused_up_front(tmp_path, size):
+    """State the engine would allocate is estimated and bounded before anything is built:
+    no MemoryError, no gigabytes of RAM for a quick run."""
+    t0 = time.monotonic()
+    with pytest.raises(SimConfigError, match=r"cache\[l2\]: .*MiB of simulator state.*limit"):
+        SimConfig.load(_write(tmp_path, _kepler(**{"l2.size": size})))
+    assert time.monotonic() - t0 < 5
+
+
+def test_a_huge_tlb_is_refused_up_front():
+    cfg = _small_config()
+    cfg.tlbs = [TlbLevel("tlb_l1", 2 << 20, 1 << 40, 16, 10.0)]
+    with pytest.raises(SimConfigError, match=r"tlb\[tlb_l1\]: .*limit"):
+        cfg.validate()
+    with pytest.raises(SimConfigError, match="limit"):  # not validated: still bounded
+        engine.compile_hierarchy(cfg, 0)
+
+
+@pytest.mark.parametrize("field,value", [
+    ("l2.hit_latency", math.nan), ("dram.latency", math.inf), ("timer.jitter", math.nan),
+    ("clock_mhz", -math.inf), ("timer.outlier_cycles", math.nan)])
+def test_non_finite_numbers_are_refused(tmp_path, field, value):
+    with pytest.raises(SimConfigError, match=f"{field.split('.')[-1]}: must be a finite number"):
+        SimConfig.load(_write(tmp_path, _kepler(**{field: value})))
+
+
+def test_non_finite_numbers_in_a_config_built_in_python_are_refused():
+    cfg = _small_config()
+    cfg.timer.jitter = math.nan  # passed "jitter < 0" before: NaN compares false
+    with pytest.raises(SimConfigError, match=r"timer\.jitter: must be a finite number"):
+        cfg.validate()
+    cfg = _small_config()
+    cfg.caches[1].hit_latency = 1e300
+    with pytest.raises(SimConfigError, match=r"cache\[l2\]\.hit_latency: .*out of range"):
+        cfg.validate()
+
+
+def test_out_of_range_counts_are_refused(tmp_path):
+    with pytest.raises(SimConfigError, match="sm_count"):
+        SimConfig.load(_write(tmp_path, _kepler(sm_count=10 ** 15)))
+    with pytest.raises(SimConfigError, match="interconnect.peers"):
+        SimConfig.load(_write(tmp_path, _kepler(**{"interconnect": {"peers": 10 ** 12,
+                                                                    "bandwidth_gbs": 1.0}})))
+    with pytest.raises(SimConfigError, match="base_address"):
+        SimConfig.load(_write(tmp_path, _kepler(memory_bytes=1 << 62)))
+    cfg = _small_config()
+    cfg.seed = 1 << 70  # TOML cannot say it; Python can, and the engine would overflow
+    with pytest.raises(SimConfigError, match="seed: .* 64-bit"):
+        cfg.validate()
+
+
+def test_a_binary_file_is_not_a_config(tmp_path):
+    p = tmp_path / "bad.toml"
+    p.write_bytes(b"\x89PNG\r\n\x1a\n\xff\xfe\x00binary")
+    with pytest.raises(SimConfigError, match="not UTF-8"):
+        SimConfig.load(p)
+
+
+@pytest.mark.parametrize("case", ["binary", "nan", "huge"])
+def test_cli_reports_a_bad_sim_config_in_one_line_with_exit_2(tmp_path, case):
+    if case == "binary":
+        bad = tmp_path / "bad.toml"
+        bad.write_bytes(b"\xff\xfe\x00\x01 not text")
+    else:
+        bad = _write(tmp_path, _kepler(**({"timer.jitter": math.nan} if case == "nan"
+                                          else {"l2.size": 10 ** 12})))
+    res = gpumem_subprocess(["run", "--arch", "kepler", "latency", "--device", "sim", "--quick",
+                             "--sim-config", str(bad), "--out", str(tmp_path / "out")],
+                            timeout=120)
+    assert res.returncode == 2, res.stderr
+    assert "Traceback" not in res.stderr
+    lines = res.stderr.strip().splitlines()
+    assert len(lines) == 1 and "sim-config" in lines[0], res.stderr
+
+
+# ---------------------------------------------------------------------------------------------
+# 3. Plugins that hang
+# ---------------------------------------------------------------------------------------------
+
+def _module(folder: Path, name: str, body: str) -> None:
+    (folder / f"{name}.py").write_text(body)
+
+
+def test_a_plugin_that_hangs_at_import_is_reported_and_skipped(tmp_path, monkeypatch):
+    _module(tmp_path, "faults_sleepy_import", "import time\ntime.sleep(30)\n")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    monkeypatch.setenv("GPUMEM_PLUGIN_TIMEOUT", "1")
+    warnings: list[str] = []
+    t0 = time.monotonic()
+    plugins = load_plugins(eps=[EntryPoint("sleepy", "faults_sleepy_import", "gpumem"),
+                                EntryPoint("good", "inproc_plugins:good", "gpumem")],
+                           warn=warnings.append)
+    assert time.monotonic() - t0 < 10
+    rec = next(r for r in plugins.records if r.name == "sleepy")
+    assert rec.status == "error" and rec.error == "did not load within 1 s"
+    assert "fixture-arch" in plugins.architectures()  # the others still load
+    assert any("plugin 'sleepy'" in w and "did not load within 1 s" in w for w in warnings)
+
+
+def test_a_plugin_whose_registration_hook_hangs_is_reported_and_skipped(tmp_path, monkeypatch):
+    _module(tmp_path, "faults_sleepy_hook",
+            "import time\nfrom gpumem import hookimpl\n\n"
+            "@hookimpl\ndef gpumem_register_architectures(register):\n    time.sleep(30)\n")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    monkeypatch.setenv("GPUMEM_PLUGIN_TIMEOUT", "1")
+    warnings: list[str] = []
+    t0 = time.monotonic()
+    plugins = load_plugins(eps=[EntryPoint("slowreg", "faults_sleepy_hook", "gpumem")],
+                           warn=warnings.append)
+    assert time.monotonic() - t0 < 10
+    rec = next(r for r in plugins.records if r.name == "slowreg")
+    assert rec.status == "error" and rec.error == "did not register within 1 s"
+    assert plugins.pm.get_plugin("slowreg") is None
+
+
+def test_expected_values_that_hang_are_left_out(tmp_path, monkeypatch):
+    _module(tmp_path, "faults_sleepy_expected",
+            "import time\nfrom gpumem import hookimpl\n\n"
+            "@hookimpl\ndef gpumem_expected_values(arch, device):\n    time.sleep(30)\n")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    monkeypatch.setenv("GPUMEM_PLUGIN_TIMEOUT", "1")
+    plugins = load_plugins(eps=[EntryPoint("slowexp", "faults_sleepy_expected", "gpumem")],
+                           warn=lambda m: None)
+    warnings: list[str] = []
+    t0 = time.monotonic()
+    assert plugins.expected_values("kepler", None, warn=warnings.append) == []
+    assert time.monotonic() - t0 < 10
+    assert any("plugin 'slowexp'" in w for w in warnings)
+
+
+def test_list_plugins_finishes_and_names_a_plugin_that_hangs(tmp_path):
+    """An installed plugin (a real distribution with an entry point) that sleeps at import:
+    ``list-plugins`` used to hang with it; now it finishes and names it."""
+    site = tmp_path / "site"
+    dist_info = site / "gpumem_sleepy-0.1.dist-info"
+    dist_info.mkdir(parents=True)
+    (dist_info / "METADATA").write_text("Metadata-Version: 2.1\nName: gpumem-sleepy\n"
+                                        "Version: 0.1\n")
+    (dist_info / "entry_points.txt").write_text("[gpumem]\nsleepy = gpumem_sleepy\n")
+    _module(site, "gpumem_sleepy", "import time\ntime.sleep(120)\n")
+    t0 = time.monotonic()
+    res = gpumem_subprocess(["list-plugins", "--json"], site=site,
+                            env={"GPUMEM_PLUGIN_TIMEOUT": "1"}, timeout=60)
+    assert time.monotonic() - t0 < 45
+    assert res.returncode == 0, res.stderr
+    rec = next(r for r in json.loads(res.stdout) if r["name"] == "sleepy")
+    assert rec["status"] == "error" and rec["error"] == "did not load within 1 s"
+    assert rec["distribution"] == "gpumem-sleepy"
+    assert "plugin 'sleepy' (gpumem-sleepy 0.1) failed to load: did not load within 1 s" \
+        in res.stderr
