@@ -364,3 +364,27 @@ def test_ctrl_c_with_workers_prints_one_line_not_worker_tracebacks(tmp_path, env
     assert_intact(out, exps["fault-big"])
     assert exps.get("toy-slow", {}).get("status") in (None, "interrupted")
     assert all(e["status"] != "running" for e in exps.values())
+
+
+def test_show_says_a_running_entry_of_a_dead_process_is_stale(tmp_path):
+    """``show`` does not repair (a run does), but it does not call a dead writer's entry
+    plainly ``running`` either."""
+    from gpumem.cli import main
+    from gpumem.results.store import HOST
+
+    run = tmp_path / "run"
+    run.mkdir()
+    dead = subprocess.Popen([sys.executable, "-c", "pass"])
+    dead.wait()
+    entries = {"d/latency/abc": {"experiment": "latency", "status": "running", "host": HOST,
+                                 "pid": dead.pid, "device": "d", "params_hash": "abc"}}
+    (run / "manifest.json").write_text(json.dumps({"gpumem_manifest_version": 1, "runs": [],
+                                                   "entries": entries}))
+    import contextlib
+    import io
+
+    buf = io.StringIO()
+    with contextlib.redirect_stdout(buf):
+        main(["show", str(run)])
+    assert f"stale: process {dead.pid} is gone" in buf.getvalue()
+    assert json.loads((run / "manifest.json").read_text())["entries"] == entries

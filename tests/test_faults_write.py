@@ -201,3 +201,18 @@ def test_safe_write_replaces_a_link_and_refuses_a_directory(tmp_path):
     with pytest.raises(OutputError, match="is a directory"):
         write_text(tmp_path / "adir", "x")
     assert sorted(p.name for p in tmp_path.iterdir()) == ["adir", "elsewhere", "out.txt"]
+
+
+def test_config_writers_replace_a_symlink_instead_of_following_it(tmp_path):
+    """SimConfig.save and an Accel-Sim OptionFile.save: the link is replaced, its target kept."""
+    from gpumem.plugins import get_plugins
+    from gpumem_accelsim.options import OptionFile
+
+    target = tmp_path / "precious.txt"
+    target.write_text("keep me")
+    cfg = get_plugins().hook.gpumem_simulator_config(arch="kepler", simulator="sim")
+    for i, save in enumerate((cfg.save, OptionFile.parse("-gpgpu_n_clusters 15\n").save)):
+        link = tmp_path / f"out{i}"
+        link.symlink_to(target)
+        save(link)
+        assert target.read_text() == "keep me" and not link.is_symlink() and link.stat().st_size

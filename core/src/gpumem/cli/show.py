@@ -96,6 +96,8 @@ def _print(data: dict[str, Any]) -> None:
             if key in damaged:
                 status += f" (damaged: {damaged[key]})"
             e = e if isinstance(e, dict) else {}
+            if status == "running" and _dead_writer(e):  # show only says; a run repairs it
+                status += f" (stale: process {e['pid']} is gone; --resume redoes it)"
             t.add_row(safe_text(key), safe_text(status, "red" if key in damaged else ""),
                       safe_text(e.get("file", "")), safe_text(e.get("error", "")))
         out.print(t)
@@ -117,3 +119,11 @@ def _print(data: dict[str, Any]) -> None:
                     name, fmt_finding(d), d["units"], str(d["expected"] or "-"), d["status"],
                     f"{d['confidence']:.2f}", d["method"])))
             out.print(t)
+
+
+def _dead_writer(entry: dict[str, Any]) -> bool:
+    """A ``running`` entry whose process ran on this host and is gone (killed mid-run)."""
+    from gpumem.results.store import HOST, pid_alive
+
+    pid = entry.get("pid")
+    return entry.get("host") == HOST and isinstance(pid, int) and not pid_alive(pid)

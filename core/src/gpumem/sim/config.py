@@ -586,7 +586,11 @@ class SimConfig:
         return tomli_w.dumps(self.to_dict())
 
     def save(self, path: str | Path) -> None:
-        Path(path).write_text(self.to_toml())
+        """Write :meth:`to_toml` to ``path`` atomically, replacing a symlink there rather
+        than writing through it (:mod:`gpumem.safe_write`)."""
+        from gpumem.safe_write import write_text
+
+        write_text(path, self.to_toml())
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> SimConfig:

@@ -389,6 +389,9 @@ class OptionFile:
         return "\n".join(lines) + "\n"
 
     def save(self, path: str | Path, **kw: object) -> None:
-        """Write :meth:`dumps` (same keyword arguments) to ``path``."""
+        """Write :meth:`dumps` (same keyword arguments) to ``path``, atomically, replacing a
+        symlink there rather than writing through it (:mod:`gpumem.safe_write`)."""
+        from gpumem.safe_write import write_text
+
         text = self.dumps(**kw)  # type: ignore[arg-type]
-        Path(path).write_text(text, encoding="utf-8", errors="surrogateescape")
+        write_text(path, text, errors="surrogateescape")
