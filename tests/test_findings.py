@@ -81,3 +81,18 @@ def test_unresolved_findings_show_their_candidates_in_tables():
     cell = fmt_finding(unresolved("tlb.page", "byte", [16777216, 33554432], "m", "e").as_dict())
     assert cell == "unresolved: 16777216 | 33554432"
     assert fmt_finding(Finding("x", 3.5, "1").as_dict()) == "3.5"
+
+
+def test_a_measured_interval_that_holds_the_expectation_passes():
+    """A hashed cache's capacity is bracketed by its first misses and its half crossing (an
+    H200's L1: 215-238 KB); an expected 233 KiB inside that bracket is met."""
+    from gpumem.findings import Expected, status_of
+
+    exp = Expected("l1d.size", 238592, "MT4G", "byte", rel_tol=0.01)
+    assert status_of(215424, exp) == "fail"
+    assert status_of(215424, exp, (215424.0, 238436.0)) == "pass"
+    assert status_of(215424, exp, (215424.0, 225000.0)) == "fail"
+    # lists: elementwise, each with its own bracket
+    lexp = Expected("x", [10.0, 20.0], "s", rel_tol=0.0, abs_tol=0.5)
+    assert status_of([8.0, 20.0], lexp, ([7.0, 19.0], [10.2, 21.0])) == "pass"
+    assert status_of([8.0, 20.0], lexp, ([7.0, 19.0], [8.4, 21.0])) == "fail"

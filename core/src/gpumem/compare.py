@@ -186,8 +186,8 @@ def compare(plugins: Plugins, targets: list[Path], with_expected: bool,
             if not f.resolved:
                 row.setdefault("candidates", {})[label] = f.as_dict()["candidates"]
             if name in expected:
-                row["status"][label] = status_of(f.value, expected[name]) if f.resolved \
-                    else "unresolved"
+                row["status"][label] = status_of(f.value, expected[name], f.interval) \
+                    if f.resolved else "unresolved"
         if name in expected:
             e = expected[name]
             row["expected"] = e.value if not isinstance(e.value, tuple) else list(e.value)

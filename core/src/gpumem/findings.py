@@ -92,7 +92,8 @@ class Finding:
             return replace(self, expected=None, expected_source="",
                            status="n/a" if self.resolved else "unresolved")
         return replace(self, expected=exp.value, expected_source=exp.source,
-                       status=status_of(self.value, exp) if self.resolved else "unresolved")
+                       status=status_of(self.value, exp, self.interval) if self.resolved
+                       else "unresolved")
 
     def as_dict(self) -> dict[str, Any]:
         d = {
@@ -153,7 +154,7 @@ def _plain(v: Any) -> Any:
     return v
 
 
-def _status_scalar(v: Any, exp: Expected, e: Any) -> str:
+def _status_scalar(v: Any, exp: Expected, e: Any, span: tuple[Any, Any] | None = None) -> str:
     if isinstance(e, str) or isinstance(v, str):
         return "pass" if str(v).strip().lower() == str(e).strip().lower() else "fail"
     try:
@@ -164,6 +165,13 @@ def _status_scalar(v: Any, exp: Expected, e: Any) -> str:
         return "n/a"
     tol = max(exp.abs_tol, exp.rel_tol * abs(fe))
     d = abs(fv - fe)
+    if span is not None:  # the measurement says the value lies in [lo, hi]: its distance
+        try:             # from the expectation is the interval's, where that is less
+            lo, hi = sorted((float(span[0]), float(span[1])))
+        except (TypeError, ValueError):
+            lo = hi = fv
+        if not (math.isnan(lo) or math.isnan(hi)):
+            d = min(d, 0.0 if lo <= fe <= hi else min(abs(lo - fe), abs(hi - fe)))
     if d <= tol + 1e-12 * max(1.0, abs(fe)):
         return "pass"
     if d <= 2 * tol and tol > 0:
@@ -171,17 +179,28 @@ def _status_scalar(v: Any, exp: Expected, e: Any) -> str:
     return "fail"
 
 
-def status_of(value: Value, exp: Expected) -> str:
-    """pass / warn / fail of ``value`` against ``exp`` (elementwise for lists: the worst)."""
+def status_of(value: Value, exp: Expected, interval: tuple | None = None) -> str:
+    """pass / warn / fail of ``value`` against ``exp`` (elementwise for lists: the worst).
+
+    A measured value with an ``interval`` (where the analysis bracketed it: a hashed cache's
+    capacity lies between its first misses and its half crossing, an H200 L1's 204-239 KB)
+    is judged by the nearer of the value and the interval: an expectation inside what was
+    measured is met, however the value was picked within it."""
     e = exp.value
     if isinstance(e, (list, tuple)):
         if not isinstance(value, (list, tuple)) or len(value) != len(e):
             return "fail"
-        statuses = [_status_scalar(v, exp, x) for v, x in zip(value, e)]
+        spans: list = [None] * len(e)
+        if interval is not None and isinstance(interval[0], (list, tuple)) and \
+                len(interval[0]) == len(e) == len(interval[1]):
+            spans = list(zip(interval[0], interval[1]))
+        statuses = [_status_scalar(v, exp, x, sp) for v, x, sp in zip(value, e, spans)]
         return max(statuses, key=lambda s: _ORDER[s])
     if isinstance(value, (list, tuple)):
         return "fail"
-    return _status_scalar(value, exp, e)
+    span = interval if interval is not None and not isinstance(interval[0], (list, tuple)) \
+        else None
+    return _status_scalar(value, exp, e, span)
 
 
 def evaluate(findings: Sequence[Finding], expected: Sequence[Expected]) -> list[Finding]:

@@ -10,6 +10,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from rich.console import Console
+from rich.table import Table
 from rich.text import Text
 
 from gpumem.cli import _state
@@ -81,3 +82,26 @@ def check_damage(targets: Iterable[Path]) -> list[Damage]:
     for d in damage:
         print(f"gpumem: damaged: {escape_controls(d)}", file=sys.stderr)
     return damage
+
+
+def print_check(failing: list[tuple[str, str, str, object, object, str]]) -> None:
+    """``--check``: the findings that fail their expected values, printed last (a table on
+    stdout: label, experiment, finding, value, expected, source) and counted on stderr. The
+    caller exits 1 when there are any: a GPU fleet's CI then fails on a card that is not
+    what it should be."""
+    if not failing:
+        stderr().print("gpumem: check: every finding with an expected value passes or warns",
+                       highlight=False, markup=False)
+        return
+    t = Table(title=f"failing expectations ({len(failing)})")
+    for col in ("run", "experiment", "finding", "value", "expected", "source"):
+        t.add_column(col)
+    for label, exp, name, value, want, source in failing:
+        t.add_row(safe_text(label), safe_text(exp), safe_text(name),
+                  safe_text(fmt_value(value)), safe_text(fmt_value(want)),
+                  safe_text(source))
+    stdout().print(t)
+    stderr().print(escape_controls(
+        f"gpumem: check failed: {len(failing)} finding(s) outside their expected values: "
+        + ", ".join(f"{exp}/{name}" for _l, exp, name, *_ in failing)),
+        highlight=False, markup=False)

@@ -19,6 +19,7 @@ from gpumem.cli._common import (
     fmt_finding,
     fmt_value,
     plugins,
+    print_check,
     print_json,
     safe_text,
     stdout,
@@ -33,19 +34,37 @@ def compare_cmd(
                                   help="Add the expected values of the first run's "
                                        "architecture, with status and source."),
     json_: bool = typer.Option(False, "--json", help="Print JSON."),
+    check: bool = typer.Option(False, "--check",
+                               help="Exit 1 when any finding fails its expected value (implies "
+                                    "--expected); the failing rows are printed last."),
 ) -> None:
     """Findings of one or more runs side by side (and beside the expected values). Entries
     whose file fails its manifest checksum are named on stderr and left out (exit 1)."""
     damage = check_damage(targets)
+    expected = expected or check
     data = compare(plugins(), targets, expected, exclude=[d.path for d in damage])
     if damage:
         data["damaged"] = [d.as_dict() for d in damage]
+    failing = failing_rows(data) if check else []
     if json_:
+        if check:
+            data["check"] = {"failing": [{"run": r[0], "experiment": r[1], "finding": r[2]}
+                                         for r in failing]}
         print_json(data)
     else:
         _print(data, expected)
-    if damage:
+        if check:
+            print_check(failing)
+    if damage or failing:
         raise typer.Exit(1)
+
+
+def failing_rows(data: dict) -> list[tuple[str, str, str, object, object, str]]:
+    """(run, experiment, finding, value, expected, source) of every failing row."""
+    return [(label, row["experiment"], row["finding"], row["values"].get(label),
+             row.get("expected"), row.get("expected_source", ""))
+            for row in data["rows"] for label, status in row["status"].items()
+            if status == "fail"]
 
 
 def _print(data: dict, expected: bool) -> None:

@@ -16,6 +16,7 @@ from gpumem.cli._common import (
     fmt_finding,
     fmt_value,
     plugins,
+    print_check,
     safe_text,
     stderr,
     stdout,
@@ -104,6 +105,9 @@ def run_cmd(
     scheduler: Optional[str] = typer.Option(
         None, "--scheduler", help="Dask scheduler address (tcp://HOST:8786) or scheduler "
                                   "file, for --executor dask."),
+    check: bool = typer.Option(False, "--check",
+                               help="Exit 1 when any finding fails its expected value; the "
+                                    "failing rows are printed last (for a GPU fleet's CI)."),
 ) -> None:
     """Run EXPERIMENTS (default: all) for ARCH on a GPU, or on the built-in simulator."""
     req = RunRequest(arch=arch, experiments=experiments or ["all"], device=device, out=out,
@@ -111,7 +115,7 @@ def run_cmd(
                      seed=seed, argv=_state.argv, executor=executor, scheduler=scheduler)
     ps = plugins()
     if devices is not None:
-        _run_fleet(req, devices, ps)
+        _run_fleet(req, devices, ps, check)
         return
     reporter = RichReporter()
     with reporter:
@@ -125,14 +129,21 @@ def run_cmd(
     kept = sum(1 for o in report.outcomes if o.file)
     con.print(f"results: {report.run_dir}  ({kept} file(s); "
               f"gpumem show {report.run_dir})", highlight=False, markup=False)
+    failing = [(report.device.name, o.experiment, f.name, f.value, f.expected,
+                f.expected_source) for o in report.outcomes for f in o.findings
+               if f.status == "fail"]
+    if check:
+        print_check(failing)
     if report.failed:
         names = ", ".join(o.experiment for o in report.failed)
         stderr().print(f"gpumem: {len(report.failed)} experiment(s) failed: {names}",
                        highlight=False, markup=False)
         raise typer.Exit(1)
+    if check and failing:
+        raise typer.Exit(1)
 
 
-def _run_fleet(req: RunRequest, devices: str, ps) -> None:
+def _run_fleet(req: RunRequest, devices: str, ps, check: bool = False) -> None:
     from gpumem.fleet import run_fleet
 
     if req.executor != "local":
@@ -152,9 +163,18 @@ def _run_fleet(req: RunRequest, devices: str, ps) -> None:
     con.print(t)
     con.print(f"results: {report.run_dir}  (gpumem compare {report.run_dir})",
               highlight=False, markup=False)
+    failing: list = []
+    if check:  # every device's findings against the expected values
+        from gpumem.cli.compare import failing_rows
+        from gpumem.compare import compare
+
+        failing = failing_rows(compare(ps, [report.run_dir], True))
+        print_check(failing)
     if report.failed:
         names = ", ".join(f"{r.device} ({r.status})" for r in report.failed)
         stderr().print(escape_controls(f"gpumem: {len(report.failed)} of {len(report.runs)} "
                                        f"device(s) did not complete: {names}"),
                        highlight=False, markup=False)
+        raise typer.Exit(1)
+    if failing:
         raise typer.Exit(1)

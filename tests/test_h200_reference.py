@@ -1,0 +1,100 @@
+"""A healthy H200 passes hopper's expectations, and `--check` fails a card that does not (issue 16).
+
+tests/data/h200-reruns holds five runs of `gpumem run --arch hopper all` on a healthy H200.
+Every finding of theirs with an expected value must pass (or warn), at least 80 % of their
+findings must have one, and the plugin's REFERENCE values must still be what those runs
+measured (docs/h200-reference.md). `--check` turns a failing finding into exit 1.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from gpumem.device import DeviceInfo
+from gpumem.plugins import get_plugins
+
+ROOT = Path(__file__).resolve().parents[1]
+RERUNS = ROOT / "tests" / "data" / "h200-reruns"
+RUNS = [RERUNS / f"run{i}" for i in range(1, 6)]
+
+
+def test_the_healthy_h200_runs_pass_with_check(cli):
+    res = cli("compare", *map(str, RUNS), "--check", "--json")
+    assert res.code == 0, res.err
+    data = json.loads(res.out)
+    assert data["check"]["failing"] == []
+    statuses = [s for row in data["rows"] for s in row["status"].values()]
+    assert statuses.count("fail") == 0 and statuses.count("pass") >= 0.9 * len(statuses)
+
+
+def test_at_least_80_percent_of_an_h200_runs_findings_have_an_expected_value(cli):
+    res = cli("compare", str(RUNS[0]), "--expected", "--json")
+    assert res.code == 0, res.err
+    rows = json.loads(res.out)["rows"]
+    have = [r["finding"] for r in rows if "expected" in r]
+    assert len(have) / len(rows) >= 0.8, sorted({r["finding"] for r in rows} - set(have))
+
+
+def test_the_reference_values_are_what_the_committed_runs_measured():
+    """Drift guard: each REFERENCE value lies within half its band of the five runs' median
+    (the band itself also covers a second card)."""
+    sys.path.insert(0, str(ROOT / "benchmarks"))
+    try:
+        from h200_reference import series
+    finally:
+        sys.path.pop(0)
+    from gpumem_hopper.expected import _REFERENCE
+
+    by_name = {name: values for (_exp, name), values in series(RUNS).items()}
+    for name, value, _units, rel, abs_ in _REFERENCE:
+        med = np.median(np.asarray(by_name[name], dtype=float), axis=0)
+        band = np.maximum(rel * np.abs(np.asarray(value, float)), abs_)
+        assert np.all(np.abs(med - np.asarray(value, float)) <= band / 2 + 1e-9), \
+            (name, value, med.tolist())
+
+
+def _device(kind: str, name: str) -> DeviceInfo:
+    return DeviceInfo(kind=kind, name=name, compute_capability="9.0", sm_count=132,
+                      l2_bytes=60 << 20, memory_bytes=141 << 30, clock_mhz=1980.0,
+                      peak_bandwidth_gbs=4800.0)
+
+
+@pytest.mark.parametrize("kind, name, reference", [("cuda", "NVIDIA H200", True),
+                                                    ("cuda", "NVIDIA H100 80GB HBM3", False),
+                                                    ("sim", "h200", False)])
+def test_reference_values_apply_to_real_h200s_only(kind, name, reference):
+    got = get_plugins().expected_values("hopper", _device(kind, name))
+    assert any(e.source.startswith("REFERENCE") for e in got) == reference
+    assert len({e.name for e in got}) == len(got)  # one expectation per name
+
+
+def test_check_fails_a_device_that_is_not_what_it_should_be(cli, tmp_path):
+    """A simulated H200 whose L1 hits take twice the published latency: `run --check` exits
+    1 and prints the failing rows last; `compare --check` agrees."""
+    src = ROOT / "plugins" / "hopper" / "src" / "gpumem_hopper" / "sim.toml"
+    text = src.read_text()
+    slow = re.sub(r'(name = "l1d"[^\[]*?hit_latency = )32\.0', r"\g<1>64.0", text, count=1)
+    assert slow != text
+    cfg = tmp_path / "slow-l1.toml"
+    cfg.write_text(slow)
+    out = tmp_path / "run"
+    res = cli("run", "--arch", "hopper", "latency", "--device", "sim", "--quick",
+              "--sim-config", str(cfg), "--out", str(out), "--check")
+    assert res.code == 1, res.err
+    assert "check failed" in res.err and "latency/lat.l1" in res.err
+    tail = res.out[res.out.rindex("failing expectations"):]
+    assert "lat.l1" in tail and "l2.size" not in tail  # the failing rows, last, and only they
+    res = cli("compare", str(out), "--check", "--json")
+    assert res.code == 1
+    assert {(f["experiment"], f["finding"]) for f in json.loads(res.out)["check"]["failing"]} \
+        >= {("latency", "lat.l1")}
+    # the same run with the plugin's own config passes
+    ok = cli("run", "--arch", "hopper", "latency", "--device", "sim", "--quick",
+             "--out", str(tmp_path / "ok"), "--check")
+    assert ok.code == 0, ok.err + ok.out[-2000:]
