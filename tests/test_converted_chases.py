@@ -83,11 +83,11 @@ def test_a_doubling_sweep_gives_a_bracket_not_a_capacity(tmp_path):
     convert([1024 << k for k in range(7)]).to_netcdf(path)
     rc, f, err = analyze(path)
     assert rc == 0, err
-    size = f["l1d.size"]
+    size = f["l1d.overflow_size"]
     assert size["value"] is None and size["candidates"] == [8192, 16384]
     assert "bisection chases are missing" in size["note"]
     confident = {k: v for k, v in f.items() if v["confidence"] >= 0.9}
-    assert "l1d.size" not in confident
+    assert "l1d.overflow_size" not in confident
 
 
 def test_a_sweep_that_brackets_the_edge_gives_the_capacity_and_says_what_else_is_missing(
@@ -96,7 +96,7 @@ def test_a_sweep_that_brackets_the_edge_gives_the_capacity_and_says_what_else_is
     convert([1024, 2048, 4096, SIZE, SIZE, SIZE + 32, SIZE + 32, 16384]).to_netcdf(path)
     rc, f, err = analyze(path)
     assert rc == 0, err
-    assert f["l1d.size"]["value"] == SIZE
+    assert f["l1d.overflow_size"]["value"] == SIZE
     line = f["l1d.line"]
     assert line["value"] is None and "'line' chases" in line["note"]
     assert f["l1d.ways"]["value"] is None

@@ -98,3 +98,26 @@ def test_check_fails_a_device_that_is_not_what_it_should_be(cli, tmp_path):
     ok = cli("run", "--arch", "hopper", "latency", "--device", "sim", "--quick",
              "--out", str(tmp_path / "ok"), "--check")
     assert ok.code == 0, ok.err + ok.out[-2000:]
+
+
+def test_the_l1_is_measured_at_maximum_l1_the_condition_of_its_expected_value():
+    """The hopper l1d.size expectation (MT4G's 233 KiB) holds at shared-memory carve-out 0;
+    every chase records the carve-out it ran with."""
+    import xarray as xr
+
+    from gpumem_hopper.expected import expected_values
+
+    (f,) = RUNS[0].rglob("latency-*.nc")
+    with xr.open_dataset(f) as ds:
+        assert ds.attrs["before_kernel_carveout_ca_percent"] == 0
+        assert ds.attrs["after_kernel_carveout_ca_percent"] == 0
+    (l1,) = [e for e in expected_values(_device("cuda", "NVIDIA H200")) if e.name == "l1d.size"]
+    assert "maximum L1" in l1.source
+
+
+def test_the_hopper_simulator_passes_its_own_expectations(cli, tmp_path):
+    """The README's first command on a machine without a GPU: every finding with an
+    expected value passes (before: l2.sm_groups failed, 1 against 2)."""
+    res = cli("run", "--arch", "hopper", "all", "--device", "sim", "--out",
+              str(tmp_path / "run"), "--check")
+    assert res.code == 0, res.err + res.out[-3000:]

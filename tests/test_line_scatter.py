@@ -53,7 +53,7 @@ def test_planted_lines_of_random_geometries(seed):
     planted = random_cache(seed)
     l1 = planted.config.caches[0]
     log = ChaseLog(SimDevice(planted.config, "planted"), seed=seed)
-    scatter_chases(log, "ca", int(1.1 * planted.truth["l1d.size"]), l1.hit_latency * 1.25)
+    scatter_chases(log, "ca", int(1.1 * planted.truth["l1d.overflow_size"]), l1.hit_latency * 1.25)
     found = scatter_line(_scatter_shares(log.chases, l1.hit_latency * 1.5))
     assert found is not None and found[0] == planted.truth["l1d.line"], planted.description
 
@@ -91,7 +91,7 @@ def test_hashed_l1_line_and_sector_where_the_overflow_search_fails(line, sector)
     # (a note says where they began), and half the accesses miss only much later, near the
     # capacity
     half = found["l1d.half_miss_size"]
-    assert "l1d.size" not in found and half.kind == "measured" and "ramp" in half.note
+    assert "l1d.overflow_size" not in found and half.kind == "measured" and "ramp" in half.note
     assert half.interval[0] <= half.value <= half.interval[1]
     assert 0.6 * sets_capacity(line) <= found["l1d.half_miss_size"].value \
         <= 1.3 * sets_capacity(line)

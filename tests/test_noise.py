@@ -87,7 +87,7 @@ def test_jitter_of_a_third_of_the_hit_does_not_crash_the_cache_search():
         l2 = replace(p.config.caches[1], hit_latency=200.0)
         cfg = replace(p.config, caches=[l1, l2], timer=Timer(overhead=4, jitter=jitter))
         found = _search(replace(p, config=cfg.validate()), CacheStructure())
-        assert found["l1d.size"].value == p.truth["l1d.size"]
+        assert found["l1d.overflow_size"].value == p.truth["l1d.overflow_size"]
 
 
 def test_the_h200_tlb_comes_out_the_same_whatever_the_noise_seed():

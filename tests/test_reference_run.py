@@ -129,7 +129,7 @@ def test_l1_conflicts_ramp():
     256 KB): the structure search says so instead of calling 128 KB the capacity."""
     _name, findings = analyze_file(get_plugins(), _file("cache_structure"))
     found = {f.name: f for f in findings}
-    assert "l1d.size" not in found  # where conflicts begin is not a capacity
+    assert "l1d.overflow_size" not in found  # where conflicts begin is not a capacity
     import re
 
     began = int(re.search(r"conflicts began at (\d+) B", found["l1d.half_miss_size"].note)[1])

@@ -100,7 +100,10 @@ def gpumem_expected_values(arch: str, device: DeviceInfo) -> list[Expected] | No
 
     :param arch: the architecture name given to ``--arch``.
     :param device: the properties of the device being measured (or simulated).
-    :return: a list of :class:`gpumem.Expected`, each with its source.
+    :return: a list of :class:`gpumem.Expected`, each with its source: a public document
+        users can check (paper with section or figure, vendor document, public repository
+        and file, or a derivation from device properties), or ``ASSUMED:`` and why. Never a
+        note or file users do not have. One entry per finding name.
 
     Example::
 
@@ -111,7 +114,9 @@ def gpumem_expected_values(arch: str, device: DeviceInfo) -> list[Expected] | No
             if arch != "kepler":
                 return None
             return [Expected("lat.smem", 46.75, units="cycle", rel_tol=0.05,
-                             source="Mei & Chu 2016, authors' latency.txt [D]")]
+                             source="Mei & Chu, TPDS 2017, sec. 6.2; Mei & Chu's released "
+                                    "data (github.com/zhanglx13/GPU-Benchmark-Dissecting-"
+                                    "GPU-Mem, file latency.txt)")]
     """
 
 

@@ -490,9 +490,12 @@ def run_experiment(plugins: Plugins, store: RunStore, device: Device, cls: type[
         store.set_entry(key, device=device.info.key, experiment=exp.name, params_hash=phash,
                         status="skipped", error=reason)
         return Outcome(exp.name, "skipped", error=reason)
-    store.claim(key, device=device.info.key, experiment=exp.name, params_hash=phash,
-                arch=ctx.arch)
     try:
+        # inside the try: a Ctrl-C held while the claim is written is delivered as it ends,
+        # and must find the handler that releases the entry (release touches only an entry
+        # this process owns and left running, so an earlier failure changes nothing)
+        store.claim(key, device=device.info.key, experiment=exp.name, params_hash=phash,
+                    arch=ctx.arch)
         return _measure_and_keep(plugins, store, device, exp, plan, key, ctx, expected,
                                  runner, reporter, argv, t0)
     except ProbeUnsupported as e:

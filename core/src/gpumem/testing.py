@@ -97,7 +97,7 @@ def random_cache(seed: int, max_size: int = 64 << 10, min_size: int = 2 << 10,
                     tlbs=[TlbLevel("tlb_l1", 2 << 20, 32, 32, 10.0)],
                     dram=Dram(hit * 10), timer=_noise(r), memory_bytes=1 << 30,
                     seed=seed).validate()
-    truth: dict[str, Any] = {"l1d.size": size, "l1d.line": line, "l1d.ways": ways,
+    truth: dict[str, Any] = {"l1d.overflow_size": size, "l1d.line": line, "l1d.ways": ways,
                              "l1d.sets": sets, "l1d.sector": sector or line}
     if ways > 1:
         truth["l1d.policy"] = POLICY_CLASS[policy]

@@ -17,8 +17,12 @@ When the first level a path reaches is at least half the device's L2 (Kepler's g
 bypass L1), its findings are named ``l2.*``. Analysis is recomputed from the stored chases
 (:mod:`gpumem.experiments.chaselog`), so a stored run can be analysed again.
 
-Findings per level (``l1d``, ``tex_l1``, ``ro``, ``l2``): ``.size``, ``.line``, ``.sector``,
-``.ways``, ``.sets``, ``.index_bits``, ``.policy``, ``.way_weights``, ``.hit_latency``.
+Findings per level (``l1d``, ``tex_l1``, ``ro``, ``l2``): ``.overflow_size``, ``.line``,
+``.sector``, ``.ways``, ``.sets``, ``.index_bits``, ``.policy``, ``.way_weights``,
+``.hit_latency`` (``.half_miss_size`` where misses ramp). ``overflow_size`` is the largest
+footprint the fine-grained chase holds with no miss (Mei & Chu's first stage): the capacity
+of a cache indexed modulo the sets, below it for a hashed one. It is not named ``.size``:
+that name is the latency ladder's capacity, one meaning per name in a run.
 """
 
 from __future__ import annotations
@@ -207,7 +211,7 @@ def l2_scatter_shares(chases: list[Chase]
         return None
     hit_hi = float(np.percentile(hit[0].ev_latency, 90))
     miss = max(float(np.median(c.ev_latency)) for c in sweep)
-    if miss < 1.2 * hit_hi:
+    if miss < 1.15 * hit_hi:  # an H200: far-partition hits reach 531 cycles, DRAM 617-700
         return None  # no chase is slower than hits: no DRAM in play
     miss_at = 0.5 * (hit_hi + miss)
     return _scatter_shares(sweep, miss_at), miss_at, hit_hi, miss
@@ -708,7 +712,7 @@ def _analyse_path(path: str, chases: list[Chase], l2_bytes: float) -> list[Findi
     whose misses ramp), the scattered chases give the line and the stride method's fill
     unit stands in as the sector."""
     out, rule = _overflow_findings(path, chases, l2_bytes)
-    sizes = [f for f in out if f.name.endswith((".size", ".conflict_onset"))]
+    sizes = [f for f in out if f.name.endswith((".overflow_size", ".conflict_onset"))]
     # where conflicts begin on a hashed cache moves with the allocation (an H200's read-only
     # path: 93 to 131 KB over five runs): not a finding of its own, only a note
     onset = next((f for f in out if f.name.endswith(".conflict_onset")), None)
@@ -742,7 +746,7 @@ def _analyse_path(path: str, chases: list[Chase], l2_bytes: float) -> list[Findi
         if other is not None:
             word = "agree" if other[0] == out[i].value else f"disagree ({other[0]} B)"
             out[i] = replace(out[i], method=out[i].method + f"; scattered chases {word}")
-    size = next((f for f in out if f.name.endswith(".size") and f.resolved), None)
+    size = next((f for f in out if f.name.endswith(".overflow_size") and f.resolved), None)
     if size is not None and not any(f.name.endswith(".line") for f in out):
         level = size.name.rsplit(".", 1)[0]
         have = sorted({c.stage for c in chases})
@@ -789,7 +793,7 @@ def _overflow_findings(path: str, chases: list[Chase], l2_bytes: float
     fs = sorted(over)
     ok = [f for f in fs if over[f] is False]
     if not ok:
-        return [unresolved(f"{level0}.size", "byte", [], method,
+        return [unresolved(f"{level0}.overflow_size", "byte", [], method,
                            f"even {fs[0]} B misses repeatedly (over {rule.lo:.0f} cycles, hits "
                            f"{hit:.0f}): no footprint was seen to fit, so no capacity")], None
     # the search's answer: the bisection ends on a footprint that does not overflow next to
@@ -846,14 +850,14 @@ def _overflow_findings(path: str, chases: list[Chase], l2_bytes: float
                if undecided else
                "no two 'size' chases 32 B apart bracket the edge (the search's bisection "
                "chases are missing: a sweep, or a search cut short)")
-        return [unresolved(f"{level0}.size", "byte", [cap, nxt], method,
+        return [unresolved(f"{level0}.overflow_size", "byte", [cap, nxt], method,
                            f"not determinable to the byte: the capacity lies between {cap} "
                            f"and {nxt} B; {why}")], rule
     conf = (0.7 if cap_note else 0.95) if verified else 0.5
     if not verified:
         cap_note = (cap_note + "; " if cap_note else "") + \
             "the edge was not reproduced by a second pair of chases"
-    out.append(Finding(f"{level}.size", int(cap), "byte", conf,
+    out.append(Finding(f"{level}.overflow_size", int(cap), "byte", conf,
                        method + ": largest footprint with no repeated miss (32-B stride), its "
                        "edge chased twice on each side", note=cap_note))
     lines = sorted((c for c in chases if c.stage == "line"), key=lambda c: c.footprint)

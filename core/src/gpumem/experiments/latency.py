@@ -80,8 +80,8 @@ class LatencyLadder(Experiment):
         dev = ctx.device
         l2 = max(dev.l2_bytes, 1 << 20)
         mem_cap = max(dev.memory_bytes // 2, 64 << 20)
-        if ctx.quick:
-            hi = min(max(8 * l2, 64 << 20), mem_cap)
+        if ctx.quick:  # past a Maxwell's 130 MB L2-TLB reach: the TLB-miss DRAM level
+            hi = min(max(8 * l2, 512 << 20), mem_cap)
             per_octave, record = 1, 256
         else:
             hi = min(max(MAX_FOOTPRINT, 4 * l2), mem_cap)

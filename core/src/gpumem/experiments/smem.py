@@ -114,7 +114,7 @@ class SmemBandwidth(Experiment):
         warps = tuple(w for w in (1, 2, 4, 8, 16, 24, 32, 48, 64) if w <= max_warps)
         ilps = (1, 2, 4, 6, 8)
         if ctx.quick:
-            warps, ilps = tuple(w for w in (1, 8, 32) if w <= max_warps), (1, 4)
+            warps, ilps = tuple(w for w in (1, 8, 16, 32) if w <= max_warps), (1, 4)
         return Plan(
             axes=[Axis("warps", warps, "1", "active warps per SM"),
                   Axis("ilp", ilps, "1", "independent loads per thread per iteration")],

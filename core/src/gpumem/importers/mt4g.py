@@ -23,7 +23,7 @@ ro.hit_latency, tex_l1.*, const_l1 readOnly / texture / constant.l1  cycles as i
 l1d.size (latency)                 memory.l1.size                    bytes as is
 l2.size (latency)                  memory.l2.size (device query)     bytes as is
 l2.near_size (latency)             memory.l2.segmentSize < l2.size   bytes as is
-LEVEL.size/.line/.sector           size / lineSize / fetchGranularity  bytes as is
+LEVEL.overflow_size/.line/.sector  size / lineSize / fetchGranularity  bytes as is
 lat.smem (smem_latency)            memory.shared.latency.p50         cycles as is
 bw.dram_read / bw.dram_write       memory.main.read/writeBandwidth   GiB/s x 1.073741824
 bw.dram_read_fraction              bw.dram_read / peak               peak = mem clock x bus x 2
@@ -455,7 +455,7 @@ def build(p: Parsed, src: Source) -> list[Imported]:
     for level, (prefix, what) in CACHES.items():
         latency("cache_structure", f"{prefix}.hit_latency", level, False)
         if level not in ("l1", "l2"):
-            size("cache_structure", f"{prefix}.size", level, "size", f"{what} size")
+            size("cache_structure", f"{prefix}.overflow_size", level, "size", f"{what} size")
         size("cache_structure", f"{prefix}.line", level, "lineSize",
              f"{what} line size (its heuristic; MT4G's README: not guaranteed)")
         size("cache_structure", f"{prefix}.sector", level, "fetchGranularity",

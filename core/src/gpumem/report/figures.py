@@ -308,10 +308,10 @@ def _chase_panel(ax, s: Series, c: Chase | None, title: str, window: int | None 
 
 def _size_finding(s: Series, path: str) -> int | None:
     for f in s.findings("cache_structure"):
-        if f.name.endswith(".size") and f"path '{path}'" in f.method \
+        if f.name.endswith(".overflow_size") and f"path '{path}'" in f.method \
                 and isinstance(f.value, (int, float)):
             return int(f.value)
-    v = s.value("cache_structure", f"{LEVEL_OF_PATH.get(path, path)}.size")
+    v = s.value("cache_structure", f"{LEVEL_OF_PATH.get(path, path)}.overflow_size")
     return int(v) if v else None
 
 

@@ -66,7 +66,7 @@ def export_run(run: Path, base: AccelSimConfig, *, target: str = DEFAULT_TARGET)
 
     # L1: the structure search where it is sure of the size, else the ladder's knee
     base_l1 = base.cache(_L1)
-    structure = _found(fs, "l1d.size", ("cache_structure",))
+    structure = _found(fs, "l1d.overflow_size", ("cache_structure",))
     ladder = _found(fs, "l1d.size", ("latency",))
     size_src = structure if structure and structure[0].confidence >= 0.9 else (ladder or
                                                                                 structure)

@@ -1,14 +1,27 @@
 """Expected values for Kepler, from Mei & Chu's dissection of a GTX780.
 
-Every number comes from shared/reference/mei-chu-2016.md ("sec. N" below is a section of that
-page) and carries its tag: [P] the paper, [D] the authors' released raw data, [D3] third-party
-reruns of the authors' code, [S] the vendor specification; "derived" marks arithmetic on
-those. Values the reference leaves unverified or null (an L1 data cache for global loads, L2
-associativity, the read-only cache's replacement policy) are left out.
+The source is Xinxin Mei and Xiaowen Chu, "Dissecting GPU Memory Hierarchy through
+Microbenchmarking", IEEE TPDS 28(1):72-86, 2017 (arXiv:1509.02308), cited as "Mei & Chu, TPDS
+2017, sec. N" (sec. 3 overview, 4 cache structures, 5 global memory, 6.1/6.2 shared memory),
+and the authors' released code and raw results, cited by file name in
+github.com/zhanglx13/GPU-Benchmark-Dissecting-GPU-Mem (initial commit). Vendor figures are
+NVIDIA's GTX 780 specifications and the CUDA C Programming Guide. "derived" marks arithmetic on
+those; "ASSUMED:" marks a value no source measures, with the reason it is expected anyway.
+Values no source establishes (L2 associativity, sets and policy: the paper does not dissect
+the L2, sec. 2 and 4) are left out. The L2 TLB's LRU policy (sec. 4) has no expected value
+because no experiment reports a ``tlb_l2.policy`` finding (it would come from replaying the
+miss order at one overflow of a set, as ``cache_structure`` does for caches).
 
-Global loads are not L1-cached on the GTX780 (sec. 3.3), so there is no ``lat.l1``. Cycles are
-the authors' clock() counts at the 863 MHz base clock (sec. 1), so the ns values divide by
-863 MHz. Latencies get a 5 % band, structural values none, the L2 capacity a ladder finds 10 %.
+Global loads are not L1-cached on the GTX780 (sec. 3), so there is no ``lat.l1``. Cycles are
+the authors' clock() counts at the 863 MHz base clock, so the ns values divide by 863 MHz.
+
+Tolerances. The access patterns P1-P6 and the TLB miss penalties (their differences) carry the
+standard error of the authors' 10-run mean, at least one cycle (clock() counts whole cycles):
+computed from the per-run class means of pattern_demo_Kepler.xlsx (sheet pattern_demo_1600MB).
+On the GTX780 single runs spread far wider (two clusters 18 cycles apart: 7 runs with P5 near
+236, 3 near 217), wider than the 5.6 cycles between P3 and P5, so a single-run band would not
+tell an L1-TLB miss from a hit. Ladder latencies keep 5 % (one run's P5 or P2 class mean
+moves by up to 6 % in that sheet); structural values none.
 """
 
 from __future__ import annotations
@@ -16,15 +29,40 @@ from __future__ import annotations
 from gpumem import DeviceInfo, Expected
 from gpumem.findings import exact, latency_pair
 
-REF = "mei-chu-2016.md"
-#: Base clock of the GTX780 [S]: the clock the authors' cycle counts are taken at.
+PAPER = "Mei & Chu, TPDS 2017"
+REPO = "github.com/zhanglx13/GPU-Benchmark-Dissecting-GPU-Mem"
+SPEC = "NVIDIA GeForce GTX 780 specifications"
+#: Base clock of the GTX780 (vendor specification): the clock of the authors' cycle counts.
 CLOCK_MHZ = 863.0
 LAT_TOL = 0.05
 
-# Mei & Chu's global-memory access patterns on the GTX780 [D] (sec. 4.1).
-P1, P2, P3, P4, P5, P6 = 734.0, 371.1, 235.7, 288.8, 230.1, 1002.0
-PATTERNS = f"[D] {REF} sec. 4.1, the authors' pattern sheets (pattern_demo_*.xlsx, mean of 10 runs)"
+
+def data(files: str) -> str:
+    """A citation of the authors' released code or raw results."""
+    return f"Mei & Chu's released data ({REPO}, file{'s' if ',' in files else ''} {files})"
+
+
+# Mei & Chu's global-memory access patterns on the GTX780 (sec. 5, global-memory latency):
+# (mean of 10 runs, standard error of that mean) in cycles, from the per-run class means.
+PATTERN = {"P1": (734.0, 1.8), "P2": (371.1, 1.7), "P3": (235.7, 2.2), "P4": (288.8, 2.0),
+           "P5": (230.1, 2.9), "P6": (1002.0, 4.8)}
+P1, P2, P3, P4, P5, P6 = (PATTERN[k][0] for k in ("P1", "P2", "P3", "P4", "P5", "P6"))
+PATTERNS = (f"{PAPER}, sec. 5 (global-memory latency); "
+            f"{data('pattern_demo_Kepler.xlsx')}, mean of 10 runs")
+BAND = "band: standard error of the 10-run mean"
+MEANING = {"P1": "cold miss: both TLBs and the L2 miss, page-table walk",
+           "P2": "L2 miss, L1-TLB hit", "P3": "L2 hit, L1-TLB miss, L2-TLB hit",
+           "P4": "L2 hit, both TLBs miss", "P5": "L2 hit, TLB hit",
+           "P6": "page-table context switch every 512 MB (1003.9, 1000.1; 979 in the 1090 MB "
+                 "run)"}
 PAGE = 2 << 20
+#: Peak of the authors' global copy: 214.25 GiB/s (global_BW.cu divides by 2^30) in GB/s.
+COPY_GBS = round(214.25 * 2**30 / 1e9, 1)
+#: Theoretical DRAM bandwidth: GDDR5 6.0 Gbps x 384 bit.
+DRAM_GBS = 288.4
+COPY = (f"{data('Kepler.xlsx')} (global_BW.cu, sec. 5 global-memory throughput): peak copy "
+        f"214.25 GiB/s = {COPY_GBS} GB/s (ILP 7, 84 CTAs x 1024 threads); the next-best "
+        f"configurations lie within 1 %, band 2 %")
 
 
 def _lat(name: str, cycles: float, source: str) -> list[Expected]:
@@ -34,90 +72,128 @@ def _lat(name: str, cycles: float, source: str) -> list[Expected]:
 def expected_values(device: DeviceInfo) -> list[Expected]:
     out: list[Expected] = []
     # ---- latency ladder (no L1 for global loads) ----
-    out += _lat("l2", P5, f"{PATTERNS}: P5 (L2 hit, TLB hit) 230.1 (212-227 in the L2-line "
-                "runs)")
-    out += _lat("dram", P2, f"{PATTERNS}: P2 (L2 miss, L1 TLB hit) 371.1 (330-355 in the "
-                "L2-line runs)")
+    out += _lat("l2", P5, f"{PATTERNS}: P5 (L2 hit, TLB hit) 230.1; 204-231 in the L2-line "
+                f"runs ({data('Kepler_L2_cacheline_stride4byte.xlsx')})")
+    out += _lat("dram", P2, f"{PATTERNS}: P2 (L2 miss, L1-TLB hit) 371.1; 316-367 in the "
+                f"L2-line runs ({data('Kepler_L2_cacheline_stride4byte.xlsx')})")
     out += _lat("dram_tlb_miss", round(P2 + (P4 - P5), 1),
                 f"derived from {PATTERNS}: P2 + (P4 - P5) = 371.1 + 58.7")
-    out.append(Expected("lat.smem", 46.75, f"[D] {REF} sec. 5.2/6, latency.txt: shared "
-                        "memory, no bank conflict", "cycle", rel_tol=LAT_TOL))
-    for n, v in (("P1", P1), ("P2", P2), ("P3", P3), ("P4", P4), ("P5", P5)):
-        out.append(Expected(f"lat.pattern.{n}", v, PATTERNS, "cycle", rel_tol=LAT_TOL))
-    out.append(Expected("lat.pattern.P6", P6, f"{PATTERNS}: P6 (page-table context switch "
-                        "every 512 MB) about 1002 (1003.9, 1000.1; 979 in the 1090 MB run)",
-                        "cycle", rel_tol=LAT_TOL))
+    out.append(Expected("lat.smem", 46.75, f"{PAPER}, sec. 6.2; {data('latency.txt')}: "
+                        "shared memory, no bank conflict", "cycle", rel_tol=LAT_TOL))
+    for n, (v, sem) in PATTERN.items():
+        out.append(Expected(f"lat.pattern.{n}", v, f"{PATTERNS}: {n} ({MEANING[n]}); {BAND} "
+                            f"({sem:g} cycles)", "cycle", rel_tol=0.0, abs_tol=max(1.0, sem)))
 
     # ---- L2 ----
+    l2line = (f"{PAPER}, sec. 4; {data('Kepler_L2_cacheline_stride4byte.xlsx')}: 1 GB cold "
+              "array at 4 B stride, 1 access in 8 misses")
     out += [
-        Expected("l2.size", 1536 << 10, f"[S] {REF} sec. 1: GTX780 L2 1536 KB", "byte",
-                 rel_tol=0.10),
-        exact("l2.line", 32, f"[D] {REF} sec. 3.4, Kepler_L2_cacheline_stride4byte.xlsx: "
-               "1 GB cold array at 4 B stride, 1 access in 8 misses", "byte"),
-        exact("l2.partitions", 1, f"[D] {REF} sec. 4.1: a single L2-hit latency class (P5); "
-               "no near/far L2 reported (inference)"),
+        Expected("l2.size", 1536 << 10, f"{SPEC}: L2 1536 KB", "byte", rel_tol=0.10),
+        exact("l2.line", 32, l2line, "byte"),
+        exact("l2.fill_unit", 32, f"{l2line}: a miss fills the 32 B line", "byte"),
+        exact("l2.sector", 32, f"{l2line}: the 32 B line is the smallest unit", "byte"),
+        Expected("l2.hit_latency", P5, f"{PATTERNS}: P5 (L2 hit, TLB hit) 230.1", "cycle",
+                 rel_tol=LAT_TOL),
+        exact("l2.partitions", 1, f"{PATTERNS}: a single L2-hit latency class (P5); no "
+               "near/far L2 reported (inference)"),
+        exact("l2.sm_groups", 1, f"ASSUMED: no per-SM L2 latency structure is reported for "
+               f"the GTX780 ({PATTERNS}: one L2-hit class, P5)"),
     ]
 
-    # ---- texture L1 [P, D] sec. 3.1 ----
-    tex = f"[P, D] {REF} sec. 3.1"
+    # ---- texture L1 (sec. 4) ----
+    tex = f"{PAPER}, sec. 4 (texture L1 cache)"
+    geometry = f"{tex}: 12 KB, 32 B lines, 4 sets x 96 lines"
+    half = (f"derived from {data('Kepler-LineMapping.xlsx')}: at a 32 B stride 100 of 389 "
+            "accesses miss at 388 lines and 200 of 393 at 392 lines, so half miss at 391.8 "
+            "lines (12538 B, log-interpolated); band: one step of that sheet, 4 lines")
+    lru = (f"{tex}; zhanglx13's rerun of the authors' code on a Kepler TITAN ({REPO}, "
+           "README.md): LRU")
     out += [
-        exact("tex_l1.size", 12 << 10, f"{tex}: 12 KB", "byte"),
-        exact("tex_l1.line", 32, f"{tex}: 32 B lines", "byte"),
-        exact("tex_l1.sets", 4, f"[P] {REF} sec. 3.1: 4 sets x 96 lines"),
-        exact("tex_l1.ways", 96, f"[P, D] {REF} sec. 3.1: 4 sets x 96 lines"),
-        exact("tex_l1.index_bits", "7-8", f"[P] {REF} sec. 3.1: bits 7-8 for Fermi and "
-               "Kepler; but the GTX780 raw data (Kepler-3080element-8stride.xlsx) shows a "
-               "hashed 128 B chunk-to-set order", ""),
-        exact("tex_l1.policy", "lru", f"[D3] {REF} sec. 3.1: LRU", ""),
-        Expected("tex_l1.hit_latency", 148.0, f"[D] {REF} sec. 3.1: texture L1 hit 132-159, "
-                 "mean 148 (miss 273), GTX780 texture-style run", "cycle", rel_tol=LAT_TOL),
+        exact("tex_l1.overflow_size", 12 << 10, f"{geometry}: the largest footprint held "
+               "with no miss", "byte"),
+        exact("tex_l1.line", 32, geometry, "byte"),
+        exact("tex_l1.sector", 32, f"{geometry}: the 32 B line is the smallest unit", "byte"),
+        exact("tex_l1.sets", 4, geometry),
+        exact("tex_l1.ways", 96, geometry),
+        exact("tex_l1.index_bits", "7-8", f"{tex}: address bits 7-8 select the set on Fermi "
+               f"and Kepler (the GTX780 sheet {data('Kepler-3080element-8stride.xlsx')} shows "
+               "a hashed order of 128 B chunks over the sets)", ""),
+        exact("tex_l1.policy", "lru", lru, ""),
+        Expected("tex_l1.hit_latency", 148.0, f"{tex}; {data('Kepler-3080element-8stride.xlsx')}"
+                 ": texture L1 hit 132-159, mean 148 (miss 256-283, mean 273)", "cycle",
+                 rel_tol=LAT_TOL),
+        Expected("tex_l1.half_miss_size", 12538, f"{half} (the texture L1 is organised as the "
+                 f"read-only cache, {PAPER}, sec. 4)", "byte", rel_tol=0.0, abs_tol=128),
     ]
 
-    # ---- read-only data cache (__ldg) [P, D] sec. 3.2 ----
-    ro = f"[P, D] {REF} sec. 3.2: same organisation as the texture L1"
+    # ---- read-only data cache (__ldg), sec. 4 ----
+    ro = f"{PAPER}, sec. 4 (read-only data cache): the texture L1's organisation"
     out += [
-        exact("ro.size", 12 << 10, f"{ro}, 12 KB (every access misses from about 12.5 KB, "
-               "Kepler-LineMapping.xlsx)", "byte"),
+        exact("ro.overflow_size", 12 << 10, f"{ro}, 12 KB held with no miss; every access "
+               f"misses from about 12.5 KB ({data('Kepler-LineMapping.xlsx')})", "byte"),
         exact("ro.line", 32, f"{ro}, 32 B lines", "byte"),
+        exact("ro.sector", 32, f"{ro}, 32 B lines: the line is the smallest unit", "byte"),
         exact("ro.sets", 4, f"{ro}, 4 sets x 96 lines"),
         exact("ro.ways", 96, f"{ro}, 4 sets x 96 lines"),
+        exact("ro.index_bits", "7-8", f"{ro}: address bits 7-8 as for the texture L1 (the "
+               f"GTX780 sheet {data('Kepler-LineMapping.xlsx')} shows a hashed order of 128 B "
+               "chunks over the sets)", ""),
+        exact("ro.policy", "lru", f"ASSUMED: as the texture L1 ({lru}), whose organisation "
+               f"{PAPER}, sec. 4 finds for the read-only cache", ""),
+        Expected("ro.hit_latency", 148.0, f"ASSUMED: the texture L1 hit of "
+                 f"{data('Kepler-3080element-8stride.xlsx')}, 148 (no __ldg latency is "
+                 "published; the read-only cache is the texture L1's organisation, sec. 4)",
+                 "cycle", rel_tol=LAT_TOL),
+        Expected("ro.half_miss_size", 12538, half, "byte", rel_tol=0.0, abs_tol=128),
     ]
 
-    # ---- TLBs [P, D] sec. 3.5 (same on all three GPUs) ----
-    tlb = f"[P, D] {REF} sec. 3.5"
+    # ---- TLBs, sec. 4 (same on all three GPUs) ----
+    tlb = f"{PAPER}, sec. 4 (TLB); {data('fine_grain_TLB.cu')}"
+    pen = (f"derived from {PATTERNS}: band: standard error of the 10 per-run differences "
+           "(at least one cycle)")
     out += [
-        exact("tlb.page", PAGE, f"[P] {REF} sec. 3.5: 2 MB pages", "byte"),
+        exact("tlb.page", PAGE, f"{PAPER}, sec. 4 (TLB): 2 MB pages", "byte"),
         exact("tlb_l1.entries", 16, f"{tlb}: L1 TLB 16 entries, fully associative"),
         exact("tlb_l1.sets", 1, f"{tlb}: fully associative"),
         exact("tlb_l1.ways", 16, f"{tlb}: fully associative (16-way)"),
         exact("tlb_l1.reach", 16 * PAGE, f"{tlb}: reach 32 MB", "byte"),
-        exact("tlb_l2.entries", 65, f"{tlb}: L2 TLB 65 entries (GTX780 sheet: same 17 + 6 x 8 "
-               "shape as Fermi)"),
+        exact("tlb_l2.entries", 65, f"{tlb}; {data('Kepler_L2TLB_mapping.xlsx')}: L2 TLB 65 "
+               "entries (same 17 + 6 x 8 shape as Fermi)"),
         exact("tlb_l2.sets", 7, f"{tlb}: 7 unequal sets"),
         exact("tlb_l2.ways", [17, 8, 8, 8, 8, 8, 8], f"{tlb}: one 17-entry set and six "
                "8-entry sets"),
-        exact("tlb_l2.policy", "lru", f"{tlb}: L2 TLB LRU", ""),
         exact("tlb_l2.reach", 65 * PAGE, f"{tlb}: reach 130 MB", "byte"),
-        Expected("tlb_l1.miss_penalty", round(P3 - P5, 1), f"derived from {PATTERNS}: P3 - P5 "
-                 "(difference of two means: 3 cycles absolute band)", "cycle",
-                 rel_tol=LAT_TOL, abs_tol=3.0),
-        Expected("tlb_l2.miss_penalty", round(P4 - P3, 1), f"derived from {PATTERNS}: P4 - P3 "
-                 "(difference of two means: 3 cycles absolute band)", "cycle",
-                 rel_tol=LAT_TOL, abs_tol=3.0),
+        Expected("tlb_l1.miss_penalty", round(P3 - P5, 1), f"{pen}: P3 - P5 = 5.6 (single "
+                 "runs 1.0-11.7, standard error 1.1)", "cycle", rel_tol=0.0, abs_tol=1.1),
+        Expected("tlb_l2.miss_penalty", round(P4 - P3, 1), f"{pen}: P4 - P3 = 53.1 (single "
+                 "runs 50.2-54.6, standard error 0.5)", "cycle", rel_tol=0.0, abs_tol=1.0),
     ]
 
-    # ---- shared memory sec. 5 (the authors run Kepler in 8-byte bank mode) ----
+    # ---- global-memory throughput, sec. 5 ----
     out += [
-        exact("smem.banks", 32, f"[P, D] {REF} sec. 1, 5.2: 32 banks"),
-        exact("smem.bank_width", 8, f"[P, D] {REF} sec. 1, 5.1, 5.2: 8-byte bank mode, as the "
-               "authors run it (4-byte mode selectable)", "byte"),
-        Expected("smem.conflict_latency", [46.75, 66.13, 96.16, 158.16, 266.66, 483.66],
-                 f"[D] {REF} sec. 5.2, latency.txt, 8-byte bank mode: cycles per access at 1, "
-                 "2, 4, 8, 16, 32-way conflicts (counted in 8-byte words)", "cycle",
-                 rel_tol=LAT_TOL),
-        Expected("bw.smem", 83.81, f"[P, D] {REF} sec. 5.1, Kepler.txt: best shared-memory "
-                 f"throughput per SM (32 warps, ILP 6)", "GB/s", rel_tol=0.05),
-        exact("smem.peak_warps", 32, f"[P, D] {REF} sec. 5.1, Kepler.txt: peak 83.81 GB/s per "
-               "SM at 32 active warps (ILP 6)"),
+        Expected("bw.dram_copy", COPY_GBS, COPY, "GB/s", rel_tol=0.02),
+        Expected("bw.dram_read", COPY_GBS, f"ASSUMED: a read stream reaches the copy's rate "
+                 f"(the paper measures copies only); {COPY}", "GB/s", rel_tol=0.02),
+        Expected("bw.dram_write", COPY_GBS, f"ASSUMED: a write stream reaches the copy's "
+                 f"rate (the paper measures copies only); {COPY}", "GB/s", rel_tol=0.02),
+        Expected("bw.dram_read_fraction", round(COPY_GBS / DRAM_GBS, 3), f"ASSUMED: reads "
+                 f"reach the copy's share of the theoretical {DRAM_GBS} GB/s ({SPEC}: GDDR5 "
+                 f"6.0 Gbps x 384 bit); {COPY}", "1", rel_tol=0.02),
+    ]
+
+    # ---- shared memory, sec. 6 (the authors run Kepler in 8-byte bank mode) ----
+    out += [
+        exact("smem.banks", 32, f"{PAPER}, sec. 6.2; {data('latency.txt')}: 32 banks"),
+        exact("smem.bank_width", 8, f"{PAPER}, sec. 6.2: 8-byte bank mode, as the authors "
+               "run it (4-byte mode selectable)", "byte"),
+        Expected("smem.conflict_latency", [46.75, 81.63, 96.16, 158.16, 266.66, 483.66],
+                 f"{PAPER}, sec. 6.2; {data('latency.txt')}, column Kepler_8byte: cycles per "
+                 "access at strides 2, 4, 8, 16, 32, 64 words, the 1, 2, 4, 8, 16, 32-way "
+                 "conflicts of 8-byte banks (the other 2-way strides, 12, 20, ..., 60, give "
+                 "66.13)", "cycle", rel_tol=LAT_TOL),
+        Expected("bw.smem", 83.81, f"{PAPER}, sec. 6.1; {data('Kepler.txt')}: best "
+                 "shared-memory throughput per SM (32 warps, ILP 6)", "GB/s", rel_tol=0.05),
+        exact("smem.peak_warps", 32, f"{PAPER}, sec. 6.1; {data('Kepler.txt')}: peak 83.81 "
+               "GB/s per SM at 32 active warps (ILP 6)"),
     ]
     return out
