@@ -34,7 +34,7 @@ class PeerAccess(Experiment):
     summary = "latency and read bandwidth of loads from each GPU's memory (NVLink / PCIe)"
     probes = ("pointer_chase", "stream", "peer_access")
     version = "1"
-    references = "new (issue 8); peer reads as in NVIDIA's p2pBandwidthLatencyTest"
+    references = "new; peer reads as in NVIDIA's p2pBandwidthLatencyTest (github.com/NVIDIA/cuda-samples)"
 
     def plan(self, ctx: RunContext) -> Plan:
         dev = ctx.device
