@@ -30,7 +30,7 @@ def record(plugins, name):
 def test_core_builtin_contributes_sim_cuda_and_the_generic_experiments():
     plugins, warnings = load()
     core = record(plugins, "core")
-    assert core.status == "ok" and core.distribution == "gpumem"
+    assert core.status == "ok" and core.distribution == "gpumem-dissect"
     assert core.contributes["architectures"] == [] and core.contributes["devices"] == ["cuda"]
     assert core.contributes["simulators"] == ["sim"]
     assert {"bandwidth", "cache_structure", "latency", "smem_bandwidth",

@@ -66,7 +66,7 @@ def test_damaged_files_give_one_clear_error(tmp_path, damage, cli):
 
 def test_show_names_a_missing_file(cli, tmp_path):
     res = cli("show", str(tmp_path / "nope.nc"))
-    assert res.code == 1 and "no such file" in res.err
+    assert res.code == 2 and "no such file" in res.err  # a path the user names: usage
 
 
 def test_a_corrupt_manifest_stops_the_run_before_measuring(cli, tmp_path):

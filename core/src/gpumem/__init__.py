@@ -10,6 +10,9 @@ from __future__ import annotations
 import pluggy
 
 __version__ = "0.1.0"
+#: The distribution on PyPI: "gpumem" there is an unrelated VRAM monitor. The import package
+#: and the command keep the name gpumem.
+DISTRIBUTION = "gpumem-dissect"
 
 #: Marker for hook implementations in plugins: ``@gpumem.hookimpl``.
 hookimpl = pluggy.HookimplMarker("gpumem")

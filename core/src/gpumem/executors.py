@@ -29,7 +29,7 @@ def connect(address: str | None) -> Any:
     try:
         from distributed import Client
     except ImportError:
-        raise UsageError("--executor dask needs Dask: pip install 'gpumem[dask]'") from None
+        raise UsageError("--executor dask needs Dask: pip install 'gpumem-dissect[dask]'") from None
     if not address:
         raise UsageError("--executor dask needs --scheduler ADDRESS (tcp://HOST:8786, or a "
                          "scheduler JSON file from 'dask scheduler --scheduler-file')")

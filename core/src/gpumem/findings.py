@@ -246,16 +246,65 @@ def _value_type(v: Any) -> str:
     return "float"
 
 
+#: the stored value of an integer finding that has none (unresolved), its ``_FillValue``
+#: (xarray reads such a variable back as float64 NaN: CF masking); ``resolved = 0`` says why
+INT_FILL = -(2**63)  # int64 min: exact in float64, so NaN encodes to it exactly
+
+_PREFIXES = {
+    "lat": "latency", "bw": "bandwidth", "l1d": "L1 data cache", "l2": "L2 cache",
+    "tex_l1": "texture L1 cache", "ro": "read-only data cache", "tlb": "TLB",
+    "tlb_l1": "L1 TLB", "tlb_l2": "L2 TLB", "smem": "shared memory",
+    "dsmem": "distributed shared memory", "ilp": "instruction-level parallelism",
+    "cpasync": "cp.async", "bulk": "bulk copy", "p2p": "peer-to-peer access",
+}
+_WORDS = {
+    "dram": "DRAM", "l1": "L1", "l2": "L2", "sm": "SM", "sms": "SMs", "bw": "bandwidth",
+    "tlb": "TLB", "smem": "shared memory", "dsmem": "distributed shared memory",
+    "vs": "over", "ns": "in nanoseconds", "k8": "K=8", "k2": "K=2", "lat": "latency",
+}
+
+
+def long_name(name: str, units: str = "") -> str:
+    """A readable CF ``long_name`` for the finding ``name`` (``lat.l2_far`` ->
+    "latency: L2 far, in clock cycles (gpumem finding lat.l2_far)")."""
+    head, _, rest = name.partition(".")
+    words = " ".join(_WORDS.get(w, w) for w in rest.replace(".", " ").replace("_", " ").split())
+    text = f"{_PREFIXES.get(head, head)}: {words}" if words else _PREFIXES.get(head, head)
+    if units in ("cycle", "cycles"):
+        text += ", in clock cycles"
+    return f"{text} (gpumem finding {name})"
+
+
+def _index_units(dim: str) -> str:
+    return "byte" if dim in ("footprint", "size", "bytes") else "1"
+
+
+def _numeric_var(dims: tuple, value: Any, vtype: str, attrs: dict) -> xr.Variable:
+    """An integer finding as int64, anything else numeric as float64 (NaN for None)."""
+    if vtype in ("int", "list_int"):
+        try:
+            return xr.Variable(dims, np.asarray(value, dtype=np.int64), attrs)
+        except OverflowError:  # beyond int64: as before, a float (value_type says int)
+            pass
+    return xr.Variable(dims, np.asarray(value, dtype=float), attrs)  # None -> NaN
+
+
 def to_dataset(findings: Sequence[Finding]) -> xr.Dataset:
-    """Findings as a Dataset: one variable per finding, metadata in its attributes."""
+    """Findings as a Dataset: one variable per finding, metadata in its attributes.
+
+    ``units`` is the CF/UDUNITS-2 spelling of the finding's unit and ``gpumem_units`` the one
+    gpumem shows, where they differ (``cycle`` is stored as ``1``, ``GB/s`` as ``Gbyte/s``:
+    :mod:`gpumem.results.units`). Integer findings are int64; an unresolved one holds
+    :data:`INT_FILL`, declared its ``_FillValue``, and ``resolved = 0``."""
+    from gpumem.results.units import unit_attrs
+
     data_vars: dict[str, xr.Variable] = {}
     coords: dict[str, Any] = {}
     for f in findings:
         vn = var_name(f.name)
         attrs: dict[str, Any] = {
             "gpumem_finding": f.name,
-            "long_name": f.name,
-            "units": f.units,
+            **unit_attrs(f.units, long_name(f.name, f.units)),
             "status": f.status,
             "confidence": float(f.confidence),
             "method": f.method,
@@ -273,19 +322,27 @@ def to_dataset(findings: Sequence[Finding]) -> xr.Dataset:
             attrs["resolved"] = 0
             attrs["candidates"] = json.dumps(_plain(list(f.candidates or [])))
             attrs["value_type"] = _value_type((f.candidates or [0.0])[0])
-            data_vars[vn] = xr.Variable((), np.float64(np.nan), attrs)
+            if attrs["value_type"] in ("int", "list_int"):  # an integer with no value
+                data_vars[vn] = xr.Variable((), np.float64(np.nan), attrs, encoding={
+                    "dtype": "int64", "_FillValue": INT_FILL})
+            else:
+                data_vars[vn] = xr.Variable((), np.float64(np.nan), attrs)
         elif f.index is not None:
             dim = f"{vn}__{f.index[0]}"
-            coords[dim] = xr.Variable(dim, np.asarray(f.index[1]), {"long_name": f.index[0]})
-            data_vars[vn] = xr.Variable(dim, np.asarray(f.value, dtype=float), attrs)
+            coords[dim] = xr.Variable(dim, np.asarray(f.index[1]), {
+                "gpumem_index": f.index[0], "units": _index_units(f.index[0]),
+                "long_name": f"{f.index[0].replace('_', ' ')} the finding {f.name} is "
+                             f"given for"})
+            data_vars[vn] = _numeric_var((dim,), f.value, attrs["value_type"], attrs)
         elif isinstance(f.value, str):
             data_vars[vn] = xr.Variable((), np.array(f.value, dtype=object), attrs)
         elif isinstance(f.value, (list, tuple)):
             dim = f"{vn}__i"
-            coords[dim] = xr.Variable(dim, np.arange(len(f.value)))
-            data_vars[vn] = xr.Variable(dim, np.asarray(f.value, dtype=float), attrs)
+            coords[dim] = xr.Variable(dim, np.arange(len(f.value)), {
+                "units": "1", "long_name": f"position in the list value of {f.name}"})
+            data_vars[vn] = _numeric_var((dim,), f.value, attrs["value_type"], attrs)
         else:
-            data_vars[vn] = xr.Variable((), np.float64(f.value), attrs)
+            data_vars[vn] = _numeric_var((), f.value, attrs["value_type"], attrs)
     ds = xr.Dataset(data_vars, coords=coords)
     ds.attrs["gpumem_content"] = "findings"
     return ds
@@ -309,7 +366,12 @@ def _interval(attr: Any, value: Any) -> tuple:
 
 
 def from_dataset(ds: xr.Dataset) -> list[Finding]:
-    """Inverse of :func:`to_dataset` (variables without ``gpumem_finding`` are ignored)."""
+    """Inverse of :func:`to_dataset` (variables without ``gpumem_finding`` are ignored).
+
+    Reads both file generations: ``units`` is the unit shown unless ``gpumem_units`` is
+    stored (files before CF units carried ``cycle``, ``GB/s`` in ``units``)."""
+    from gpumem.results.units import shown_units
+
     out = []
     for vn, var in ds.data_vars.items():
         a = var.attrs
@@ -324,7 +386,7 @@ def from_dataset(ds: xr.Dataset) -> list[Finding]:
             index = None
         elif var.ndim == 0:
             v = values.item()
-            value: Value = v if isinstance(v, str) else _plain(float(v))
+            value: Value = v if isinstance(v, (str, int)) else _plain(float(v))
             if a.get("value_type") == "int" and isinstance(value, float):
                 value = int(value)
             index = None
@@ -333,10 +395,12 @@ def from_dataset(ds: xr.Dataset) -> list[Finding]:
             if a.get("value_type") == "list_int":
                 value = [int(x) for x in value]
             dim = var.dims[0]
-            label = ds[dim].attrs.get("long_name", dim.rsplit("__", 1)[-1])
+            # the index's name: gpumem_index; files before CF units kept it in long_name
+            label = ds[dim].attrs.get("gpumem_index",
+                                      ds[dim].attrs.get("long_name", dim.rsplit("__", 1)[-1]))
             index = None if dim.endswith("__i") else (label, _plain(ds[dim].values.tolist()))
         f = Finding(
-            name=str(name), value=value, units=str(a.get("units", "")),
+            name=str(name), value=value, units=shown_units(a),
             confidence=float(a.get("confidence", 1.0)), method=str(a.get("method", "")),
             index=index, note=str(a.get("note", "")),
             expected=_from_attr(a["expected"], value) if "expected" in a else None,

@@ -293,11 +293,11 @@ def _load_order(ep: metadata.EntryPoint) -> tuple[int, str, str]:
 def load_plugins(*, strict: bool = False, warn: Callable[[str], None] | None = None,
                  eps: Iterable[metadata.EntryPoint] | None = None) -> Plugins:
     """Build a fresh :class:`Plugins`: core's built-in plugin, then every entry point."""
-    from gpumem import __version__, builtin
+    from gpumem import DISTRIBUTION, __version__, builtin
 
     warn = warn or _stderr_warn
     plugins = Plugins(plugin_timeout(warn))
-    plugins.add(builtin, PluginRecord(BUILTIN, "gpumem", __version__), warn)
+    plugins.add(builtin, PluginRecord(BUILTIN, DISTRIBUTION, __version__), warn)
     allow = _env_list("GPUMEM_LOAD_PLUGINS")
     block = set(_env_list("GPUMEM_DISABLE_PLUGINS") or [])
     found = sorted(entry_points() if eps is None else eps, key=_load_order)
@@ -313,7 +313,7 @@ def load_plugins(*, strict: bool = False, warn: Callable[[str], None] | None = N
         version = ep.dist.version if ep.dist else "?"
         record = PluginRecord(ep.name, dist, version)
         if ep.name in loaded or ep.name == BUILTIN:
-            other = loaded.get(ep.name) or PluginRecord(BUILTIN, "gpumem", __version__)
+            other = loaded.get(ep.name) or PluginRecord(BUILTIN, DISTRIBUTION, __version__)
             plugins.records.append(record)
             plugins._fail(record, f"plugin name '{ep.name}' is already taken by "
                                   f"{other.distribution} {other.version}", warn)

@@ -72,9 +72,23 @@ from gpumem.cli import run as _run  # noqa: E402,F401
 from gpumem.cli import show as _show  # noqa: E402,F401
 
 
+def _click_exception() -> type[Exception]:
+    """The ``ClickException`` class of the click that typer runs on, through public API only.
+
+    typer < 0.26 runs on click (a dependency); typer >= 0.26 runs on a copy of click it keeps
+    privately (``typer._click``, which is no API), so ``import click`` would name the wrong
+    classes there. ``typer.BadParameter`` is public in every typer and a ``ClickException``
+    subclass in both worlds: take the base from its MRO.
+    """
+    for cls in typer.BadParameter.__mro__:
+        if cls.__name__ == "ClickException":
+            return cls
+    return Exception  # pragma: no cover  (no typer so far lacks it)
+
+
 def main(argv: list[str] | None = None) -> int:
     """Console-script entry point; returns (and exits with) the exit code."""
-    from typer._click import exceptions as click_exc
+    click_exception = _click_exception()
 
     args = sys.argv[1:] if argv is None else argv
     _state.argv = ["gpumem", *args]
@@ -83,14 +97,15 @@ def main(argv: list[str] | None = None) -> int:
         code = rv if isinstance(rv, int) else 0  # typer.Exit(n) inside a command returns n
     except typer.Exit as e:
         code = e.exit_code
-    except click_exc.NoArgsIsHelpError as e:
-        print(e.format_message(), file=sys.stderr)
-        code = e.exit_code
-    except click_exc.ClickException as e:
-        msg = e.format_message().replace("\n", " ")
-        ctx = getattr(e, "ctx", None)
-        where = f" {ctx.command_path.split(' ', 1)[1]}" if ctx and " " in ctx.command_path else ""
-        print(escape_controls(f"gpumem{where}: error: {msg}"), file=sys.stderr)
+    except click_exception as e:
+        if type(e).__name__ == "NoArgsIsHelpError":  # click >= 8.2 (and typer's copy): help
+            print(e.format_message(), file=sys.stderr)
+        else:
+            msg = e.format_message().replace("\n", " ")
+            ctx = getattr(e, "ctx", None)
+            where = (f" {ctx.command_path.split(' ', 1)[1]}"
+                     if ctx and " " in ctx.command_path else "")
+            print(escape_controls(f"gpumem{where}: error: {msg}"), file=sys.stderr)
         code = e.exit_code
     except typer.Abort:
         print("gpumem: aborted", file=sys.stderr)

@@ -10,17 +10,19 @@ from pathlib import Path
 from typing import Optional
 
 import typer
-from rich.table import Table
 
 from gpumem.cli import app
 from gpumem.cli._common import (
+    FitTable,
     check_damage,
     fmt_finding,
     plugins,
     print_json,
+    require_paths,
     safe_text,
     stdout,
 )
+from gpumem.cli.show import FINDINGS_DROP, findings_table
 from gpumem.compare import analyze_file
 
 
@@ -35,6 +37,7 @@ def analyze(
     json_: bool = typer.Option(False, "--json", help="Print JSON."),
 ) -> None:
     """Re-run an experiment's analysis on FILE; print findings with confidence and method."""
+    require_paths([file])  # missing: a usage error, exit 2 (see require_paths)
     if check_damage([file]):
         raise typer.Exit(1)
     name, findings = analyze_file(plugins(), file, experiment, arch)
@@ -42,12 +45,10 @@ def analyze(
         print_json({"file": str(file), "experiment": name,
                     "findings": {f.name: f.as_dict() for f in findings}})
         return
-    t = Table(title=safe_text(f"{name}: {file}"))
-    for col in ("finding", "value", "units", "expected", "status", "confidence", "method"):
-        t.add_column(col)
+    t = findings_table(safe_text(f"{name}: {file}"))
     for f in findings:
         d = f.as_dict()
         t.add_row(*(safe_text(c) for c in (
             f.name, fmt_finding(d), f.units, "-" if d["expected"] is None
             else str(d["expected"]), f.status, f"{f.confidence:.2f}", f.method)))
-    stdout().print(t)
+    stdout().print(FitTable(t, drop=FINDINGS_DROP))

@@ -15,14 +15,18 @@ from rich.table import Table
 from gpumem.cli import app
 from gpumem.cli._common import (
     STATUS_STYLE,
+    FitTable,
     check_damage,
     fmt_finding,
     fmt_value,
+    name_column,
     plugins,
     print_check,
     print_json,
+    require_paths,
     safe_text,
     stdout,
+    text_column,
 )
 from gpumem.compare import compare
 
@@ -40,6 +44,7 @@ def compare_cmd(
 ) -> None:
     """Findings of one or more runs side by side (and beside the expected values). Entries
     whose file fails its manifest checksum are named on stderr and left out (exit 1)."""
+    require_paths(targets)  # missing: a usage error, exit 2 (see require_paths)
     damage = check_damage(targets)
     expected = expected or check
     data = compare(plugins(), targets, expected, exclude=[d.path for d in damage])
@@ -71,17 +76,17 @@ def _print(data: dict, expected: bool) -> None:
     labels = [r["label"] for r in data["runs"]]
     t = Table(title=safe_text("gpumem compare: " + " | ".join(
         f"{r['label']} ({r['device']})" for r in data["runs"])))
-    t.add_column("experiment")
-    t.add_column("finding")
+    name_column(t, "experiment")
+    name_column(t, "finding")
     for lb in labels:
-        t.add_column(safe_text(lb))
+        text_column(t, safe_text(lb))
     if len(labels) > 1:
-        t.add_column("difference")
-    t.add_column("units")
+        text_column(t, "difference")
+    text_column(t, "units")
     if expected:
-        t.add_column("expected")
-        t.add_column("status")
-        t.add_column("source")
+        text_column(t, "expected")
+        name_column(t, "status")
+        text_column(t, "source")
     for row in data["rows"]:
         cells: list = [safe_text(row["experiment"]), safe_text(row["finding"])]
         cands = row.get("candidates", {})
@@ -101,4 +106,5 @@ def _print(data: dict, expected: bool) -> None:
             cells += [safe_text(fmt_value(row.get("expected"))), safe_text(worst, style),
                       safe_text(row.get("expected_source", ""))]
         t.add_row(*cells)
-    stdout().print(t)
+    # at 80 columns the names stay whole: source, then units and difference are left out
+    stdout().print(FitTable(t, drop=["source", "units", "difference", "expected"]))

@@ -9,7 +9,7 @@ from typing import Optional
 import typer
 
 from gpumem.cli import app
-from gpumem.cli._common import escape_controls, plugins
+from gpumem.cli._common import escape_controls, plugins, require_paths
 from gpumem.errors import UsageError
 from gpumem.formats import Converted, Format
 
@@ -45,8 +45,7 @@ def import_(
 ) -> None:
     """Read another tool's FILE (a simulator config, another tool's results) into gpumem."""
     f = _format(fmt, "import")
-    if not source.exists():
-        raise UsageError(f"{source}: no such file or directory")
+    require_paths([source])  # missing: a usage error, exit 2 (see require_paths)
     _report(f.import_file(source, out, arch=arch))
 
 
@@ -63,6 +62,7 @@ def export(
 ) -> None:
     """Write another tool's input files from a measured run (e.g. an Accel-Sim config)."""
     f = _format(fmt, "export")
+    require_paths([run])  # missing: a usage error, exit 2 (see require_paths)
     if not run.is_dir():
         raise UsageError(f"{run}: not a directory (give a gpumem run directory)")
     _report(f.export_run(run, out, arch=arch, target=target))

@@ -8,7 +8,7 @@ from pathlib import Path
 import typer
 
 from gpumem.cli import app
-from gpumem.cli._common import check_damage
+from gpumem.cli._common import check_damage, require_paths
 
 
 @app.command("report")
@@ -22,6 +22,7 @@ def report(
     """Write OUT/index.html: devices and provenance, findings, and the figures of every
     experiment (latency ladder, structure chases, bandwidth, ILP, cp.async, bank conflicts).
     Refused (exit 1, each damaged entry named) if a file fails its manifest checksum."""
+    require_paths(run_dirs)  # missing: a usage error, exit 2 (see require_paths)
     # Refuse, rather than draw a damaged file as if it were data (a flipped byte can turn
     # numbers into NaN and still open): each damaged entry is named on stderr, exit 1.
     if check_damage(run_dirs):

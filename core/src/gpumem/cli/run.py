@@ -3,23 +3,27 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Optional
+from typing import Any, Optional
 
 import typer
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
+from typer.core import TyperCommand
 
 from gpumem.cli import _state, app
 from gpumem.cli._common import (
     STATUS_STYLE,
+    FitTable,
     escape_controls,
     fmt_finding,
     fmt_value,
+    name_column,
     plugins,
     print_check,
     safe_text,
     stderr,
     stdout,
+    text_column,
 )
 from gpumem.runner import Outcome, Reporter, RunReport, RunRequest, run
 
@@ -47,40 +51,89 @@ class RichReporter(Reporter):
                            markup=False)
 
     def experiment_started(self, name: str, total: int) -> None:
-        self.tasks[name] = self.progress.add_task(name, total=total)
+        # total 0: the experiment drives its own search (Experiment.sweep) and cannot say
+        # how many points it will take: an indeterminate bar and a running count ("329/?"),
+        # never a made-up total ("329/0")
+        self.tasks[name] = self.progress.add_task(name, total=total or None)
 
     def points_added(self, name: str, count: int) -> None:
         t = self.tasks[name]
-        self.progress.update(t, total=(self.progress.tasks[t].total or 0) + count)
+        total = self.progress.tasks[t].total
+        if total is not None:  # an open-ended search stays open-ended
+            self.progress.update(t, total=total + count)
 
     def point_done(self, name: str) -> None:
         self.progress.advance(self.tasks[name])
 
     def experiment_finished(self, outcome: Outcome) -> None:
+        t = self.tasks.get(outcome.experiment)
+        if t is not None and self.progress.tasks[t].total is None:
+            done = self.progress.tasks[t].completed  # the search ended: a full bar
+            self.progress.update(t, total=done or 1, completed=done or 1)
         if outcome.status in ("failed", "skipped"):
             self.console.print(escape_controls(f"gpumem: {outcome.experiment}: "
                                                f"{outcome.status}: {outcome.error}"),
                                highlight=False, markup=False)
 
 
-def summary_table(report: RunReport) -> Table:
+def summary_table(report: RunReport) -> FitTable:
+    """The findings of a run, one row each; names stay whole at any width (80 columns: the
+    expected and units columns are left out first, values wrap)."""
     t = Table(title=safe_text(f"gpumem {report.arch} on {report.device.name}"))
-    for col in ("experiment", "finding", "value", "units", "expected", "status"):
-        t.add_column(col)
+    name_column(t, "experiment")
+    name_column(t, "finding")
+    text_column(t, "value")
+    text_column(t, "units")
+    text_column(t, "expected")
+    name_column(t, "status")
     for o in report.outcomes:
-        if not o.findings:
-            t.add_row(safe_text(o.experiment),
-                      safe_text(f"({o.status}{': ' + o.error if o.error else ''})"),
-                      "", "", "", "")
+        if not o.findings:  # the error is prose: it goes in the wrapping value column
+            t.add_row(safe_text(o.experiment), safe_text(f"({o.status})"),
+                      safe_text(o.error), "", "", "")
         for f in o.findings:
             style = STATUS_STYLE.get(f.status, "")
             t.add_row(safe_text(o.experiment), safe_text(f.name),
                       safe_text(fmt_finding(f.as_dict())), safe_text(f.units),
                       safe_text(fmt_value(f.expected)), safe_text(f.status, style))
-    return t
+    return FitTable(t, drop=["expected", "units"])
 
 
-@app.command("run")
+def available_help() -> str:
+    """The help epilog of ``run``: architectures and experiments of the plugins loaded now
+    (a plugin that fails to load is left out; if none load, the help says so)."""
+    from rich.markup import escape
+
+    try:
+        ps = plugins()
+        archs = sorted(ps.architectures())
+        exps = ps.experiments()
+    except Exception as e:  # noqa: BLE001 - help must print whatever a plugin does
+        return escape(escape_controls(f"(Architectures and experiments could not be listed: "
+                                      f"{type(e).__name__}: {e}; see gpumem list-plugins.)"))
+
+    def where(cls: type) -> str:
+        try:
+            on = [a for a in archs if cls().applies_to(a)]
+        except Exception:  # noqa: BLE001
+            return ""
+        return "" if on == archs else f" ({', '.join(on) or 'none loaded'})"
+
+    names = ", ".join(f"{n}{where(exps[n])}" for n in sorted(exps))
+    return escape(escape_controls(
+        f"Architectures: {', '.join(archs) or '(none loaded)'}.")) + "\n\n" + escape(
+        escape_controls(f"Experiments: {names or '(none loaded)'}; 'all' runs every one that "
+                        f"applies to --arch."))
+
+
+class _RunCommand(TyperCommand):
+    """``run``'s help ends with the architectures and experiments available at call time."""
+
+    def format_help(self, ctx: Any, formatter: Any) -> None:
+        self.epilog = available_help()
+        return super().format_help(ctx, formatter)
+
+
+@app.command("run", cls=_RunCommand)
 def run_cmd(
     experiments: Optional[list[str]] = typer.Argument(
         None, help="Experiments to run, or 'all' (the default)."),
@@ -126,6 +179,8 @@ def run_cmd(
             raise
     con = stdout()
     con.print(summary_table(report))
+    if resume:
+        con.print(resumed_line(report), highlight=False, markup=False)
     kept = sum(1 for o in report.outcomes if o.file)
     con.print(f"results: {report.run_dir}  ({kept} file(s); "
               f"gpumem show {report.run_dir})", highlight=False, markup=False)
@@ -141,6 +196,15 @@ def run_cmd(
         raise typer.Exit(1)
     if check and failing:
         raise typer.Exit(1)
+
+
+def resumed_line(report: RunReport) -> str:
+    """After ``--resume``: the experiments kept from before (not measured again)."""
+    kept = [o.experiment for o in report.outcomes if o.status == "resumed"]
+    if not kept:
+        return "resumed: no complete experiment to keep; every one ran"
+    return escape_controls(f"resumed: kept {len(kept)} complete experiment(s) from before: "
+                           f"{', '.join(kept)}")
 
 
 def _run_fleet(req: RunRequest, devices: str, ps, check: bool = False) -> None:

@@ -14,7 +14,17 @@ import typer
 from rich.table import Table
 
 from gpumem.cli import app
-from gpumem.cli._common import check_damage, fmt_finding, print_json, safe_text, stdout
+from gpumem.cli._common import (
+    FitTable,
+    check_damage,
+    fmt_finding,
+    name_column,
+    print_json,
+    require_paths,
+    safe_text,
+    stdout,
+    text_column,
+)
 from gpumem.errors import ResultsFileError
 from gpumem.findings import from_dataset
 from gpumem.results.io import open_findings, open_raw
@@ -68,8 +78,7 @@ def show(target: Path = typer.Argument(..., help="A results .nc file or a run di
          json_: bool = typer.Option(False, "--json", help="Print JSON.")) -> None:
     """Print dims, variables with units, key attributes and findings. Entries whose file
     fails its manifest checksum are named on stderr and left out (exit 1)."""
-    if not target.exists():
-        raise ResultsFileError(f"{target}: no such file or directory")
+    require_paths([target])  # missing: a usage error, exit 2 (see require_paths)
     damage = check_damage([target])
     if damage and not target.is_dir():
         raise typer.Exit(1)  # the one file asked for is damaged: nothing intact to show
@@ -88,8 +97,9 @@ def _print(data: dict[str, Any]) -> None:
     out = stdout()
     if "entries" in data:
         t = Table(title=safe_text(f"run {data['run_dir']}"))
-        for col in ("entry", "status", "file", "error"):
-            t.add_column(col)
+        name_column(t, "entry")
+        for col in ("status", "file", "error"):
+            text_column(t, col)
         damaged = {d["entry"]: d["reason"] for d in data.get("damaged", [])}
         for key, e in sorted(data["entries"].items()):
             status = str(e.get("status", "")) if isinstance(e, dict) else ""
@@ -100,7 +110,7 @@ def _print(data: dict[str, Any]) -> None:
                 status += f" (stale: process {e['pid']} is gone; --resume redoes it)"
             t.add_row(safe_text(key), safe_text(status, "red" if key in damaged else ""),
                       safe_text(e.get("file", "")), safe_text(e.get("error", "")))
-        out.print(t)
+        out.print(FitTable(t, drop=["file"]))
     for f in data["files"]:
         out.print(safe_text(f["path"], "bold"))
         out.print(safe_text("  dims: " + ", ".join(f"{k}={v}" for k, v in f["dims"].items())))
@@ -110,15 +120,30 @@ def _print(data: dict[str, Any]) -> None:
         for k, v in f["attrs"].items():
             out.print(safe_text(f"  {k}: {v}"))
         if f["findings"]:
-            t = Table(show_header=True)
-            for col in ("finding", "value", "units", "expected", "status", "confidence",
-                        "method"):
-                t.add_column(col)
+            t = findings_table()
             for name, d in f["findings"].items():
                 t.add_row(*(safe_text(c) for c in (
                     name, fmt_finding(d), d["units"], str(d["expected"] or "-"), d["status"],
                     f"{d['confidence']:.2f}", d["method"])))
-            out.print(t)
+            out.print(FitTable(t, drop=FINDINGS_DROP))
+
+
+def findings_table(title: object = None) -> Table:
+    """finding, value, units, expected, status, confidence, method: the names never cut
+    (wrapped in :class:`FitTable` with :data:`FINDINGS_DROP`)."""
+    t = Table(title=title, show_header=True)
+    name_column(t, "finding")
+    text_column(t, "value")
+    text_column(t, "units")
+    text_column(t, "expected")
+    name_column(t, "status")
+    text_column(t, "confidence")
+    text_column(t, "method")
+    return t
+
+
+#: left out of a findings table, in this order, while it does not fit the terminal
+FINDINGS_DROP = ("confidence", "method", "expected", "units")
 
 
 def _dead_writer(entry: dict[str, Any]) -> bool:

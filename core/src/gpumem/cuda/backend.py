@@ -7,7 +7,7 @@ from typing import Any
 from gpumem.device import Device, DeviceBackend, DeviceInfo, Discovery
 from gpumem.errors import DeviceUnavailable
 
-CUPY_HINT = "pip install 'gpumem[cuda12]' or 'gpumem[cuda13]'"
+CUPY_HINT = "pip install 'gpumem-dissect[cuda12]' or 'gpumem-dissect[cuda13]'"
 
 
 def import_cupy() -> Any:

@@ -1,9 +1,11 @@
 """``gpumem import gpu-benches FILE``: the stdout of an RRZE gpu-benches benchmark as a run.
 
 FILE is what ``gpu-latency``, ``gpu-stream`` or ``gpu-l2-cache`` (github RRZE-HPC/gpu-benches,
-read at commit 1038c5d) printed. Which one is told by the content alone; every line must then
-belong to that benchmark (its header, its data rows, gpu-latency's ``clock:`` line, blank
-lines), otherwise the import stops at the first line that does not:
+read at commit 1038c5d) printed. Which one is told by the content alone (a file with rows of
+two benchmarks is refused). A line that is not that benchmark's (its header, its data rows,
+gpu-latency's ``clock:`` line, blank lines) -- a shell's ``Command exited with non-zero status
+124`` after a ``timeout``, a comment, a row cut off mid-way -- is skipped with one warning
+naming every skipped line; the import fails only when no data row is left:
 
 * **gpu-latency** (``gpu-latency/main.cu``): ``clock: MHz ...`` then rows ``iters clock
   footprint[kB] time[ms] mean median p5 p95`` (cycles per load of a single-thread chase
@@ -114,8 +116,10 @@ class GpuBenchesFormat(Format):
         check_out(out)
         src = read_source(source)
         lines = _lines(src)
-        bench = detect(lines)
+        bench, skipped = detect_lines(lines)
         imported, device, extra, warnings = PARSERS[bench](lines)
+        if skipped:
+            warnings.insert(0, skipped_warning(src, bench, skipped))
         arch = resolve_arch(arch)
         if not imported.findings:
             warnings.append(f"{src.path}: no {bench} value maps to a gpumem finding; the run "
@@ -149,7 +153,16 @@ def _lines(src: Source) -> Lines:
 
 
 def detect(lines: Lines) -> str:
-    """The benchmark whose data rows the file holds; every other line must be its own."""
+    """The benchmark whose data rows the file holds (lines that are not its own are dropped
+    from ``lines``; :func:`detect_lines` also returns them)."""
+    return detect_lines(lines)[0]
+
+
+def detect_lines(lines: Lines) -> tuple[str, list[tuple[int, str]]]:
+    """The benchmark whose data rows the file holds, and the lines that are not its own
+    (line number, text), which are removed from ``lines.rows``: a real capture can end with
+    a shell's "Command exited with non-zero status 124" or carry a comment. Fails when the
+    file holds rows of several benchmarks, or none."""
     src = lines.src
     for _i, ln in lines.rows:
         if _STREAM_OLD.match(ln):
@@ -162,12 +175,27 @@ def detect(lines: Lines) -> str:
         why = "rows of several benchmarks" if seen else f"line {i} reads {_clip(first)!r}"
         raise FormatError(f"{src.path}: not gpu-benches output ({why}); expected {EXPECTED}")
     bench = seen.pop()
-    row, others, what = GRAMMAR[bench]
+    row, others, _what = GRAMMAR[bench]
+    keep, skipped = [], []
     for i, ln in lines.rows:
-        if not (row.match(ln) or any(o.match(ln) for o in others)):
-            raise FormatError(f"{src.path}: line {i} is not {bench} output ({_clip(ln)!r}); "
-                              f"expected {what}")
-    return bench
+        if row.match(ln) or any(o.match(ln) for o in others):
+            keep.append((i, ln))
+        else:
+            skipped.append((i, ln))
+    lines.rows = keep
+    return bench, skipped
+
+
+MAX_SKIPPED_SHOWN = 5
+
+
+def skipped_warning(src: Source, bench: str, skipped: list[tuple[int, str]]) -> str:
+    """One line naming the skipped lines (number and text, clipped; the CLI escapes control
+    characters when it prints it)."""
+    shown = ", ".join(f"line {i} {_clip(ln)!r}" for i, ln in skipped[:MAX_SKIPPED_SHOWN])
+    more = len(skipped) - MAX_SKIPPED_SHOWN
+    return (f"{src.path}: skipped {len(skipped)} line(s) that are not {bench} output: "
+            f"{shown}{f', and {more} more' if more > 0 else ''}")
 
 
 def _clip(s: str, n: int = 60) -> str:

@@ -176,26 +176,60 @@ def _unit(src: Source, d: dict, where: str) -> str:
 
 def load(src: Source) -> dict[str, Any]:
     """The JSON document, checked for MT4G's top-level shape."""
+    return _load(src)[0]
+
+
+def _around_json(text: str) -> tuple[Any, list[tuple[int, str]]] | None:
+    """A captured stdout: lines before the object (from the first line that opens with
+    '{') and after it (a shell's "Command exited with non-zero status 124"), as
+    (line number, text); None when there is no whole JSON object in it."""
+    lines = text.split("\n")
+    start = next((k for k, ln in enumerate(lines) if ln.lstrip().startswith("{")), None)
+    if start is None:
+        return None
+    offset = sum(len(ln) + 1 for ln in lines[:start])
+    try:
+        doc, end = json.JSONDecoder().raw_decode(text, offset + (len(lines[start])
+                                                                 - len(lines[start].lstrip())))
+    except json.JSONDecodeError:
+        return None
+    last = text.count("\n", 0, end)  # 0-based line of the object's end
+    tail = text[end:].split("\n")
+    skipped = [(k + 1, ln) for k, ln in enumerate(lines[:start]) if ln.strip()]
+    skipped += [(last + 1 + k, ln) for k, ln in enumerate(tail) if ln.strip()]
+    return doc, skipped
+
+
+def _load(src: Source) -> tuple[dict[str, Any], str]:
+    """The document, and a warning naming the lines around it that were skipped ("")."""
     text = src.text(EXPECTED)
     if not text.strip():
         raise FormatError(f"{src.path}: empty file; expected {EXPECTED}")
+    warning = ""
     try:
         doc = json.loads(text)
     except json.JSONDecodeError as e:
-        raise FormatError(f"{src.path}: not JSON ({e.msg} at line {e.lineno} column "
-                          f"{e.colno}); expected {EXPECTED}") from None
+        found = _around_json(text)
+        if found is None:
+            raise FormatError(f"{src.path}: not JSON ({e.msg} at line {e.lineno} column "
+                              f"{e.colno}); expected {EXPECTED}") from None
+        doc, skipped = found
+        shown = ", ".join(f"line {i} {' '.join(ln.split())[:60]!r}" for i, ln in skipped[:5])
+        more = f", and {len(skipped) - 5} more" if len(skipped) > 5 else ""
+        warning = (f"{src.path}: skipped {len(skipped)} line(s) around the JSON document: "
+                   f"{shown}{more}")
     if not isinstance(doc, dict) or not isinstance(doc.get("general"), dict) \
             or not isinstance(doc.get("memory"), dict):
         raise FormatError(f"{src.path}: JSON of another shape: expected an object with "
                           f"'general' and 'memory' objects ({EXPECTED})")
     if not isinstance(doc["general"].get("name"), str):
         raise _bad(src, "general.name", "the device name (a string)")
-    return doc
+    return doc, warning
 
 
 def parse(src: Source) -> Parsed:
-    doc = load(src)
-    warnings: list[str] = []
+    doc, skipped = _load(src)
+    warnings: list[str] = [skipped] if skipped else []
     general, memory = doc["general"], doc["memory"]
     clock_mhz = 0.0
     if isinstance(general.get("clockRate"), dict):

@@ -1,8 +1,10 @@
 """``gpumem report``: one self-contained HTML page of one or more runs.
 
-The page (``OUT/index.html``) shows the devices and provenance, the findings with expected
-values and statuses, and the figures (PNG and SVG files beside it): latency ladder, chases of
-the structure searches, bandwidth heatmaps, ILP sweep, cp.async, bank conflicts. Modules:
+The page (``OUT/index.html``) reads top-down: a one-screen summary (devices, pass / warn /
+fail counts against the expected values, the headline numbers), then each experiment's
+figures (PNG and SVG files beside it: latency ladder, chases of the structure searches,
+bandwidth heatmaps, ILP sweep, cp.async, bank conflicts) with its own findings table under
+them, and the devices' provenance last. Modules:
 
 * :mod:`~gpumem.report.runs` reads run directories into series (one per device and run);
 * :mod:`~gpumem.report.provenance` says what was measured on what, and throttled points;

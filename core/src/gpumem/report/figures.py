@@ -9,10 +9,18 @@ panel per series in the same colour.
 No pyplot: figures are plain ``matplotlib.figure.Figure`` objects drawn by the Agg canvas,
 so nothing depends on a display or changes matplotlib's global backend. :func:`save` writes
 PNG and SVG without timestamps, so the same data give the same files.
+
+Every figure function passes its figure through :func:`finish` (the ``@finished``
+decorator): an autoscaled axis whose view spans less than :data:`MIN_REL_SPAN` of its
+magnitude is widened (:func:`pad_flat_axis`; ratios use :func:`ratio_axis`, which keeps 1.0
+and 5 % either side in view), legends list each label once, and long titles and axis labels
+are wrapped to their panel under constrained layout, so nothing is cut.
 """
 
 from __future__ import annotations
 
+import functools
+import textwrap
 from collections.abc import Callable, Sequence
 from dataclasses import replace
 from pathlib import Path
@@ -22,6 +30,7 @@ import numpy as np
 import xarray as xr
 from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.figure import Figure
+from matplotlib.legend import Legend
 from matplotlib.lines import Line2D
 from matplotlib.ticker import FuncFormatter, LogLocator
 
@@ -134,16 +143,172 @@ def plain_log(ax, axis: str = "y") -> None:
         lambda v, _: _plain(v) if few and f"{v:.0e}"[0] in "235" else ""))
 
 
+def unique_handles(handles: Sequence, labels: Sequence[str] | None = None
+                   ) -> tuple[list, list[str]]:
+    """``handles`` (and their labels) without repeats: the first handle of each label."""
+    labels = [h.get_label() for h in handles] if labels is None else list(labels)
+    seen: dict[str, object] = {}
+    for h, lab in zip(handles, labels, strict=True):
+        if lab and not lab.startswith("_") and lab not in seen:
+            seen[lab] = h
+    return list(seen.values()), list(seen)
+
+
 def _legend(ax, handles: list, **kw) -> None:
+    handles, labels = unique_handles(handles)
     if handles:
-        ax.legend(handles=handles, fontsize=7, framealpha=0.85, **kw)
+        ax.legend(handles=handles, labels=labels, fontsize=7, framealpha=0.85,
+                  handlelength=3.2, **kw)
 
 
 def _fig_legend(fig: Figure, handles: list) -> None:
     """One legend below all panels (where it hides no curve)."""
+    handles, labels = unique_handles(handles)
     if handles:
-        fig.legend(handles=handles, loc="outside lower center", ncols=min(4, len(handles)),
-                   fontsize=7, frameon=False)
+        fig.legend(handles=handles, labels=labels, loc="outside lower center",
+                   ncols=min(4, len(handles)), fontsize=7, frameon=False, handlelength=3.2)
+
+
+def dedupe_legends(fig: Figure) -> None:
+    """Every legend of ``fig`` (per axes and figure-wide) with each label once: a legend
+    drawn from ``ax.legend()`` of several series would otherwise repeat a style's entry."""
+    owners = [a for a in fig.axes if a.get_legend() is not None]
+    for owner in [*owners, fig]:
+        legends = [owner.get_legend()] if owner is not fig else list(fig.legends)
+        for leg in legends:
+            if leg is None:
+                continue
+            handles = getattr(leg, "legend_handles", None)
+            handles = list(handles if handles is not None else leg.legendHandles)
+            labels = [t.get_text() for t in leg.get_texts()]
+            keep, kept_labels = unique_handles(handles, labels)
+            if len(keep) == len(handles):
+                continue
+            kw = dict(loc=leg._loc, fontsize=leg._fontsize, frameon=leg.get_frame_on(),
+                      handlelength=leg.handlelength, ncols=min(leg._ncols, len(keep)))
+            if owner is fig:
+                names = {v: k for k, v in Legend.codes.items()}
+                if getattr(leg, "_outside_loc", None) and leg._loc in names:
+                    kw["loc"] = f"outside {names[leg._loc]}"  # e.g. outside lower center
+                fig.legends.remove(leg)
+                fig.legend(handles=keep, labels=kept_labels, **kw)
+            else:
+                owner.legend(handles=keep, labels=kept_labels, **kw)
+
+
+def legend_labels(fig: Figure) -> list[list[str]]:
+    """The labels of every legend of ``fig`` (tests: no label twice in one legend)."""
+    legends = [a.get_legend() for a in fig.axes if a.get_legend() is not None]
+    legends += list(fig.legends)
+    return [[t.get_text() for t in leg.get_texts()] for leg in legends]
+
+
+#: A linear axis whose view spans less than this share of its magnitude is widened to it,
+#: so that noise of a fraction of a percent does not fill the panel like a cliff.
+MIN_REL_SPAN = 0.10
+
+
+def pad_flat_axis(ax, axis: str = "y", min_rel: float = MIN_REL_SPAN) -> bool:
+    """Widen an autoscaled axis that spans less than ``min_rel`` of its magnitude (linear:
+    ``hi - lo < min_rel * max(|lo|, |hi|)``; log: ``hi / lo < 1 + min_rel``) symmetrically
+    about its middle. True when it was widened."""
+    get = ax.get_ylim if axis == "y" else ax.get_xlim
+    setl = ax.set_ylim if axis == "y" else ax.set_xlim
+    scale = ax.get_yscale() if axis == "y" else ax.get_xscale()
+    lo, hi = get()
+    if not (np.isfinite(lo) and np.isfinite(hi)) or hi < lo:
+        return False
+    if scale == "log":
+        if lo <= 0 or hi / lo >= 1 + min_rel:
+            return False
+        mid = np.sqrt(lo * hi)
+        half = np.sqrt(1 + min_rel)
+        setl(mid / half, mid * half)
+        return True
+    if scale != "linear":
+        return False
+    mag = max(abs(lo), abs(hi))
+    if mag == 0 or hi - lo >= min_rel * mag:
+        return False
+    mid, half = (lo + hi) / 2, min_rel * mag / 2  # same sign (a span < mag): no new sign
+    setl(mid - half, mid + half)
+    return True
+
+
+def ratio_axis(ax, values: Sequence[float], ref: float = 1.0, margin: float = 0.05) -> None:
+    """A ratio's y range: always ``ref`` (no change) inside, and at least ``margin`` x
+    ``ref`` beyond the data on both sides, so a 0.25 % effect looks like one."""
+    vals = [float(v) for v in np.ravel(np.asarray(values, dtype=float)) if np.isfinite(v)]
+    lo = min([ref, *vals]) - margin * abs(ref)
+    hi = max([ref, *vals]) + margin * abs(ref)
+    span = hi - lo
+    ax.set_ylim(lo - 0.02 * span, hi + 0.02 * span)
+
+
+def _wrap(text: str, width_in: float, fontsize: float) -> str:
+    """``text`` wrapped, line by line, to what fits ``width_in`` inches at ``fontsize``."""
+    chars = max(12, int(width_in * 72 / (fontsize * 0.58)))
+    return "\n".join(textwrap.fill(line, chars, break_long_words=False) if len(line) > chars
+                     else line for line in text.split("\n"))
+
+
+def wrap_texts(fig: Figure) -> None:
+    """Wrap titles (panel and figure) and axis labels that would run past their panel."""
+    fw, fh = fig.get_size_inches()
+    for ax in fig.axes:
+        if not ax.get_visible() or not ax.axison and not ax.get_title():
+            continue
+        pos = ax.get_position()  # 0.92: the labels the wrapping adds take a little room
+        width, height = max(0.92 * pos.width * fw, 0.8), max(0.92 * pos.height * fh, 0.8)
+        for where in ("center", "left", "right"):
+            title = ax.get_title(where)
+            if title:
+                obj = ax.title if where == "center" else getattr(ax, f"_{where}_title")
+                wrapped = _wrap(title, width, obj.get_fontsize())
+                if wrapped != title:
+                    obj.set_text(wrapped)
+        for label, size in ((ax.xaxis.label, width), (ax.yaxis.label, height)):
+            text = label.get_text()
+            if text:
+                wrapped = _wrap(text, size, label.get_fontsize())
+                if wrapped != text:
+                    label.set_text(wrapped)
+    sup = getattr(fig, "_suptitle", None)
+    if sup is not None and sup.get_text():
+        sup.set_text(_wrap(sup.get_text(), fw * 0.95, sup.get_fontsize()))
+
+
+def finish(fig: Figure | None) -> Figure | None:
+    """What every figure gets before it is saved: near-flat autoscaled axes widened
+    (:func:`pad_flat_axis`), legends without repeats, long titles and labels wrapped, and a
+    layout engine so that nothing is cut (constrained, as :func:`_panels` sets it)."""
+    if fig is None:
+        return None
+    for ax in fig.axes:
+        if not ax.get_visible() or not ax.axison or ax.images or hasattr(ax, "_colorbar"):
+            continue
+        if ax.get_autoscaley_on():
+            pad_flat_axis(ax, "y")
+    dedupe_legends(fig)
+    if fig.get_layout_engine() is None:
+        fig.set_layout_engine("constrained")
+    engine = fig.get_layout_engine()
+    if engine is not None and fig.canvas is not None:
+        try:  # lay out once, so that the wrapping sees the panels' final sizes
+            engine.execute(fig)
+        except Exception:  # noqa: BLE001 - only a better estimate; the save lays out anew
+            pass
+    wrap_texts(fig)
+    return fig
+
+
+def finished(draw: Callable[[Sequence[Series]], Figure | None]
+             ) -> Callable[[Sequence[Series]], Figure | None]:
+    """Decorator: the figure ``draw`` returns, passed through :func:`finish`."""
+    @functools.wraps(draw)
+    def wrapper(series: Sequence[Series]) -> Figure | None:
+        return finish(draw(series))
+    return wrapper
 
 
 def _series_handles(series: Sequence[Series]) -> list[Line2D]:
@@ -186,6 +351,7 @@ def _ladder_curve(ds: xr.Dataset, order: str) -> tuple[np.ndarray, np.ndarray]:
     return sel["footprint"].values.astype(float)[ok], lat.values.astype(float)[ok]
 
 
+@finished
 def latency_ladder(series: Sequence[Series]) -> Figure | None:
     """Median latency over footprint, sequential and random chains, knees and levels marked."""
     data = _with(series, "latency")
@@ -323,6 +489,7 @@ def _first_path(chases: list[Chase]) -> str | None:
     return paths[0] if paths else None
 
 
+@finished
 def cache_overflow(series: Sequence[Series]) -> Figure | None:
     """The size search of the first load path (the L1): the chase at the capacity, the one
     just past it, and the one a quarter past it."""
@@ -356,6 +523,7 @@ def cache_overflow(series: Sequence[Series]) -> Figure | None:
     return fig
 
 
+@finished
 def cache_fill(series: Sequence[Series]) -> Figure | None:
     """Fill granularity: the L1 stride-4 chase at twice the capacity, and the cold L2 chase
     through the L2-only path (every access stored), first few hundred accesses."""
@@ -393,6 +561,7 @@ def _pages(c: Chase) -> int:
     return c.footprint // max(1, c.stride)
 
 
+@finished
 def tlb_pairs(series: Sequence[Series]) -> Figure | None:
     """Pair differences (first access of a page minus the next word) of three chases: TLB
     hits, one page past the L1 TLB, and the longest L2-TLB chase."""
@@ -425,6 +594,7 @@ def tlb_pairs(series: Sequence[Series]) -> Figure | None:
     return fig
 
 
+@finished
 def tlb_ladder(series: Sequence[Series]) -> Figure | None:
     """Where each TLB level was decided: every question of the search (replayed from the
     stored chases), its pooled median pair difference with the margin it was judged by,
@@ -516,6 +686,7 @@ def _heatmap(ax, fig: Figure, values: np.ndarray, rows: Sequence, cols: Sequence
     cb.ax.tick_params(labelsize=7)
 
 
+@finished
 def dram_heatmaps(series: Sequence[Series]) -> Figure | None:
     """DRAM bandwidth over CTAs x threads, per kind, at the ILP and width of the best point."""
     data = _with(series, "bandwidth")
@@ -543,6 +714,7 @@ def dram_heatmaps(series: Sequence[Series]) -> Figure | None:
     return fig
 
 
+@finished
 def smem_heatmaps(series: Sequence[Series]) -> Figure | None:
     """Shared-memory throughput per SM over warps x ILP."""
     data = _with(series, "smem_bandwidth")
@@ -559,6 +731,7 @@ def smem_heatmaps(series: Sequence[Series]) -> Figure | None:
     return fig
 
 
+@finished
 def bandwidth_levels(series: Sequence[Series]) -> Figure | None:
     """Read bandwidth over footprint through .ca (L1) and .cg (L2 only): level plateaus."""
     data = _with(series, "bandwidth_levels")
@@ -612,6 +785,7 @@ def _ilp_footprints(ds: xr.Dataset) -> list[tuple[str, int, int]]:
     return out
 
 
+@finished
 def ilp_sweep(series: Sequence[Series]) -> Figure | None:
     """Bandwidth over K (independent loads per thread, fixed work) by address ordering."""
     data = [(s, ds, _ilp_footprints(ds)) for s, ds in _with(series, "ilp")]
@@ -641,8 +815,8 @@ def ilp_sweep(series: Sequence[Series]) -> Figure | None:
                 ax.fill_between(k, lo.sel(sel).values, hi.sel(sel).values, color=s.colour,
                                 alpha=0.1, lw=0)
                 peaks[title].append(float(np.nanmax(y)) if np.isfinite(y).any() else np.nan)
-            ax.set_title(f"{title}\n" + ", ".join(
-                f"{size_label(f2)}" for s2, d2, p2 in data for t2, f2, r2 in p2 if t2 == title),
+            ax.set_title(f"{title}\n" + ", ".join(dict.fromkeys(
+                size_label(f2) for s2, d2, p2 in data for t2, f2, r2 in p2 if t2 == title)),
                 fontsize=8)
     for t, ax in zip(titles, axs[0]):
         _log_if_spread(ax, peaks[t])
@@ -652,11 +826,12 @@ def ilp_sweep(series: Sequence[Series]) -> Figure | None:
         ax.grid(True, alpha=0.3)
         ax.tick_params(labelsize=7)
     _fig_legend(fig, _series_handles([s for s, _, _ in data])
-                + _style_handles({f"{o} ordering": ls for o, ls in ORDER_STYLE.items()}, "o"))
+                + _style_handles({f"{o} ordering": ls for o, ls in ORDER_STYLE.items()}))
     fig.suptitle("ILP sweep at fixed work: bandwidth over K by address ordering", fontsize=10)
     return fig
 
 
+@finished
 def cpasync_speedup(series: Sequence[Series]) -> Figure | None:
     """cp.async over matched plain loads, over groups in flight, at both occupancies."""
     data = _with(series, "cpasync")
@@ -665,7 +840,8 @@ def cpasync_speedup(series: Sequence[Series]) -> Figure | None:
     fig, axs = _panels(1, 2, 5.6, 3.8)
     ax, bx = axs[0]
     thread_styles: dict[str, str] = {}
-    peaks = []
+    peaks: list[float] = []
+    ratios: list[float] = []
     for s, ds in data:
         med = median_over_repeats(_ok(ds, "gbs"))
         threads = sorted(int(t) for t in ds["threads"].values)
@@ -676,6 +852,7 @@ def cpasync_speedup(series: Sequence[Series]) -> Figure | None:
             ratio = med.sel({"method": "cpasync", "threads": t}) / \
                 med.sel({"method": "plain", "threads": t})
             ax.plot(g, ratio.values, ls=ls, marker="o", ms=4, color=s.colour)
+            ratios += [float(v) for v in np.ravel(ratio.values)]
             for method, marker in (("plain", "s"), ("cpasync", "o")):
                 y = med.sel({"method": method, "threads": t}).values
                 bx.plot(g, y, ls=ls, marker=marker, ms=4, color=s.colour,
@@ -688,6 +865,7 @@ def cpasync_speedup(series: Sequence[Series]) -> Figure | None:
         a.set_xlabel("groups (independent loads) in flight per thread", fontsize=8)
         a.grid(True, alpha=0.3)
         a.tick_params(labelsize=7)
+    ratio_axis(ax, ratios)  # 1.0 (no change) in view, at least 5 % around the data
     ax.set_ylabel("speed-up: cp.async / plain loads", fontsize=8)
     ax.set_title("cp.async speed-up over groups", fontsize=9)
     _log_if_spread(bx, peaks)
@@ -698,6 +876,7 @@ def cpasync_speedup(series: Sequence[Series]) -> Figure | None:
     return fig
 
 
+@finished
 def bank_conflicts(series: Sequence[Series]) -> Figure | None:
     """Shared-memory latency over stride (words between neighbouring threads), per bank mode."""
     data = _with(series, "smem_latency")
@@ -739,6 +918,7 @@ def bank_conflicts(series: Sequence[Series]) -> Figure | None:
     return fig
 
 
+@finished
 def cache_lines(series: Sequence[Series]) -> Figure | None:
     """Miss share of the scattered chases over block size, one panel per level: a plateau
     up to the line, a fall past it."""
@@ -777,6 +957,7 @@ def cache_lines(series: Sequence[Series]) -> Figure | None:
     return fig
 
 
+@finished
 def bulk_copy(series: Sequence[Series]) -> Figure | None:
     """TMA bulk-copy bandwidth over the bytes each SM has in flight (Little's law)."""
     data = _with(series, "bulk_copy")
@@ -819,6 +1000,7 @@ def bulk_copy(series: Sequence[Series]) -> Figure | None:
     return fig
 
 
+@finished
 def dsmem(series: Sequence[Series]) -> Figure | None:
     """Distributed shared memory: latency by rank distance; throughput over warps."""
     lat = _with(series, "dsmem_latency")

@@ -5,6 +5,10 @@ PNG files beside it (each linked to its SVG twin) referenced by relative paths, 
 can be moved, archived or served as it is. One tiny inline script only *records* on the
 ``<body>`` how many images loaded (``data-images-loaded`` / ``data-images-total``), which a
 headless browser can read back to check the page; without it the page reads the same.
+It reads top-down: a one-screen summary (devices, the findings' status counts against
+the expected values, the headline numbers, each linked to its finding's row), then one section
+per experiment with its figures directly over that experiment's own findings table, the
+findings of experiments without a figure, and the devices and provenance last.
 The ``<meta name="generator" content="gpumem ...">`` tag is how :mod:`gpumem.report` knows an
 older page as its own (one written before the manifest); keep it.
 """
@@ -43,6 +47,7 @@ class SectionDoc:
     intro: str
     figures: list[FigureDoc] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
+    experiments: tuple[str, ...] = ()  # whose findings the section lists under its figures
 
 
 _PAGE = Template("""<!DOCTYPE html>
@@ -77,6 +82,12 @@ td.value { text-align: right; font-variant-numeric: tabular-nums; max-width: 24e
 .status-na { color: #888; }
 .status-unresolved { background: #ecdff5; color: #5b2a7a; }
 .summary span { margin-right: 1em; padding: 0.1em 0.5em; border-radius: 3px; }
+.counts span { display: inline-block; margin: 0.1em 0.4em 0.1em 0; padding: 0.05em 0.5em;
+               border-radius: 3px; white-space: nowrap; }
+table.headline td, table.headline th { padding: 0.25em 0.7em; }
+table.headline td.value { text-align: right; white-space: nowrap; }
+table.headline th[scope="row"] { font-weight: normal; color: #444; background: #fafafa; }
+table.findings caption { text-align: left; font-weight: bold; padding: 0.2em 0; }
 figure { margin: 1em 0 1.6em; }
 figure img { max-width: 100%; height: auto; border: 1px solid #eee; }
 figcaption { font-size: 0.88em; color: #444; margin-top: 0.3em; }
@@ -186,85 +197,219 @@ def provenance_section(series: Sequence[Series]) -> str:
     return "\n".join(parts)
 
 
-def _finding_rows(s: Series) -> list[tuple[str, Finding]]:
-    exps = [e for e in ORDER if e in s.entries] + sorted(set(s.entries) - set(ORDER))
+STATUSES = (("pass", "status-pass"), ("warn", "status-warn"), ("fail", "status-fail"),
+            ("unresolved", "status-unresolved"), ("n/a", "status-na"))
+
+#: The headline numbers of the summary: (label, experiment, finding, companion finding shown
+#: in brackets). The first experiment that has the finding wins.
+HEADLINES: tuple[tuple[str, tuple[str, ...], str, str], ...] = (
+    ("L1 hit latency", ("latency",), "lat.l1", "lat.l1_ns"),
+    ("L2 hit latency", ("latency",), "lat.l2", "lat.l2_ns"),
+    ("L2 far-partition latency", ("latency",), "lat.l2_far", "lat.l2_far_ns"),
+    ("DRAM latency", ("latency",), "lat.dram", "lat.dram_ns"),
+    ("L1 size (latency knee)", ("latency",), "l1d.size", ""),
+    ("L2 size", ("latency",), "l2.size", ""),
+    ("DRAM read bandwidth", ("bandwidth",), "bw.dram_read", "bw.dram_read_fraction"),
+    ("shared-memory bandwidth", ("smem_bandwidth",), "bw.smem", ""),
+    ("TLB page", ("tlb_structure",), "tlb.page", ""),
+    ("L1 TLB entries", ("tlb_structure",), "tlb_l1.entries", ""),
+    ("L2 TLB entries", ("tlb_structure",), "tlb_l2.entries", ""),
+)
+
+
+def _finding_rows(s: Series, experiments: Sequence[str] | None = None
+                  ) -> list[tuple[str, Finding]]:
+    if experiments is None:
+        exps = [e for e in ORDER if e in s.entries] + sorted(set(s.entries) - set(ORDER))
+    else:
+        exps = [e for e in experiments if e in s.entries]
     return [(e, f) for e in exps for f in s.findings(e)]
 
 
-def findings_section(series: Sequence[Series]) -> str:
-    parts = ['<section id="findings"><h2>Findings</h2>',
-             "<p>Every finding as its results file records it: value, the expected value "
-             "of the architecture plugin with its source, and the status (pass within the "
-             "tolerance, warn within twice it, fail beyond; n/a where nothing is expected)."
-             "</p>"]
-    for s in series:
-        rows = _finding_rows(s)
-        counts: dict[str, int] = {}
-        for _, f in rows:
-            counts[f.status or "n/a"] = counts.get(f.status or "n/a", 0) + 1
-        summary = " ".join(
-            f'<span class="{cls}">{escape(st)}: {counts.get(st, 0)}</span>'
-            for st, cls in (("pass", "status-pass"), ("warn", "status-warn"),
-                            ("fail", "status-fail"), ("unresolved", "status-unresolved"),
-                            ("n/a", "status-na")))
-        parts.append(f"<h3>{_swatch(s)}{escape(s.legend)}</h3>")
-        if not rows:
-            parts.append('<p class="note">No findings in this run.</p>')
+def _counts(rows: Sequence[tuple[str, Finding]]) -> str:
+    counts: dict[str, int] = {}
+    for _, f in rows:
+        counts[f.status or "n/a"] = counts.get(f.status or "n/a", 0) + 1
+    return " ".join(f'<span class="{cls}" data-status="{escape(st)}">{escape(st)}: '
+                    f"{counts.get(st, 0)}</span>" for st, cls in STATUSES)
+
+
+def _anchor(s: Series, experiment: str, name: str) -> str:
+    """The id of a finding's row (one name may be found by two experiments)."""
+    return "finding-" + "".join(c if c.isalnum() or c in "-_." else "-"
+                                for c in f"{s.label}-{experiment}-{name}")
+
+
+def _value_text(f: Finding) -> str:
+    value = format_value(f.value, f.units)
+    if not f.resolved:
+        value = "unresolved: " + " | ".join(format_value(c, f.units)
+                                            for c in f.candidates or [])
+    elif f.index and isinstance(f.value, list) and len(f.index[1]) == len(f.value):
+        pairs = [f"{format_value(k)}: {format_value(v)}"
+                 for k, v in zip(f.index[1][:LIST_LIMIT], f.value[:LIST_LIMIT], strict=True)]
+        more = f", ... ({len(f.value)} values)" if len(f.value) > LIST_LIMIT else ""
+        value = f"by {f.index[0]}: " + ", ".join(pairs) + more
+    return value
+
+
+_FINDINGS_HEAD = ("<tr><th>experiment</th><th>finding</th><th>value</th><th>units</th>"
+                  "<th>expected</th><th>status</th><th>source</th><th>confidence</th>"
+                  "<th>method</th></tr>")
+
+
+def findings_table(s: Series, experiments: Sequence[str] | None = None,
+                   caption: bool = True) -> str:
+    """The findings of ``s`` in ``experiments`` (all when None) as one table; '' if none."""
+    rows = _finding_rows(s, experiments)
+    if not rows:
+        return ""
+    body = []
+    for exp, f in rows:
+        method = f.method + (f" Note: {f.note}" if f.note else "")
+        body.append(
+            f'<tr id="{escape(_anchor(s, exp, f.name))}" data-finding="{escape(f.name)}">'
+            f"<td>{escape(exp)}</td><td><code>{escape(f.name)}</code></td>"
+            f'<td class="value">{escape(_value_text(f))}</td><td>{escape(f.units)}</td>'
+            f'<td class="value">{escape(format_value(f.expected, f.units))}</td>'
+            f'{_status_cell(f.status)}<td class="source">{escape(f.expected_source)}</td>'
+            f'<td class="num">{f.confidence:.2f}</td>'
+            f'<td class="method">{escape(method)}</td></tr>')
+    cap = (f'<caption>{_swatch(s)}{escape(s.legend)}: findings '
+           f'<span class="counts">{_counts(rows)}</span></caption>') if caption else ""
+    return (f'<table class="findings" data-series="{escape(s.label)}" '
+            f'data-rows="{len(rows)}">{cap}{_FINDINGS_HEAD}' + "".join(body) + "</table>")
+
+
+def _short_value(v: Any, units: str) -> str:
+    """A value with its unit, sizes in binary units alone: '56.38 MiB', '34 cycles'."""
+    if units == "byte" and isinstance(v, (int, float)) and not isinstance(v, bool):
+        hint = _size_hint(v, units)
+        return hint.strip(" ()") if hint else f"{format_value(v)} B"
+    text = format_value(v, units)
+    if units and units != "1" and not isinstance(v, (list, tuple)):
+        text += f" {'cycles' if units == 'cycle' else units}"
+    return text
+
+
+def _headline_cell(s: Series, experiments: Sequence[str], name: str, extra: str) -> str:
+    for exp in experiments:
+        f = s.finding(exp, name)
+        if f is None:
             continue
-        parts.append(f'<p class="summary">{summary}</p>')
-        head = ("<tr><th>experiment</th><th>finding</th><th>value</th><th>units</th>"
-                "<th>expected</th><th>status</th><th>source</th><th>confidence</th>"
-                "<th>method</th></tr>")
-        body = []
-        for exp, f in rows:
-            value = format_value(f.value, f.units)
-            if not f.resolved:
-                value = "unresolved: " + " | ".join(format_value(c, f.units)
-                                                    for c in f.candidates or [])
-            elif f.index and isinstance(f.value, list) and len(f.index[1]) == len(f.value):
-                pairs = [f"{format_value(k)}: {format_value(v)}"
-                         for k, v in zip(f.index[1][:LIST_LIMIT], f.value[:LIST_LIMIT])]
-                more = f", ... ({len(f.value)} values)" if len(f.value) > LIST_LIMIT else ""
-                value = f"by {f.index[0]}: " + ", ".join(pairs) + more
-            method = f.method + (f" Note: {f.note}" if f.note else "")
-            body.append(
-                f'<tr data-finding="{escape(f.name)}"><td>{escape(exp)}</td>'
-                f"<td><code>{escape(f.name)}</code></td>"
-                f'<td class="value">{escape(value)}</td><td>{escape(f.units)}</td>'
-                f'<td class="value">{escape(format_value(f.expected, f.units))}</td>'
-                f'{_status_cell(f.status)}<td class="source">{escape(f.expected_source)}</td>'
-                f'<td class="num">{f.confidence:.2f}</td>'
-                f'<td class="method">{escape(method)}</td></tr>')
-        parts.append(f'<table class="findings" data-series="{escape(s.label)}">{head}'
-                     + "".join(body) + "</table>")
+        text = _short_value(f.value, f.units) if f.resolved else _value_text(f)
+        if f.status in ("warn", "fail") and f.expected is not None:
+            text += f", expected {_short_value(f.expected, f.units)}"
+        x = s.finding(exp, extra) if extra else None
+        if x is not None and isinstance(x.value, (int, float)) and x.resolved:
+            text += (f" ({x.value * 100:.0f} % of peak)" if x.units == "1" else
+                     f" ({x.value:.4g} {x.units})")
+        title = f"{exp}: {f.name}" + (f", expected {format_value(f.expected, f.units)}"
+                                      if f.expected is not None else "")
+        cls = {"pass": "status-pass", "warn": "status-warn", "fail": "status-fail",
+               "unresolved": "status-unresolved"}.get(f.status, "")
+        return (f'<td class="value {cls}" title="{escape(title)}">'
+                f'<a href="#{escape(_anchor(s, exp, f.name))}">{escape(text)}</a></td>')
+    return '<td class="value status-na">-</td>'
+
+
+def _device_line(s: Series) -> str:
+    """The device in one line: name, SMs, SM clock, memory, measured or simulated."""
+    rows = dict(device_rows(s))
+    parts = [s.device_name] + [f"{rows[k]}{suffix}" for k, suffix in
+                               (("SMs", " SMs"), ("SM clock", ""), ("memory", ""),
+                                ("measured or simulated", "")) if rows.get(k)]
+    return ", ".join(parts)
+
+
+def summary_section(series: Sequence[Series]) -> str:
+    """One screen: the devices, how the findings compare with the expected values, and the
+    headline numbers; every number links to its row in its section's findings table."""
+    parts = ['<section id="summary"><h2>Summary</h2>',
+             '<p class="small">Status against the expected values of the architecture '
+             "plugin: pass within the tolerance, warn within twice it, fail beyond; "
+             "unresolved where the analysis could not decide; n/a where nothing is expected. "
+             "Headline cells are coloured by their status and link to their finding.</p>"]
+    head = "<tr><th></th>" + "".join(
+        f'<th scope="col">{_swatch(s)}{escape(s.legend)}</th>' for s in series) + "</tr>"
+    rows = ['<tr><th scope="row">device</th>' + "".join(
+        f"<td>{escape(_device_line(s))}</td>" for s in series) + "</tr>"]
+    rows.append('<tr><th scope="row">findings by status</th>' + "".join(
+        f'<td class="counts">{_counts(_finding_rows(s))}</td>' for s in series) + "</tr>")
+    for label, exps, name, extra in HEADLINES:
+        if not any(s.finding(e, name) is not None for s in series for e in exps):
+            continue
+        rows.append(f'<tr><th scope="row">{escape(label)}</th>'
+                    + "".join(_headline_cell(s, exps, name, extra) for s in series) + "</tr>")
+    flagged = []
+    for s in series:
+        bad = [(e, f) for e, f in _finding_rows(s) if f.status in ("fail", "warn", "unresolved")]
+        if bad:
+            links = ", ".join(f'<a href="#{escape(_anchor(s, e, f.name))}"><code>'
+                              f"{escape(f.name)}</code></a> ({escape(e)}: {escape(f.status)})"
+                              for e, f in bad)
+            flagged.append(f"<li>{_swatch(s)}{escape(s.legend)}: {links}</li>")
+    parts.append(f'<table class="headline">{head}{"".join(rows)}</table>')
+    if flagged:
+        parts.append("<p>Findings off their expected value or undecided:</p><ul>"
+                     + "".join(flagged) + "</ul>")
     parts.append("</section>")
     return "\n".join(parts)
 
 
-def figure_section(sec: SectionDoc) -> str:
-    parts = [f'<section id="{escape(sec.key)}"><h2>{escape(sec.title)}</h2>',
-             f"<p>{escape(sec.intro)}</p>"]
-    parts += [f'<p class="note">{escape(n)}</p>' for n in sec.notes]
-    for fig in sec.figures:
-        parts.append(
-            f'<figure id="fig-{escape(fig.name)}"><a href="{escape(fig.svg)}">'
+def _figure(fig: FigureDoc) -> str:
+    return (f'<figure id="fig-{escape(fig.name)}"><a href="{escape(fig.svg)}">'
             f'<img src="{escape(fig.png)}" alt="{escape(fig.caption)}" loading="eager"></a>'
             f"<figcaption>{escape(fig.caption)} "
             f'(<a href="{escape(fig.svg)}">SVG</a>, <a href="{escape(fig.png)}">PNG</a>)'
             f"</figcaption></figure>")
+
+
+def figure_section(sec: SectionDoc, series: Sequence[Series] = ()) -> str:
+    """A section: its intro and notes, its figures, then the findings of its experiments
+    (one table per series) directly under them."""
+    parts = [f'<section id="{escape(sec.key)}"><h2>{escape(sec.title)}</h2>',
+             f"<p>{escape(sec.intro)}</p>"]
+    parts += [f'<p class="note">{escape(n)}</p>' for n in sec.notes]
+    parts += [_figure(fig) for fig in sec.figures]
+    if sec.experiments:
+        parts += [tab for s in series if (tab := findings_table(s, sec.experiments))]
     parts.append("</section>")
     return "\n".join(parts)
 
 
+def other_findings_section(series: Sequence[Series], shown: set[str]) -> str:
+    """Findings of experiments no figure section lists ('' when there are none)."""
+    tables = []
+    for s in series:
+        rest = [e for e in ORDER if e in s.entries and e not in shown]
+        rest += sorted(set(s.entries) - set(ORDER) - shown)
+        if rest and (tab := findings_table(s, rest)):
+            tables.append(tab)
+    if not tables:
+        return ""
+    return ('<section id="other_findings"><h2>Other findings</h2>'
+            "<p>Findings of experiments without a figure of their own.</p>\n"
+            + "\n".join(tables) + "</section>")
+
+
 def render(series: Sequence[Series], sections: Sequence[SectionDoc], version: str,
            generated: str) -> str:
-    """The whole page as a string."""
+    """The whole page as a string: the summary first, then each section with its figures
+    over its findings, the findings of experiments without a figure, and the devices and
+    provenance last."""
     names = ", ".join(dict.fromkeys(s.device_name for s in series))
-    nav = [("provenance", "Devices and provenance"), ("findings", "Findings")]
-    nav += [(sec.key, sec.title) for sec in sections]
     legend = " ".join(f"{_swatch(s)}{escape(s.legend)}&emsp;" for s in series)
-    body = [provenance_section(series), findings_section(series)]
-    body += [figure_section(sec) for sec in sections]
+    shown = {e for sec in sections for e in sec.experiments}
+    nav = [("summary", "Summary")] + [(sec.key, sec.title) for sec in sections]
+    body = [summary_section(series)]
+    body += [figure_section(sec, series) for sec in sections]
+    other = other_findings_section(series, shown)
+    if other:
+        body.append(other)
+        nav.append(("other_findings", "Other findings"))
+    body.append(provenance_section(series))
+    nav.append(("provenance", "Devices and provenance"))
     return _PAGE.substitute(
         title=escape(f"gpumem report: {names}"),
         version=escape(version),

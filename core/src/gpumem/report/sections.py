@@ -26,6 +26,9 @@ class SectionSpec:
     title: str
     intro: str
     figures: tuple[tuple[str, str], ...]  # (figure name, caption)
+    #: Experiments whose findings the section lists under its figures; empty: those the
+    #: figures draw.
+    experiments: tuple[str, ...] = ()
 
 
 SECTIONS: tuple[SectionSpec, ...] = (
@@ -35,7 +38,8 @@ SECTIONS: tuple[SectionSpec, ...] = (
         "cache level is a plateau, ending at its capacity (the knees). Levels and knees are "
         "labelled from the latency findings; the TLB reaches from the tlb_structure findings.",
         (("latency_ladder", "Median latency per footprint (sequential: solid, with its "
-                            "10-90 % band; random order: dashed), knees and levels marked."),)),
+                            "10-90 % band; random order: dashed), knees and levels marked."),),
+        ("latency", "patterns", "l2_sm_map")),
     SectionSpec(
         "cache_structure", "Cache structure: fine-grained chases",
         "Mei & Chu's fine-grained P-chase, as the cache_structure search ran it: every access "
@@ -69,6 +73,7 @@ SECTIONS: tuple[SectionSpec, ...] = (
          ("smem_heatmaps", "Shared-memory bytes per SM cycle over warps x ILP (median)."),
          ("bandwidth_levels", "Read bandwidth over footprint, .ca (solid) and .cg (dashed), "
                               "the better of the two occupancies.")),
+        ("bandwidth", "smem_bandwidth", "bandwidth_levels"),
     ),
     SectionSpec(
         "ilp", "ILP sweep by address ordering",
@@ -95,7 +100,8 @@ SECTIONS: tuple[SectionSpec, ...] = (
         "Thread block clusters: loads from another block's shared memory (mapa + "
         "ld.shared::cluster) against the same loads from the block's own.",
         (("dsmem", "Latency by rank distance (left); bytes per SM cycle over warps, own "
-                   "block solid, next block dashed (right)."),)),
+                   "block solid, next block dashed (right)."),),
+        ("dsmem_latency", "dsmem_bandwidth")),
     SectionSpec(
         "bank_conflicts", "Shared-memory bank conflicts",
         "One warp, thread t reading word t x stride: the latency grows with the conflict "
@@ -149,7 +155,9 @@ def build_sections(series: Sequence[Series], out_dir: Path,
     """Draw every figure into ``out_dir`` and describe the sections for the page."""
     docs = []
     for spec in specs:
-        doc = SectionDoc(spec.key, spec.title, spec.intro)
+        experiments = spec.experiments or tuple(dict.fromkeys(
+            FIGURES[name][1] for name, _ in spec.figures))
+        doc = SectionDoc(spec.key, spec.title, spec.intro, experiments=experiments)
         for name, caption in spec.figures:
             draw, experiment = FIGURES[name]
             have = [s for s in series if s.raw(experiment) is not None]

@@ -16,6 +16,7 @@ from pathlib import Path
 import xarray as xr
 
 from gpumem.errors import ResultsFileError
+from gpumem.results.units import decode
 
 FINDINGS_GROUP = "findings"
 DEFERRED_SIGNALS = (signal.SIGINT, signal.SIGTERM)
@@ -57,7 +58,7 @@ def _open(path: Path, group: str | None) -> xr.Dataset:
         raise ResultsFileError(f"{path}: not a file")
     try:
         with defer_signals(), xr.open_dataset(path, group=group, engine="netcdf4") as ds:
-            return ds.load()
+            return decode(ds.load())  # units as gpumem shows them (see results.units)
     except ResultsFileError:
         raise
     except Exception as e:  # noqa: BLE001 - the netCDF stack raises many types here

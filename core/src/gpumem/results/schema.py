@@ -24,6 +24,7 @@ import xarray as xr
 from gpumem import __version__
 from gpumem.device import DeviceInfo
 from gpumem.experiment import Axis, Plan
+from gpumem.results.units import human_long_name
 
 SCHEMA_VERSION = 1
 CONVENTIONS = "CF-1.12"
@@ -114,7 +115,7 @@ def assemble(plan: Plan, axes: list[Axis], results: Mapping[tuple, tuple[int, st
         coords={
             **{a.name: (a.name, np.asarray(a.values),
                         {"units": a.units, "long_name": a.long_name or a.name}) for a in axes},
-            **{d: (d, np.asarray(v), {"long_name": d, "units": "1"})
+            **{d: (d, np.asarray(v), {"long_name": human_long_name(d), "units": "1"})
                for d, v in plan.inner.items()},
         },
     )

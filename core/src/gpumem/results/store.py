@@ -41,6 +41,7 @@ from filelock import FileLock
 from gpumem.errors import GpumemError, ResultsFileError, UsageError
 from gpumem.results.io import FINDINGS_GROUP, defer_signals, open_findings, open_raw
 from gpumem.results.schema import now_iso
+from gpumem.results.units import encode
 
 MANIFEST = "manifest.json"
 MANIFEST_VERSION = 1
@@ -125,6 +126,7 @@ def _same(a: xr.Dataset, b: xr.Dataset) -> bool:
 def _write_tmp(path: Path, raw: xr.Dataset, findings: xr.Dataset) -> Path:
     """Write and verify a temporary file next to ``path`` (removed again on any failure)."""
     path.parent.mkdir(parents=True, exist_ok=True)
+    raw, findings = encode(raw), encode(findings)  # CF units, long_name on every coordinate
     tmp = _tmp_name(path)
     _create_exclusive(tmp)
     try:

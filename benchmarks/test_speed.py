@@ -1,0 +1,101 @@
+"""Speed and memory of the built-in simulator, recorded by pytest-benchmark (not CI tests).
+
+    pip install -r benchmarks/requirements.txt
+    python -m pytest benchmarks/test_speed.py --benchmark-json=benchmarks/results/speed.json
+    python benchmarks/speed_table.py benchmarks/results/speed.json > benchmarks/SPEED.md
+
+Why pytest-benchmark and not asv: these are a handful of Python-level timings of one
+checkout, on whatever machine runs them; pytest-benchmark times them with warm-up and
+rounds, stores every round and the machine (CPU, Python, commit) in one JSON file, and
+compares two such files (``--benchmark-compare``). asv's strength, building every commit of
+a history in its own environment, is more than a 2-core CI box can afford. The figures in
+benchmarks/SPEED.md are produced from that JSON by speed_table.py, never pasted.
+
+Targets (issue 3, checked by speed_table.py, never asserted here: machines are noisy):
+>= 20 M simulated accesses/s on one core for the pointer chase; every in-tree
+architecture's default grid in <= 60 s; an 8 GB TLB sweep in < 1 GB resident memory.
+"""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+CHASE_ACCESSES = 4_000_000
+REGIMES = {
+    "L2-resident 16 MB sequential": dict(footprint=16 << 20, order="sequential"),
+    "DRAM 1 GB sequential": dict(footprint=1 << 30, order="sequential"),
+    "DRAM + TLB misses 8 GB random": dict(footprint=8 << 30, order="random"),
+}
+
+
+@pytest.fixture(scope="module")
+def hopper_sim():
+    from gpumem.device import ChaseRequest
+    from gpumem.plugins import get_plugins
+    from gpumem.sim import engine
+    from gpumem.sim.device import SimDevice
+
+    cfg = get_plugins().hook.gpumem_simulator_config(arch="hopper", simulator="sim")
+    dev = SimDevice(cfg, "hopper")
+    # compile (or load from Numba's cache) both kernels before anything is timed
+    dev.pointer_chase(ChaseRequest(footprint=4096, stride=128, record=16))
+    dev.pointer_chase(ChaseRequest(footprint=4096, stride=128, record=16,
+                                   warmup=engine.SPECIALISE_MIN))
+    return dev
+
+
+@pytest.mark.parametrize("regime", list(REGIMES))
+def test_chase_accesses_per_second(benchmark, hopper_sim, regime):
+    """One simulated pointer chase of 4 M accesses (4096 recorded), hopper config."""
+    from gpumem.device import ChaseRequest
+
+    req = ChaseRequest(stride=128, record=4096, warmup=CHASE_ACCESSES - 4096,
+                       **REGIMES[regime])
+    benchmark.pedantic(hopper_sim.pointer_chase, args=(req,), rounds=3, iterations=1)
+    benchmark.extra_info["accesses"] = CHASE_ACCESSES
+
+
+@pytest.mark.parametrize("arch", ["fermi", "kepler", "maxwell", "hopper"])
+def test_run_all_on_the_simulator(benchmark, tmp_path, arch):
+    """``gpumem run --arch A all --device sim``, default grid, in a fresh process."""
+    runs = iter(range(100))
+
+    def run() -> None:
+        out = tmp_path / f"r{next(runs)}"
+        subprocess.run([sys.executable, "-m", "gpumem", "run", "--arch", arch, "all",
+                        "--device", "sim", "--out", str(out)], check=True,
+                       capture_output=True, text=True)
+
+    benchmark.pedantic(run, rounds=1, iterations=1, warmup_rounds=0)
+
+
+def test_tlb_sweep_to_8_gb_peak_memory(benchmark):
+    """A child process chases footprints 2 MB ... 8 GB: its peak resident memory."""
+    code = (
+        "import resource\n"
+        "from gpumem.plugins import get_plugins\n"
+        "from gpumem.device import ChaseRequest\n"
+        "from gpumem.sim.device import SimDevice\n"
+        "cfg = get_plugins().hook.gpumem_simulator_config(arch='hopper', simulator='sim')\n"
+        "dev = SimDevice(cfg, 'hopper')\n"
+        "fp = 2 << 20\n"
+        "while fp <= 8 << 30:\n"
+        "    dev.pointer_chase(ChaseRequest(footprint=fp, stride=2 << 20, record=4096,\n"
+        "                                   warmup=min(fp // (2 << 20), 1 << 16),\n"
+        "                                   order='random'))\n"
+        "    fp *= 2\n"
+        "print(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss)\n")
+    rss: list[int] = []
+
+    def sweep() -> None:
+        res = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                             check=True)
+        rss.append(int(res.stdout.strip().splitlines()[-1]))
+
+    benchmark.pedantic(sweep, rounds=1, iterations=1)
+    benchmark.extra_info["peak_rss_mib"] = round(max(rss) / 1024, 1)
+
