@@ -95,8 +95,11 @@ def gpumem_expected_values(arch: str, device: DeviceInfo) -> list[Expected] | No
     Every plugin is asked; return ``None`` (or nothing) for architectures you do not model.
     Values may be computed from the device's own properties (SM count, L2 size, clocks), so
     two cards of one architecture each get their own. When several plugins return a value for
-    the same finding, the one returned first wins (pluggy calls the last registered plugin
-    first).
+    the same finding, the first registered plugin's wins: core's built-in plugin, then the
+    installed plugins in entry-point name order (:meth:`gpumem.plugins.Plugins.expected_values`
+    asks them in that order; :func:`gpumem.findings.evaluate` keeps the first value of a name).
+    Each plugin's call is isolated: one that raises or hangs is named in a warning and its
+    values are left out; the others' still count.
 
     :param arch: the architecture name given to ``--arch``.
     :param device: the properties of the device being measured (or simulated).

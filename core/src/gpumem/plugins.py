@@ -130,8 +130,10 @@ class Contribution:
 class Plugins:
     """A loaded plugin set: the pluggy manager, the records and the registry."""
 
-    def __init__(self, timeout: float | None = None) -> None:
+    def __init__(self, timeout: float | None = None,
+                 warn: Callable[[str], None] | None = None) -> None:
         self.timeout = timeout  # seconds for a plugin's import or hook; None: no limit
+        self.warn = warn        # where a later hook call's warnings go (stderr by default)
         self.pm = pluggy.PluginManager(GROUP)
         self.pm.add_hookspecs(hookspecs)
         self.records: list[PluginRecord] = []
@@ -181,6 +183,29 @@ class Plugins:
             if result:
                 out.extend(result)
         return out
+
+    def first_result(self, hook: str, warn: Callable[[str], None] | None = None,
+                     **kwargs: Any) -> Any:
+        """A ``firstresult`` hook called plugin by plugin, in pluggy's order (the last
+        registered first): the first non-``None`` result. A plugin that raises is named in a
+        warning and the next one is asked, so another plugin's bug cannot break a run for an
+        architecture it does not own; only when no plugin answers are the failures raised
+        (PluginError naming each plugin and its error)."""
+        warn = warn or self.warn or _stderr_warn
+        failures: list[str] = []
+        for impl in reversed(getattr(self.pm.hook, hook).get_hookimpls()):
+            try:
+                result = impl.function(**kwargs)
+            except Exception as e:  # noqa: BLE001 - the plugin's bug, named
+                failures.append(f"plugin '{impl.plugin_name}': {_describe(e)}")
+                continue
+            if result is not None:
+                for f in failures:
+                    warn(f"{f} (in {hook}; another plugin answered)")
+                return result
+        if failures:
+            raise PluginError("; ".join(failures))
+        return None
 
     def owner(self, kind: str, name: str) -> PluginRecord:
         return self.registry[kind][name].plugin
@@ -296,7 +321,7 @@ def load_plugins(*, strict: bool = False, warn: Callable[[str], None] | None = N
     from gpumem import DISTRIBUTION, __version__, builtin
 
     warn = warn or _stderr_warn
-    plugins = Plugins(plugin_timeout(warn))
+    plugins = Plugins(plugin_timeout(warn), warn)
     plugins.add(builtin, PluginRecord(BUILTIN, DISTRIBUTION, __version__), warn)
     allow = _env_list("GPUMEM_LOAD_PLUGINS")
     block = set(_env_list("GPUMEM_DISABLE_PLUGINS") or [])

@@ -184,8 +184,9 @@ def simulator_config(plugins: Plugins, arch: str, simulator: Any,
             raise
         except NotImplementedError as e:
             raise UsageError(str(e)) from None
-    try:
-        cfg = plugins.hook.gpumem_simulator_config(arch=arch, simulator=simulator.name)
+    try:  # each plugin on its own: one that raises is named, and others still answer
+        cfg = plugins.first_result("gpumem_simulator_config", arch=arch,
+                                   simulator=simulator.name)
     except Exception as e:  # noqa: BLE001 - a plugin's config is the plugin's bug
         raise GpumemError(f"the '{simulator.name}' config that a plugin ships for '{arch}' "
                           f"is invalid: {e}") from None
