@@ -24,6 +24,22 @@ import numpy as np
 
 REPO = Path(__file__).resolve().parents[1]
 
+#: A child process's script: chase footprints 2 MB ... 8 GB, print its peak RSS (KiB).
+TLB_SWEEP_CODE = (
+    "import resource\n"
+    "from gpumem.plugins import get_plugins\n"
+    "from gpumem.device import ChaseRequest\n"
+    "from gpumem.sim.device import SimDevice\n"
+    "cfg = get_plugins().hook.gpumem_simulator_config(arch='hopper', simulator='sim')\n"
+    "dev = SimDevice(cfg, 'hopper')\n"
+    "fp = 2 << 20\n"
+    "while fp <= 8 << 30:\n"
+    "    r = dev.pointer_chase(ChaseRequest(footprint=fp, stride=2 << 20, record=4096,\n"
+    "                                       warmup=min(fp // (2 << 20), 1 << 16),\n"
+    "                                       order='random'))\n"
+    "    fp *= 2\n"
+    "print(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss)\n")
+
 
 def _hopper():
     from gpumem.plugins import get_plugins
@@ -113,23 +129,9 @@ def archs() -> dict:
 
 def tlb8g() -> dict:
     """Peak resident memory of a child process that chases footprints up to 8 GB."""
-    code = (
-        "import resource\n"
-        "from gpumem.plugins import get_plugins\n"
-        "from gpumem.device import ChaseRequest\n"
-        "from gpumem.sim.device import SimDevice\n"
-        "cfg = get_plugins().hook.gpumem_simulator_config(arch='hopper', simulator='sim')\n"
-        "dev = SimDevice(cfg, 'hopper')\n"
-        "fp = 2 << 20\n"
-        "while fp <= 8 << 30:\n"
-        "    r = dev.pointer_chase(ChaseRequest(footprint=fp, stride=2 << 20, record=4096,\n"
-        "                                       warmup=min(fp // (2 << 20), 1 << 16),\n"
-        "                                       order='random'))\n"
-        "    fp *= 2\n"
-        "print(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss)\n")
     t = time.perf_counter()
-    res = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
-                         check=True)
+    res = subprocess.run([sys.executable, "-c", TLB_SWEEP_CODE], capture_output=True,
+                         text=True, check=True)
     kib = int(res.stdout.strip().splitlines()[-1])
     return {"tlb_sweep_8GB_peak_rss_MiB": round(kib / 1024, 1),
             "tlb_sweep_wall_s": round(time.perf_counter() - t, 2)}

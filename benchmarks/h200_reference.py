@@ -45,6 +45,10 @@ def spread(values: list[Any]) -> tuple[Any, Any] | None:
     return med.tolist(), dev.tolist()
 
 
+def _fmt(x: Any) -> str:
+    return f"{x:.4g}" if isinstance(x, float) else str(x)
+
+
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("runs", type=Path, nargs="+")
@@ -57,12 +61,11 @@ def main() -> int:
     for (exp, name), values in data.items():
         s = spread(values)
         med, dev = s if s else ("-", "-")
-        fmt = (lambda x: f"{x:.4g}" if isinstance(x, float) else str(x))
         if isinstance(med, list):
-            med_s, dev_s = "[" + ", ".join(map(fmt, med)) + "]", \
+            med_s, dev_s = "[" + ", ".join(map(_fmt, med)) + "]", \
                 "[" + ", ".join(f"{d:.1%}" for d in dev) + "]"
         else:
-            med_s, dev_s = fmt(med), (f"{dev:.1%}" if isinstance(dev, float) else dev)
+            med_s, dev_s = _fmt(med), (f"{dev:.1%}" if isinstance(dev, float) else dev)
         vals = ", ".join(str(v) for v in values)
         if a.markdown:
             print(f"| {exp} | `{name}` | {med_s} | {dev_s} | {vals} |")

@@ -20,8 +20,12 @@ from __future__ import annotations
 
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
+
+sys.path.insert(0, str(Path(__file__).parent))
+from bench_sim import TLB_SWEEP_CODE  # noqa: E402 - the same sweep bench_sim.py runs
 
 CHASE_ACCESSES = 4_000_000
 REGIMES = {
@@ -74,25 +78,11 @@ def test_run_all_on_the_simulator(benchmark, tmp_path, arch):
 
 def test_tlb_sweep_to_8_gb_peak_memory(benchmark):
     """A child process chases footprints 2 MB ... 8 GB: its peak resident memory."""
-    code = (
-        "import resource\n"
-        "from gpumem.plugins import get_plugins\n"
-        "from gpumem.device import ChaseRequest\n"
-        "from gpumem.sim.device import SimDevice\n"
-        "cfg = get_plugins().hook.gpumem_simulator_config(arch='hopper', simulator='sim')\n"
-        "dev = SimDevice(cfg, 'hopper')\n"
-        "fp = 2 << 20\n"
-        "while fp <= 8 << 30:\n"
-        "    dev.pointer_chase(ChaseRequest(footprint=fp, stride=2 << 20, record=4096,\n"
-        "                                   warmup=min(fp // (2 << 20), 1 << 16),\n"
-        "                                   order='random'))\n"
-        "    fp *= 2\n"
-        "print(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss)\n")
     rss: list[int] = []
 
     def sweep() -> None:
-        res = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
-                             check=True)
+        res = subprocess.run([sys.executable, "-c", TLB_SWEEP_CODE], capture_output=True,
+                             text=True, check=True)
         rss.append(int(res.stdout.strip().splitlines()[-1]))
 
     benchmark.pedantic(sweep, rounds=1, iterations=1)

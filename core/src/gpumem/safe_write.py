@@ -22,9 +22,11 @@ from pathlib import Path
 
 from gpumem.errors import UsageError
 
-__all__ = ["OutputError", "replace_file", "write_bytes", "write_text"]
+__all__ = ["EXCLUSIVE_FLAGS", "OutputError", "fsync_dir", "replace_file", "write_bytes",
+           "write_text"]
 
-_FLAGS = os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_NOFOLLOW", 0) \
+#: A new file only: never an existing one, never through a symlink.
+EXCLUSIVE_FLAGS = os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_NOFOLLOW", 0) \
     | getattr(os, "O_CLOEXEC", 0)
 
 
@@ -48,7 +50,7 @@ def _check_destination(path: Path) -> None:
         raise OutputError(f"{path}: is a directory; cannot write a file there")
 
 
-def _fsync_dir(directory: Path) -> None:
+def fsync_dir(directory: Path) -> None:
     """Make the rename durable; best effort (not every platform opens folders)."""
     try:
         fd = os.open(directory, os.O_RDONLY | getattr(os, "O_DIRECTORY", 0))
@@ -71,7 +73,7 @@ def write_bytes(path: str | Path, data: bytes) -> Path:
     for _ in range(100):
         tmp = directory / f".{path.name}.{secrets.token_hex(6)}.tmp"
         try:
-            fd = os.open(tmp, _FLAGS, 0o666)
+            fd = os.open(tmp, EXCLUSIVE_FLAGS, 0o666)
             break
         except FileExistsError:
             continue
@@ -91,7 +93,7 @@ def write_bytes(path: str | Path, data: bytes) -> Path:
     except BaseException:
         tmp.unlink(missing_ok=True)
         raise
-    _fsync_dir(directory)
+    fsync_dir(directory)
     return path
 
 

@@ -28,7 +28,7 @@ from gpumem.cli._common import (
 from gpumem.errors import ResultsFileError
 from gpumem.findings import from_dataset
 from gpumem.results.io import open_findings, open_raw
-from gpumem.results.store import MANIFEST, RunStore
+from gpumem.results.store import MANIFEST, RunStore, dead_writer
 
 KEY_ATTRS = ("title", "source", "date_created", "gpumem_version", "gpumem_schema_version",
              "gpumem_experiment", "gpumem_arch", "gpumem_plugin", "gpumem_plugin_version",
@@ -106,7 +106,7 @@ def _print(data: dict[str, Any]) -> None:
             if key in damaged:
                 status += f" (damaged: {damaged[key]})"
             e = e if isinstance(e, dict) else {}
-            if status == "running" and _dead_writer(e):  # show only says; a run repairs it
+            if status == "running" and dead_writer(e):  # show only says; a run repairs it
                 status += f" (stale: process {e['pid']} is gone; --resume redoes it)"
             t.add_row(safe_text(key), safe_text(status, "red" if key in damaged else ""),
                       safe_text(e.get("file", "")), safe_text(e.get("error", "")))
@@ -145,10 +145,3 @@ def findings_table(title: object = None) -> Table:
 #: left out of a findings table, in this order, while it does not fit the terminal
 FINDINGS_DROP = ("confidence", "method", "expected", "units")
 
-
-def _dead_writer(entry: dict[str, Any]) -> bool:
-    """A ``running`` entry whose process ran on this host and is gone (killed mid-run)."""
-    from gpumem.results.store import HOST, pid_alive
-
-    pid = entry.get("pid")
-    return entry.get("host") == HOST and isinstance(pid, int) and not pid_alive(pid)

@@ -42,6 +42,7 @@ from gpumem.errors import GpumemError, ResultsFileError, UsageError
 from gpumem.results.io import FINDINGS_GROUP, defer_signals, open_findings, open_raw
 from gpumem.results.schema import now_iso
 from gpumem.results.units import encode
+from gpumem.safe_write import EXCLUSIVE_FLAGS, fsync_dir
 
 MANIFEST = "manifest.json"
 MANIFEST_VERSION = 1
@@ -71,10 +72,16 @@ def pid_alive(pid: int) -> bool:
     return True
 
 
+def dead_writer(entry: dict[str, Any]) -> bool:
+    """A ``running`` entry whose process ran on this host and is gone (killed mid-run)."""
+    pid = entry.get("pid")
+    return entry.get("status") == "running" and entry.get("host") == HOST and \
+        isinstance(pid, int) and not pid_alive(pid)
+
+
 def _create_exclusive(path: Path) -> None:
     """Create ``path`` empty; fail if anything (a file, a planted symlink) is already there."""
-    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_NOFOLLOW", 0),
-                 0o644)
+    fd = os.open(path, EXCLUSIVE_FLAGS, 0o644)
     os.close(fd)
 
 
@@ -84,19 +91,6 @@ def sha256_file(path: Path) -> str:
         for chunk in iter(lambda: f.read(1 << 20), b""):
             h.update(chunk)
     return h.hexdigest()
-
-
-def _fsync_dir(path: Path) -> None:
-    try:
-        fd = os.open(path, os.O_RDONLY)
-    except OSError:
-        return
-    try:
-        os.fsync(fd)
-    except OSError:
-        pass
-    finally:
-        os.close(fd)
 
 
 def _encoding(ds: xr.Dataset) -> dict[str, dict[str, Any]]:
@@ -152,7 +146,7 @@ def write_results_file(path: Path, raw: xr.Dataset, findings: xr.Dataset) -> str
         tmp = _write_tmp(path, raw, findings)
         try:
             os.replace(tmp, path)
-            _fsync_dir(path.parent)
+            fsync_dir(path.parent)
         finally:
             tmp.unlink(missing_ok=True)
     return sha256_file(path)
@@ -245,8 +239,7 @@ class RunStore:
 
         def change(d: dict[str, Any]) -> None:
             for key, e in d.get("entries", {}).items():
-                if e.get("status") == "running" and e.get("host") == HOST and \
-                        isinstance(e.get("pid"), int) and not pid_alive(e["pid"]):
+                if dead_writer(e):
                     why = f"stale: process {e['pid']} ended without finishing it (killed?)"
                     d["entries"][key] = self._released(e, "interrupted", why)
                     stale.append(f"{key}: {why}; marked {d['entries'][key]['status']}")
@@ -289,7 +282,7 @@ class RunStore:
                     from None
             finally:
                 tmp.unlink(missing_ok=True)
-            _fsync_dir(self.root)
+            fsync_dir(self.root)
         return data
 
     def start_run(self, info: dict[str, Any]) -> None:
@@ -389,7 +382,7 @@ class RunStore:
                 with self._lock:
                     self.check_no_symlink(path)
                     os.replace(tmp, path)
-                    _fsync_dir(path.parent)
+                    fsync_dir(path.parent)
                     if key is not None:
                         self.update(lambda d: _record(d, key, {
                             **(fields or {}), "file": str(path.relative_to(self.root)),
