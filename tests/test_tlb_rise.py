@@ -8,8 +8,7 @@ open. One H200 spread its TLB-hit pair differences over +-5 cycles with a 9-cycl
 from __future__ import annotations
 
 import numpy as np
-
-from gpumem.experiments.chaselog import Chase
+from gpumem.analysis.chases import Chase
 from gpumem.experiments.tlb_structure import (
     DELTA,
     base_noise,

@@ -31,7 +31,7 @@ from typing import Iterable, Sequence
 
 import numpy as np
 
-from gpumem.experiments.chaselog import Chase
+from gpumem.analysis.chases import Chase
 
 LEVEL_OF_PATH = {"ca": "l1d", "tex": "tex_l1", "nc": "ro"}
 BAND = 1.35  # a miss lies within this factor of the next level's latency

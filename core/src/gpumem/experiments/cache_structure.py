@@ -37,6 +37,7 @@ from typing import Any
 import numpy as np
 import xarray as xr
 
+from gpumem.analysis.chases import Chase, chases_from_dataset
 from gpumem.analysis.structure import (
     LEVEL_OF_PATH,
     MissRule,
@@ -53,7 +54,7 @@ from gpumem.analysis.structure import (
 )
 from gpumem.device import Device
 from gpumem.experiment import Experiment, Plan, RunContext
-from gpumem.experiments.chaselog import Chase, ChaseLog, chases_from_dataset
+from gpumem.experiments.chaselog import ChaseLog
 from gpumem.findings import Finding, unresolved
 
 MAX_CAPACITY = 4 << 20     # largest first-level cache searched for

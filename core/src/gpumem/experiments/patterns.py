@@ -31,10 +31,11 @@ from typing import Callable
 import numpy as np
 import xarray as xr
 
+from gpumem.analysis.chases import chases_from_dataset
 from gpumem.analysis.stats import median_interval
 from gpumem.device import Device, StreamRequest
 from gpumem.experiment import Experiment, Plan, RunContext
-from gpumem.experiments.chaselog import ChaseLog, chases_from_dataset
+from gpumem.experiments.chaselog import ChaseLog
 from gpumem.findings import Finding, unresolved
 
 PAGE = 2 << 20

@@ -52,9 +52,10 @@ from typing import Any
 import numpy as np
 import xarray as xr
 
+from gpumem.analysis.chases import Chase, chases_from_dataset
 from gpumem.device import Device
 from gpumem.experiment import Experiment, Plan, RunContext
-from gpumem.experiments.chaselog import Chase, ChaseLog, chases_from_dataset
+from gpumem.experiments.chaselog import ChaseLog
 from gpumem.findings import Finding, unresolved
 
 MAX_STRIDE = 32 << 20

@@ -34,9 +34,9 @@ from matplotlib.legend import Legend
 from matplotlib.lines import Line2D
 from matplotlib.ticker import FuncFormatter, LogLocator
 
+from gpumem.analysis.chases import Chase
 from gpumem.analysis.structure import LEVEL_OF_PATH
 from gpumem.experiment import median_over_repeats
-from gpumem.experiments.chaselog import Chase
 from gpumem.report.runs import Series
 
 PNG_DPI = 100
