@@ -4,9 +4,10 @@ Run from the repository root (or give a root): ``python3 benchmarks/architecture
 The figures are the ones issue 18 asks for before and after a redesign; the ``duplicates`` pair
 count comes from the separate ``duplicates`` tool and is added when that tool is on PATH.
 
-Import cycles are counted between modules of the ``gpumem`` package, counting every import in a
-file (a function-level import hides a cycle from Python, not from a reader), and between its
-first-level packages (``gpumem.sim``, ``gpumem.report``, ...; a top-level module is its own package).
+Import cycles are counted between modules of the ``gpumem`` package, counting every import that
+runs (a function-level import hides a cycle from Python, not from a reader; an
+``if TYPE_CHECKING:`` import never runs), and between its first-level packages
+(``gpumem.sim``, ``gpumem.report``, ...; a top-level module is its own package).
 """
 
 from __future__ import annotations
@@ -38,11 +39,24 @@ def module_name(path: pathlib.Path, root: pathlib.Path) -> str:
     return ".".join(parts)
 
 
-def imports_of(tree: ast.Module, module: str, is_package: bool) -> set[str]:
-    """Every module this file imports, anywhere in it, resolved to absolute names."""
+def _type_only(tree: ast.Module) -> set[int]:
+    """ids of the nodes inside ``if TYPE_CHECKING:`` blocks (imports for annotations only)."""
+    out: set[int] = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.If) and "TYPE_CHECKING" in ast.unparse(node.test):
+            out.update(id(n) for stmt in node.body for n in ast.walk(stmt))
+    return out
+
+
+def imports_of(tree: ast.Module, module: str, is_package: bool, modules: set[str]) -> set[str]:
+    """Every module this file imports at run time, anywhere in it (in a function too),
+    resolved to absolute names; ``if TYPE_CHECKING:`` imports do not run and are left out."""
     found: set[str] = set()
     package = module if is_package else module.rpartition(".")[0]
+    skip = _type_only(tree)
     for node in ast.walk(tree):
+        if id(node) in skip:
+            continue
         if isinstance(node, ast.Import):
             found.update(alias.name for alias in node.names)
         elif isinstance(node, ast.ImportFrom):
@@ -52,8 +66,10 @@ def imports_of(tree: ast.Module, module: str, is_package: bool) -> set[str]:
                 prefix = ".".join(base + ([node.module] if node.module else []))
             else:
                 prefix = node.module or ""
-            found.add(prefix)
-            found.update(f"{prefix}.{alias.name}" for alias in node.names)
+            subs = {f"{prefix}.{alias.name}" for alias in node.names}
+            found.update(subs)
+            if not subs <= modules:  # a name defined in the package, not only its submodules
+                found.add(prefix)
     return found
 
 
@@ -102,7 +118,7 @@ def import_graph(root: pathlib.Path) -> dict[str, set[str]]:
     graph: dict[str, set[str]] = {}
     for name, path in modules.items():
         tree = ast.parse(path.read_text(), str(path))
-        targets = imports_of(tree, name, path.name == "__init__.py")
+        targets = imports_of(tree, name, path.name == "__init__.py", set(modules))
         graph[name] = {t for t in targets if t in modules and t != name}
     return graph
 

@@ -98,7 +98,7 @@ def test_non_power_of_two_sets_keep_the_capacity_in_the_ways():
 
 @pytest.mark.parametrize("arch", ["fermi", "kepler", "maxwell", "hopper"])
 def test_every_architecture_ships_a_base_config_the_translator_reads(arch):
-    base = base_config(arch)
+    base = base_config(get_plugins(), arch)
     sim, _ = from_accelsim(base, arch)
     assert sim.sm_count > 0 and base.l2_bytes > 0
     for required in ("-gpgpu_cache:il1", "-gpgpu_tex_cache:l1", "-gpgpu_const_cache:l1",
@@ -107,7 +107,7 @@ def test_every_architecture_ships_a_base_config_the_translator_reads(arch):
 
 
 def test_maxwell_base_is_4x_and_carries_the_paper_numbers():
-    base = base_config("maxwell")
+    base = base_config(get_plugins(), "maxwell")
     assert unknown_options(base.merged(), VERSIONS[0]) == []
     assert base.sm_count == 16 and base.l2_bytes == 2 << 20      # GTX980, Mei & Chu
     assert base.int("-gpgpu_l1_latency") == 98                   # [D] -dlcm=ca run
@@ -118,7 +118,7 @@ def test_maxwell_base_is_4x_and_carries_the_paper_numbers():
 
 @pytest.fixture(scope="module")
 def h200_export():
-    return export_run(H200_RUN, base_config("hopper"))
+    return export_run(H200_RUN, base_config(get_plugins(), "hopper"))
 
 
 def test_export_comments_each_measured_value_with_its_finding(h200_export):
@@ -153,7 +153,7 @@ def test_export_values_follow_the_findings(h200_export):
 def test_export_for_an_older_build_leaves_out_what_it_rejects(h200_export):
     assert unknown_options(h200_export.config.merged(), VERSIONS[0]) == []
     assert any("-gpgpu_n_chiplet_partition" in w for w in h200_export.warnings)
-    newer = export_run(H200_RUN, base_config("hopper"), target="gpgpusim-upstream-h100")
+    newer = export_run(H200_RUN, base_config(get_plugins(), "hopper"), target="gpgpusim-upstream-h100")
     assert "-gpgpu_n_chiplet_partition" in newer.config.merged()
 
 

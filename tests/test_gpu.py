@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-
 from gpumem.chains import chain_array, permutation_params
 from gpumem.device import BulkRequest, ChaseRequest, DsmemRequest
 from gpumem.errors import DeviceUnavailable
+from gpumem.plugins import get_plugins
 
 pytestmark = pytest.mark.gpu
 
@@ -21,7 +21,7 @@ def cuda_device():
     if not found.devices:
         pytest.skip(f"no CUDA device: {found.message}")
     try:
-        dev = backend.open(0, "hopper")
+        dev = backend.open(0, "hopper", get_plugins().kernel_lookup("hopper"))
     except DeviceUnavailable as e:
         pytest.skip(str(e))
     yield dev
@@ -78,7 +78,6 @@ def test_device_built_random_chain_matches_numpy(cuda_device):
 
 def test_device_built_scattered_chain_matches_numpy(cuda_device):
     import cupy as cp
-
     from gpumem.chains import scatter_key
 
     mod = cuda_device._module("pointer_chase")
@@ -160,7 +159,7 @@ def kepler_kernels_device():
     backend = CudaBackend()
     if not backend.discover().devices:
         pytest.skip("no CUDA device")
-    dev = backend.open(0, "kepler")
+    dev = backend.open(0, "kepler", get_plugins().kernel_lookup("kepler"))
     yield dev
     dev.close()
 

@@ -10,6 +10,7 @@ from pathlib import Path
 
 import pytest
 from gpumem.compare import load_source
+from gpumem.plugins import get_plugins
 from gpumem.results.io import open_findings, open_raw
 from gpumem.results.store import RunStore, sha256_file
 
@@ -397,7 +398,7 @@ def test_a_failure_while_writing_leaves_nothing(tmp_path, monkeypatch):
 
     monkeypatch.setattr(RunStore, "write", flaky)
     with pytest.raises(OSError, match="disk full"):
-        Mt4gFormat().import_file(MT4G, tmp_path / "run")
+        Mt4gFormat().import_file(MT4G, tmp_path / "run", plugins=get_plugins())
     assert len(calls) == 3
     assert list(tmp_path.iterdir()) == []
 

@@ -10,16 +10,18 @@ from __future__ import annotations
 from collections.abc import Collection
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import xarray as xr
 
 from gpumem.device import DeviceInfo
 from gpumem.errors import ResultsFileError, UsageError
 from gpumem.findings import Expected, Finding, evaluate, from_dataset, status_of
-from gpumem.plugins import Plugins
 from gpumem.results.io import open_findings, open_raw
 from gpumem.results.store import MANIFEST, RunStore
+
+if TYPE_CHECKING:
+    from gpumem.plugins import Plugins
 
 
 def device_from_attrs(attrs: dict[str, Any]) -> DeviceInfo:

@@ -10,7 +10,7 @@ from __future__ import annotations
 import re
 from abc import ABC, abstractmethod
 from dataclasses import asdict, dataclass, field
-from typing import Any
+from typing import Any, Callable
 
 import numpy as np
 
@@ -331,6 +331,10 @@ class KernelSource:
     options: tuple[str, ...] = ()
 
 
+#: ``kernel_source(probe)`` -> the plugins' kernel for that probe, or ``None``.
+KernelLookup = Callable[[str], "KernelSource | None"]
+
+
 class Device(ABC):
     """An opened device. Use as a context manager, or call :meth:`close`."""
 
@@ -419,5 +423,9 @@ class DeviceBackend(ABC):
         """List devices; never raises for a missing driver or library (say so in ``message``)."""
 
     @abstractmethod
-    def open(self, index: int, arch: str) -> Device:
-        """Open device ``index`` for measuring ``arch``; raise DeviceUnavailable if impossible."""
+    def open(self, index: int, arch: str, kernel_source: KernelLookup | None = None) -> Device:
+        """Open device ``index`` for measuring ``arch``; raise DeviceUnavailable if impossible.
+
+        ``kernel_source(probe)``: the architecture plugins' kernel for a probe, or ``None``
+        for the backend's own (the runner passes one that asks each plugin's
+        ``gpumem_kernel_source`` in turn and names a plugin that fails)."""

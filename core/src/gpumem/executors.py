@@ -17,6 +17,7 @@ from typing import Any, Callable, Mapping
 
 from gpumem.errors import ProbeUnsupported, UsageError
 from gpumem.experiment import Experiment, RunContext
+from gpumem.point import run_point
 from gpumem.results.schema import POINT_SKIPPED, point_key
 
 _devices: dict[str, Any] = {}   # per worker process: spec digest -> open device
@@ -57,8 +58,6 @@ def _device(spec: dict[str, Any]) -> Any:
 def cluster_point(spec: dict[str, Any], cls: type[Experiment], point: Mapping[str, Any],
                   ctx: RunContext) -> tuple[int, str, Mapping[str, Any]]:
     """One point on a worker (the task Dask runs)."""
-    from gpumem.runner import run_point
-
     try:
         return run_point(cls(), _device(spec), point, ctx)
     except ProbeUnsupported as e:

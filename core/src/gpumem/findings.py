@@ -294,9 +294,9 @@ def to_dataset(findings: Sequence[Finding]) -> xr.Dataset:
 
     ``units`` is the CF/UDUNITS-2 spelling of the finding's unit and ``gpumem_units`` the one
     gpumem shows, where they differ (``cycle`` is stored as ``1``, ``GB/s`` as ``Gbyte/s``:
-    :mod:`gpumem.results.units`). Integer findings are int64; an unresolved one holds
+    :mod:`gpumem.units`). Integer findings are int64; an unresolved one holds
     :data:`INT_FILL`, declared its ``_FillValue``, and ``resolved = 0``."""
-    from gpumem.results.units import unit_attrs
+    from gpumem.units import unit_attrs
 
     data_vars: dict[str, xr.Variable] = {}
     coords: dict[str, Any] = {}
@@ -370,7 +370,7 @@ def from_dataset(ds: xr.Dataset) -> list[Finding]:
 
     Reads both file generations: ``units`` is the unit shown unless ``gpumem_units`` is
     stored (files before CF units carried ``cycle``, ``GB/s`` in ``units``)."""
-    from gpumem.results.units import shown_units
+    from gpumem.units import shown_units
 
     out = []
     for vn, var in ds.data_vars.items():

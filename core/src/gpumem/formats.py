@@ -14,8 +14,12 @@ from __future__ import annotations
 from abc import ABC
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from gpumem.errors import GpumemError, UsageError
+
+if TYPE_CHECKING:
+    from gpumem.plugins import Plugins
 
 
 class FormatError(GpumemError):
@@ -40,12 +44,15 @@ class Format(ABC):
     #: what an export produces, e.g. "gpgpusim.config + trace.config"
     exports: str = ""
 
-    def import_file(self, source: Path, out: Path, *, arch: str | None = None) -> Converted:
-        """Read ``source`` (the other tool's file) and write gpumem's equivalent at ``out``."""
+    def import_file(self, source: Path, out: Path, *, arch: str | None = None,
+                    plugins: Plugins) -> Converted:
+        """Read ``source`` (the other tool's file) and write gpumem's equivalent at ``out``.
+        ``plugins``: the registry the command runs with (architectures, expected values, base
+        configs), passed in by the caller."""
         raise UsageError(f"format '{self.name}' cannot be imported")
 
     def export_run(self, run: Path, out: Path, *, arch: str | None = None,
-                   target: str | None = None) -> Converted:
+                   target: str | None = None, plugins: Plugins) -> Converted:
         """Write the other tool's files for the measured run directory ``run`` into ``out``;
         ``target`` names the other tool's version where its formats differ."""
         raise UsageError(f"format '{self.name}' cannot be exported")

@@ -5,7 +5,8 @@ We load entry points ourselves, one at a time, instead of pluggy's
 one broken third-party package must not take the command down. The loop, per entry point of
 the group ``gpumem`` (sorted by name, after core's built-in plugin and gpumem's own):
 
-0. gpumem's own plugins (:data:`FIRST_PARTY`) come first, so a name clash rejects the
+0. gpumem's own plugins (:func:`first_party`, read from gpumem's metadata) come first, so a
+   name clash rejects the
    third-party plugin, never the one that ships with gpumem;
 1. skip it when ``GPUMEM_DISABLE_PLUGINS`` names it, or when ``GPUMEM_LOAD_PLUGINS`` is set and
    does not name it (both comma-separated entry-point names; core's built-in is always loaded);
@@ -37,6 +38,7 @@ from importlib import metadata
 from typing import Any
 
 import pluggy
+from packaging.utils import canonicalize_name
 
 from gpumem import hookspecs
 from gpumem.errors import PluginError
@@ -207,6 +209,12 @@ class Plugins:
             raise PluginError("; ".join(failures))
         return None
 
+    def kernel_lookup(self, arch: str) -> Callable[[str], Any]:
+        """``kernel_source(probe)`` for a device measuring ``arch``: the first plugin's
+        ``gpumem_kernel_source`` answer, each plugin asked on its own (:meth:`first_result`),
+        ``None`` when none has one (the backend's own kernel then)."""
+        return lambda probe: self.first_result("gpumem_kernel_source", arch=arch, probe=probe)
+
     def owner(self, kind: str, name: str) -> PluginRecord:
         return self.registry[kind][name].plugin
 
@@ -303,16 +311,31 @@ def strict_from_env() -> bool:
     return os.environ.get("GPUMEM_STRICT_PLUGINS", "").strip().lower() in ("1", "true", "yes")
 
 
-#: The plugins that ship with gpumem. They load before any third-party plugin, so a
-#: third-party package that claims one of their names (an architecture "hopper", say) is the
-#: one rejected, whatever its entry-point name sorts as.
-FIRST_PARTY = frozenset({"gpumem-fermi", "gpumem-kepler", "gpumem-maxwell", "gpumem-hopper",
-                         "gpumem-accelsim"})
+#: The extra of gpumem's own distribution that lists the plugins released with it.
+FIRST_PARTY_EXTRA = "plugins"
 
 
-def _load_order(ep: metadata.EntryPoint) -> tuple[int, str, str]:
+def first_party() -> frozenset[str]:
+    """The distributions released with gpumem, from its installed metadata (the ``plugins``
+    extra of ``gpumem-dissect``). They load before any third-party plugin, so a third-party
+    package that claims one of their names (an architecture "hopper", say) is the one
+    rejected, whatever its entry-point name sorts as. Empty when gpumem's metadata is not
+    installed (a source tree on ``sys.path``): then name order alone decides."""
+    from packaging.requirements import Requirement
+
+    from gpumem import DISTRIBUTION
+
+    try:
+        requires = [Requirement(r) for r in metadata.requires(DISTRIBUTION) or []]
+    except metadata.PackageNotFoundError:
+        return frozenset()
+    return frozenset(canonicalize_name(r.name) for r in requires
+                     if r.marker is not None and r.marker.evaluate({"extra": FIRST_PARTY_EXTRA}))
+
+
+def _load_order(ep: metadata.EntryPoint, ours: frozenset[str]) -> tuple[int, str, str]:
     dist = ep.dist.name if ep.dist else ""
-    return (0 if dist in FIRST_PARTY else 1, ep.name, dist)
+    return (0 if canonicalize_name(dist) in ours else 1, ep.name, dist)
 
 
 def load_plugins(*, strict: bool = False, warn: Callable[[str], None] | None = None,
@@ -325,7 +348,8 @@ def load_plugins(*, strict: bool = False, warn: Callable[[str], None] | None = N
     plugins.add(builtin, PluginRecord(BUILTIN, DISTRIBUTION, __version__), warn)
     allow = _env_list("GPUMEM_LOAD_PLUGINS")
     block = set(_env_list("GPUMEM_DISABLE_PLUGINS") or [])
-    found = sorted(entry_points() if eps is None else eps, key=_load_order)
+    ours = first_party()
+    found = sorted(entry_points() if eps is None else eps, key=lambda ep: _load_order(ep, ours))
     names = {ep.name for ep in found}
     for unknown in sorted(set(allow or []) - names) + sorted(block - names):
         warn(f"no plugin named '{unknown}' is installed "

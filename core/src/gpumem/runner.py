@@ -44,18 +44,17 @@ from gpumem.errors import (
     DeviceUnavailable,
     GpumemError,
     Interrupted,
-    PointSkipped,
     ProbeUnsupported,
     UsageError,
 )
 from gpumem.experiment import Axis, Experiment, Plan, RunContext
 from gpumem.findings import Expected, Finding, evaluate, to_dataset
 from gpumem.plugins import Plugins, get_plugins, load_plugins
+from gpumem.point import PointResult, run_point
 from gpumem.results.schema import (
     POINT_FAILED,
     POINT_OK,
     POINT_SKIPPED,
-    POINT_STATE,
     assemble,
     attr_safe,
     global_attrs,
@@ -244,7 +243,7 @@ def open_device(plugins: Plugins, choice: DeviceChoice, arch: str, seed: int) ->
         return plugins.simulators()[choice.name].create_device(arch, choice.config, seed=seed)
     backend = plugins.devices()[choice.name]
     try:
-        return backend.open(choice.index, arch)
+        return backend.open(choice.index, arch, plugins.kernel_lookup(arch))
     except DeviceUnavailable as e:
         raise UsageError(f"device {choice.name}:{choice.index} is not available: {e}") from None
 
@@ -278,30 +277,6 @@ def list_devices(plugins: Plugins) -> dict[str, Any]:
 # ---------------------------------------------------------------------------------------------
 # Points
 # ---------------------------------------------------------------------------------------------
-
-PointResult = tuple[int, str, Mapping[str, Any]]
-
-
-def run_point(experiment: Experiment, device: Device, point: Mapping[str, Any],
-              ctx: RunContext) -> PointResult:
-    """One point, with its failure turned into data (ProbeUnsupported and Ctrl-C propagate).
-    The device's point state (clocks, throttling) before and after goes with the values."""
-    try:
-        before = device.point_state()
-        values = experiment.measure(device, point, ctx)
-        if before:
-            after = device.point_state()
-            values = {**values, POINT_STATE: {
-                **{f"{k}_before": v for k, v in before.items()},
-                **{f"{k}_after": v for k, v in after.items()}}}
-        return POINT_OK, "", values
-    except PointSkipped as e:
-        return POINT_SKIPPED, e.reason, {}
-    except (ProbeUnsupported, KeyboardInterrupt):
-        raise
-    except Exception as e:  # noqa: BLE001 - recorded per point, the sweep goes on
-        return POINT_FAILED, f"{type(e).__name__}: {e}", {}
-
 
 _worker_device: Device | None = None
 

@@ -28,19 +28,3 @@ class Simulator(ABC):
         """Read a user's config file (``--sim-config``)."""
         raise NotImplementedError(f"simulator {self.name!r} takes no config file")
 
-
-def packaged_config(package: str, simulator: str) -> Any:
-    """An architecture plugin's packaged simulator config, by the layout in-tree plugins use:
-    ``sim.toml`` (a :class:`gpumem.sim.SimConfig`) for ``sim``, the directory ``accelsim/``
-    (``gpgpusim.config``, ``trace.config``) for ``accelsim``; ``None`` for a simulator the
-    package ships nothing for. Lets ``gpumem_simulator_config`` be one line."""
-    from importlib.resources import files
-
-    root = files(package)
-    if simulator == "sim" and root.joinpath("sim.toml").is_file():
-        from gpumem.sim import SimConfig
-
-        return SimConfig.from_toml(root.joinpath("sim.toml").read_text())
-    if simulator == "accelsim" and root.joinpath("accelsim").is_dir():
-        return Path(str(root.joinpath("accelsim")))
-    return None

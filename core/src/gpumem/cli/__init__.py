@@ -9,59 +9,10 @@ printed with control characters escaped: they quote file and plugin text.
 from __future__ import annotations
 
 import sys
-from typing import Any
 
 import typer
-from typer.core import TyperGroup
 
-from gpumem import __version__
 from gpumem.cli import _state
-from gpumem.cli._common import escape_controls
-from gpumem.errors import GpumemError
-
-
-class _CtrlC(Exception):
-    """Ctrl-C inside a command, carried past typer (which would turn it into a silent exit
-    130) to :func:`main`, which says "interrupted"."""
-
-
-class _Group(TyperGroup):
-    def invoke(self, ctx: Any) -> Any:
-        try:
-            return super().invoke(ctx)
-        except KeyboardInterrupt:
-            raise _CtrlC() from None
-
-
-app = typer.Typer(
-    name="gpumem",
-    cls=_Group,
-    help="Dissect GPU memory hierarchies with microbenchmarks.",
-    no_args_is_help=True,
-    add_completion=False,
-    pretty_exceptions_show_locals=False,
-)
-
-
-def _version(value: bool) -> None:
-    if value:
-        typer.echo(f"gpumem {__version__}")
-        raise typer.Exit()
-
-
-@app.callback()
-def _root(
-    strict: bool = typer.Option(False, "--strict",
-                                help="Fail when any plugin fails to load (also "
-                                     "GPUMEM_STRICT_PLUGINS=1)."),
-    version: bool = typer.Option(False, "--version", callback=_version, is_eager=True,
-                                 help="Print the version and exit."),
-) -> None:
-    """gpumem: caches, TLBs, latency, bandwidth and shared memory of a GPU, measured or
-    simulated, kept as labeled netCDF datasets."""
-    _state.strict = strict
-
-
 from gpumem.cli import analyze as _analyze  # noqa: E402,F401  (registers commands)
 from gpumem.cli import compare as _compare  # noqa: E402,F401
 from gpumem.cli import convert as _convert  # noqa: E402,F401
@@ -70,6 +21,9 @@ from gpumem.cli import plugins as _plugins  # noqa: E402,F401
 from gpumem.cli import report as _report  # noqa: E402,F401
 from gpumem.cli import run as _run  # noqa: E402,F401
 from gpumem.cli import show as _show  # noqa: E402,F401
+from gpumem.cli._app import _CtrlC, app  # noqa: F401  (app: the typer application)
+from gpumem.cli._common import escape_controls
+from gpumem.errors import GpumemError
 
 
 def _click_exception() -> type[Exception]:

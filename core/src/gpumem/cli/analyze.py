@@ -11,7 +11,7 @@ from typing import Optional
 
 import typer
 
-from gpumem.cli import app
+from gpumem.cli._app import app
 from gpumem.cli._common import (
     FitTable,
     check_damage,

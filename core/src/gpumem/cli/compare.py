@@ -12,7 +12,7 @@ from pathlib import Path
 import typer
 from rich.table import Table
 
-from gpumem.cli import app
+from gpumem.cli._app import app
 from gpumem.cli._common import (
     STATUS_STYLE,
     FitTable,

@@ -8,7 +8,7 @@ from typing import Optional
 
 import typer
 
-from gpumem.cli import app
+from gpumem.cli._app import app
 from gpumem.cli._common import escape_controls, plugins, require_paths
 from gpumem.errors import UsageError
 from gpumem.formats import Converted, Format
@@ -46,7 +46,7 @@ def import_(
     """Read another tool's FILE (a simulator config, another tool's results) into gpumem."""
     f = _format(fmt, "import")
     require_paths([source])  # missing: a usage error, exit 2 (see require_paths)
-    _report(f.import_file(source, out, arch=arch))
+    _report(f.import_file(source, out, arch=arch, plugins=plugins()))
 
 
 @app.command("export")
@@ -65,4 +65,4 @@ def export(
     require_paths([run])  # missing: a usage error, exit 2 (see require_paths)
     if not run.is_dir():
         raise UsageError(f"{run}: not a directory (give a gpumem run directory)")
-    _report(f.export_run(run, out, arch=arch, target=target))
+    _report(f.export_run(run, out, arch=arch, target=target, plugins=plugins()))

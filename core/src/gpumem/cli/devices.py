@@ -5,7 +5,7 @@ from __future__ import annotations
 import typer
 from rich.table import Table
 
-from gpumem.cli import app
+from gpumem.cli._app import app
 from gpumem.cli._common import escape_controls, plugins, print_json, safe_text, stdout
 from gpumem.runner import list_devices
 

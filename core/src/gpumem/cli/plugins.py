@@ -9,7 +9,7 @@ import typer
 from rich.table import Table
 from rich.text import Text
 
-from gpumem.cli import app
+from gpumem.cli._app import app
 from gpumem.cli._common import print_json, safe_text, stdout
 from gpumem.plugins import KINDS, get_plugins
 

@@ -10,7 +10,8 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 from rich.table import Table
 from typer.core import TyperCommand
 
-from gpumem.cli import _state, app
+from gpumem.cli import _state
+from gpumem.cli._app import app
 from gpumem.cli._common import (
     STATUS_STYLE,
     FitTable,

@@ -13,7 +13,7 @@ from typing import Any
 import typer
 from rich.table import Table
 
-from gpumem.cli import app
+from gpumem.cli._app import app
 from gpumem.cli._common import (
     FitTable,
     check_damage,

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from gpumem.device import Device, DeviceBackend, DeviceInfo, Discovery
+from gpumem.device import Device, DeviceBackend, DeviceInfo, Discovery, KernelLookup
 from gpumem.errors import DeviceUnavailable
 
 CUPY_HINT = "pip install 'gpumem-dissect[cuda12]' or 'gpumem-dissect[cuda13]'"
@@ -114,11 +114,11 @@ class CudaBackend(DeviceBackend):
         return Discovery(infos, "; ".join(problems) if problems else
                          ("" if infos else "CUDA reports 0 devices"))
 
-    def open(self, index: int, arch: str) -> Device:
+    def open(self, index: int, arch: str, kernel_source: KernelLookup | None = None) -> Device:
         cupy = import_cupy()
         count = cupy.cuda.runtime.getDeviceCount()
         if not 0 <= index < count:
             raise DeviceUnavailable(f"cuda:{index} does not exist ({count} CUDA device(s))")
         from gpumem.cuda.device import CudaDevice
 
-        return CudaDevice(cupy, device_info(cupy, index), arch)
+        return CudaDevice(cupy, device_info(cupy, index), arch, kernel_source)

@@ -19,6 +19,7 @@ from gpumem.device import (
     Device,
     DeviceInfo,
     DsmemRequest,
+    KernelLookup,
     KernelSource,
     SmemRequest,
     SmemResult,
@@ -72,17 +73,14 @@ def generic_kernel_source(probe: str = "pointer_chase", extra: str = "") -> Kern
     return KernelSource(code=code, name=probe, options=("-std=c++17",))
 
 
-def packaged_kernel_source(package: str, file: str, probe: str) -> KernelSource:
-    """Core's kernel for ``probe`` with a plugin's packaged ``kernels/<file>`` appended."""
-    return generic_kernel_source(probe, files(package).joinpath("kernels", file).read_text())
-
-
 class CudaDevice(Device):
     source = "measured"
 
-    def __init__(self, cupy: Any, info: DeviceInfo, arch: str) -> None:
+    def __init__(self, cupy: Any, info: DeviceInfo, arch: str,
+                 kernel_source: KernelLookup | None = None) -> None:
         super().__init__(info, arch)
         self.cp = cupy
+        self.kernel_source = kernel_source
         self._dev = cupy.cuda.Device(info.index)
         self._dev.use()
         from gpumem.cuda.nvml import Nvml
@@ -138,9 +136,7 @@ class CudaDevice(Device):
     # ---- kernels ---------------------------------------------------------------------
     def _source(self, probe: str) -> KernelSource:
         if probe not in self.kernel_sources:
-            from gpumem.plugins import get_plugins
-
-            src = get_plugins().hook.gpumem_kernel_source(arch=self.arch, probe=probe)
+            src = self.kernel_source(probe) if self.kernel_source else None
             self.kernel_sources[probe] = src or generic_kernel_source(probe)
         return self.kernel_sources[probe]
 

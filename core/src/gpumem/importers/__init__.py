@@ -27,7 +27,7 @@ import sys
 import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import xarray as xr
@@ -39,6 +39,9 @@ from gpumem.findings import Finding, evaluate, to_dataset
 from gpumem.formats import FormatError
 from gpumem.results.schema import POINT_OK, attr_safe, global_attrs, now_iso
 from gpumem.results.store import MANIFEST, RunStore
+
+if TYPE_CHECKING:
+    from gpumem.plugins import Plugins
 
 #: Version of the importers' mapping; part of each file's params hash and provenance.
 IMPORTER_VERSION = "1"
@@ -95,13 +98,12 @@ def check_out(out: Path) -> None:
     RunStore.check_writable(out)
 
 
-def resolve_arch(arch: str | None, compute_capability: str = "", vendor: str = "") -> str:
+def resolve_arch(plugins: Plugins, arch: str | None, compute_capability: str = "",
+                 vendor: str = "") -> str:
     """The architecture the run belongs to: ``--arch`` (checked), else the one plugin that
     claims the tool's reported compute capability *and* vendor (HIP reports an MI100 as 9.0,
     like a Hopper), else "" (no expected values then)."""
-    from gpumem.plugins import get_plugins
-
-    archs = get_plugins().architectures()
+    archs = plugins.architectures()
     if arch:
         if arch not in archs:
             raise UsageError(f"unknown architecture '{arch}' (choose from: "
@@ -136,18 +138,13 @@ def _params_hash(tool: str, benchmark: str, experiment: str, sha256: str) -> str
     return hashlib.sha256(blob.encode()).hexdigest()[:12]
 
 
-def _expected(arch: str, device: DeviceInfo) -> list:
-    if not arch:
-        return []
-    from gpumem.compare import expected_for
-    from gpumem.plugins import get_plugins
-
-    return expected_for(get_plugins(), arch, device)
+def _expected(plugins: Plugins, arch: str, device: DeviceInfo) -> list:
+    return plugins.expected_values(arch, device) if arch else []
 
 
 def write_run(out: Path, files: list[Imported], *, source: Source, tool: str, benchmark: str,
               device: DeviceInfo, arch: str, provenance: dict[str, Any], references: str,
-              fmt: str) -> Path:
+              fmt: str, plugins: Plugins) -> Path:
     """Write the run directory ``out`` atomically: built next to it, then renamed.
 
     ``provenance`` becomes global attributes of every file (tool, version, device as the tool
@@ -157,7 +154,7 @@ def write_run(out: Path, files: list[Imported], *, source: Source, tool: str, be
     check_out(out)
     out.parent.mkdir(parents=True, exist_ok=True)
     argv = ["gpumem", "import", fmt, str(source.path), "--out", str(out)]
-    expected = _expected(arch, device)
+    expected = _expected(plugins, arch, device)
     tmp = Path(tempfile.mkdtemp(prefix=f".{out.name}.", suffix=".import", dir=out.parent))
     try:
         mask = os.umask(0)

@@ -45,6 +45,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import numpy as np
 import xarray as xr
@@ -63,6 +64,9 @@ from gpumem.importers import (
     var,
     write_run,
 )
+
+if TYPE_CHECKING:
+    from gpumem.plugins import Plugins
 
 TOOL = "gpu-benches"
 REPO = "github RRZE-HPC/gpu-benches"
@@ -112,7 +116,8 @@ class GpuBenchesFormat(Format):
                "apart by content) -> a gpumem run directory")
     imports = "run"
 
-    def import_file(self, source: Path, out: Path, *, arch: str | None = None) -> Converted:
+    def import_file(self, source: Path, out: Path, *, arch: str | None = None,
+                    plugins: Plugins) -> Converted:
         check_out(out)
         src = read_source(source)
         lines = _lines(src)
@@ -120,7 +125,7 @@ class GpuBenchesFormat(Format):
         imported, device, extra, warnings = PARSERS[bench](lines)
         if skipped:
             warnings.insert(0, skipped_warning(src, bench, skipped))
-        arch = resolve_arch(arch)
+        arch = resolve_arch(plugins, arch)
         if not imported.findings:
             warnings.append(f"{src.path}: no {bench} value maps to a gpumem finding; the run "
                             f"holds its raw data only")
@@ -135,7 +140,7 @@ class GpuBenchesFormat(Format):
         }
         write_run(out, [imported], source=src, tool=TOOL, benchmark=bench, device=device,
                   arch=arch, provenance=provenance, references=f"{REPO} ({bench})",
-                  fmt=self.name)
+                  fmt=self.name, plugins=plugins)
         return Converted([Path(out)], warnings)
 
 

@@ -44,6 +44,7 @@ import json
 import math
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import TYPE_CHECKING
 from typing import Any
 
 import numpy as np
@@ -62,6 +63,9 @@ from gpumem.importers import (
     var,
     write_run,
 )
+
+if TYPE_CHECKING:
+    from gpumem.plugins import Plugins
 
 TOOL = "MT4G"
 EXPECTED = "MT4G's result JSON (<GPU>.json, github caps-tum/mt4g)"
@@ -122,11 +126,12 @@ class Mt4gFormat(Format):
     summary = "MT4G result JSON (<GPU>.json) -> a gpumem run directory"
     imports = "run"
 
-    def import_file(self, source: Path, out: Path, *, arch: str | None = None) -> Converted:
+    def import_file(self, source: Path, out: Path, *, arch: str | None = None,
+                    plugins: Plugins) -> Converted:
         check_out(out)
         src = read_source(source)
         parsed = parse(src)
-        arch = resolve_arch(arch, parsed.device.compute_capability,
+        arch = resolve_arch(plugins, arch, parsed.device.compute_capability,
                             str(parsed.device.extra.get("vendor", "")))
         files = build(parsed, src)
         if not any(f.findings for f in files):
@@ -143,7 +148,7 @@ class Mt4gFormat(Format):
         }
         write_run(out, [f for f in files if f.findings], source=src, tool=TOOL,
                   benchmark="memory benchmarks", device=parsed.device, arch=arch,
-                  provenance=provenance, references=REFERENCES, fmt=self.name)
+                  provenance=provenance, references=REFERENCES, fmt=self.name, plugins=plugins)
         if not arch:
             parsed.warnings.append(
                 f"no architecture plugin claims {parsed.device.extra.get('vendor', '')} "

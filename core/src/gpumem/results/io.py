@@ -16,7 +16,7 @@ from pathlib import Path
 import xarray as xr
 
 from gpumem.errors import ResultsFileError
-from gpumem.results.units import decode
+from gpumem.units import decode
 
 FINDINGS_GROUP = "findings"
 DEFERRED_SIGNALS = (signal.SIGINT, signal.SIGTERM)

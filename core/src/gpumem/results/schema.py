@@ -24,7 +24,7 @@ import xarray as xr
 from gpumem import __version__
 from gpumem.device import DeviceInfo
 from gpumem.experiment import Axis, Plan
-from gpumem.results.units import human_long_name
+from gpumem.units import human_long_name
 
 SCHEMA_VERSION = 1
 CONVENTIONS = "CF-1.12"

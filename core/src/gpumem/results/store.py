@@ -41,7 +41,7 @@ from filelock import FileLock
 from gpumem.errors import GpumemError, ResultsFileError, UsageError
 from gpumem.results.io import FINDINGS_GROUP, defer_signals, open_findings, open_raw
 from gpumem.results.schema import now_iso
-from gpumem.results.units import encode
+from gpumem.units import encode
 from gpumem.safe_write import EXCLUSIVE_FLAGS, fsync_dir
 
 MANIFEST = "manifest.json"

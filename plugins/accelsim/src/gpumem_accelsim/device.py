@@ -30,15 +30,17 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
-from gpumem.device import (
+from gpumem.api import (
     ChaseRequest,
     ChaseResult,
     Device,
     DeviceInfo,
+    DeviceUnavailable,
+    PointSkipped,
+    ProbeUnsupported,
     StreamRequest,
     StreamResult,
 )
-from gpumem.errors import DeviceUnavailable, PointSkipped, ProbeUnsupported
 
 from gpumem_accelsim.config import GPGPUSIM, TRACE, AccelSimConfig, AccelSimConfigError
 from gpumem_accelsim.stats import AccelSimLog, AccelSimRunError, parse_log

@@ -13,9 +13,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
-from gpumem.compare import load_source
-from gpumem.findings import Finding
-from gpumem.sim.config import CacheLevel
+from gpumem.api import CacheLevel, Finding, load_source
 
 from gpumem_accelsim.config import AccelSimConfig
 from gpumem_accelsim.known_options import VERSIONS, unknown_options

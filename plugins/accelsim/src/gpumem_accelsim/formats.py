@@ -10,10 +10,16 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from gpumem.errors import UsageError
-from gpumem.formats import Converted, Format, FormatError
-from gpumem.plugins import get_plugins
-from gpumem.safe_write import OutputError, write_text
+from gpumem.api import (
+    Converted,
+    Format,
+    FormatError,
+    OutputError,
+    Plugins,
+    UsageError,
+    load_source,
+    write_text,
+)
 
 from gpumem_accelsim.cachestring import CacheStringError, check_required
 from gpumem_accelsim.config import AccelSimConfig, AccelSimConfigError
@@ -21,9 +27,10 @@ from gpumem_accelsim.known_options import VERSIONS
 from gpumem_accelsim.options import OptionFileError
 
 
-def base_config(arch: str) -> AccelSimConfig:
-    """The architecture plugin's base Accel-Sim config (hook ``gpumem_simulator_config``)."""
-    found = get_plugins().hook.gpumem_simulator_config(arch=arch, simulator="accelsim")
+def base_config(plugins: Plugins, arch: str) -> AccelSimConfig:
+    """The architecture plugin's base Accel-Sim config (hook ``gpumem_simulator_config``,
+    asked plugin by plugin: one that raises is named and the others still answer)."""
+    found = plugins.first_result("gpumem_simulator_config", arch=arch, simulator="accelsim")
     if found is None:
         raise UsageError(f"architecture '{arch}' ships no Accel-Sim base config")
     cfg = AccelSimConfig.load(Path(found))
@@ -37,7 +44,8 @@ class AccelSimFormat(Format):
     imports = "sim-config"
     exports = "gpgpusim.config + trace.config"
 
-    def import_file(self, source: Path, out: Path, *, arch: str | None = None) -> Converted:
+    def import_file(self, source: Path, out: Path, *, arch: str | None = None,
+                    plugins: Plugins) -> Converted:
         from gpumem_accelsim.translate import from_accelsim
 
         if out.suffix != ".toml":
@@ -63,8 +71,7 @@ class AccelSimFormat(Format):
         return Converted([out], warnings)
 
     def export_run(self, run: Path, out: Path, *, arch: str | None = None,
-                   target: str | None = None) -> Converted:
-        from gpumem.compare import load_source
+                   target: str | None = None, plugins: Plugins) -> Converted:
 
         from gpumem_accelsim.export import DEFAULT_TARGET, export_run
 
@@ -78,7 +85,7 @@ class AccelSimFormat(Format):
         if not arch:
             raise UsageError(f"{run}: the run records no architecture (give --arch)")
         try:
-            done = export_run(run, base_config(arch), target=target)
+            done = export_run(run, base_config(plugins, arch), target=target)
         except (OptionFileError, CacheStringError, AccelSimConfigError) as e:
             raise FormatError(str(e)) from None
         paths = done.config.save(out, comments=done.comments, header=done.header)

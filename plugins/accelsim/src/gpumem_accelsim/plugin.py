@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from gpumem import hookimpl
+from gpumem.api import hookimpl
 
 
 @hookimpl

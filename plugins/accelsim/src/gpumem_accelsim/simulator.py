@@ -6,8 +6,7 @@ import os
 from pathlib import Path
 from typing import Any
 
-from gpumem import Device, Simulator
-from gpumem.errors import DeviceUnavailable, UsageError
+from gpumem.api import Device, DeviceUnavailable, Simulator, UsageError
 
 from gpumem_accelsim.config import AccelSimConfig
 from gpumem_accelsim.locate import LIMIT_ENV, find_binary, max_warp_insts

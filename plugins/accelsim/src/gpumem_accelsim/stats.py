@@ -22,7 +22,7 @@ import re
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from gpumem.errors import GpumemError
+from gpumem.api import GpumemError
 
 EXIT_LINE = "GPGPU-Sim: *** exit detected ***"
 

@@ -32,10 +32,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
-
-from gpumem.chains import chain_offsets
-from gpumem.device import ChaseRequest, StreamRequest
-from gpumem.errors import ProbeUnsupported
+from gpumem.api import ChaseRequest, ProbeUnsupported, StreamRequest, chain_offsets
 
 #: Binary versions (SASS opcode maps) Accel-Sim's trace-driven front end accepts.
 BINARY_VERSIONS = (35, 60, 61, 70, 75, 80, 86)

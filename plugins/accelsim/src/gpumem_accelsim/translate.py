@@ -17,14 +17,7 @@ from __future__ import annotations
 import math
 from dataclasses import replace
 
-from gpumem.sim.config import (
-    CacheLevel,
-    Dram,
-    SharedMemory,
-    SimConfig,
-    Throughput,
-    Timer,
-)
+from gpumem.api import CacheLevel, Dram, SharedMemory, SimConfig, Throughput, Timer
 
 from gpumem_accelsim.cachestring import CacheString, CacheStringError
 from gpumem_accelsim.config import AccelSimConfig, AccelSimConfigError

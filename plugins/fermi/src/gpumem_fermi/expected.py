@@ -29,8 +29,15 @@ values none, the two capacities a ladder finds 10 %.
 
 from __future__ import annotations
 
-from gpumem import DeviceInfo, Expected
-from gpumem.findings import exact, latency_pair
+from gpumem.api import (
+    DeviceInfo,
+    Expected,
+    dram_copy_expected,
+    exact,
+    latency_pair,
+    smem_expected,
+    tlb_expected,
+)
 
 PAPER = "Mei & Chu, TPDS 2017"
 REPO = "github.com/zhanglx13/GPU-Benchmark-Dissecting-GPU-Mem"
@@ -145,51 +152,31 @@ def expected_values(device: DeviceInfo) -> list[Expected]:
 
     # ---- TLBs, sec. 4 ----
     tlb = f"{PAPER}, sec. 4 (TLB); {data('fine_grain_TLB.cu')}"
-    pen = (f"derived from {PATTERNS}: band: standard error of the 10 per-run differences, at "
-           "least one cycle")
-    out += [
-        exact("tlb.page", PAGE, f"{PAPER}, sec. 4 (TLB): 2 MB pages", "byte"),
-        exact("tlb_l1.entries", 16, f"{tlb}: L1 TLB 16 entries, fully associative"),
-        exact("tlb_l1.sets", 1, f"{tlb}: fully associative"),
-        exact("tlb_l1.ways", 16, f"{tlb}: fully associative (16-way)"),
-        exact("tlb_l1.reach", 16 * PAGE, f"{tlb}: reach 32 MB", "byte"),
-        exact("tlb_l2.entries", 65, f"{tlb}; {data('Fermi_L2TLB_mapping.xlsx')}: L2 TLB 65 "
-               "entries; all 65 pages hit at 130 MB"),
-        exact("tlb_l2.sets", 7, f"{tlb}: 7 unequal sets"),
-        exact("tlb_l2.ways", [17, 8, 8, 8, 8, 8, 8], f"{tlb}: one 17-entry set and six "
-               "8-entry sets"),
-        exact("tlb_l2.reach", 65 * PAGE, f"{tlb}: reach 130 MB", "byte"),
-        Expected("tlb_l1.miss_penalty", round(P3 - P5, 1), f"{pen}: P3 - P5 = 27.6 (single "
-                 "runs 26.8-28.6, standard error 0.2)", "cycle", rel_tol=0.0, abs_tol=1.0),
-        Expected("tlb_l2.miss_penalty", round(P4 - P3, 1), f"{pen}: P4 - P3 = 83.9 (standard "
-                 "error 0.2)", "cycle", rel_tol=0.0, abs_tol=1.0),
-    ]
+    out += tlb_expected(
+        page=PAGE, page_source=f"{PAPER}, sec. 4 (TLB): 2 MB pages", source=tlb,
+        l1_entries=16, l2_ways=(17, 8, 8, 8, 8, 8, 8),
+        l2_entries_source=f"{tlb}; {data('Fermi_L2TLB_mapping.xlsx')}: L2 TLB 65 entries; "
+                          "all 65 pages hit at 130 MB",
+        penalty_source=f"derived from {PATTERNS}: band: standard error of the 10 per-run "
+                       "differences, at least one cycle",
+        l1_penalty=(round(P3 - P5, 1), 1.0, "P3 - P5 = 27.6 (single runs 26.8-28.6, standard "
+                    "error 0.2)"),
+        l2_penalty=(round(P4 - P3, 1), 1.0, "P4 - P3 = 83.9 (standard error 0.2)"))
 
     # ---- global-memory throughput, sec. 5 ----
-    out += [
-        Expected("bw.dram_copy", COPY_GBS, COPY, "GB/s", rel_tol=0.02),
-        Expected("bw.dram_read", COPY_GBS, f"ASSUMED: a read stream reaches the copy's rate "
-                 f"(the paper measures copies only); {COPY}", "GB/s", rel_tol=0.02),
-        Expected("bw.dram_write", COPY_GBS, f"ASSUMED: a write stream reaches the copy's "
-                 f"rate (the paper measures copies only); {COPY}", "GB/s", rel_tol=0.02),
-        Expected("bw.dram_read_fraction", round(COPY_GBS / DRAM_GBS, 3), f"ASSUMED: reads "
-                 f"reach the copy's share of the theoretical {DRAM_GBS} GB/s ({SPEC}: GDDR5 "
-                 f"4.0 Gbps x 256 bit); {COPY}", "1", rel_tol=0.02),
-    ]
+    out += dram_copy_expected(copy_gbs=COPY_GBS, copy_source=COPY, theoretical_gbs=DRAM_GBS,
+                              theoretical_source=f"{SPEC}: GDDR5 4.0 Gbps x 256 bit",
+                              rel_tol=0.02)
 
     # ---- shared memory, sec. 6 ----
-    out += [
-        exact("smem.banks", 32, f"{PAPER}, sec. 6.2; {data('latency.txt')}: 32 banks x 4 B "
-               "(latency stops growing past stride 32)"),
-        exact("smem.bank_width", 4, f"{PAPER}, sec. 6.2; {data('latency.txt')}: stride 2 "
-               "already conflicts (87.0 cycles), so banks are 4 B wide", "byte"),
-        Expected("smem.conflict_latency", [49.6, 87.0, 161.8, 311.4, 610.7, 1209.2],
-                 f"{PAPER}, sec. 6.2; {data('latency.txt')}, column Fermi: cycles per access "
-                 "at 1, 2, 4, 8, 16, 32-way conflicts (n = gcd(stride, 32))", "cycle",
-                 rel_tol=LAT_TOL),
-        Expected("bw.smem", 34.90, f"{PAPER}, sec. 6.1; {data('Fermi.txt')}: best "
-                 "shared-memory throughput per SM (16 warps, ILP 4)", "GB/s", rel_tol=0.05),
-        exact("smem.peak_warps", 16, f"{PAPER}, sec. 6.1; {data('Fermi.txt')}: peak 34.90 GB/s "
-               "per SM at 16 active warps (ILP 4)"),
-    ]
+    lat = f"{PAPER}, sec. 6.2; {data('latency.txt')}"
+    out += smem_expected(
+        banks=(32, f"{lat}: 32 banks x 4 B (latency stops growing past stride 32)"),
+        bank_width=(4, f"{lat}: stride 2 already conflicts (87.0 cycles), so banks are 4 B "
+                       "wide"),
+        conflict_latency=([49.6, 87.0, 161.8, 311.4, 610.7, 1209.2],
+                          f"{lat}, column Fermi: cycles per access at 1, 2, 4, 8, 16, 32-way "
+                          "conflicts (n = gcd(stride, 32))", LAT_TOL),
+        throughput_source=f"{PAPER}, sec. 6.1; {data('Fermi.txt')}", bandwidth=34.90,
+        peak_warps=16, peak_ilp=4)
     return out

@@ -22,7 +22,7 @@ which partition depends on the card's disabled SMs).
 
 from __future__ import annotations
 
-from gpumem import DeviceInfo, Expected
+from gpumem.api import DeviceInfo, Expected
 
 GPU_BENCHES = ("RRZE gpu-benches gpu-latency, GH200 at 1980 MHz "
                "(github.com/RRZE-HPC/gpu-benches, gpu-latency/gh200.txt)")

@@ -1,9 +1,9 @@
-"""Hook implementations of the hopper plugin (nothing else lives here)."""
+"""The hopper plugin: the architecture and where its data live (gpumem.api.ArchitecturePlugin
+reads expected.py, sim.toml and accelsim/; the entry point names ``plugin``)."""
 
 from __future__ import annotations
 
-from gpumem import Architecture, hookimpl
-from gpumem.simulator import packaged_config
+from gpumem.api import Architecture, ArchitecturePlugin
 
 ARCH = Architecture(
     name="hopper",
@@ -11,23 +11,4 @@ ARCH = Architecture(
     compute_capabilities=("9.0",),
 )
 
-
-@hookimpl
-def gpumem_register_architectures(register):
-    register(ARCH)
-
-
-@hookimpl
-def gpumem_expected_values(arch, device):
-    if arch != ARCH.name:
-        return None
-    from gpumem_hopper.expected import expected_values
-
-    return expected_values(device)
-
-
-@hookimpl
-def gpumem_simulator_config(arch, simulator):
-    """The built-in simulator's config (sim.toml), or Accel-Sim's base config directory
-    (accelsim/: gpgpusim.config; PROVENANCE.md there says where it comes from)."""
-    return packaged_config("gpumem_hopper", simulator) if arch == ARCH.name else None
+plugin = ArchitecturePlugin(ARCH, "gpumem_hopper")

@@ -26,8 +26,15 @@ moves by up to 6 % in that sheet); structural values none.
 
 from __future__ import annotations
 
-from gpumem import DeviceInfo, Expected
-from gpumem.findings import exact, latency_pair
+from gpumem.api import (
+    DeviceInfo,
+    Expected,
+    dram_copy_expected,
+    exact,
+    latency_pair,
+    smem_expected,
+    tlb_expected,
+)
 
 PAPER = "Mei & Chu, TPDS 2017"
 REPO = "github.com/zhanglx13/GPU-Benchmark-Dissecting-GPU-Mem"
@@ -149,51 +156,34 @@ def expected_values(device: DeviceInfo) -> list[Expected]:
 
     # ---- TLBs, sec. 4 (same on all three GPUs) ----
     tlb = f"{PAPER}, sec. 4 (TLB); {data('fine_grain_TLB.cu')}"
-    pen = (f"derived from {PATTERNS}: band: standard error of the 10 per-run differences "
-           "(at least one cycle)")
-    out += [
-        exact("tlb.page", PAGE, f"{PAPER}, sec. 4 (TLB): 2 MB pages", "byte"),
-        exact("tlb_l1.entries", 16, f"{tlb}: L1 TLB 16 entries, fully associative"),
-        exact("tlb_l1.sets", 1, f"{tlb}: fully associative"),
-        exact("tlb_l1.ways", 16, f"{tlb}: fully associative (16-way)"),
-        exact("tlb_l1.reach", 16 * PAGE, f"{tlb}: reach 32 MB", "byte"),
-        exact("tlb_l2.entries", 65, f"{tlb}; {data('Kepler_L2TLB_mapping.xlsx')}: L2 TLB 65 "
-               "entries (same 17 + 6 x 8 shape as Fermi)"),
-        exact("tlb_l2.sets", 7, f"{tlb}: 7 unequal sets"),
-        exact("tlb_l2.ways", [17, 8, 8, 8, 8, 8, 8], f"{tlb}: one 17-entry set and six "
-               "8-entry sets"),
-        exact("tlb_l2.reach", 65 * PAGE, f"{tlb}: reach 130 MB", "byte"),
-        Expected("tlb_l1.miss_penalty", round(P3 - P5, 1), f"{pen}: P3 - P5 = 5.6 (single "
-                 "runs 1.0-11.7, standard error 1.1)", "cycle", rel_tol=0.0, abs_tol=1.1),
-        Expected("tlb_l2.miss_penalty", round(P4 - P3, 1), f"{pen}: P4 - P3 = 53.1 (single "
-                 "runs 50.2-54.6, standard error 0.5)", "cycle", rel_tol=0.0, abs_tol=1.0),
-    ]
+    out += tlb_expected(
+        page=PAGE, page_source=f"{PAPER}, sec. 4 (TLB): 2 MB pages", source=tlb,
+        l1_entries=16, l2_ways=(17, 8, 8, 8, 8, 8, 8),
+        l2_entries_source=f"{tlb}; {data('Kepler_L2TLB_mapping.xlsx')}: L2 TLB 65 entries "
+                          "(same 17 + 6 x 8 shape as Fermi)",
+        penalty_source=f"derived from {PATTERNS}: band: standard error of the 10 per-run "
+                       "differences (at least one cycle)",
+        l1_penalty=(round(P3 - P5, 1), 1.1, "P3 - P5 = 5.6 (single runs 1.0-11.7, standard "
+                    "error 1.1)"),
+        l2_penalty=(round(P4 - P3, 1), 1.0, "P4 - P3 = 53.1 (single runs 50.2-54.6, standard "
+                    "error 0.5)"))
 
     # ---- global-memory throughput, sec. 5 ----
-    out += [
-        Expected("bw.dram_copy", COPY_GBS, COPY, "GB/s", rel_tol=0.02),
-        Expected("bw.dram_read", COPY_GBS, f"ASSUMED: a read stream reaches the copy's rate "
-                 f"(the paper measures copies only); {COPY}", "GB/s", rel_tol=0.02),
-        Expected("bw.dram_write", COPY_GBS, f"ASSUMED: a write stream reaches the copy's "
-                 f"rate (the paper measures copies only); {COPY}", "GB/s", rel_tol=0.02),
-        Expected("bw.dram_read_fraction", round(COPY_GBS / DRAM_GBS, 3), f"ASSUMED: reads "
-                 f"reach the copy's share of the theoretical {DRAM_GBS} GB/s ({SPEC}: GDDR5 "
-                 f"6.0 Gbps x 384 bit); {COPY}", "1", rel_tol=0.02),
-    ]
+    out += dram_copy_expected(copy_gbs=COPY_GBS, copy_source=COPY, theoretical_gbs=DRAM_GBS,
+                              theoretical_source=f"{SPEC}: GDDR5 6.0 Gbps x 384 bit",
+                              rel_tol=0.02)
 
     # ---- shared memory, sec. 6 (the authors run Kepler in 8-byte bank mode) ----
-    out += [
-        exact("smem.banks", 32, f"{PAPER}, sec. 6.2; {data('latency.txt')}: 32 banks"),
-        exact("smem.bank_width", 8, f"{PAPER}, sec. 6.2: 8-byte bank mode, as the authors "
-               "run it (4-byte mode selectable)", "byte"),
-        Expected("smem.conflict_latency", [46.75, 81.63, 96.16, 158.16, 266.66, 483.66],
-                 f"{PAPER}, sec. 6.2; {data('latency.txt')}, column Kepler_8byte: cycles per "
-                 "access at strides 2, 4, 8, 16, 32, 64 words, the 1, 2, 4, 8, 16, 32-way "
-                 "conflicts of 8-byte banks (the other 2-way strides, 12, 20, ..., 60, give "
-                 "66.13)", "cycle", rel_tol=LAT_TOL),
-        Expected("bw.smem", 83.81, f"{PAPER}, sec. 6.1; {data('Kepler.txt')}: best "
-                 "shared-memory throughput per SM (32 warps, ILP 6)", "GB/s", rel_tol=0.05),
-        exact("smem.peak_warps", 32, f"{PAPER}, sec. 6.1; {data('Kepler.txt')}: peak 83.81 "
-               "GB/s per SM at 32 active warps (ILP 6)"),
-    ]
+    lat = f"{PAPER}, sec. 6.2; {data('latency.txt')}"
+    out += smem_expected(
+        banks=(32, f"{lat}: 32 banks"),
+        bank_width=(8, f"{PAPER}, sec. 6.2: 8-byte bank mode, as the authors run it (4-byte "
+                       "mode selectable)"),
+        conflict_latency=([46.75, 81.63, 96.16, 158.16, 266.66, 483.66],
+                          f"{lat}, column Kepler_8byte: cycles per access at strides 2, 4, 8, "
+                          "16, 32, 64 words, the 1, 2, 4, 8, 16, 32-way conflicts of 8-byte "
+                          "banks (the other 2-way strides, 12, 20, ..., 60, give 66.13)",
+                          LAT_TOL),
+        throughput_source=f"{PAPER}, sec. 6.1; {data('Kepler.txt')}", bandwidth=83.81,
+        peak_warps=32, peak_ilp=6)
     return out

@@ -1,9 +1,9 @@
-"""Hook implementations of the kepler plugin (nothing else lives here)."""
+"""The kepler plugin: the architecture and where its data live (gpumem.api.ArchitecturePlugin
+reads expected.py, sim.toml, accelsim/ and kernels/; the entry point names ``plugin``)."""
 
 from __future__ import annotations
 
-from gpumem import Architecture, hookimpl
-from gpumem.simulator import packaged_config
+from gpumem.api import Architecture, ArchitecturePlugin
 
 ARCH = Architecture(
     name="kepler",
@@ -11,34 +11,9 @@ ARCH = Architecture(
     compute_capabilities=("3.0", "3.2", "3.5", "3.7"),
 )
 
-
-@hookimpl
-def gpumem_register_architectures(register):
-    register(ARCH)
-
-
-@hookimpl
-def gpumem_expected_values(arch, device):
-    if arch != ARCH.name:
-        return None
-    from gpumem_kepler.expected import expected_values
-
-    return expected_values(device)
-
-
-@hookimpl
-def gpumem_simulator_config(arch, simulator):
-    """The built-in simulator's config (sim.toml), or Accel-Sim's base config directory
-    (accelsim/: gpgpusim.config; PROVENANCE.md there says where it comes from)."""
-    return packaged_config("gpumem_kepler", simulator) if arch == ARCH.name else None
-
-
-@hookimpl
-def gpumem_kernel_source(arch, probe):
-    """Core's pointer chase plus this architecture's texture path (kernels/*.cu say why and
-    which toolkit the real GPU needs)."""
-    if arch != ARCH.name or probe != "pointer_chase":
-        return None
-    from gpumem.cuda.device import packaged_kernel_source
-
-    return packaged_kernel_source("gpumem_kepler", "pointer_chase_paths.cu", probe)
+plugin = ArchitecturePlugin(
+    ARCH, "gpumem_kepler",
+    # core's pointer chase plus this architecture's texture path (kernels/*.cu say why
+    # and which toolkit the real GPU needs)
+    kernels={"pointer_chase": "pointer_chase_paths.cu"},
+)

@@ -30,8 +30,15 @@ latencies get 5 %, structural values none, the L2 capacity a ladder finds 10 %.
 
 from __future__ import annotations
 
-from gpumem import DeviceInfo, Expected
-from gpumem.findings import exact, latency_pair
+from gpumem.api import (
+    DeviceInfo,
+    Expected,
+    dram_copy_expected,
+    exact,
+    latency_pair,
+    smem_expected,
+    tlb_expected,
+)
 
 PAPER = "Mei & Chu, TPDS 2017"
 REPO = "github.com/zhanglx13/GPU-Benchmark-Dissecting-GPU-Mem"
@@ -138,52 +145,32 @@ def expected_values(device: DeviceInfo) -> list[Expected]:
 
     # ---- TLBs, sec. 4 (same on all three GPUs) ----
     tlb = f"{PAPER}, sec. 4 (TLB); {data('fine_grain_TLB.cu')}"
-    pen = (f"derived from {PATTERNS}: band: standard error of the 10 per-run differences, at "
-           "least one cycle")
-    out += [
-        exact("tlb.page", PAGE, f"{PAPER}, sec. 4 (TLB): 2 MB pages", "byte"),
-        exact("tlb_l1.entries", 16, f"{tlb}: L1 TLB 16 entries, fully associative"),
-        exact("tlb_l1.sets", 1, f"{tlb}: fully associative"),
-        exact("tlb_l1.ways", 16, f"{tlb}: fully associative (16-way)"),
-        exact("tlb_l1.reach", 16 * PAGE, f"{tlb}: reach 32 MB", "byte"),
-        exact("tlb_l2.entries", 65, f"{tlb}; {data('Maxwell_L2TLB_mapping.xlsx')}: misses per "
-               "pass 17, 25, ..., 65 at 132-144 MB"),
-        exact("tlb_l2.sets", 7, f"{tlb}: 7 unequal sets"),
-        exact("tlb_l2.ways", [17, 8, 8, 8, 8, 8, 8], f"{tlb}: one 17-entry set and six "
-               "8-entry sets (GTX980: the first 2 MB step overflows the 17-entry set)"),
-        exact("tlb_l2.reach", 65 * PAGE, f"{tlb}: reach 130 MB", "byte"),
-        Expected("tlb_l1.miss_penalty", round(P3 - P5, 1), f"{pen}: P3 - P5 = 11.1 (single "
-                 "runs 11.0-11.2)", "cycle", rel_tol=0.0, abs_tol=1.0),
-        Expected("tlb_l2.miss_penalty", round(P4 - P3, 1), f"{pen}: P4 - P3 = 63.8 (standard "
-                 "error 0.1)", "cycle", rel_tol=0.0, abs_tol=1.0),
-    ]
+    out += tlb_expected(
+        page=PAGE, page_source=f"{PAPER}, sec. 4 (TLB): 2 MB pages", source=tlb,
+        l1_entries=16, l2_ways=(17, 8, 8, 8, 8, 8, 8),
+        l2_entries_source=f"{tlb}; {data('Maxwell_L2TLB_mapping.xlsx')}: misses per pass 17, "
+                          "25, ..., 65 at 132-144 MB",
+        l2_ways_note="(GTX980: the first 2 MB step overflows the 17-entry set)",
+        penalty_source=f"derived from {PATTERNS}: band: standard error of the 10 per-run "
+                       "differences, at least one cycle",
+        l1_penalty=(round(P3 - P5, 1), 1.0, "P3 - P5 = 11.1 (single runs 11.0-11.2)"),
+        l2_penalty=(round(P4 - P3, 1), 1.0, "P4 - P3 = 63.8 (standard error 0.1)"))
 
     # ---- global-memory throughput, sec. 5 ----
-    out += [
-        Expected("bw.dram_copy", COPY_GBS, COPY, "GB/s", rel_tol=0.03),
-        Expected("bw.dram_read", COPY_GBS, f"ASSUMED: a read stream reaches the copy's rate "
-                 f"(the paper measures copies only); {COPY}", "GB/s", rel_tol=0.03),
-        Expected("bw.dram_write", COPY_GBS, f"ASSUMED: a write stream reaches the copy's "
-                 f"rate (the paper measures copies only); {COPY}", "GB/s", rel_tol=0.03),
-        Expected("bw.dram_read_fraction", round(COPY_GBS / DRAM_GBS, 3), f"ASSUMED: reads "
-                 f"reach the copy's share of the theoretical {DRAM_GBS:g} GB/s ({PAPER}, "
-                 f"sec. 1); {COPY}", "1", rel_tol=0.03),
-    ]
+    out += dram_copy_expected(copy_gbs=COPY_GBS, copy_source=COPY, theoretical_gbs=DRAM_GBS,
+                              theoretical_source=f"{PAPER}, sec. 1", rel_tol=0.03)
 
     # ---- shared memory, sec. 6 ----
-    out += [
-        exact("smem.banks", 32, f"{PAPER}, sec. 6.2; {data('latency.txt')}: 32 banks x 4 B "
-               "(latency stops growing past stride 32)"),
-        exact("smem.bank_width", 4, f"{PAPER}, sec. 6.2; {data('latency.txt')}: stride 2 "
-               "already conflicts (30.0 cycles), so banks are 4 B wide", "byte"),
-        Expected("smem.conflict_latency", [28.0, 30.0, 34.0, 42.0, 58.0, 90.0],
-                 f"{PAPER}, sec. 6.2; {data('latency.txt')}, column Maxwell: cycles per "
-                 "access at 1, 2, 4, 8, 16, 32-way conflicts (n = gcd(stride, 32)); band 2 %: "
-                 "strides of one degree agree within 0.03 cycles, and a conflict adds only 2 "
-                 "cycles per way", "cycle", rel_tol=0.02),
-        Expected("bw.smem", 137.41, f"{PAPER}, sec. 6.1; {data('Maxwell.txt')}: best "
-                 "shared-memory throughput per SM (16 warps, ILP 8)", "GB/s", rel_tol=0.05),
-        exact("smem.peak_warps", 16, f"{PAPER}, sec. 6.1; {data('Maxwell.txt')}: peak 137.41 "
-               "GB/s per SM at 16 active warps (ILP 8)"),
-    ]
+    lat = f"{PAPER}, sec. 6.2; {data('latency.txt')}"
+    out += smem_expected(
+        banks=(32, f"{lat}: 32 banks x 4 B (latency stops growing past stride 32)"),
+        bank_width=(4, f"{lat}: stride 2 already conflicts (30.0 cycles), so banks are 4 B "
+                       "wide"),
+        conflict_latency=([28.0, 30.0, 34.0, 42.0, 58.0, 90.0],
+                          f"{lat}, column Maxwell: cycles per access at 1, 2, 4, 8, 16, 32-way "
+                          "conflicts (n = gcd(stride, 32)); band 2 %: strides of one degree "
+                          "agree within 0.03 cycles, and a conflict adds only 2 cycles per way",
+                          0.02),
+        throughput_source=f"{PAPER}, sec. 6.1; {data('Maxwell.txt')}", bandwidth=137.41,
+        peak_warps=16, peak_ilp=8)
     return out

@@ -1,0 +1,38 @@
+"""One sweep point run on a device, its failure turned into data.
+
+Shared by the in-process runner and the executors that farm points out (Dask workers), so
+that a point means the same wherever it runs.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from gpumem.device import Device
+from gpumem.errors import PointSkipped, ProbeUnsupported
+from gpumem.experiment import Experiment, RunContext
+from gpumem.results.schema import POINT_FAILED, POINT_OK, POINT_SKIPPED, POINT_STATE
+
+PointResult = tuple[int, str, Mapping[str, Any]]
+
+
+def run_point(experiment: Experiment, device: Device, point: Mapping[str, Any],
+              ctx: RunContext) -> PointResult:
+    """One point, with its failure turned into data (ProbeUnsupported and Ctrl-C propagate).
+    The device's point state (clocks, throttling) before and after goes with the values."""
+    try:
+        before = device.point_state()
+        values = experiment.measure(device, point, ctx)
+        if before:
+            after = device.point_state()
+            values = {**values, POINT_STATE: {
+                **{f"{k}_before": v for k, v in before.items()},
+                **{f"{k}_after": v for k, v in after.items()}}}
+        return POINT_OK, "", values
+    except PointSkipped as e:
+        return POINT_SKIPPED, e.reason, {}
+    except (ProbeUnsupported, KeyboardInterrupt):
+        raise
+    except Exception as e:  # noqa: BLE001 - recorded per point, the sweep goes on
+        return POINT_FAILED, f"{type(e).__name__}: {e}", {}

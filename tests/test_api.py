@@ -1,0 +1,214 @@
+"""The plugin surface (issue 18): what plugins may import, the helper they build on, the
+layering of core (no import cycles), and the registry passed in rather than fetched."""
+
+from __future__ import annotations
+
+import ast
+import importlib.util
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+import gpumem.api as api
+from gpumem.arch_plugin import ArchitecturePlugin
+from gpumem.architecture import Architecture
+from gpumem.errors import PluginError
+from gpumem.plugins import Plugins, PluginRecord, first_party, get_plugins
+
+ROOT = Path(__file__).resolve().parents[1]
+#: Every in-tree plugin's package, and the plugin guide's example (a third party's template).
+PLUGIN_SOURCES = sorted([*ROOT.glob("plugins/*/src/gpumem_*"),
+                         ROOT / "examples" / "gpumem-example-arch" / "src" / "gpumem_example_arch"])
+PLUGIN_TESTS = sorted(ROOT.glob("examples/*/tests"))
+ALLOWED = {"gpumem.api"}
+ALLOWED_IN_TESTS = {"gpumem.api", "gpumem.testing"}
+
+
+def gpumem_imports(source: str) -> list[tuple[int, str]]:
+    """(line, module) of every import of a gpumem module in ``source``, anywhere in it."""
+    out = []
+    for node in ast.walk(ast.parse(source)):
+        if isinstance(node, ast.Import):
+            out += [(node.lineno, a.name) for a in node.names
+                    if a.name == "gpumem" or a.name.startswith("gpumem.")]
+        elif isinstance(node, ast.ImportFrom) and not node.level and node.module:
+            if node.module == "gpumem" or node.module.startswith("gpumem."):
+                out.append((node.lineno, node.module))
+    return out
+
+
+def offending(folder: Path, allowed: set[str]) -> list[str]:
+    bad = []
+    for path in sorted(folder.rglob("*.py")):
+        if "build" in path.parts or "__pycache__" in path.parts:
+            continue
+        for line, module in gpumem_imports(path.read_text()):
+            if module not in allowed:
+                bad.append(f"{path.relative_to(ROOT)}:{line} imports {module}")
+    return bad
+
+
+def test_the_checker_finds_an_import_past_the_api():
+    src = ("from gpumem.api import Experiment\nimport gpumem.sim.engine\n"
+           "def f():\n    from gpumem.compare import load_source\n")
+    assert [m for _, m in gpumem_imports(src)] == ["gpumem.api", "gpumem.sim.engine",
+                                                   "gpumem.compare"]
+
+
+@pytest.mark.parametrize("package", PLUGIN_SOURCES, ids=lambda p: p.name)
+def test_plugins_import_only_the_public_api(package):
+    assert package.is_dir()
+    bad = offending(package, ALLOWED)
+    assert not bad, "import gpumem.api instead:\n" + "\n".join(bad)
+
+
+@pytest.mark.parametrize("folder", PLUGIN_TESTS, ids=lambda p: p.parent.name)
+def test_plugin_tests_import_only_the_api_and_testing(folder):
+    bad = offending(folder, ALLOWED_IN_TESTS)
+    assert not bad, "\n".join(bad)
+
+
+def test_every_public_name_resolves_and_is_listed():
+    assert len(api.__all__) == len(set(api.__all__))
+    for name in api.__all__:
+        assert getattr(api, name) is not None, name
+    public = {n for n, v in vars(api).items() if not n.startswith("_") and n not in
+              {"annotations"} and not isinstance(v, type(sys))}
+    assert public <= set(api.__all__), f"not in __all__: {sorted(public - set(api.__all__))}"
+
+
+def test_importing_the_api_loads_no_cupy_numba_or_matplotlib():
+    code = ("import sys, gpumem.api\n"
+            "print(sorted(m for m in ('cupy', 'numba', 'matplotlib') if m in sys.modules))")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                         check=True).stdout.strip()
+    assert out == "[]"
+
+
+# ---- layering: no import cycles ------------------------------------------------------------
+
+
+def _architecture_module():
+    spec = importlib.util.spec_from_file_location("architecture_figures",
+                                                  ROOT / "benchmarks" / "architecture.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_core_has_no_import_cycles():
+    """No module of core imports (at run time, function-level imports included) a module that
+    imports it back, directly or through others: each layer can be read on its own."""
+    arch = _architecture_module()
+    graph = arch.import_graph(ROOT)
+    assert "gpumem.runner" in graph and "gpumem.sim.engine" in graph
+    assert arch.strongly_connected(graph) == []
+    assert arch.strongly_connected(arch.package_graph(graph)) == []
+
+
+def test_the_cycle_finder_finds_a_cycle():
+    arch = _architecture_module()
+    graph = {"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": {"a"}}
+    assert arch.strongly_connected(graph) == [["a", "b", "c"]]
+
+
+# ---- first-party plugins from metadata -----------------------------------------------------
+
+
+def test_first_party_comes_from_gpumems_metadata():
+    """The plugins released with gpumem are the ``plugins`` extra of gpumem-dissect."""
+    from importlib import metadata
+
+    from gpumem import DISTRIBUTION
+
+    listed = [r for r in metadata.requires(DISTRIBUTION) if 'extra == "plugins"' in r]
+    assert len(listed) == 5
+    assert first_party() == {"gpumem-fermi", "gpumem-kepler", "gpumem-maxwell",
+                             "gpumem-hopper", "gpumem-accelsim"}
+
+
+# ---- ArchitecturePlugin ----------------------------------------------------------------------
+
+
+def test_architecture_plugin_reads_the_packages_layout():
+    hooks = get_plugins().pm.get_plugin("kepler")
+    assert isinstance(hooks, ArchitecturePlugin)
+    assert hooks.gpumem_expected_values(arch="hopper", device=None) is None
+    sim = hooks.gpumem_simulator_config(arch="kepler", simulator="sim")
+    assert type(sim).__name__ == "SimConfig"
+    accel = hooks.gpumem_simulator_config(arch="kepler", simulator="accelsim")
+    assert accel.is_dir() and (accel / "gpgpusim.config").is_file()
+    assert hooks.gpumem_simulator_config(arch="kepler", simulator="other") is None
+    src = hooks.gpumem_kernel_source(arch="kepler", probe="pointer_chase")
+    assert "pointer_chase_tex" in src.code
+    assert hooks.gpumem_kernel_source(arch="kepler", probe="stream") is None
+
+
+def test_architecture_plugin_without_expected_values_or_configs(tmp_path, monkeypatch):
+    pkg = tmp_path / "gpumem_bare"
+    pkg.mkdir()
+    (pkg / "__init__.py").write_text("")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    hooks = ArchitecturePlugin(Architecture("bare", "a bare architecture"), "gpumem_bare")
+    assert hooks.gpumem_expected_values(arch="bare", device=None) is None
+    assert hooks.gpumem_simulator_config(arch="bare", simulator="sim") is None
+    seen = []
+    hooks.gpumem_register_experiments(register=seen.append)
+    hooks.gpumem_register_architectures(register=seen.append)
+    assert [a.name for a in seen] == ["bare"]
+
+
+def test_a_broken_expected_py_is_its_plugins_error_not_silence(tmp_path, monkeypatch):
+    pkg = tmp_path / "gpumem_broken"
+    pkg.mkdir()
+    (pkg / "__init__.py").write_text("")
+    (pkg / "expected.py").write_text("import gpumem_no_such_module\n")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    hooks = ArchitecturePlugin(Architecture("broken", "x"), "gpumem_broken")
+    with pytest.raises(ModuleNotFoundError, match="gpumem_no_such_module"):
+        hooks.gpumem_expected_values(arch="broken", device=None)
+
+
+# ---- the kernel source: each plugin asked on its own, passed to the device -----------------
+
+
+def test_kernel_lookup_names_a_failing_plugin_and_asks_the_next(capsys):
+    from gpumem import hookimpl
+
+    class Careless:
+        @hookimpl
+        def gpumem_kernel_source(self, arch, probe):
+            raise RuntimeError("no kernels today")
+
+    warnings: list[str] = []
+    plugins = Plugins(warn=warnings.append)
+    plugins.add(get_plugins().pm.get_plugin("kepler"), PluginRecord("kepler", "d", "1"),
+                warnings.append)
+    plugins.add(Careless(), PluginRecord("careless", "d", "1"), warnings.append)
+    lookup = plugins.kernel_lookup("kepler")
+    assert "pointer_chase_tex" in lookup("pointer_chase").code
+    assert any("careless" in w and "no kernels today" in w for w in warnings)
+    with pytest.raises(PluginError, match="careless"):
+        lookup("stream")  # nobody else answers: the failure is raised, naming the plugin
+
+
+def test_the_cuda_device_asks_the_lookup_it_was_given_not_a_global(monkeypatch):
+    """CudaDevice takes its kernels from the lookup passed in (the runner's registry)."""
+    from gpumem.cuda import device as cuda_device
+    from gpumem.device import KernelSource
+
+    asked = []
+
+    def lookup(probe):
+        asked.append(probe)
+        return KernelSource(code="// planted", name=probe)
+
+    dev = object.__new__(cuda_device.CudaDevice)
+    dev.kernel_source, dev.kernel_sources = lookup, {}
+    assert dev._source("stream").code == "// planted"
+    dev2 = object.__new__(cuda_device.CudaDevice)
+    dev2.kernel_source, dev2.kernel_sources = None, {}
+    assert "pointer_chase" in dev2._source("pointer_chase").code
+    assert asked == ["stream"]
