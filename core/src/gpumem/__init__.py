@@ -1,6 +1,7 @@
 """gpumem: dissect GPU memory hierarchies with microbenchmarks.
 
-Plugins import what they need from here: the ``hookimpl`` marker and the contract classes.
+Plugins import what they need from :mod:`gpumem.api`, the declared public surface (the
+``hookimpl`` marker, the contract classes, the helpers); the names here are gpumem's own.
 Importing gpumem never imports CuPy or Numba; the CUDA device and the simulator engine load
 them only when a device of theirs is opened.
 """

@@ -1,13 +1,18 @@
 """The hook specifications every gpumem plugin implements a subset of.
 
 A plugin is a module (or object) found through the ``gpumem`` entry-point group; it implements
-hooks by defining functions with these names, decorated with :data:`gpumem.hookimpl`.
+hooks by defining functions with these names, decorated with :data:`gpumem.hookimpl`. It imports
+from gpumem only :mod:`gpumem.api` (the declared surface). An architecture plugin usually
+implements none by hand: :class:`gpumem.api.ArchitecturePlugin` implements them from the
+package's layout (``expected.py``, ``sim.toml``, ``kernels/``).
 Registration hooks receive a ``register`` callback: call it once per contributed object. Each
 object has a unique ``name``; core refuses a name another plugin already holds and reports the
 plugin that tried (see :mod:`gpumem.plugins`). Importing the plugin, its registration hooks
 and ``gpumem_expected_values`` must return promptly: each is given ``GPUMEM_PLUGIN_TIMEOUT``
 seconds (15 by default), after which the plugin is reported as broken and left out; the
-other hooks run as part of a run and are not timed.
+other hooks run as part of a run and are not timed. Every hook is called plugin by plugin
+(:meth:`gpumem.plugins.Plugins.expected_values`, :meth:`~gpumem.plugins.Plugins.first_result`):
+one plugin that raises is named in a warning and the others still answer.
 
 The families follow the product: **Architecture** (what ``--arch NAME`` resolves to),
 **Experiment** (sweeps and their analysis, plus expected values), **Device** (hardware backends
@@ -48,7 +53,7 @@ def gpumem_register_architectures(register: Callable[[Architecture], None]) -> N
 
     Example::
 
-        from gpumem import Architecture, hookimpl
+        from gpumem.api import Architecture, hookimpl
 
         @hookimpl
         def gpumem_register_architectures(register):
@@ -74,7 +79,7 @@ def gpumem_register_experiments(register: Callable[[type[Experiment]], None]) ->
 
     Example::
 
-        from gpumem import Experiment, hookimpl
+        from gpumem.api import Experiment, hookimpl
 
         class CpAsync(Experiment):
             name = "cpasync"
@@ -110,7 +115,7 @@ def gpumem_expected_values(arch: str, device: DeviceInfo) -> list[Expected] | No
 
     Example::
 
-        from gpumem import Expected, hookimpl
+        from gpumem.api import Expected, hookimpl
 
         @hookimpl
         def gpumem_expected_values(arch, device):
@@ -139,12 +144,12 @@ def gpumem_register_devices(register: Callable[[DeviceBackend], None]) -> None:
 
     Example::
 
-        from gpumem import DeviceBackend, hookimpl
+        from gpumem.api import DeviceBackend, hookimpl
 
         class RocmBackend(DeviceBackend):
             name = "rocm"
             def discover(self): ...
-            def open(self, index, arch): ...
+            def open(self, index, arch, kernel_source=None): ...  # kernel_source(probe)
 
         @hookimpl
         def gpumem_register_devices(register):
@@ -156,9 +161,12 @@ def gpumem_register_devices(register: Callable[[DeviceBackend], None]) -> None:
 def gpumem_kernel_source(arch: str, probe: str) -> KernelSource | None:
     """Return the tuned CUDA kernel for ``probe`` on ``arch``, or ``None`` to use core's own.
 
-    Stops at the first non-``None`` result. The probes are named in
+    Stops at the first non-``None`` result, each plugin asked on its own (one that raises is
+    named and the next asked). The runner hands the answer to the device backend it opens
+    (``DeviceBackend.open(index, arch, kernel_source)``). The probes are named in
     :data:`gpumem.device.PROBES` (``pointer_chase``, ``stream``, ...); the kernel must keep the
-    probe's argument contract documented in ``gpumem/cuda/kernels``.
+    probe's argument contract documented in ``gpumem/cuda/kernels``. An
+    :class:`~gpumem.api.ArchitecturePlugin` answers from ``kernels/`` for the probes it names.
 
     :param arch: the architecture being measured.
     :param probe: the probe name.
@@ -167,7 +175,7 @@ def gpumem_kernel_source(arch: str, probe: str) -> KernelSource | None:
     Example::
 
         from importlib.resources import files
-        from gpumem import KernelSource, hookimpl
+        from gpumem.api import KernelSource, hookimpl
 
         @hookimpl
         def gpumem_kernel_source(arch, probe):
@@ -194,7 +202,7 @@ def gpumem_register_simulators(register: Callable[[Simulator], None]) -> None:
 
     Example::
 
-        from gpumem import Simulator, hookimpl
+        from gpumem.api import Simulator, hookimpl
 
         class MySim(Simulator):
             name = "mysim"
@@ -211,10 +219,14 @@ def gpumem_register_simulators(register: Callable[[Simulator], None]) -> None:
 def gpumem_simulator_config(arch: str, simulator: str) -> Any:
     """Return the configuration ``simulator`` needs to imitate ``arch``, or ``None``.
 
-    Stops at the first non-``None`` result. For the built-in ``sim`` it is a
-    :class:`gpumem.sim.SimConfig`; other simulators document their own type (``accelsim``
+    Stops at the first non-``None`` result, each plugin asked on its own (one that raises is
+    named and the next asked). For the built-in ``sim`` it is a
+    :class:`gpumem.api.SimConfig`; other simulators document their own type (``accelsim``
     takes a :class:`pathlib.Path` of a directory holding ``gpgpusim.config`` and
-    ``trace.config``, so an architecture plugin ships its base config as plain files).
+    ``trace.config``, so an architecture plugin ships its base config as plain files). An
+    :class:`~gpumem.api.ArchitecturePlugin` answers with the package's resource named after
+    the simulator: ``sim.toml`` read as a SimConfig, otherwise the path of ``<simulator>``
+    or ``<simulator>.*`` (``accelsim/``).
 
     :param arch: the architecture name.
     :param simulator: the simulator name (``sim``, ``accelsim``, ...).
@@ -222,8 +234,7 @@ def gpumem_simulator_config(arch: str, simulator: str) -> Any:
     Example::
 
         from importlib.resources import files
-        from gpumem import hookimpl
-        from gpumem.sim import SimConfig
+        from gpumem.api import SimConfig, hookimpl
 
         @hookimpl
         def gpumem_simulator_config(arch, simulator):
@@ -245,21 +256,21 @@ def gpumem_register_formats(register: Callable[[Format], None]) -> None:
     A :class:`gpumem.formats.Format` overrides ``import_file`` (the other tool's file into a
     simulator config or a run directory), ``export_run`` (a measured run into the other tool's
     input files), or both, and returns a :class:`gpumem.formats.Converted` with the paths it
-    wrote and a warning for everything one side cannot express.
+    wrote and a warning for everything one side cannot express. Both receive ``plugins``, the
+    registry the command runs with (architectures, expected values, base configs).
 
     :param register: call once per format instance.
 
     Example::
 
-        from gpumem import hookimpl
-        from gpumem.formats import Converted, Format
+        from gpumem.api import Converted, Format, hookimpl
 
         class Csv(Format):
             name = "csv"
             summary = "findings as CSV"
             exports = "findings.csv"
 
-            def export_run(self, run, out, *, arch=None, target=None):
+            def export_run(self, run, out, *, arch=None, target=None, plugins):
                 ...  # write out / "findings.csv"
                 return Converted([out / "findings.csv"])
 
