@@ -46,9 +46,11 @@ def main() -> int:
                                  stdout=subprocess.DEVNULL)
             last = time.perf_counter() - t
             print(f"{d.name}: rc {rc}, {last:.1f} s wall", flush=True)
+    from gpumem.plugins import load_plugins
     from gpumem.reruns import agreement, run_findings
 
-    rows = agreement([run_findings(d) for d in dirs])
+    plugins = load_plugins()
+    rows = agreement([run_findings(d, plugins) for d in dirs])
     bad = [r for r in rows if not r.ok]
     for r in bad:
         shown = [r.candidates[0] if v is None and r.candidates else v for v in r.values]

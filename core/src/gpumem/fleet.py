@@ -21,7 +21,7 @@ from pathlib import Path
 from typing import Any
 
 from gpumem.errors import Interrupted, UsageError
-from gpumem.plugins import Plugins, get_plugins
+from gpumem.plugins import Plugins
 from gpumem.results.store import RunStore
 from gpumem.runner import DEFAULT_RESULTS_ROOT, RunRequest, default_out, resolve_arch
 
@@ -118,11 +118,10 @@ def _child_argv(req: RunRequest, backend: str, index: int, out: Path) -> list[st
     return argv
 
 
-def run_fleet(req: RunRequest, devices: str, *, plugins: Plugins | None = None,
+def run_fleet(req: RunRequest, devices: str, *, plugins: Plugins,
               results_root: Path = DEFAULT_RESULTS_ROOT, poll_s: float = 0.2,
               env: dict[str, Any] | None = None) -> FleetReport:
     """Run ``req`` on every GPU ``devices`` names, one process each (see module docstring)."""
-    plugins = plugins or get_plugins()
     if req.sim_config is not None:
         raise UsageError("--sim-config applies to a simulator, not to --devices")
     if req.workers != 1:

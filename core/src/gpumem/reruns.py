@@ -16,11 +16,14 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
 from gpumem.findings import Finding, kind_of
+
+if TYPE_CHECKING:
+    from gpumem.plugins import Plugins
 
 LATENCY_TOL = 0.02     # latencies: (max - min) / median of the runs
 LATENCY_ABS = 2.0      # cycles (1 ns): below this a latency difference is the timer's
@@ -43,14 +46,12 @@ class Agreement:
     candidates: list[Any] = field(default_factory=list)
 
 
-def run_findings(run_dir: Path, plugins: Any = None) -> dict[tuple[str, str], Finding]:
+def run_findings(run_dir: Path, plugins: Plugins) -> dict[tuple[str, str], Finding]:
     """(experiment, finding) -> finding of one run directory, re-derived from its raw files
-    (every device of the run pooled: a run of one GPU)."""
+    with the experiments of ``plugins`` (every device of the run pooled: a run of one GPU)."""
     from gpumem.compare import analyze_file
-    from gpumem.plugins import get_plugins
     from gpumem.results.store import RunStore
 
-    plugins = plugins or get_plugins()
     out: dict[tuple[str, str], Finding] = {}
     for e in RunStore(run_dir).entries():
         if e.status != "complete" or not e.data.get("file"):

@@ -49,7 +49,7 @@ from gpumem.errors import (
 )
 from gpumem.experiment import Axis, Experiment, Plan, RunContext
 from gpumem.findings import Expected, Finding, evaluate, to_dataset
-from gpumem.plugins import Plugins, get_plugins, load_plugins
+from gpumem.plugins import Plugins, load_plugins
 from gpumem.point import PointResult, run_point
 from gpumem.results.schema import (
     POINT_FAILED,
@@ -584,7 +584,7 @@ def _kept(store: RunStore, report: RunReport) -> int:
     return mine + sum(1 for o in report.outcomes if o.status == "resumed")
 
 
-def run(req: RunRequest, *, plugins: Plugins | None = None, reporter: Reporter | None = None,
+def run(req: RunRequest, *, plugins: Plugins, reporter: Reporter | None = None,
         results_root: Path = DEFAULT_RESULTS_ROOT) -> RunReport:
     """Run ``req``; see the module docstring for the order of work. SIGTERM is handled
     like Ctrl-C, as :class:`~gpumem.errors.Interrupted` with exit code 143."""
@@ -597,9 +597,8 @@ def run(req: RunRequest, *, plugins: Plugins | None = None, reporter: Reporter |
         raise err from None
 
 
-def _run(req: RunRequest, *, plugins: Plugins | None, reporter: Reporter | None,
+def _run(req: RunRequest, *, plugins: Plugins, reporter: Reporter | None,
          results_root: Path) -> RunReport:
-    plugins = plugins or get_plugins()
     reporter = reporter or Reporter()
     if req.workers < 1:
         raise UsageError(f"--workers must be >= 1, got {req.workers}")
