@@ -7,6 +7,12 @@ from typing import Any
 from gpumem.device import Device, DeviceBackend, DeviceInfo, Discovery, KernelLookup
 from gpumem.errors import DeviceUnavailable
 
+#: Shared-memory bank widths CUDA lets a program choose, by compute capability major: only
+#: cudaDeviceSetSharedMemConfig on 3.x changes the width (CUDA C++ Programming Guide,
+#: "Shared Memory" of compute capability 3.x); every other generation has 4-byte banks. A fact
+#: of the CUDA runtime this backend drives, not of any one architecture plugin.
+SELECTABLE_BANK_MODES: dict[int, tuple[int, ...]] = {3: (4, 8)}
+
 CUPY_HINT = "pip install 'gpumem-dissect[cuda12]' or 'gpumem-dissect[cuda13]'"
 
 
@@ -76,7 +82,7 @@ def device_info(cupy: Any, index: int) -> DeviceInfo:
         memory_bus_bits=bus,
         # double data rate: two transfers per memory clock on every bus bit
         peak_bandwidth_gbs=2.0 * float(mem_khz) * 1e3 * bus / 8 / 1e9,
-        smem_bank_modes=(4, 8) if major == 3 else (4,),
+        smem_bank_modes=SELECTABLE_BANK_MODES.get(major, (4,)),
         uuid=uuid,
         driver=static.get("driver_version") or _version(rt.driverGetVersion()),
         runtime=_version(rt.runtimeGetVersion()),
