@@ -9,21 +9,20 @@ import subprocess
 import sys
 from pathlib import Path
 
-import pytest
-
 import gpumem.api as api
+import pytest
 from gpumem.arch_plugin import ArchitecturePlugin
 from gpumem.architecture import Architecture
 from gpumem.errors import PluginError
-from gpumem.plugins import Plugins, PluginRecord, first_party, get_plugins
+from gpumem.plugins import PluginRecord, Plugins, first_party, get_plugins
 
 ROOT = Path(__file__).resolve().parents[1]
 #: Every in-tree plugin's package, and the plugin guide's example (a third party's template).
 PLUGIN_SOURCES = sorted([*ROOT.glob("plugins/*/src/gpumem_*"),
                          ROOT / "examples" / "gpumem-example-arch" / "src" / "gpumem_example_arch"])
 PLUGIN_TESTS = sorted(ROOT.glob("examples/*/tests"))
-ALLOWED = {"gpumem.api"}
-ALLOWED_IN_TESTS = {"gpumem.api", "gpumem.testing"}
+ALLOWED = {"gpumem.api", "gpumem.api.figures"}
+ALLOWED_IN_TESTS = {*ALLOWED, "gpumem.testing"}
 
 
 def gpumem_imports(source: str) -> list[tuple[int, str]]:
@@ -77,6 +76,13 @@ def test_every_public_name_resolves_and_is_listed():
     public = {n for n, v in vars(api).items() if not n.startswith("_") and n not in
               {"annotations"} and not isinstance(v, type(sys))}
     assert public <= set(api.__all__), f"not in __all__: {sorted(public - set(api.__all__))}"
+
+
+def test_every_figure_helper_resolves():
+    import gpumem.api.figures as figures
+
+    for name in figures.__all__:
+        assert getattr(figures, name) is not None, name
 
 
 def test_importing_the_api_loads_no_cupy_numba_or_matplotlib():

@@ -133,6 +133,28 @@ def test_run_all_on_the_simulator_then_compare_with_the_expected_values(example,
     assert len(checked) >= 10 and set(checked.values()) == {"pass"}, checked
 
 
+def test_the_report_draws_the_examples_figure_in_its_own_section(example, tmp_path):
+    """presentation() (guide section 6): gpumem report of a simulated run shows the
+    example's section and figure beside core's."""
+    _, site = example
+    out = tmp_path / "gv100"
+    res = gpumem(site, "run", "--arch", "gv100", "latency", "path_latency", "--device", "sim",
+                 "--quick", "--out", str(out))
+    assert res.returncode == 0, res.stderr
+    res = gpumem(site, "report", str(out), "--out", str(tmp_path / "page"))
+    assert res.returncode == 0, res.stderr
+    assert "warning" not in res.stderr, res.stderr
+    page = tmp_path / "page"
+    assert (page / "path_latency.png").stat().st_size > 5000
+    assert (page / "path_latency.svg").is_file() and (page / "latency_ladder.png").is_file()
+    html = (page / "index.html").read_text(encoding="utf-8")
+    section = html[html.index('<section id="load_paths">'):]
+    section = section[:section.index("</section>")]
+    assert "<h2>Load paths (example plugin)</h2>" in section
+    assert 'src="path_latency.png"' in section and "<td>path_latency</td>" in section
+    assert html.index('<section id="bank_conflicts">') < html.index('<section id="load_paths">')
+
+
 def test_the_examples_own_tests_pass_against_the_installed_plugin(example):
     src, site = example
     res = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider",

@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 
 from gpumem.cli import main
-from gpumem.plugins import reset_plugins
+from gpumem.plugins import get_plugins, reset_plugins
 
 H200 = Path(__file__).parent / "data" / "h200-run"
 BROWSERS = ("chromium", "chromium-browser", "google-chrome", "google-chrome-stable", "chrome")
@@ -276,6 +276,17 @@ def test_page_reads_top_down(report):
             assert a["href"][1:] in ids, a["href"]
 
 
+def test_provenance_lists_experiments_in_page_order(report):
+    """Sections in their order, experiments within one by rank, then the rest sorted."""
+    html = (report / "index.html").read_text(encoding="utf-8")
+    table = re.search(r'<table class="experiments">(.*?)</table>', html[html.index(
+        '<section id="provenance">'):]).group(1)
+    assert re.findall(r"<tr><td>([a-z0-9_]+)</td>", table) == [
+        "latency", "patterns", "l2_sm_map", "cache_structure", "tlb_structure", "bandwidth",
+        "smem_bandwidth", "bandwidth_levels", "ilp", "cpasync", "bulk_copy", "dsmem_latency",
+        "dsmem_bandwidth", "smem_latency", "p2p"]
+
+
 def test_bad_input_is_one_line_and_writes_nothing(cli, tmp_path, sim_run):
     out = tmp_path / "out"
     r = cli("report", str(tmp_path / "missing"), "--out", str(out))
@@ -339,8 +350,16 @@ def _axes(fig=None):
     return fig, fig.subplots()
 
 
+def core_figures() -> dict:
+    """name -> draw function of every figure the registered experiments present."""
+    from gpumem.report.sections import page_sections
+
+    return {f.name: f.draw for spec in page_sections(get_plugins().experiments())
+            for _, f in spec.figures}
+
+
 def test_cpasync_speedup_axis_holds_one_and_five_percent(h200_series):
-    from gpumem.report.figures import cpasync_speedup
+    from gpumem.experiments.figures.loads import cpasync_speedup
 
     fig = cpasync_speedup(h200_series)
     ax = fig.axes[0]
@@ -398,7 +417,8 @@ def test_pad_flat_axis_widens_only_near_flat_axes():
 def test_legends_have_no_repeated_labels(h200_series):
     """The ILP legend listed two entries that looked the same; no legend repeats a label,
     even two series of one run (h200x2) that share every style."""
-    from gpumem.report.figures import FIGURES, dedupe_legends, ilp_sweep, legend_labels
+    from gpumem.experiments.figures.loads import ilp_sweep
+    from gpumem.report.figures import dedupe_legends, legend_labels
     from gpumem.report.runs import load_runs
 
     two = load_runs([H200.parent / "h200x2-run"])
@@ -406,7 +426,7 @@ def test_legends_have_no_repeated_labels(h200_series):
     labels = legend_labels(fig)
     assert labels and all(len(set(ls)) == len(ls) for ls in labels), labels
     assert {"coalesced ordering", "warp ordering", "thread ordering"} <= set(labels[0])
-    for name, (draw, _) in FIGURES.items():
+    for name, draw in core_figures().items():
         fig = draw(h200_series)
         if fig is not None:
             for ls in legend_labels(fig):
@@ -423,7 +443,7 @@ def test_legends_have_no_repeated_labels(h200_series):
 def test_titles_and_labels_stay_inside_their_figure():
     """Long panel titles are wrapped and the layout keeps every title and axis label inside
     the figure (a TLB panel's y label and titles ran off before)."""
-    from gpumem.report.figures import FIGURES, finish
+    from gpumem.report.figures import finish
     from gpumem.report.runs import load_runs
 
     series = load_runs([H200.parent / "h200-reruns" / "run1"])  # has the TLB search trace
@@ -435,8 +455,7 @@ def test_titles_and_labels_stay_inside_their_figure():
     finish(fig)
     assert "\n" in ax.get_title() and "\n" in ax.get_ylabel()
     for name in ("tlb_ladder", "ilp_sweep", "cpasync_speedup", "cache_fill", "tlb_pairs"):
-        draw, _ = FIGURES[name]
-        fig = draw(series)
+        fig = core_figures()[name](series)
         assert fig is not None, name
         renderer = fig.canvas.get_renderer()
         fig.canvas.draw()

@@ -20,13 +20,16 @@ import hashlib
 import json
 from abc import ABC, abstractmethod
 from dataclasses import dataclass, field
-from typing import Any, Callable, ClassVar, Mapping
+from typing import TYPE_CHECKING, Any, Callable, ClassVar, Mapping
 
 import numpy as np
 import xarray as xr
 
 from gpumem.device import Device, DeviceInfo
 from gpumem.findings import Finding
+
+if TYPE_CHECKING:
+    from gpumem.presentation import Presentation
 
 
 @dataclass(frozen=True)
@@ -152,3 +155,9 @@ class Experiment(ABC):
     @abstractmethod
     def analyze(self, raw: xr.Dataset) -> list[Finding]:
         """Findings from a raw dataset (pure: reads only the dataset and its attributes)."""
+
+    def presentation(self) -> Presentation | None:
+        """Its section and figures in ``gpumem report`` (:mod:`gpumem.presentation`); the
+        default ``None`` lists its findings under "other findings". Import the draw
+        functions inside the method: ``gpumem run`` then loads no matplotlib."""
+        return None

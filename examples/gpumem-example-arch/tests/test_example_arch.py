@@ -4,8 +4,7 @@ experiment recovers planted ground truth (run with the plugin installed: ``pytes
 from __future__ import annotations
 
 import pytest
-from gpumem.plugins import load_plugins
-from gpumem.runner import RunRequest, run
+from gpumem.api import RunRequest, load_plugins, run
 from gpumem.testing import random_cache, recovered
 
 
@@ -42,3 +41,19 @@ def test_path_latency_recovers_a_planted_l1(plugins, tmp_path, seed):
                  plugins=plugins)
     truth = {"l1d.hit_latency": planted.config.level("l1d").hit_latency}
     assert not recovered(report.outcomes[0].findings, truth), planted.description
+
+
+def test_the_report_figure_draws_each_load_path(plugins, tmp_path):
+    """presentation(): a section of its own, and a figure drawn from the raw dataset."""
+    from gpumem.api.figures import load_runs
+    from gpumem_example_arch.experiment import PathLatency
+
+    run(RunRequest(arch="gv100", experiments=["path_latency"], device="sim", quick=True,
+                   out=tmp_path / "run"), plugins=plugins)
+    shown = PathLatency().presentation()
+    assert shown.section.key == "load_paths"
+    (figure,) = shown.figures
+    fig = figure.draw(load_runs([tmp_path / "run"]))
+    ax = fig.axes[0]
+    assert [t.get_text() for t in ax.get_xticklabels()] == ["ca", "nc", "tex"]
+    assert figure.draw([]) is None  # no run has the experiment: nothing to draw

@@ -7,8 +7,8 @@ from pathlib import Path
 
 import typer
 
-from gpumem.cli import app
-from gpumem.cli._common import check_damage, require_paths
+from gpumem.cli._app import app
+from gpumem.cli._common import check_damage, plugins, require_paths
 
 
 @app.command("report")
@@ -20,7 +20,8 @@ def report(
                                   "holds a report; refused if it holds anything else)."),
 ) -> None:
     """Write OUT/index.html: devices and provenance, findings, and the figures of every
-    experiment (latency ladder, structure chases, bandwidth, ILP, cp.async, bank conflicts).
+    experiment that has a presentation (latency ladder, structure chases, bandwidth, ILP,
+    cp.async, bank conflicts, and those of installed plugins).
     Refused (exit 1, each damaged entry named) if a file fails its manifest checksum."""
     require_paths(run_dirs)  # missing: a usage error, exit 2 (see require_paths)
     # Refuse, rather than draw a damaged file as if it were data (a flipped byte can turn
@@ -32,6 +33,6 @@ def report(
     from gpumem.report import build_report  # matplotlib loads only for this command
 
     start = time.perf_counter()
-    page = build_report(run_dirs, out)
+    page = build_report(run_dirs, out, experiments=plugins().experiments())
     figures = len(list(page.parent.glob("*.png")))
     typer.echo(f"report: {page}  ({figures} figure(s), {time.perf_counter() - start:.1f} s)")

@@ -20,7 +20,9 @@ import xarray as xr
 
 from gpumem.device import Device, StreamRequest
 from gpumem.experiment import Axis, Experiment, Plan, RunContext, Var, repeat_count
+from gpumem.experiments.figures import BANDWIDTH
 from gpumem.findings import Finding
+from gpumem.presentation import Presentation, ReportFigure
 
 KINDS = ("read", "write", "copy")
 #: Bytes each run moves per direction, at least: one pass over a 480 MB buffer took 110 us on
@@ -35,6 +37,16 @@ class Bandwidth(Experiment):
     version = "1"
     references = ("Mei & Chu, IEEE TPDS 28(1), 2017, sec. 5.1 (global throughput); "
                   "RRZE gpu-benches gpu-stream")
+
+    def presentation(self) -> Presentation:
+        from gpumem.experiments.figures.bandwidth import dram_heatmaps
+
+        return Presentation(BANDWIDTH, (
+            ReportFigure("dram_heatmaps",
+                         "DRAM bandwidth over CTAs x threads per CTA, at the ILP and access width "
+                         "of each kind's best point (median of repeats).",
+                         dram_heatmaps),
+        ))
 
     def plan(self, ctx: RunContext) -> Plan:
         dev = ctx.device

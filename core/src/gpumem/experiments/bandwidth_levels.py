@@ -21,7 +21,9 @@ from gpumem.device import Device, StreamRequest
 from gpumem.experiment import Axis, Experiment, Plan, RunContext, Var, repeat_count
 from gpumem.experiments.latency import footprint_grid
 from gpumem.experiments.loads import _repeat
+from gpumem.experiments.figures import BANDWIDTH
 from gpumem.findings import Finding
+from gpumem.presentation import Presentation, ReportFigure
 
 WORK = 8 << 30      # bytes per run: an L1-resident run at ~30 TB/s still lasts ~0.3 ms
 THREADS = 512
@@ -36,6 +38,16 @@ class BandwidthLevels(Experiment):
     probes = ("stream",)
     version = "2"
     references = "RRZE gpu-benches gpu-cache / gpu-l2-cache; Mei & Chu sec. 5"
+
+    def presentation(self) -> Presentation:
+        from gpumem.experiments.figures.bandwidth import bandwidth_levels
+
+        return Presentation(BANDWIDTH, (
+            ReportFigure("bandwidth_levels",
+                         "Read bandwidth over footprint, .ca (solid) and .cg (dashed), the better "
+                         "of the two occupancies.",
+                         bandwidth_levels),
+        ), rank=2)
 
     def plan(self, ctx: RunContext) -> Plan:
         dev = ctx.device

@@ -32,7 +32,9 @@ from gpumem.experiment import (
     median_over_repeats,
     repeat_count,
 )
+from gpumem.experiments.figures import BULK_COPY
 from gpumem.findings import Finding
+from gpumem.presentation import Presentation, ReportFigure
 
 CHUNKS = (1024, 4096, 16384, 32768)
 STAGES = (1, 2, 4, 8)
@@ -53,6 +55,16 @@ class BulkCopy(Experiment):
     references = ("NVIDIA Hopper tuning guide, 'Tensor Memory Accelerator'; PTX ISA, "
                   "cp.async.bulk; Manjunath & Ramachandra, Concurrency Response of Plain Global "
                   "Loads on the NVIDIA H100 (2026), for the plain-load and cp.async side")
+
+    def presentation(self) -> Presentation:
+        from gpumem.experiments.figures.bulk import bulk_copy
+
+        return Presentation(BULK_COPY, (
+            ReportFigure("bulk_copy",
+                         "Bandwidth over bytes in flight per SM, one marker per blocks per SM "
+                         "(median of repeats).",
+                         bulk_copy),
+        ))
 
     def plan(self, ctx: RunContext) -> Plan:
         chunks, stages, ctas = CHUNKS, STAGES, CTAS_PER_SM

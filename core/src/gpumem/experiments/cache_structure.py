@@ -55,7 +55,9 @@ from gpumem.analysis.structure import (
 from gpumem.device import Device
 from gpumem.experiment import Experiment, Plan, RunContext
 from gpumem.experiments.chaselog import ChaseLog
+from gpumem.experiments.figures import CACHE_STRUCTURE
 from gpumem.findings import Finding, unresolved
+from gpumem.presentation import Presentation, ReportFigure
 
 MAX_CAPACITY = 4 << 20     # largest first-level cache searched for
 START = 512                # smallest footprint: hit latency (no cache is smaller)
@@ -88,6 +90,26 @@ class CacheStructure(Experiment):
     version = "1"
     references = ("Mei & Chu, Dissecting GPU Memory Hierarchy through Microbenchmarking, "
                   "IEEE TPDS 28(1), 2017, sec. 4")
+
+    def presentation(self) -> Presentation:
+        from gpumem.experiments.figures.cache_structure import (cache_overflow, cache_fill,
+                                                                cache_lines)
+
+        return Presentation(CACHE_STRUCTURE, (
+            ReportFigure("cache_overflow",
+                         "Latency of each stored access at the capacity, just past it and a "
+                         "quarter past it (horizontal line: the chase's median).",
+                         cache_overflow),
+            ReportFigure("cache_fill",
+                         "Stride-4 chases: the L1 misses once per sector at twice its capacity; a "
+                         "cold L2-only chase pays one DRAM fetch per fill unit.",
+                         cache_fill),
+            ReportFigure("cache_lines",
+                         "Scattered chases, one access per block at 1.5 times the half-miss "
+                         "footprint: the miss share stays on a plateau while the block is within a "
+                         "line (dotted: the line found) and falls past it.",
+                         cache_lines),
+        ))
 
     def plan(self, ctx: RunContext) -> Plan:
         paths = [p for p in LEVEL_OF_PATH if p in ctx.device.load_paths]

@@ -35,7 +35,9 @@ from gpumem.experiment import (
     median_over_repeats,
     repeat_count,
 )
+from gpumem.experiments.figures import DSMEM
 from gpumem.findings import Finding
+from gpumem.presentation import Presentation, ReportFigure
 
 CLUSTERS = (2, 4, 8)
 REFERENCES = ("NVIDIA Hopper tuning guide, 'Distributed Shared Memory'; Luo et al., "
@@ -49,6 +51,16 @@ class DsmemLatency(Experiment):
     probes = ("dsmem",)
     version = "1"
     references = REFERENCES
+
+    def presentation(self) -> Presentation:
+        from gpumem.experiments.figures.dsmem import dsmem
+
+        return Presentation(DSMEM, (
+            ReportFigure("dsmem",
+                         "Latency by rank distance (left); bytes per SM cycle over warps, own "
+                         "block solid, next block dashed (right).",
+                         dsmem),
+        ))
 
     def plan(self, ctx: RunContext) -> Plan:
         clusters = (2, 8) if ctx.quick else CLUSTERS
@@ -108,6 +120,9 @@ class DsmemBandwidth(Experiment):
     probes = ("dsmem",)
     version = "1"
     references = REFERENCES
+
+    def presentation(self) -> Presentation:
+        return Presentation(DSMEM, rank=1)  # findings only, under dsmem
 
     def plan(self, ctx: RunContext) -> Plan:
         clusters, warps, ilps = CLUSTERS, (1, 2, 4, 8, 16, 32), (1, 2, 4, 8)

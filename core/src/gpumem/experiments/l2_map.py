@@ -23,7 +23,9 @@ import xarray as xr
 
 from gpumem.device import ChaseRequest, Device
 from gpumem.experiment import Axis, Experiment, Plan, RunContext, Var
+from gpumem.experiments.figures import LATENCY
 from gpumem.findings import Finding
+from gpumem.presentation import Presentation
 
 STRIDE = 128
 RECORD = 2048
@@ -52,6 +54,9 @@ class L2SmMap(Experiment):
     version = "1"
     references = ("Manjunath & Ramachandra, Concurrency Response of Plain Global Loads on the "
                   "NVIDIA H100 (2026): a single SM's latency misses the L2 partitions; MT4G")
+
+    def presentation(self) -> Presentation:
+        return Presentation(LATENCY, rank=2)  # findings only, under latency
 
     def plan(self, ctx: RunContext) -> Plan:
         sms = max(1, ctx.device.sm_count)

@@ -40,7 +40,9 @@ from gpumem.analysis.stats import median_interval
 from gpumem.device import PLACEMENT_PADS, ChaseRequest, Device
 from gpumem.errors import ProbeUnsupported
 from gpumem.experiment import Axis, Experiment, Plan, RunContext, Var
+from gpumem.experiments.figures import LATENCY
 from gpumem.findings import Finding
+from gpumem.presentation import Presentation, ReportFigure
 
 STRIDE = 128
 ELEMENT = 4
@@ -75,6 +77,16 @@ class LatencyLadder(Experiment):
 
     #: Bisection of a knee stops when its bracket is this narrow (relative) or one stride.
     knee_resolution = 0.0
+
+    def presentation(self) -> Presentation:
+        from gpumem.experiments.figures.latency import latency_ladder
+
+        return Presentation(LATENCY, (
+            ReportFigure("latency_ladder",
+                         "Median latency per footprint (sequential: solid, with its 10-90 % band; "
+                         "random order: dashed), knees and levels marked.",
+                         latency_ladder),
+        ))
 
     def plan(self, ctx: RunContext) -> Plan:
         dev = ctx.device

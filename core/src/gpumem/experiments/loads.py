@@ -33,7 +33,9 @@ import xarray as xr
 
 from gpumem.device import STREAM_ORDERS, Device, StreamRequest
 from gpumem.experiment import Axis, Experiment, Plan, RunContext, Var
+from gpumem.experiments.figures import CPASYNC, ILP
 from gpumem.findings import Finding
+from gpumem.presentation import Presentation, ReportFigure
 
 WIDTH = 16
 THREADS = 1024
@@ -105,6 +107,16 @@ class IlpSweep(Experiment):
     version = "1"
     references = ("Manjunath & Ramachandra, Concurrency Response of Plain Global Loads on the "
                   "NVIDIA H100 (2026), sec. 4.2 (ILP response); stream.cu")
+
+    def presentation(self) -> Presentation:
+        from gpumem.experiments.figures.loads import ilp_sweep
+
+        return Presentation(ILP, (
+            ReportFigure("ilp_sweep",
+                         "Bandwidth over K, one line style per ordering, band = min-max of the "
+                         "repeats.",
+                         ilp_sweep),
+        ))
 
     def plan(self, ctx: RunContext) -> Plan:
         repeats = 3 if ctx.quick else 10
@@ -195,6 +207,16 @@ class AsyncCopy(Experiment):
     version = "1"
     references = ("Manjunath & Ramachandra, Concurrency Response of Plain Global Loads on the "
                   "NVIDIA H100 (2026): cp.async 2.1-2.9x faster than plain loads at 16 groups")
+
+    def presentation(self) -> Presentation:
+        from gpumem.experiments.figures.loads import cpasync_speedup
+
+        return Presentation(CPASYNC, (
+            ReportFigure("cpasync_speedup",
+                         "Speed-up of cp.async over plain loads (left) and the two bandwidths "
+                         "(right); solid: more threads per CTA.",
+                         cpasync_speedup),
+        ))
 
     def plan(self, ctx: RunContext) -> Plan:
         l2 = max(ctx.device.l2_bytes, 1 << 20)

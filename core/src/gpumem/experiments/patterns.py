@@ -36,7 +36,9 @@ from gpumem.analysis.stats import median_interval
 from gpumem.device import Device, StreamRequest
 from gpumem.experiment import Experiment, Plan, RunContext
 from gpumem.experiments.chaselog import ChaseLog
+from gpumem.experiments.figures import LATENCY
 from gpumem.findings import Finding, unresolved
+from gpumem.presentation import Presentation
 
 PAGE = 2 << 20
 LINE = 128
@@ -86,6 +88,9 @@ class Patterns(Experiment):
     version = "1"
     references = ("Mei & Chu, Dissecting GPU Memory Hierarchy through Microbenchmarking, "
                   "IEEE TPDS 28(1), 2017, sec. 5.2 (pattern_fermi.cu, pattern_kepler.cu)")
+
+    def presentation(self) -> Presentation:
+        return Presentation(LATENCY, rank=1)  # findings only, under latency
 
     def plan(self, ctx: RunContext) -> Plan:
         return Plan(axes=[], variables=[], attrs={"page": PAGE, "line": LINE,

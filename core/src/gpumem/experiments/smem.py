@@ -31,7 +31,9 @@ from gpumem.experiment import (
     median_over_repeats,
     repeat_count,
 )
+from gpumem.experiments.figures import BANDWIDTH, BANK_CONFLICTS
 from gpumem.findings import Finding
+from gpumem.presentation import Presentation, ReportFigure
 
 STRIDES = (0, 1, *range(2, 65, 2))
 
@@ -42,6 +44,16 @@ class SmemLatency(Experiment):
     probes = ("smem",)
     version = "2"
     references = "Mei & Chu, IEEE TPDS 28(1), 2017, sec. 6.2 (shared_bankconflict.cu)"
+
+    def presentation(self) -> Presentation:
+        from gpumem.experiments.figures.smem import bank_conflicts
+
+        return Presentation(BANK_CONFLICTS, (
+            ReportFigure("bank_conflicts",
+                         "Latency over stride per bank mode (median, band min-max); n-way "
+                         "conflicts labelled from smem.conflict_latency.",
+                         bank_conflicts),
+        ))
 
     def plan(self, ctx: RunContext) -> Plan:
         modes = tuple(ctx.device.smem_bank_modes) or (4,)
@@ -108,6 +120,15 @@ class SmemBandwidth(Experiment):
     probes = ("smem",)
     version = "2"
     references = "Mei & Chu, IEEE TPDS 28(1), 2017, sec. 6.1 (shared_bandwidth.cu)"
+
+    def presentation(self) -> Presentation:
+        from gpumem.experiments.figures.smem import smem_heatmaps
+
+        return Presentation(BANDWIDTH, (
+            ReportFigure("smem_heatmaps",
+                         "Shared-memory bytes per SM cycle over warps x ILP (median).",
+                         smem_heatmaps),
+        ), rank=1)
 
     def plan(self, ctx: RunContext) -> Plan:
         max_warps = int(ctx.device.extra.get("max_warps_per_sm", 64) or 64)

@@ -56,7 +56,9 @@ from gpumem.analysis.chases import Chase, chases_from_dataset
 from gpumem.device import Device
 from gpumem.experiment import Experiment, Plan, RunContext
 from gpumem.experiments.chaselog import ChaseLog
+from gpumem.experiments.figures import TLB_STRUCTURE
 from gpumem.findings import Finding, unresolved
+from gpumem.presentation import Presentation, ReportFigure
 
 MAX_STRIDE = 32 << 20
 MIN_PAGE = 64 << 10
@@ -89,6 +91,22 @@ class TlbStructure(Experiment):
     version = "3"
     references = ("Mei & Chu, Dissecting GPU Memory Hierarchy through Microbenchmarking, "
                   "IEEE TPDS 28(1), 2017, sec. 4 (TLB)")
+
+    def presentation(self) -> Presentation:
+        from gpumem.experiments.figures.tlb_structure import tlb_pairs, tlb_ladder
+
+        return Presentation(TLB_STRUCTURE, (
+            ReportFigure("tlb_pairs",
+                         "Pair difference of each stored pair for three chases (TLB hits, one page "
+                         "past the L1 TLB, the longest L2-TLB chase).",
+                         tlb_pairs),
+            ReportFigure("tlb_ladder",
+                         "Where each level was decided: every question of the search, its pooled "
+                         "median pair difference above the level below with the margin it was "
+                         "judged by (error bar), against the threshold (dashed); dotted: the "
+                         "finding.",
+                         tlb_ladder),
+        ))
 
     def plan(self, ctx: RunContext) -> Plan:
         return Plan(axes=[], variables=[],

@@ -8,9 +8,13 @@ them, and the devices' provenance last. Modules:
 
 * :mod:`~gpumem.report.runs` reads run directories into series (one per device and run);
 * :mod:`~gpumem.report.provenance` says what was measured on what, and throttled points;
-* :mod:`~gpumem.report.figures` draws (matplotlib, Agg, no pyplot);
+* :mod:`~gpumem.report.figures` holds the drawing helpers (matplotlib, Agg, no pyplot);
 * :mod:`~gpumem.report.sections` says which figure goes where, and notes what is missing;
 * :mod:`~gpumem.report.page` writes the HTML.
+
+The report knows no experiment: what the page shows comes from the registered experiments'
+``presentation()`` (:mod:`gpumem.presentation`): sections, figures, and the order of both.
+The caller passes the registry in (``gpumem report`` passes the CLI's plugin set).
 
 Ownership: the report writes only its own files into ``OUT`` (``index.html``, the figures,
 and :data:`MANIFEST`, the list of the files it wrote) and never deletes a folder. Run again
@@ -29,15 +33,16 @@ import os
 import shutil
 import stat
 import tempfile
-from collections.abc import Sequence
+from collections.abc import Callable, Mapping, Sequence
 from datetime import datetime, timezone
 from pathlib import Path
+from typing import Any
 
 from gpumem import __version__
 from gpumem.errors import UsageError
 from gpumem.report.page import render
 from gpumem.report.runs import load_runs
-from gpumem.report.sections import build_sections
+from gpumem.report.sections import build_sections, page_sections
 from gpumem.safe_write import replace_file, write_text
 
 INDEX = "index.html"
@@ -101,11 +106,19 @@ def check_out(out: Path) -> None:
         raise UsageError(f"--out {out}: cannot create it ({parent} is not a writable directory)")
 
 
-def build_report(targets: Sequence[Path], out: Path) -> Path:
-    """Write the report of the run directories ``targets`` to ``out``; returns the page."""
+def build_report(targets: Sequence[Path], out: Path,
+                 experiments: Mapping[str, Any] | None = None,
+                 warn: Callable[[str], None] | None = None) -> Path:
+    """Write the report of the run directories ``targets`` to ``out``; returns the page.
+
+    ``experiments``: the registered experiments (``Plugins.experiments()``), whose
+    presentations make the page's sections; without them every finding is listed under
+    "other findings". ``warn`` (default: stderr) hears of a presentation left out."""
     out = Path(out)
     check_out(out)
-    series = load_runs([Path(t) for t in targets])
+    specs = page_sections(experiments or {}, warn)
+    order = [e for spec in specs for e in spec.experiments]
+    series = load_runs([Path(t) for t in targets], order)
     created = not out.exists()
     try:
         out.mkdir(parents=True, exist_ok=True)
@@ -114,7 +127,7 @@ def build_report(targets: Sequence[Path], out: Path) -> Path:
     previous = _recorded(out) or set()
     tmp = Path(tempfile.mkdtemp(prefix=".gpumem-report-", suffix=".tmp", dir=out))
     try:
-        sections = build_sections(series, tmp)
+        sections = build_sections(series, tmp, specs)
         generated = datetime.now(timezone.utc).strftime("%Y-%m-%d %H:%M:%S UTC")
         (tmp / INDEX).write_text(render(series, sections, __version__, generated),
                                  encoding="utf-8")

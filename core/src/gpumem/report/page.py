@@ -8,7 +8,8 @@ headless browser can read back to check the page; without it the page reads the 
 It reads top-down: a one-screen summary (devices, the findings' status counts against
 the expected values, the headline numbers, each linked to its finding's row), then one section
 per experiment with its figures directly over that experiment's own findings table, the
-findings of experiments without a figure, and the devices and provenance last.
+findings of experiments without a figure, and the devices and provenance last. Experiments
+are listed in :func:`page_order`; the page names none itself.
 The ``<meta name="generator" content="gpumem ...">`` tag is how :mod:`gpumem.report` knows an
 older page as its own (one written before the manifest); keep it.
 """
@@ -22,7 +23,7 @@ from string import Template
 from typing import Any, Sequence
 
 from gpumem.findings import Finding
-from gpumem.report.provenance import ORDER, device_rows, experiment_rows, run_rows
+from gpumem.report.provenance import device_rows, experiment_rows, in_page_order, run_rows
 from gpumem.report.runs import Series
 
 LIST_LIMIT = 16  # list values longer than this are cut in the table (the files hold them all)
@@ -177,13 +178,13 @@ def _swatch(s: Series) -> str:
     return f'<span class="swatch" style="background:{escape(s.colour)}"></span>'
 
 
-def provenance_section(series: Sequence[Series]) -> str:
+def provenance_section(series: Sequence[Series], order: Sequence[str] = ()) -> str:
     parts = ['<section id="provenance"><h2>Devices and provenance</h2>']
     for s in series:
         parts.append(f"<h3>{_swatch(s)}{escape(s.legend)}</h3>")
         parts.append('<div class="cards"><div>' + _kv_table(device_rows(s)) + "</div><div>"
                      + _kv_table(run_rows(s)) + "</div></div>")
-        rows = experiment_rows(s)
+        rows = experiment_rows(s, order)
         if rows:
             head = ("<tr><th>experiment</th><th>status</th><th>points</th><th>wall (s)</th>"
                     "<th>throttled points</th><th>note</th></tr>")
@@ -200,27 +201,38 @@ def provenance_section(series: Sequence[Series]) -> str:
 STATUSES = (("pass", "status-pass"), ("warn", "status-warn"), ("fail", "status-fail"),
             ("unresolved", "status-unresolved"), ("n/a", "status-na"))
 
-#: The headline numbers of the summary: (label, experiment, finding, companion finding shown
-#: in brackets). The first experiment that has the finding wins.
-HEADLINES: tuple[tuple[str, tuple[str, ...], str, str], ...] = (
-    ("L1 hit latency", ("latency",), "lat.l1", "lat.l1_ns"),
-    ("L2 hit latency", ("latency",), "lat.l2", "lat.l2_ns"),
-    ("L2 far-partition latency", ("latency",), "lat.l2_far", "lat.l2_far_ns"),
-    ("DRAM latency", ("latency",), "lat.dram", "lat.dram_ns"),
-    ("L1 size (latency knee)", ("latency",), "l1d.size", ""),
-    ("L2 size", ("latency",), "l2.size", ""),
-    ("DRAM read bandwidth", ("bandwidth",), "bw.dram_read", "bw.dram_read_fraction"),
-    ("shared-memory bandwidth", ("smem_bandwidth",), "bw.smem", ""),
-    ("TLB page", ("tlb_structure",), "tlb.page", ""),
-    ("L1 TLB entries", ("tlb_structure",), "tlb_l1.entries", ""),
-    ("L2 TLB entries", ("tlb_structure",), "tlb_l2.entries", ""),
+#: The headline numbers of the summary: (label, finding, companion finding shown in
+#: brackets), by the finding names of docs/findings.md, whichever experiment reports them:
+#: the first in page order that has the finding wins (l1d.size: the latency knee, before
+#: cache_structure's).
+HEADLINES: tuple[tuple[str, str, str], ...] = (
+    ("L1 hit latency", "lat.l1", "lat.l1_ns"),
+    ("L2 hit latency", "lat.l2", "lat.l2_ns"),
+    ("L2 far-partition latency", "lat.l2_far", "lat.l2_far_ns"),
+    ("DRAM latency", "lat.dram", "lat.dram_ns"),
+    ("L1 size (latency knee)", "l1d.size", ""),
+    ("L2 size", "l2.size", ""),
+    ("DRAM read bandwidth", "bw.dram_read", "bw.dram_read_fraction"),
+    ("shared-memory bandwidth", "bw.smem", ""),
+    ("TLB page", "tlb.page", ""),
+    ("L1 TLB entries", "tlb_l1.entries", ""),
+    ("L2 TLB entries", "tlb_l2.entries", ""),
 )
 
 
-def _finding_rows(s: Series, experiments: Sequence[str] | None = None
-                  ) -> list[tuple[str, Finding]]:
+def page_order(sections: Sequence[SectionDoc]) -> tuple[str, ...]:
+    """The experiments of the page's sections, in section order and within a section by
+    rank (as :func:`gpumem.report.sections.page_sections` made them); every other
+    experiment comes after these, sorted (:func:`~gpumem.report.provenance.in_page_order`)."""
+    return tuple(dict.fromkeys(e for sec in sections for e in sec.experiments))
+
+
+def _finding_rows(s: Series, experiments: Sequence[str] | None = None,
+                  order: Sequence[str] = ()) -> list[tuple[str, Finding]]:
+    """(experiment, finding) of ``s``: of ``experiments`` in that order, or (None) of every
+    experiment of the series in page ``order``."""
     if experiments is None:
-        exps = [e for e in ORDER if e in s.entries] + sorted(set(s.entries) - set(ORDER))
+        exps = in_page_order(s.entries, order)
     else:
         exps = [e for e in experiments if e in s.entries]
     return [(e, f) for e in exps for f in s.findings(e)]
@@ -292,8 +304,8 @@ def _short_value(v: Any, units: str) -> str:
     return text
 
 
-def _headline_cell(s: Series, experiments: Sequence[str], name: str, extra: str) -> str:
-    for exp in experiments:
+def _headline_cell(s: Series, order: Sequence[str], name: str, extra: str) -> str:
+    for exp in in_page_order(s.entries, order):
         f = s.finding(exp, name)
         if f is None:
             continue
@@ -322,7 +334,7 @@ def _device_line(s: Series) -> str:
     return ", ".join(parts)
 
 
-def summary_section(series: Sequence[Series]) -> str:
+def summary_section(series: Sequence[Series], order: Sequence[str] = ()) -> str:
     """One screen: the devices, how the findings compare with the expected values, and the
     headline numbers; every number links to its row in its section's findings table."""
     parts = ['<section id="summary"><h2>Summary</h2>',
@@ -335,15 +347,17 @@ def summary_section(series: Sequence[Series]) -> str:
     rows = ['<tr><th scope="row">device</th>' + "".join(
         f"<td>{escape(_device_line(s))}</td>" for s in series) + "</tr>"]
     rows.append('<tr><th scope="row">findings by status</th>' + "".join(
-        f'<td class="counts">{_counts(_finding_rows(s))}</td>' for s in series) + "</tr>")
-    for label, exps, name, extra in HEADLINES:
-        if not any(s.finding(e, name) is not None for s in series for e in exps):
+        f'<td class="counts">{_counts(_finding_rows(s, order=order))}</td>' for s in series)
+        + "</tr>")
+    for label, name, extra in HEADLINES:
+        if not any(s.finding(e, name) is not None for s in series for e in s.entries):
             continue
         rows.append(f'<tr><th scope="row">{escape(label)}</th>'
-                    + "".join(_headline_cell(s, exps, name, extra) for s in series) + "</tr>")
+                    + "".join(_headline_cell(s, order, name, extra) for s in series) + "</tr>")
     flagged = []
     for s in series:
-        bad = [(e, f) for e, f in _finding_rows(s) if f.status in ("fail", "warn", "unresolved")]
+        bad = [(e, f) for e, f in _finding_rows(s, order=order)
+               if f.status in ("fail", "warn", "unresolved")]
         if bad:
             links = ", ".join(f'<a href="#{escape(_anchor(s, e, f.name))}"><code>'
                               f"{escape(f.name)}</code></a> ({escape(e)}: {escape(f.status)})"
@@ -378,12 +392,13 @@ def figure_section(sec: SectionDoc, series: Sequence[Series] = ()) -> str:
     return "\n".join(parts)
 
 
-def other_findings_section(series: Sequence[Series], shown: set[str]) -> str:
-    """Findings of experiments no figure section lists ('' when there are none)."""
+def other_findings_section(series: Sequence[Series], shown: set[str],
+                           order: Sequence[str] = ()) -> str:
+    """Findings of experiments no section lists ('' when there are none): those without a
+    presentation, and those of a run that no registered experiment knows now."""
     tables = []
     for s in series:
-        rest = [e for e in ORDER if e in s.entries and e not in shown]
-        rest += sorted(set(s.entries) - set(ORDER) - shown)
+        rest = [e for e in in_page_order(s.entries, order) if e not in shown]
         if rest and (tab := findings_table(s, rest)):
             tables.append(tab)
     if not tables:
@@ -400,15 +415,16 @@ def render(series: Sequence[Series], sections: Sequence[SectionDoc], version: st
     provenance last."""
     names = ", ".join(dict.fromkeys(s.device_name for s in series))
     legend = " ".join(f"{_swatch(s)}{escape(s.legend)}&emsp;" for s in series)
-    shown = {e for sec in sections for e in sec.experiments}
+    order = page_order(sections)
+    shown = set(order)
     nav = [("summary", "Summary")] + [(sec.key, sec.title) for sec in sections]
-    body = [summary_section(series)]
+    body = [summary_section(series, order)]
     body += [figure_section(sec, series) for sec in sections]
-    other = other_findings_section(series, shown)
+    other = other_findings_section(series, shown, order)
     if other:
         body.append(other)
         nav.append(("other_findings", "Other findings"))
-    body.append(provenance_section(series))
+    body.append(provenance_section(series, order))
     nav.append(("provenance", "Devices and provenance"))
     return _PAGE.substitute(
         title=escape(f"gpumem report: {names}"),

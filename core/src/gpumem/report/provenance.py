@@ -3,12 +3,14 @@
 Everything comes from the results files' global attributes and per-point state variables
 (``point_throttled``, ``point_sm_clock_mhz_before/_after``, ...; docs/results.md) and from the
 manifest, so the page says exactly what the files say, and where a reading was not taken
-(the simulator has no NVML) it says that rather than showing a zero.
+(the simulator has no NVML) it says that rather than showing a zero. Experiments are listed
+in the page's order (:func:`in_page_order`): its sections' experiments, then the rest sorted.
 """
 
 from __future__ import annotations
 
 import json
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -16,9 +18,13 @@ import numpy as np
 
 from gpumem.report.runs import Series
 
-#: Experiments in the order the page lists them.
-ORDER = ("latency", "cache_structure", "tlb_structure", "patterns", "bandwidth",
-         "bandwidth_levels", "smem_latency", "smem_bandwidth", "ilp", "cpasync", "l2_sm_map")
+
+def in_page_order(names: Iterable[str], order: Sequence[str]) -> list[str]:
+    """``names`` as the page lists experiments (its tables, the summary, the provenance):
+    first those of ``order``, the experiments of the page's sections (section order, then
+    rank within a section: :func:`gpumem.report.page.page_order`), then the rest sorted."""
+    names = set(names)
+    return [e for e in order if e in names] + sorted(names - set(order))
 
 
 @dataclass
@@ -214,10 +220,9 @@ def throttled_points(s: Series, experiment: str, limit: int = 4) -> str:
     return "throttled at " + " | ".join(parts) + more
 
 
-def experiment_rows(s: Series) -> list[ExperimentRow]:
-    """Every experiment the series ran or tried, in page order."""
-    names = [e for e in ORDER if e in s.entries or e in s.missing]
-    names += sorted((set(s.entries) | set(s.missing)) - set(names))
+def experiment_rows(s: Series, order: Sequence[str] = ()) -> list[ExperimentRow]:
+    """Every experiment the series ran or tried, in page order (:func:`in_page_order`)."""
+    names = in_page_order(set(s.entries) | set(s.missing), order)
     rows = []
     for exp in names:
         e = s.entries.get(exp)

@@ -39,6 +39,8 @@ class Series:
     runs: list[dict[str, Any]] = field(default_factory=list)       # manifest "runs" records
     entries: dict[str, dict[str, Any]] = field(default_factory=dict)  # experiment -> entry
     missing: dict[str, str] = field(default_factory=dict)          # experiment -> why
+    #: Experiments in page order: the first readable one describes the device (:attr:`attrs`).
+    order: tuple[str, ...] = ()
     _raw: dict[str, xr.Dataset] = field(default_factory=dict, repr=False)
     _findings: dict[str, list[Finding]] = field(default_factory=dict, repr=False)
 
@@ -91,8 +93,8 @@ class Series:
     # ---- description -----------------------------------------------------------------
     @property
     def attrs(self) -> dict[str, Any]:
-        """Global attributes of the first readable file (latency first): the device."""
-        for exp in ["latency", *sorted(self.entries)]:
+        """Global attributes of the first readable file in page order: the device."""
+        for exp in [*self.order, *sorted(self.entries)]:
             ds = self.raw(exp)
             if ds is not None:
                 return dict(ds.attrs)
@@ -145,8 +147,9 @@ def check_run_dir(target: Path) -> None:
         raise ResultsFileError(f"{target}: not a gpumem run directory (no {MANIFEST})")
 
 
-def load_runs(targets: Sequence[Path]) -> list[Series]:
-    """Every series of the given run directories, checked before anything is drawn."""
+def load_runs(targets: Sequence[Path], order: Sequence[str] = ()) -> list[Series]:
+    """Every series of the given run directories, checked before anything is drawn;
+    ``order``: the experiments in page order (see :attr:`Series.order`)."""
     for t in targets:
         check_run_dir(Path(t))
     found: list[tuple[Path, str, str, list[dict[str, Any]],
@@ -173,7 +176,8 @@ def load_runs(targets: Sequence[Path]) -> list[Series]:
     out: list[Series] = []
     for i, ((root, device, _, runs, exps), label) in enumerate(zip(found, labels)):
         s = Series(label, root, device, COLOURS[i % len(COLOURS)],
-                   [r for r in runs if r.get("device") in (None, "", device)] or runs)
+                   [r for r in runs if r.get("device") in (None, "", device)] or runs,
+                   order=tuple(order))
         for exp, entries in exps.items():
             entry, why = _choose(entries, root)
             if entry is None:

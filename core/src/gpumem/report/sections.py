@@ -1,114 +1,100 @@
 """Which figures the page shows, in which section, and what it says when data are missing.
 
-A section lists figures by name (:data:`gpumem.report.figures.FIGURES`), each drawing one
-experiment. A figure is drawn for the series that have its experiment; a series without it
-gets one note (why: skipped, failed, not run), and when no series has it the figure is
-replaced by that note. So a run of one experiment still yields a complete, honest page.
+The report names no experiment: the sections come from the registered experiments'
+presentations (:mod:`gpumem.presentation`), passed in by the caller. :func:`page_sections`
+groups them by section key, sections by ``order``, experiments within one by ``rank`` then
+name, each experiment's figures in its own order. A figure is drawn for the series that have
+its experiment; a series without it gets one note (why: skipped, failed, not run), and when
+no series has it the figure is replaced by that note. So a run of one experiment still
+yields a complete, honest page. An experiment in a run but not registered now (its plugin
+uninstalled) or without a presentation has its findings under "other findings".
 """
 
 from __future__ import annotations
 
+import re
+import sys
 import warnings
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from matplotlib.figure import Figure
 
-from gpumem.report.figures import FIGURES, save
+from gpumem.presentation import Presentation, ReportFigure, ReportSection, presentation_of
+from gpumem.report.figures import save
 from gpumem.report.page import FigureDoc, SectionDoc
 from gpumem.report.runs import Series
 
 
 @dataclass(frozen=True)
 class SectionSpec:
-    key: str
-    title: str
-    intro: str
-    figures: tuple[tuple[str, str], ...]  # (figure name, caption)
-    #: Experiments whose findings the section lists under its figures; empty: those the
-    #: figures draw.
-    experiments: tuple[str, ...] = ()
+    """One section of the page as the registered experiments make it."""
+
+    section: ReportSection
+    experiments: tuple[str, ...]  # whose findings it lists under its figures, in rank order
+    figures: tuple[tuple[str, ReportFigure], ...]  # (experiment, figure), in page order
 
 
-SECTIONS: tuple[SectionSpec, ...] = (
-    SectionSpec(
-        "latency", "Latency ladder",
-        "One thread chases a chain over a growing footprint and times every access: each "
-        "cache level is a plateau, ending at its capacity (the knees). Levels and knees are "
-        "labelled from the latency findings; the TLB reaches from the tlb_structure findings.",
-        (("latency_ladder", "Median latency per footprint (sequential: solid, with its "
-                            "10-90 % band; random order: dashed), knees and levels marked."),),
-        ("latency", "patterns", "l2_sm_map")),
-    SectionSpec(
-        "cache_structure", "Cache structure: fine-grained chases",
-        "Mei & Chu's fine-grained P-chase, as the cache_structure search ran it: every access "
-        "of a chase timed, only the slow ones (events) stored. The size search on the first "
-        "load path, and the chases that show the fill granularity.",
-        (("cache_overflow", "Latency of each stored access at the capacity, just past it and "
-                            "a quarter past it (horizontal line: the chase's median)."),
-         ("cache_fill", "Stride-4 chases: the L1 misses once per sector at twice its "
-                        "capacity; a cold L2-only chase pays one DRAM fetch per fill unit."),
-         ("cache_lines", "Scattered chases, one access per block at 1.5 times the half-miss "
-                         "footprint: the miss share stays on a plateau while the block is "
-                         "within a line (dotted: the line found) and falls past it.")),
-    ),
-    SectionSpec(
-        "tlb_structure", "TLB structure: paired chases",
-        "Each page is touched twice, first element then the next word: the pair difference "
-        "cancels the L2 hit both pay and leaves what only the first pays, a TLB miss.",
-        (("tlb_pairs", "Pair difference of each stored pair for three chases (TLB hits, one "
-                       "page past the L1 TLB, the longest L2-TLB chase)."),
-         ("tlb_ladder", "Where each level was decided: every question of the search, its "
-                        "pooled median pair difference above the level below with the margin "
-                        "it was judged by (error bar), against the threshold (dashed); "
-                        "dotted: the finding.")),
-    ),
-    SectionSpec(
-        "bandwidth", "Bandwidth",
-        "DRAM throughput over the launch grid, shared-memory throughput over warps and "
-        "independent loads, and read bandwidth over footprint through the L1 and the L2.",
-        (("dram_heatmaps", "DRAM bandwidth over CTAs x threads per CTA, at the ILP and access "
-                           "width of each kind's best point (median of repeats)."),
-         ("smem_heatmaps", "Shared-memory bytes per SM cycle over warps x ILP (median)."),
-         ("bandwidth_levels", "Read bandwidth over footprint, .ca (solid) and .cg (dashed), "
-                              "the better of the two occupancies.")),
-        ("bandwidth", "smem_bandwidth", "bandwidth_levels"),
-    ),
-    SectionSpec(
-        "ilp", "ILP sweep by address ordering",
-        "Plain-load bandwidth over K independent loads per thread at fixed work and fixed "
-        "occupancy; only the address ordering of the K loads changes (the H100 study's "
-        "missing experiment).",
-        (("ilp_sweep", "Bandwidth over K, one line style per ordering, band = min-max of the "
-                       "repeats."),)),
-    SectionSpec(
-        "cpasync", "cp.async",
-        "cp.async copies into shared memory against plain loads of the same addresses, "
-        "over the number of groups in flight per thread, at two occupancies.",
-        (("cpasync_speedup", "Speed-up of cp.async over plain loads (left) and the two "
-                             "bandwidths (right); solid: more threads per CTA."),)),
-    SectionSpec(
-        "bulk_copy", "TMA bulk copies",
-        "One thread per block keeps S bulk copies (cp.async.bulk) of a chunk in flight into "
-        "shared memory; the copy engine moves the data. By Little's law the bandwidth follows "
-        "the bytes each SM has in flight until HBM saturates.",
-        (("bulk_copy", "Bandwidth over bytes in flight per SM, one marker per blocks per SM "
-                       "(median of repeats)."),)),
-    SectionSpec(
-        "dsmem", "Distributed shared memory",
-        "Thread block clusters: loads from another block's shared memory (mapa + "
-        "ld.shared::cluster) against the same loads from the block's own.",
-        (("dsmem", "Latency by rank distance (left); bytes per SM cycle over warps, own "
-                   "block solid, next block dashed (right)."),),
-        ("dsmem_latency", "dsmem_bandwidth")),
-    SectionSpec(
-        "bank_conflicts", "Shared-memory bank conflicts",
-        "One warp, thread t reading word t x stride: the latency grows with the conflict "
-        "degree gcd(stride, banks) and stops growing at the number of banks.",
-        (("bank_conflicts", "Latency over stride per bank mode (median, band min-max); "
-                            "n-way conflicts labelled from smem.conflict_latency."),)),
-)
+#: What a figure name or section key may be: a plain file stem / HTML id. The page's own
+#: sections and files are taken.
+_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9_-]*\Z")
+_TAKEN = {"summary", "other_findings", "provenance", "index"}
+
+
+def _stderr(message: str) -> None:
+    print(f"gpumem report: warning: {message}", file=sys.stderr)
+
+
+def page_sections(experiments: Mapping[str, Any],
+                  warn: Callable[[str], None] | None = None) -> list[SectionSpec]:
+    """The sections of the registered ``experiments`` (name -> class or instance, as
+    :meth:`gpumem.plugins.Plugins.experiments` gives them); experiments that share a section
+    key share the section of the first by rank. A ``presentation()`` that fails or returns
+    something else, a figure name already taken or not a plain file stem, is left out with a
+    warning (``warn``, default stderr): one plugin's mistake costs its own figures, not the
+    page (nor a file outside the report's folder)."""
+    warn = warn or _stderr
+    found: dict[str, list[tuple[int, str, Presentation]]] = {}
+    for name, experiment in experiments.items():
+        try:
+            p = presentation_of(experiment)
+        except Exception as e:  # noqa: BLE001 - a plugin's bug: its findings still show
+            warn(f"experiment '{name}': presentation() raised {type(e).__name__}: {e}")
+            continue
+        if p is None:
+            continue
+        if not isinstance(p, Presentation):
+            warn(f"experiment '{name}': presentation() returned {type(p).__name__}, not a "
+                 f"Presentation")
+            continue
+        if not _NAME.match(p.section.key) or p.section.key in _TAKEN:
+            warn(f"experiment '{name}': section key {p.section.key!r} is not a plain name "
+                 f"or is taken; left out")
+            continue
+        found.setdefault(p.section.key, []).append((p.rank, name, p))
+    specs = []
+    drawn: dict[str, str] = {}  # figure name -> experiment: one file each, first in page order
+    groups = [sorted(m, key=lambda m: (m[0], m[1])) for m in found.values()]
+    groups.sort(key=lambda m: (m[0][2].section.order, m[0][2].section.key))
+    for members in groups:
+        figures = []
+        for _, name, p in members:
+            for fig in p.figures:
+                if fig.name in drawn:
+                    warn(f"experiment '{name}': figure '{fig.name}' is already drawn by "
+                         f"'{drawn[fig.name]}'; left out")
+                    continue
+                if not _NAME.match(fig.name) or fig.name in _TAKEN:
+                    warn(f"experiment '{name}': figure name {fig.name!r} is not a plain "
+                         f"file name or is taken; left out")
+                    continue
+                drawn[fig.name] = name
+                figures.append((name, fig))
+        specs.append(SectionSpec(members[0][2].section, tuple(m[1] for m in members),
+                                 tuple(figures)))
+    return specs
 
 
 def _why(s: Series, experiment: str) -> str:
@@ -151,15 +137,14 @@ def _note(doc: SectionDoc, note: str) -> None:
 
 
 def build_sections(series: Sequence[Series], out_dir: Path,
-                   specs: Sequence[SectionSpec] = SECTIONS) -> list[SectionDoc]:
+                   specs: Sequence[SectionSpec]) -> list[SectionDoc]:
     """Draw every figure into ``out_dir`` and describe the sections for the page."""
     docs = []
     for spec in specs:
-        experiments = spec.experiments or tuple(dict.fromkeys(
-            FIGURES[name][1] for name, _ in spec.figures))
-        doc = SectionDoc(spec.key, spec.title, spec.intro, experiments=experiments)
-        for name, caption in spec.figures:
-            draw, experiment = FIGURES[name]
+        sec = spec.section
+        doc = SectionDoc(sec.key, sec.title, sec.intro, experiments=spec.experiments)
+        for experiment, figure in spec.figures:
+            name, caption, draw = figure.name, figure.caption, figure.draw
             have = [s for s in series if s.raw(experiment) is not None]
             lacking = [s for s in series if s not in have]
             if not have:

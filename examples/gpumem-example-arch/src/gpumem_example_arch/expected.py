@@ -7,8 +7,7 @@ own property, so a card with another L2 gets its own expected value.
 
 from __future__ import annotations
 
-from gpumem import DeviceInfo, Expected
-from gpumem.findings import exact
+from gpumem.api import DeviceInfo, Expected, exact
 
 MT4G = ("MT4G sample result 'Tesla V100-PCIE-16GB.json' (github.com/caps-tum/mt4g, "
         "commit 231c5bc)")

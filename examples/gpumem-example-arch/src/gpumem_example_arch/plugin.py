@@ -1,12 +1,13 @@
-"""Hook implementations of the example plugin (the entry point names this module)."""
+"""The example plugin: its architecture, its experiment, and where its data live.
+
+:class:`gpumem.api.ArchitecturePlugin` implements the hooks from the package's layout:
+``expected.py`` (expected values), ``sim.toml`` (the built-in simulator's config) and, if a
+plugin ships them, ``accelsim/`` and ``kernels/``. The entry point names ``plugin``.
+"""
 
 from __future__ import annotations
 
-from importlib.resources import files
-
-from gpumem import Architecture, hookimpl
-
-from gpumem_example_arch.experiment import PathLatency
+from gpumem.api import Architecture, ArchitecturePlugin
 
 ARCH = Architecture(
     name="gv100",
@@ -15,30 +16,11 @@ ARCH = Architecture(
 )
 
 
-@hookimpl
-def gpumem_register_architectures(register):
-    register(ARCH)
+def experiments():
+    """This plugin's own experiments (imported when gpumem asks for them)."""
+    from gpumem_example_arch.experiment import PathLatency
+
+    return [PathLatency]
 
 
-@hookimpl
-def gpumem_register_experiments(register):
-    register(PathLatency)
-
-
-@hookimpl
-def gpumem_expected_values(arch, device):
-    if arch != ARCH.name:
-        return None  # every plugin is asked, for every architecture
-    from gpumem_example_arch.expected import expected_values
-
-    return expected_values(device)
-
-
-@hookimpl
-def gpumem_simulator_config(arch, simulator):
-    if arch != ARCH.name or simulator != "sim":
-        return None
-    from gpumem.sim import SimConfig
-
-    text = files("gpumem_example_arch").joinpath("sim.toml").read_text()
-    return SimConfig.from_toml(text)
+plugin = ArchitecturePlugin(ARCH, "gpumem_example_arch", experiments=experiments)

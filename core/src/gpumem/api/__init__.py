@@ -6,9 +6,10 @@ stay: modules behind it may move. The in-tree plugins import nothing else from g
 test, ``tests/test_api.py``, fails when one does), so they show what a third party can rely
 on. Test code may also use :mod:`gpumem.testing` (planted-truth caches for simulator tests).
 
-Importing it loads no CuPy, Numba or matplotlib (the figure helpers a plugin's figure uses
-come from :mod:`gpumem.report.figures`, which the report loads): a plugin's ``plugin.py``
-costs a few milliseconds more than gpumem's own contract classes.
+Importing it loads no CuPy, Numba or matplotlib: a plugin's ``plugin.py`` costs a few
+milliseconds more than gpumem's own contract classes. The drawing helpers of an experiment's
+figures are :mod:`gpumem.api.figures`, which loads matplotlib: import it inside the draw
+function (the report calls it), never at a plugin's top level.
 """
 
 from __future__ import annotations
@@ -44,6 +45,7 @@ from gpumem.experiment import (
 from gpumem.findings import Expected, Finding, exact, latency_pair
 from gpumem.formats import Converted, Format, FormatError
 from gpumem.plugins import Plugins, load_plugins
+from gpumem.presentation import Presentation, ReportFigure, ReportSection
 from gpumem.runner import RunRequest, run
 from gpumem.safe_write import OutputError, write_text
 from gpumem.sim.config import (
@@ -66,10 +68,10 @@ __all__ = [
     "DeviceUnavailable", "Discovery", "Dram", "dram_copy_expected", "exact", "Expected",
     "Experiment", "Finding", "Format", "FormatError", "generic_kernel_source", "GpumemError",
     "hookimpl", "Interconnect", "KernelSource", "latency_pair", "load_plugins", "load_source",
-    "median_over_repeats", "OutputError", "Plan", "Plugins", "PointSkipped",
-    "ProbeUnsupported", "repeat_count", "run", "RunContext",
-    "RunRequest", "SetIndex", "SharedMemory", "SimConfig", "SimConfigError", "Simulator",
-    "smem_expected", "StreamRequest", "StreamResult", "Throughput", "Timer", "tlb_expected",
-    "TlbLevel", "UsageError", "Var", "write_text",
+    "median_over_repeats", "OutputError", "Plan", "Plugins", "PointSkipped", "Presentation",
+    "ProbeUnsupported", "repeat_count", "ReportFigure", "ReportSection", "run", "RunContext",
+    "RunRequest", "SetIndex", "SharedMemory", "SimConfig", "SimConfigError",
+    "Simulator", "smem_expected", "StreamRequest", "StreamResult", "Throughput", "Timer",
+    "tlb_expected", "TlbLevel", "UsageError", "Var", "write_text",
 ]
 

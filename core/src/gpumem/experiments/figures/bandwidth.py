@@ -1,0 +1,75 @@
+"""DRAM bandwidth over the launch grid (``bandwidth``) and read bandwidth over footprint
+through the L1 and the L2 (``bandwidth_levels``).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import numpy as np
+from matplotlib.figure import Figure
+
+from gpumem.experiment import median_over_repeats
+from gpumem.report.figures import (bytes_axis, finished, heatmap, legend, masked, panels,
+                                   plain_log, series_handles, size_label, style_handles, with_raw)
+from gpumem.report.runs import Series
+
+
+@finished
+def dram_heatmaps(series: Sequence[Series]) -> Figure | None:
+    """DRAM bandwidth over CTAs x threads, per kind, at the ILP and width of the best point."""
+    data = with_raw(series, "bandwidth")
+    if not data:
+        return None
+    kinds = [k for k in ("read", "write", "copy")
+             if any(k in ds["kind"].values for _, ds in data)]
+    fig, axs = panels(len(data), len(kinds), 4.4, 3.4)
+    for i, (s, ds) in enumerate(data):
+        med = median_over_repeats(masked(ds, "gbs"))
+        for j, kind in enumerate(kinds):
+            ax = axs[i, j]
+            if kind not in ds["kind"].values or not np.isfinite(med.sel(kind=kind).values).any():
+                ax.set_axis_off()
+                continue
+            m = med.sel(kind=kind)
+            best = m.where(m == m.max(), drop=True)
+            at = {d: best[d].values[0].item() for d in ("ilp", "width") if d in best.dims}
+            grid = m.sel(at).transpose("ctas", "threads")
+            heatmap(ax, fig, grid.values, grid["ctas"].values, grid["threads"].values,
+                     f"{s.legend}\n{kind}: ILP {at.get('ilp', '?')}, {at.get('width', '?')} B "
+                     f"(best {float(m.max()):.0f} GB/s)", "CTAs", "threads per CTA", "GB/s")
+    fig.suptitle("DRAM bandwidth (median of repeats) over CTAs x threads, at the best point's "
+                 "ILP and width", fontsize=10)
+    return fig
+
+
+
+@finished
+def bandwidth_levels(series: Sequence[Series]) -> Figure | None:
+    """Read bandwidth over footprint through .ca (L1) and .cg (L2 only): level plateaus."""
+    data = with_raw(series, "bandwidth_levels")
+    if not data:
+        return None
+    fig, axs = panels(1, 1, 9.5, 4.4)
+    ax = axs[0, 0]
+    for s, ds in data:
+        med = median_over_repeats(masked(ds, "gbs")).max("ctas")
+        for path, ls in (("ca", "-"), ("cg", "--")):
+            if path in ds["path"].values:
+                ax.plot(ds["footprint"].values, med.sel(path=path).values, ls=ls,
+                        marker=".", color=s.colour, lw=1.4)
+        l2 = float(ds.attrs.get("l2_bytes", 0) or 0)
+        if l2:
+            ax.axvline(l2, color=s.colour, ls=":", lw=1)
+            ax.annotate(f"L2 {size_label(l2)}", (l2, 0.98), xycoords=("data", "axes fraction"),
+                        rotation=90, va="top", ha="right", fontsize=7, color=s.colour)
+    bytes_axis(ax, "x")
+    ax.set_yscale("log")
+    plain_log(ax)
+    ax.set_xlabel("footprint streamed by all SMs (log scale)")
+    ax.set_ylabel("read bandwidth (GB/s, best of the two occupancies)")
+    ax.set_title("Bandwidth over footprint: L1, L2 and DRAM plateaus")
+    ax.grid(True, which="both", alpha=0.25)
+    legend(ax, series_handles([s for s, _ in data])
+            + style_handles({".ca (L1 and L2)": "-", ".cg (L2 only)": "--"}))
+    return fig
