@@ -354,7 +354,7 @@ def core_figures() -> dict:
     """name -> draw function of every figure the registered experiments present."""
     from gpumem.report.sections import page_sections
 
-    return {f.name: f.draw for spec in page_sections(get_plugins().experiments())
+    return {f.name: f.drawer() for spec in page_sections(get_plugins().experiments())
             for _, f in spec.figures}
 
 

@@ -11,8 +11,6 @@ import sys
 from pathlib import Path
 
 import pytest
-
-from gpumem.builtin import gpumem_register_experiments
 from gpumem.cli import main
 from gpumem.experiments.figures import LATENCY
 from gpumem.experiments.latency import LatencyLadder
@@ -27,9 +25,10 @@ REPORT = Path(__file__).resolve().parents[1] / "core" / "src" / "gpumem" / "repo
 
 
 def core_experiments() -> dict:
-    found: list = []
-    gpumem_register_experiments(register=found.append)
-    return {c.name: c for c in found}
+    """The registered experiments: core's and the in-tree plugins' (hopper's bulk_copy)."""
+    from gpumem.plugins import get_plugins
+
+    return dict(get_plugins().experiments())
 
 
 @pytest.fixture(scope="module")
@@ -51,8 +50,9 @@ def _section(html: str, key: str) -> str:
 
 
 def test_the_report_package_names_no_experiment():
-    """No core experiment's name as a string and no import of gpumem.experiments (nor a
-    global plugin lookup) in gpumem/report: what it draws comes from the presentations."""
+    """No registered experiment's name (core's or an installed plugin's) as a string and no
+    import of gpumem.experiments (nor a global plugin lookup) in gpumem/report: what it
+    draws comes from the presentations."""
     names = set(core_experiments())
     assert len(names) >= 15
     files = sorted(REPORT.glob("*.py"))
@@ -206,3 +206,27 @@ def test_figure_names_and_section_keys_must_be_plain_and_free():
     specs = page_sections({"latency": _OddNames, "taken": _TakenKey}, heard.append)
     assert [s.section.key for s in specs] == ["latency"] and not specs[0].figures
     assert len(heard) == 3 and all(h.endswith("left out") for h in heard), heard
+
+
+class _NamedFigures(LatencyLadder):
+    """Figures named as "module:function": imported only when the report draws."""
+
+    def presentation(self):
+        return Presentation(LATENCY, (
+            ReportFigure("by_name", "drawn by name",
+                         "gpumem.experiments.figures.latency:latency_ladder"),
+            ReportFigure("missing_module", "no such module", "gpumem_no_such_module:draw"),
+            ReportFigure("not_a_reference", "no colon", "gpumem.experiments.figures.latency"),
+        ))
+
+
+def test_a_figure_named_by_reference_is_drawn_and_a_bad_reference_is_a_note(sim_run, tmp_path):
+    page = build_report([sim_run], tmp_path / "r", experiments={"latency": _NamedFigures})
+    html = page.read_text(encoding="utf-8")
+    assert (tmp_path / "r" / "by_name.png").is_file()
+    section = _section(html, "latency")
+    assert "could not draw missing_module" in section and "ModuleNotFoundError" in section
+    assert "could not draw not_a_reference" in section and "package.module:function" in section
+    assert not (tmp_path / "r" / "missing_module.png").exists()
+    with pytest.raises(ValueError, match="package.module:function"):
+        ReportFigure("x", "", "no_colon").drawer()

@@ -9,14 +9,16 @@ each with its figures in the order given, then the findings of all of them. The 
 (sections, then rank; then the experiments of no section, sorted) lists the experiments in
 the summary and in the provenance tables.
 
-Kept free of matplotlib, so that ``gpumem run`` imports none: a ``presentation()`` imports
-its draw functions inside the method. A draw function takes every series of the report
+Kept free of matplotlib, so that ``gpumem run`` imports none: a ``presentation()`` names
+its draw functions (``"module:function"``, imported when the report draws) or imports them
+inside the method. A draw function takes every series of the report
 (:class:`gpumem.report.runs.Series`) and returns a matplotlib ``Figure``, or ``None`` when
 there is nothing to draw; :mod:`gpumem.report.figures` holds the helpers it may use.
 """
 
 from __future__ import annotations
 
+import importlib
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
@@ -39,11 +41,26 @@ class ReportSection:
 
 @dataclass(frozen=True)
 class ReportFigure:
-    """One figure: drawn from every series that has the experiment presenting it."""
+    """One figure: drawn from every series that has the experiment presenting it.
+
+    ``draw`` is the draw function, or its ``"package.module:function"`` name, imported only
+    when the report draws: an experiment then names its figures without importing them
+    (no matplotlib for ``gpumem run``, and a figure module may use its experiment's helpers
+    without the two importing each other)."""
 
     name: str  # file stem of its PNG and SVG: unique over the page
     caption: str
-    draw: Callable[[Sequence[Series]], Figure | None]
+    draw: Callable[[Sequence[Series]], Figure | None] | str
+
+    def drawer(self) -> Callable[[Sequence[Series]], Figure | None]:
+        """The draw function, imported now if ``draw`` names it."""
+        if not isinstance(self.draw, str):
+            return self.draw
+        module, _, attr = self.draw.partition(":")
+        if not module or not attr:
+            raise ValueError(f"figure '{self.name}': draw {self.draw!r} is not "
+                             f"'package.module:function'")
+        return getattr(importlib.import_module(module), attr)
 
 
 @dataclass(frozen=True)

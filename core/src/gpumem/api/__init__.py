@@ -21,6 +21,7 @@ from gpumem.chains import chain_offsets
 from gpumem.compare import load_source
 from gpumem.cuda.device import generic_kernel_source
 from gpumem.device import (
+    BulkRequest,
     ChaseRequest,
     ChaseResult,
     Device,
@@ -63,14 +64,14 @@ from gpumem.sim.config import (
 from gpumem.simulator import Simulator
 
 __all__ = [
-    "__version__", "Architecture", "ArchitecturePlugin", "Axis", "CacheLevel", "chain_offsets",
-    "ChaseRequest", "ChaseResult", "Converted", "Device", "DeviceBackend", "DeviceInfo",
-    "DeviceUnavailable", "Discovery", "Dram", "dram_copy_expected", "exact", "Expected",
-    "Experiment", "Finding", "Format", "FormatError", "generic_kernel_source", "GpumemError",
-    "hookimpl", "Interconnect", "KernelSource", "latency_pair", "load_plugins", "load_source",
-    "median_over_repeats", "OutputError", "Plan", "Plugins", "PointSkipped", "Presentation",
-    "ProbeUnsupported", "repeat_count", "ReportFigure", "ReportSection", "run", "RunContext",
-    "RunRequest", "SetIndex", "SharedMemory", "SimConfig", "SimConfigError",
+    "__version__", "Architecture", "ArchitecturePlugin", "Axis", "BulkRequest", "CacheLevel",
+    "chain_offsets", "ChaseRequest", "ChaseResult", "Converted", "Device", "DeviceBackend",
+    "DeviceInfo", "DeviceUnavailable", "Discovery", "Dram", "dram_copy_expected", "exact",
+    "Expected", "Experiment", "Finding", "Format", "FormatError", "generic_kernel_source",
+    "GpumemError", "hookimpl", "Interconnect", "KernelSource", "latency_pair", "load_plugins",
+    "load_source", "median_over_repeats", "OutputError", "Plan", "Plugins", "PointSkipped",
+    "Presentation", "ProbeUnsupported", "repeat_count", "ReportFigure", "ReportSection", "run",
+    "RunContext", "RunRequest", "SetIndex", "SharedMemory", "SimConfig", "SimConfigError",
     "Simulator", "smem_expected", "StreamRequest", "StreamResult", "Throughput", "Timer",
     "tlb_expected", "TlbLevel", "UsageError", "Var", "write_text",
 ]

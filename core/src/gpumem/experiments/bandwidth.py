@@ -39,13 +39,11 @@ class Bandwidth(Experiment):
                   "RRZE gpu-benches gpu-stream")
 
     def presentation(self) -> Presentation:
-        from gpumem.experiments.figures.bandwidth import dram_heatmaps
-
         return Presentation(BANDWIDTH, (
             ReportFigure("dram_heatmaps",
                          "DRAM bandwidth over CTAs x threads per CTA, at the ILP and access width "
                          "of each kind's best point (median of repeats).",
-                         dram_heatmaps),
+                         "gpumem.experiments.figures.bandwidth:dram_heatmaps"),
         ))
 
     def plan(self, ctx: RunContext) -> Plan:

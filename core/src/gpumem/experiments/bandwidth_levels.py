@@ -19,9 +19,9 @@ import xarray as xr
 
 from gpumem.device import Device, StreamRequest
 from gpumem.experiment import Axis, Experiment, Plan, RunContext, Var, repeat_count
+from gpumem.experiments.figures import BANDWIDTH
 from gpumem.experiments.latency import footprint_grid
 from gpumem.experiments.loads import _repeat
-from gpumem.experiments.figures import BANDWIDTH
 from gpumem.findings import Finding
 from gpumem.presentation import Presentation, ReportFigure
 
@@ -40,13 +40,11 @@ class BandwidthLevels(Experiment):
     references = "RRZE gpu-benches gpu-cache / gpu-l2-cache; Mei & Chu sec. 5"
 
     def presentation(self) -> Presentation:
-        from gpumem.experiments.figures.bandwidth import bandwidth_levels
-
         return Presentation(BANDWIDTH, (
             ReportFigure("bandwidth_levels",
                          "Read bandwidth over footprint, .ca (solid) and .cg (dashed), the better "
                          "of the two occupancies.",
-                         bandwidth_levels),
+                         "gpumem.experiments.figures.bandwidth:bandwidth_levels"),
         ), rank=2)
 
     def plan(self, ctx: RunContext) -> Plan:

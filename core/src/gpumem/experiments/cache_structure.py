@@ -92,23 +92,20 @@ class CacheStructure(Experiment):
                   "IEEE TPDS 28(1), 2017, sec. 4")
 
     def presentation(self) -> Presentation:
-        from gpumem.experiments.figures.cache_structure import (cache_overflow, cache_fill,
-                                                                cache_lines)
-
         return Presentation(CACHE_STRUCTURE, (
             ReportFigure("cache_overflow",
                          "Latency of each stored access at the capacity, just past it and a "
                          "quarter past it (horizontal line: the chase's median).",
-                         cache_overflow),
+                         "gpumem.experiments.figures.cache_structure:cache_overflow"),
             ReportFigure("cache_fill",
                          "Stride-4 chases: the L1 misses once per sector at twice its capacity; a "
                          "cold L2-only chase pays one DRAM fetch per fill unit.",
-                         cache_fill),
+                         "gpumem.experiments.figures.cache_structure:cache_fill"),
             ReportFigure("cache_lines",
                          "Scattered chases, one access per block at 1.5 times the half-miss "
                          "footprint: the miss share stays on a plateau while the block is within a "
                          "line (dotted: the line found) and falls past it.",
-                         cache_lines),
+                         "gpumem.experiments.figures.cache_structure:cache_lines"),
         ))
 
     def plan(self, ctx: RunContext) -> Plan:

@@ -53,13 +53,11 @@ class DsmemLatency(Experiment):
     references = REFERENCES
 
     def presentation(self) -> Presentation:
-        from gpumem.experiments.figures.dsmem import dsmem
-
         return Presentation(DSMEM, (
             ReportFigure("dsmem",
                          "Latency by rank distance (left); bytes per SM cycle over warps, own "
                          "block solid, next block dashed (right).",
-                         dsmem),
+                         "gpumem.experiments.figures.dsmem:dsmem"),
         ))
 
     def plan(self, ctx: RunContext) -> Plan:

@@ -79,13 +79,11 @@ class LatencyLadder(Experiment):
     knee_resolution = 0.0
 
     def presentation(self) -> Presentation:
-        from gpumem.experiments.figures.latency import latency_ladder
-
         return Presentation(LATENCY, (
             ReportFigure("latency_ladder",
                          "Median latency per footprint (sequential: solid, with its 10-90 % band; "
                          "random order: dashed), knees and levels marked.",
-                         latency_ladder),
+                         "gpumem.experiments.figures.latency:latency_ladder"),
         ))
 
     def plan(self, ctx: RunContext) -> Plan:

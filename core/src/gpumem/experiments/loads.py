@@ -109,13 +109,11 @@ class IlpSweep(Experiment):
                   "NVIDIA H100 (2026), sec. 4.2 (ILP response); stream.cu")
 
     def presentation(self) -> Presentation:
-        from gpumem.experiments.figures.loads import ilp_sweep
-
         return Presentation(ILP, (
             ReportFigure("ilp_sweep",
                          "Bandwidth over K, one line style per ordering, band = min-max of the "
                          "repeats.",
-                         ilp_sweep),
+                         "gpumem.experiments.figures.loads:ilp_sweep"),
         ))
 
     def plan(self, ctx: RunContext) -> Plan:
@@ -209,13 +207,11 @@ class AsyncCopy(Experiment):
                   "NVIDIA H100 (2026): cp.async 2.1-2.9x faster than plain loads at 16 groups")
 
     def presentation(self) -> Presentation:
-        from gpumem.experiments.figures.loads import cpasync_speedup
-
         return Presentation(CPASYNC, (
             ReportFigure("cpasync_speedup",
                          "Speed-up of cp.async over plain loads (left) and the two bandwidths "
                          "(right); solid: more threads per CTA.",
-                         cpasync_speedup),
+                         "gpumem.experiments.figures.loads:cpasync_speedup"),
         ))
 
     def plan(self, ctx: RunContext) -> Plan:

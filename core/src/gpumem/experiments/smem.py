@@ -46,13 +46,11 @@ class SmemLatency(Experiment):
     references = "Mei & Chu, IEEE TPDS 28(1), 2017, sec. 6.2 (shared_bankconflict.cu)"
 
     def presentation(self) -> Presentation:
-        from gpumem.experiments.figures.smem import bank_conflicts
-
         return Presentation(BANK_CONFLICTS, (
             ReportFigure("bank_conflicts",
                          "Latency over stride per bank mode (median, band min-max); n-way "
                          "conflicts labelled from smem.conflict_latency.",
-                         bank_conflicts),
+                         "gpumem.experiments.figures.smem:bank_conflicts"),
         ))
 
     def plan(self, ctx: RunContext) -> Plan:
@@ -122,12 +120,10 @@ class SmemBandwidth(Experiment):
     references = "Mei & Chu, IEEE TPDS 28(1), 2017, sec. 6.1 (shared_bandwidth.cu)"
 
     def presentation(self) -> Presentation:
-        from gpumem.experiments.figures.smem import smem_heatmaps
-
         return Presentation(BANDWIDTH, (
             ReportFigure("smem_heatmaps",
                          "Shared-memory bytes per SM cycle over warps x ILP (median).",
-                         smem_heatmaps),
+                         "gpumem.experiments.figures.smem:smem_heatmaps"),
         ), rank=1)
 
     def plan(self, ctx: RunContext) -> Plan:

@@ -93,19 +93,17 @@ class TlbStructure(Experiment):
                   "IEEE TPDS 28(1), 2017, sec. 4 (TLB)")
 
     def presentation(self) -> Presentation:
-        from gpumem.experiments.figures.tlb_structure import tlb_pairs, tlb_ladder
-
         return Presentation(TLB_STRUCTURE, (
             ReportFigure("tlb_pairs",
                          "Pair difference of each stored pair for three chases (TLB hits, one page "
                          "past the L1 TLB, the longest L2-TLB chase).",
-                         tlb_pairs),
+                         "gpumem.experiments.figures.tlb_structure:tlb_pairs"),
             ReportFigure("tlb_ladder",
                          "Where each level was decided: every question of the search, its pooled "
                          "median pair difference above the level below with the margin it was "
                          "judged by (error bar), against the threshold (dashed); dotted: the "
                          "finding.",
-                         tlb_ladder),
+                         "gpumem.experiments.figures.tlb_structure:tlb_ladder"),
         ))
 
     def plan(self, ctx: RunContext) -> Plan:

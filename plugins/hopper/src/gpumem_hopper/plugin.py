@@ -1,5 +1,9 @@
-"""The hopper plugin: the architecture and where its data live (gpumem.api.ArchitecturePlugin
-reads expected.py, sim.toml and accelsim/; the entry point names ``plugin``)."""
+"""The hopper plugin: the architecture, its own experiment and where its data live.
+
+gpumem.api.ArchitecturePlugin reads expected.py, sim.toml and accelsim/; ``experiments``
+adds ``bulk_copy`` (bulk.py: the TMA's bulk copies, with its report section and figure). The
+entry point names ``plugin``. A third party's architecture plugin starts from this file.
+"""
 
 from __future__ import annotations
 
@@ -11,4 +15,12 @@ ARCH = Architecture(
     compute_capabilities=("9.0",),
 )
 
-plugin = ArchitecturePlugin(ARCH, "gpumem_hopper")
+
+def experiments():
+    """Hopper's own experiments (imported when gpumem asks for them)."""
+    from gpumem_hopper.bulk import BulkCopy
+
+    return [BulkCopy]
+
+
+plugin = ArchitecturePlugin(ARCH, "gpumem_hopper", experiments=experiments)

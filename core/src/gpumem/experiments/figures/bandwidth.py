@@ -10,8 +10,19 @@ import numpy as np
 from matplotlib.figure import Figure
 
 from gpumem.experiment import median_over_repeats
-from gpumem.report.figures import (bytes_axis, finished, heatmap, legend, masked, panels,
-                                   plain_log, series_handles, size_label, style_handles, with_raw)
+from gpumem.report.figures import (
+    bytes_axis,
+    finished,
+    heatmap,
+    legend,
+    masked,
+    panels,
+    plain_log,
+    series_handles,
+    size_label,
+    style_handles,
+    with_raw,
+)
 from gpumem.report.runs import Series
 
 

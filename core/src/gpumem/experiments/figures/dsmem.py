@@ -11,8 +11,15 @@ from matplotlib.figure import Figure
 from matplotlib.ticker import FuncFormatter
 
 from gpumem.experiment import median_over_repeats
-from gpumem.report.figures import (figure_legend, finished, masked, panels, series_handles,
-                                   style_handles, with_raw)
+from gpumem.report.figures import (
+    figure_legend,
+    finished,
+    masked,
+    panels,
+    series_handles,
+    style_handles,
+    with_raw,
+)
 from gpumem.report.runs import Series
 
 

@@ -10,10 +10,17 @@ import numpy as np
 import xarray as xr
 from matplotlib.figure import Figure
 
-from gpumem.report.figures import (bytes_axis, finished, legend, panels, series_handles,
-                                   size_label, style_handles, with_raw)
+from gpumem.report.figures import (
+    bytes_axis,
+    finished,
+    legend,
+    panels,
+    series_handles,
+    size_label,
+    style_handles,
+    with_raw,
+)
 from gpumem.report.runs import Series
-
 
 _LEVELS = (("lat.l1", "L1"), ("lat.l2", "L2"), ("lat.l2_far", "L2 far"),
            ("lat.dram", "DRAM"), ("lat.dram_tlb_miss", "DRAM + TLB miss"))

@@ -12,11 +12,20 @@ from matplotlib.figure import Figure
 from matplotlib.ticker import FuncFormatter
 
 from gpumem.experiment import median_over_repeats
-from gpumem.report.figures import (figure_legend, finished, log_if_spread, masked, panels,
-                                   plain_log, ratio_axis, series_handles, size_label,
-                                   style_handles, with_raw)
+from gpumem.report.figures import (
+    figure_legend,
+    finished,
+    log_if_spread,
+    masked,
+    panels,
+    plain_log,
+    ratio_axis,
+    series_handles,
+    size_label,
+    style_handles,
+    with_raw,
+)
 from gpumem.report.runs import Series
-
 
 ORDER_STYLE = {"coalesced": "-", "warp": "--", "thread": ":"}
 

@@ -10,8 +10,16 @@ import numpy as np
 from matplotlib.figure import Figure
 
 from gpumem.experiment import median_over_repeats
-from gpumem.report.figures import (finished, heatmap, legend, masked, panels, series_handles,
-                                   style_handles, with_raw)
+from gpumem.report.figures import (
+    finished,
+    heatmap,
+    legend,
+    masked,
+    panels,
+    series_handles,
+    style_handles,
+    with_raw,
+)
 from gpumem.report.runs import Series
 
 
