@@ -218,3 +218,39 @@ def test_the_cuda_device_asks_the_lookup_it_was_given_not_a_global(monkeypatch):
     dev2.kernel_source, dev2.kernel_sources = None, {}
     assert "pointer_chase" in dev2._source("pointer_chase").code
     assert asked == ["stream"]
+
+
+# ---- expected-value blocks shared by architectures --------------------------------------------
+
+
+def test_tlb_block_derives_entries_sets_and_reach_from_the_geometry():
+    from gpumem.expected_blocks import tlb_expected, ways_text
+
+    assert ways_text((17, 8, 8, 8, 8, 8, 8)) == "one 17-entry set and six 8-entry sets"
+    assert ways_text((4, 4)) == "two 4-entry sets"
+    block = {e.name: e for e in tlb_expected(
+        page=2 << 20, page_source="p", source="S", l1_entries=16, l2_ways=(17, 8, 8),
+        l2_entries_source="n", penalty_source="pen", l1_penalty=(10.0, 1.0, "a"),
+        l2_penalty=(50.0, 2.0, "b"))}
+    assert block["tlb_l2.entries"].value == 33 and block["tlb_l2.sets"].value == 3
+    assert block["tlb_l2.reach"].value == 33 * (2 << 20)
+    assert block["tlb_l2.reach"].source == "S: reach 66 MB"
+    assert block["tlb_l1.ways"].source == "S: fully associative (16-way)"
+    assert block["tlb_l2.miss_penalty"].abs_tol == 2.0
+    assert block["tlb_l2.miss_penalty"].source == "pen: b"
+
+
+def test_the_three_paper_plugins_share_the_blocks_and_cite_one_paper():
+    """Fermi, Kepler and Maxwell state TLB, copy bandwidth, shared memory and patterns through
+    the shared builders: the same finding names, each cited to Mei & Chu."""
+    from gpumem.device import DeviceInfo
+
+    names = None
+    for arch in ("fermi", "kepler", "maxwell"):
+        values = get_plugins().expected_values(arch, DeviceInfo(
+            kind="sim", name="x", compute_capability="0.0", sm_count=1, l2_bytes=1 << 20,
+            memory_bytes=1 << 30, clock_mhz=1000.0))
+        shared = {e.name for e in values if e.name.startswith(("tlb", "smem.", "lat.pattern.P1"))}
+        assert all("Mei & Chu" in e.source for e in values if e.name in shared), arch
+        names = shared if names is None else names & shared
+    assert {"tlb.page", "tlb_l2.ways", "smem.conflict_latency", "lat.pattern.P1"} <= names

@@ -9,9 +9,15 @@ part of :mod:`gpumem.api` for any plugin whose source reports the same quantitie
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 
 from gpumem.findings import Expected, exact
+
+#: Xinxin Mei and Xiaowen Chu, "Dissecting GPU Memory Hierarchy through Microbenchmarking",
+#: IEEE TPDS 28(1):72-86, 2017, as the Fermi, Kepler and Maxwell plugins cite it.
+MEI_CHU = "Mei & Chu, TPDS 2017"
+#: Where the authors released their code and raw results.
+MEI_CHU_REPO = "github.com/zhanglx13/GPU-Benchmark-Dissecting-GPU-Mem"
 
 _WORDS = ("zero", "one", "two", "three", "four", "five", "six", "seven", "eight", "nine",
           "ten", "eleven", "twelve")
@@ -24,6 +30,22 @@ def _count(n: int) -> str:
 
 def _mb(nbytes: int) -> str:
     return f"{nbytes / MIB:g} MB"
+
+
+def mei_chu_data(files: str) -> str:
+    """A citation of Mei & Chu's released code or raw results (one file or several)."""
+    return (f"Mei & Chu's released data ({MEI_CHU_REPO}, file{'s' if ',' in files else ''} "
+            f"{files})")
+
+
+def pattern_expected(patterns: Mapping[str, tuple[float, float]], source: str,
+                     meaning: Mapping[str, str], band: str) -> list[Expected]:
+    """``lat.pattern.Pn`` for Mei & Chu's global-memory access patterns: (mean, standard
+    error of the mean) in cycles, each within its standard error (at least one cycle: the
+    clock counts whole cycles); ``meaning`` says what each pattern misses and hits."""
+    return [Expected(f"lat.pattern.{n}", v, f"{source}: {n} ({meaning[n]}); {band} "
+                     f"({sem:g} cycles)", "cycle", rel_tol=0.0, abs_tol=max(1.0, sem))
+            for n, (v, sem) in patterns.items()]
 
 
 def ways_text(ways: Sequence[int]) -> str:

@@ -33,7 +33,15 @@ from gpumem.device import (
     StreamResult,
 )
 from gpumem.errors import DeviceUnavailable, GpumemError, PointSkipped, ProbeUnsupported, UsageError
-from gpumem.expected_blocks import dram_copy_expected, smem_expected, tlb_expected
+from gpumem.expected_blocks import (
+    MEI_CHU,
+    MEI_CHU_REPO,
+    dram_copy_expected,
+    mei_chu_data,
+    pattern_expected,
+    smem_expected,
+    tlb_expected,
+)
 from gpumem.experiment import (
     Axis,
     Experiment,
@@ -69,10 +77,11 @@ __all__ = [
     "DeviceInfo", "DeviceUnavailable", "Discovery", "Dram", "dram_copy_expected", "exact",
     "Expected", "Experiment", "Finding", "Format", "FormatError", "generic_kernel_source",
     "GpumemError", "hookimpl", "Interconnect", "KernelSource", "latency_pair", "load_plugins",
-    "load_source", "median_over_repeats", "OutputError", "Plan", "Plugins", "PointSkipped",
-    "Presentation", "ProbeUnsupported", "repeat_count", "ReportFigure", "ReportSection", "run",
-    "RunContext", "RunRequest", "SetIndex", "SharedMemory", "SimConfig", "SimConfigError",
-    "Simulator", "smem_expected", "StreamRequest", "StreamResult", "Throughput", "Timer",
-    "tlb_expected", "TlbLevel", "UsageError", "Var", "write_text",
+    "load_source", "median_over_repeats", "MEI_CHU", "mei_chu_data", "MEI_CHU_REPO",
+    "OutputError", "pattern_expected", "Plan", "Plugins", "PointSkipped", "Presentation",
+    "ProbeUnsupported", "repeat_count", "ReportFigure", "ReportSection", "run", "RunContext",
+    "RunRequest", "SetIndex", "SharedMemory", "SimConfig", "SimConfigError", "Simulator",
+    "smem_expected", "StreamRequest", "StreamResult", "Throughput", "Timer", "tlb_expected",
+    "TlbLevel", "UsageError", "Var", "write_text",
 ]
 

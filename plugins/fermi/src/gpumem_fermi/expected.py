@@ -30,26 +30,26 @@ values none, the two capacities a ladder finds 10 %.
 from __future__ import annotations
 
 from gpumem.api import (
+    MEI_CHU,
     DeviceInfo,
     Expected,
     dram_copy_expected,
     exact,
     latency_pair,
+    mei_chu_data,
+    pattern_expected,
     smem_expected,
     tlb_expected,
 )
 
-PAPER = "Mei & Chu, TPDS 2017"
-REPO = "github.com/zhanglx13/GPU-Benchmark-Dissecting-GPU-Mem"
+PAPER = MEI_CHU
 SPEC = "NVIDIA GeForce GTX 560 Ti specifications"
 #: Shader clock of the GTX560Ti (vendor specification): the likely clock of the cycle counts.
 CLOCK_MHZ = 1645.0
 LAT_TOL = 0.05
 
 
-def data(files: str) -> str:
-    """A citation of the authors' released code or raw results."""
-    return f"Mei & Chu's released data ({REPO}, file{'s' if ',' in files else ''} {files})"
+data = mei_chu_data  # a citation of the authors' released code or raw results
 
 
 # Mei & Chu's global-memory access patterns, GTX560Ti with L1 off (sec. 5, global-memory
@@ -91,9 +91,7 @@ def expected_values(device: DeviceInfo) -> list[Expected]:
                 f"derived from {PATTERNS}: P2 + (P4 - P5) = 639.2 + 111.5")
     out.append(Expected("lat.smem", 49.6, f"{PAPER}, sec. 6.2; {data('latency.txt')}: shared "
                         "memory, no bank conflict", "cycle", rel_tol=LAT_TOL))
-    for n, (v, sem) in PATTERN.items():
-        out.append(Expected(f"lat.pattern.{n}", v, f"{PATTERNS}: {n} ({MEANING[n]}); {BAND} "
-                            f"({sem:g} cycles)", "cycle", rel_tol=0.0, abs_tol=max(1.0, sem)))
+    out += pattern_expected(PATTERN, PATTERNS, MEANING, BAND)
     # P6 (page-table context switch) is not observed on Fermi (sec. 5): no expected value.
 
     # ---- L2 ----

@@ -27,26 +27,27 @@ moves by up to 6 % in that sheet); structural values none.
 from __future__ import annotations
 
 from gpumem.api import (
+    MEI_CHU,
+    MEI_CHU_REPO,
     DeviceInfo,
     Expected,
     dram_copy_expected,
     exact,
     latency_pair,
+    mei_chu_data,
+    pattern_expected,
     smem_expected,
     tlb_expected,
 )
 
-PAPER = "Mei & Chu, TPDS 2017"
-REPO = "github.com/zhanglx13/GPU-Benchmark-Dissecting-GPU-Mem"
+PAPER, REPO = MEI_CHU, MEI_CHU_REPO
 SPEC = "NVIDIA GeForce GTX 780 specifications"
 #: Base clock of the GTX780 (vendor specification): the clock of the authors' cycle counts.
 CLOCK_MHZ = 863.0
 LAT_TOL = 0.05
 
 
-def data(files: str) -> str:
-    """A citation of the authors' released code or raw results."""
-    return f"Mei & Chu's released data ({REPO}, file{'s' if ',' in files else ''} {files})"
+data = mei_chu_data  # a citation of the authors' released code or raw results
 
 
 # Mei & Chu's global-memory access patterns on the GTX780 (sec. 5, global-memory latency):
@@ -87,9 +88,7 @@ def expected_values(device: DeviceInfo) -> list[Expected]:
                 f"derived from {PATTERNS}: P2 + (P4 - P5) = 371.1 + 58.7")
     out.append(Expected("lat.smem", 46.75, f"{PAPER}, sec. 6.2; {data('latency.txt')}: "
                         "shared memory, no bank conflict", "cycle", rel_tol=LAT_TOL))
-    for n, (v, sem) in PATTERN.items():
-        out.append(Expected(f"lat.pattern.{n}", v, f"{PATTERNS}: {n} ({MEANING[n]}); {BAND} "
-                            f"({sem:g} cycles)", "cycle", rel_tol=0.0, abs_tol=max(1.0, sem)))
+    out += pattern_expected(PATTERN, PATTERNS, MEANING, BAND)
 
     # ---- L2 ----
     l2line = (f"{PAPER}, sec. 4; {data('Kepler_L2_cacheline_stride4byte.xlsx')}: 1 GB cold "

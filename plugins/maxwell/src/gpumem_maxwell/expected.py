@@ -31,26 +31,27 @@ latencies get 5 %, structural values none, the L2 capacity a ladder finds 10 %.
 from __future__ import annotations
 
 from gpumem.api import (
+    MEI_CHU,
+    MEI_CHU_REPO,
     DeviceInfo,
     Expected,
     dram_copy_expected,
     exact,
     latency_pair,
+    mei_chu_data,
+    pattern_expected,
     smem_expected,
     tlb_expected,
 )
 
-PAPER = "Mei & Chu, TPDS 2017"
-REPO = "github.com/zhanglx13/GPU-Benchmark-Dissecting-GPU-Mem"
+PAPER, REPO = MEI_CHU, MEI_CHU_REPO
 SPEC = "NVIDIA GeForce GTX 980 specifications"
 #: Base clock of the GTX980 (vendor specification), implied by the paper's 4,612 GFLOP/s.
 CLOCK_MHZ = 1126.0
 LAT_TOL = 0.05
 
 
-def data(files: str) -> str:
-    """A citation of the authors' released code or raw results."""
-    return f"Mei & Chu's released data ({REPO}, file{'s' if ',' in files else ''} {files})"
+data = mei_chu_data  # a citation of the authors' released code or raw results
 
 
 # Mei & Chu's global-memory access patterns on the GTX980 (sec. 5, global-memory latency),
@@ -115,9 +116,7 @@ def expected_values(device: DeviceInfo) -> list[Expected]:
                 f"derived from {PATTERNS}: P2 + (P4 - P5) = 399.1 + 74.9")
     out.append(Expected("lat.smem", 28.0, f"{PAPER}, sec. 6.2; {data('latency.txt')}: shared "
                         "memory, no bank conflict", "cycle", rel_tol=LAT_TOL))
-    for n, (v, sem) in PATTERN.items():
-        out.append(Expected(f"lat.pattern.{n}", v, f"{PATTERNS}: {n} ({MEANING[n]}); {BAND} "
-                            f"({sem:g} cycles)", "cycle", rel_tol=0.0, abs_tol=max(1.0, sem)))
+    out += pattern_expected(PATTERN, PATTERNS, MEANING, BAND)
 
     # ---- L2 ----
     out += [
