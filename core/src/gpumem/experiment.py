@@ -102,6 +102,14 @@ def repeat_count(ctx: RunContext) -> int:
     return QUICK_REPEATS if ctx.quick else REPEATS
 
 
+def repeated(n: int, run: Callable[[int], Any], **fields: str) -> dict[str, np.ndarray]:
+    """``n`` timed runs of a probe, ``run(r)`` for r = 0 .. n-1 in order, as one array per
+    variable over the ``repeat`` dimension: ``fields`` maps each variable to the attribute of
+    a run's result it records (``repeated(3, run, latency="latency")``)."""
+    runs = [run(r) for r in range(n)]
+    return {var: np.array([getattr(x, attr) for x in runs]) for var, attr in fields.items()}
+
+
 def median_over_repeats(var: xr.DataArray) -> xr.DataArray:
     """Median over the ``repeat`` dimension (runs written before repeats existed have none)."""
     return var.median("repeat") if "repeat" in var.dims else var

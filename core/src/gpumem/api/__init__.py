@@ -50,6 +50,7 @@ from gpumem.experiment import (
     Var,
     median_over_repeats,
     repeat_count,
+    repeated,
 )
 from gpumem.findings import Expected, Finding, exact, latency_pair
 from gpumem.formats import Converted, Format, FormatError
@@ -79,9 +80,9 @@ __all__ = [
     "GpumemError", "hookimpl", "Interconnect", "KernelSource", "latency_pair", "load_plugins",
     "load_source", "median_over_repeats", "MEI_CHU", "mei_chu_data", "MEI_CHU_REPO",
     "OutputError", "pattern_expected", "Plan", "Plugins", "PointSkipped", "Presentation",
-    "ProbeUnsupported", "repeat_count", "ReportFigure", "ReportSection", "run", "RunContext",
-    "RunRequest", "SetIndex", "SharedMemory", "SimConfig", "SimConfigError", "Simulator",
-    "smem_expected", "StreamRequest", "StreamResult", "Throughput", "Timer", "tlb_expected",
-    "TlbLevel", "UsageError", "Var", "write_text",
+    "ProbeUnsupported", "repeat_count", "repeated", "ReportFigure", "ReportSection", "run",
+    "RunContext", "RunRequest", "SetIndex", "SharedMemory", "SimConfig", "SimConfigError",
+    "Simulator", "smem_expected", "StreamRequest", "StreamResult", "Throughput", "Timer",
+    "tlb_expected", "TlbLevel", "UsageError", "Var", "write_text",
 ]
 

@@ -18,10 +18,9 @@ import numpy as np
 import xarray as xr
 
 from gpumem.device import Device, StreamRequest
-from gpumem.experiment import Axis, Experiment, Plan, RunContext, Var, repeat_count
+from gpumem.experiment import Axis, Experiment, Plan, RunContext, Var, repeat_count, repeated
 from gpumem.experiments.figures import BANDWIDTH
 from gpumem.experiments.latency import footprint_grid
-from gpumem.experiments.loads import _repeat
 from gpumem.findings import Finding
 from gpumem.presentation import Presentation, ReportFigure
 
@@ -71,10 +70,10 @@ class BandwidthLevels(Experiment):
     def measure(self, device: Device, point: Mapping[str, Any], ctx: RunContext
                 ) -> Mapping[str, Any]:
         a = self.plan(ctx).attrs
-        return _repeat(device.stream, int(a["repeats"]), lambda r: StreamRequest(
+        return repeated(int(a["repeats"]), lambda r: device.stream(StreamRequest(
             footprint=int(point["footprint"]), ctas=int(point["ctas"]), threads=THREADS, ilp=ILP,
             width=WIDTH, path=str(point["path"]), kind="read", work=int(a["work_bytes"]),
-            seed=ctx.seed * 1000 + r))
+            seed=ctx.seed * 1000 + r)), gbs="gbs", seconds="seconds")
 
     def analyze(self, raw: xr.Dataset) -> list[Finding]:
         # per path and footprint, the better of the two occupancies

@@ -34,6 +34,7 @@ from gpumem.experiment import (
     Var,
     median_over_repeats,
     repeat_count,
+    repeated,
 )
 from gpumem.experiments.figures import DSMEM
 from gpumem.findings import Finding
@@ -77,10 +78,8 @@ class DsmemLatency(Experiment):
         cluster, distance = int(point["cluster"]), int(point["distance"])
         if distance >= cluster:
             raise PointSkipped(f"a cluster of {cluster} has no block {distance} ranks away")
-        runs = [device.dsmem(DsmemRequest(cluster=cluster, distance=distance,
-                                          seed=ctx.seed * 1000 + r))
-                for r in range(repeat_count(ctx))]
-        return {"latency": np.array([x.latency for x in runs])}
+        return repeated(repeat_count(ctx), lambda r: device.dsmem(DsmemRequest(
+            cluster=cluster, distance=distance, seed=ctx.seed * 1000 + r)), latency="latency")
 
     def analyze(self, raw: xr.Dataset) -> list[Finding]:
         lat = median_over_repeats(raw["latency"]).where(raw["point_status"] == 0)
@@ -143,8 +142,8 @@ class DsmemBandwidth(Experiment):
         req = DsmemRequest(cluster=int(point["cluster"]), distance=int(point["distance"]),
                            kind="throughput", warps=int(point["warps"]),
                            ilp=int(point["ilp"]))
-        runs = [device.dsmem(req) for _ in range(repeat_count(ctx))]
-        return {"bytes_per_cycle": np.array([x.bytes_per_cycle for x in runs])}
+        return repeated(repeat_count(ctx), lambda _r: device.dsmem(req),
+                        bytes_per_cycle="bytes_per_cycle")
 
     def analyze(self, raw: xr.Dataset) -> list[Finding]:
         bpc = median_over_repeats(raw["bytes_per_cycle"]).where(raw["point_status"] == 0)

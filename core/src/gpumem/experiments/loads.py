@@ -32,7 +32,7 @@ import numpy as np
 import xarray as xr
 
 from gpumem.device import STREAM_ORDERS, Device, StreamRequest
-from gpumem.experiment import Axis, Experiment, Plan, RunContext, Var
+from gpumem.experiment import Axis, Experiment, Plan, RunContext, Var, repeated
 from gpumem.experiments.figures import CPASYNC, ILP
 from gpumem.findings import Finding
 from gpumem.presentation import Presentation, ReportFigure
@@ -56,12 +56,6 @@ def _footprints(ctx: RunContext) -> tuple[int, ...]:
     if ctx.quick:
         sizes = [sizes[0], sizes[2]]
     return tuple(sorted(set(sizes)))
-
-
-def _repeat(probe, repeats: int, request) -> dict[str, np.ndarray]:
-    """``repeats`` timed runs of ``probe(request(r))``: bandwidth and seconds of each."""
-    runs = [probe(request(r)) for r in range(repeats)]
-    return {"gbs": np.array([x.gbs for x in runs]), "seconds": np.array([x.seconds for x in runs])}
 
 
 def _median_gbs(raw: xr.Dataset) -> xr.DataArray:
@@ -135,10 +129,11 @@ class IlpSweep(Experiment):
     def measure(self, device: Device, point: Mapping[str, Any], ctx: RunContext
                 ) -> Mapping[str, Any]:
         attrs = self.plan(ctx).attrs
-        return _repeat(device.stream, int(attrs["repeats"]), lambda r: StreamRequest(
+        return repeated(int(attrs["repeats"]), lambda r: device.stream(StreamRequest(
             footprint=int(point["footprint"]), ctas=int(attrs["ctas"]), threads=THREADS,
             ilp=int(point["ilp"]), width=WIDTH, path="cg", order=str(point["order"]),
-            kind="read", work=WORK, reverse=bool(point["reverse"]), seed=ctx.seed * 1000 + r))
+            kind="read", work=WORK, reverse=bool(point["reverse"]), seed=ctx.seed * 1000 + r)),
+            gbs="gbs", seconds="seconds")
 
     def analyze(self, raw: xr.Dataset) -> list[Finding]:
         med = _median_gbs(raw)
@@ -236,10 +231,11 @@ class AsyncCopy(Experiment):
                 ) -> Mapping[str, Any]:
         attrs = self.plan(ctx).attrs
         probe = device.async_copy if point["method"] == "cpasync" else device.stream
-        return _repeat(probe, int(attrs["repeats"]), lambda r: StreamRequest(
+        return repeated(int(attrs["repeats"]), lambda r: probe(StreamRequest(
             footprint=int(attrs["footprint"]), ctas=int(attrs["ctas"]),
             threads=int(point["threads"]), ilp=int(point["groups"]), width=WIDTH, path="cg",
-            order="coalesced", kind="read", work=WORK, seed=ctx.seed * 1000 + r))
+            order="coalesced", kind="read", work=WORK, seed=ctx.seed * 1000 + r)),
+            gbs="gbs", seconds="seconds")
 
     def analyze(self, raw: xr.Dataset) -> list[Finding]:
         med = _median_gbs(raw)

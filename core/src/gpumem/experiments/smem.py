@@ -30,6 +30,7 @@ from gpumem.experiment import (
     Var,
     median_over_repeats,
     repeat_count,
+    repeated,
 )
 from gpumem.experiments.figures import BANDWIDTH, BANK_CONFLICTS
 from gpumem.findings import Finding
@@ -67,11 +68,9 @@ class SmemLatency(Experiment):
 
     def measure(self, device: Device, point: Mapping[str, Any], ctx: RunContext
                 ) -> Mapping[str, Any]:
-        runs = [device.smem(SmemRequest(stride=int(point["stride"]),
-                                        bank_mode=int(point["bank_mode"]),
-                                        seed=ctx.seed * 1000 + r))
-                for r in range(repeat_count(ctx))]
-        return {"latency": np.array([x.latency for x in runs])}
+        return repeated(repeat_count(ctx), lambda r: device.smem(SmemRequest(
+            stride=int(point["stride"]), bank_mode=int(point["bank_mode"]),
+            seed=ctx.seed * 1000 + r)), latency="latency")
 
     def analyze(self, raw: xr.Dataset) -> list[Finding]:
         default = int(raw["bank_mode"].values[0])  # devices list their default mode first
@@ -143,11 +142,9 @@ class SmemBandwidth(Experiment):
 
     def measure(self, device: Device, point: Mapping[str, Any], ctx: RunContext
                 ) -> Mapping[str, Any]:
-        runs = [device.smem(SmemRequest(stride=1, warps=int(point["warps"]),
-                                        ilp=int(point["ilp"]), kind="throughput",
-                                        seed=ctx.seed * 1000 + r))
-                for r in range(repeat_count(ctx))]
-        return {"bytes_per_cycle": np.array([x.bytes_per_cycle for x in runs])}
+        return repeated(repeat_count(ctx), lambda r: device.smem(SmemRequest(
+            stride=1, warps=int(point["warps"]), ilp=int(point["ilp"]), kind="throughput",
+            seed=ctx.seed * 1000 + r)), bytes_per_cycle="bytes_per_cycle")
 
     def analyze(self, raw: xr.Dataset) -> list[Finding]:
         bpc = median_over_repeats(raw["bytes_per_cycle"]).where(raw["point_status"] == 0)

@@ -38,6 +38,7 @@ from gpumem.api import (
     Var,
     median_over_repeats,
     repeat_count,
+    repeated,
 )
 
 CHUNKS = (1024, 4096, 16384, 32768)
@@ -92,12 +93,9 @@ class BulkCopy(Experiment):
 
     def measure(self, device: Device, point: Mapping[str, Any], ctx: RunContext
                 ) -> Mapping[str, Any]:
-        runs = [device.bulk_copy(BulkRequest(
-                    footprint=_footprint(ctx), chunk=int(point["chunk"]),
-                    stages=int(point["stages"]), ctas_per_sm=int(point["ctas_per_sm"]),
-                    seed=ctx.seed * 1000 + r))
-                for r in range(repeat_count(ctx))]
-        return {"gbs": np.array([r.gbs for r in runs])}
+        return repeated(repeat_count(ctx), lambda r: device.bulk_copy(BulkRequest(
+            footprint=_footprint(ctx), chunk=int(point["chunk"]), stages=int(point["stages"]),
+            ctas_per_sm=int(point["ctas_per_sm"]), seed=ctx.seed * 1000 + r)), gbs="gbs")
 
     def analyze(self, raw: xr.Dataset) -> list[Finding]:
         gbs = median_over_repeats(raw["gbs"]).where(raw["point_status"] == 0)
