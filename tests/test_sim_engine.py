@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-
 from gpumem.device import ChaseRequest
 from gpumem.sim import CacheLevel, Dram, SetIndex, SimConfig, Timer, TlbLevel
 from gpumem.sim.device import SimDevice
@@ -281,3 +280,84 @@ def test_division_free_set_index_is_exact():
                                                      rng.integers(0, 62, 500)))]:
             assert ((n * m) >> 64) >> s == n // d
     assert _divider(1) == (0, -1)
+
+
+def test_both_kernels_are_written_by_the_same_model_fragments(monkeypatch):
+    """The cache model (set index, scans, victim, fill, hit latency, chain, timer noise) is
+    written once, in gpumem.sim.model: the generic kernel and every path's kernel are that
+    module's output, built from the same fragments, and no other sim module holds a kernel."""
+    import ast
+    from pathlib import Path
+
+    from gpumem.sim import engine, model, specialise
+
+    fragments = ("set_index", "lookup", "hit_latency", "_touch", "_fill", "_draw", "_pick",
+                 "_scan_simd", "_scan_scalar", "_chain_chunk", "_record")
+    used: set[str] = set()
+
+    def spy(name, fn):
+        def called(*args, **kwargs):
+            used.add(name)
+            return fn(*args, **kwargs)
+        return called
+
+    for name in fragments:
+        monkeypatch.setattr(model, name, spy(name, getattr(model, name)))
+    generic = model.source()
+    assert used == set(fragments)
+    by_spec: set[str] = set()
+    for _, caches, tlbs in _specialised_configs():
+        cfg = SimConfig(name="t", arch="t", compute_capability="9.0", sm_count=4,
+                        clock_mhz=1000.0, caches=caches, paths={"ca": ["l1d", "l2"]},
+                        tlbs=tlbs, dram=Dram(DRAM)).validate()
+        h, ids = engine.compile_hierarchy(cfg, 1)
+        key = specialise.key_of(h, np.array([ids["l1d"], ids["l2"]]), 2, len(cfg.tlbs))
+        used.clear()
+        assert specialise._source(key)[1] == model.source(*key)
+        by_spec |= used
+    assert by_spec == set(fragments)
+    assert specialise._source(specialise.GENERIC)[1] == generic
+    for mod in (engine, specialise):  # no Numba-compiled function outside the generated source
+        tree = ast.parse(Path(mod.__file__).read_text())
+        decorated = [ast.unparse(d) for f in ast.walk(tree) if isinstance(f, ast.FunctionDef)
+                     for d in f.decorator_list]
+        assert not [d for d in decorated if "njit" in d or "jit" in d], mod.__name__
+
+
+def test_no_import_cycle_between_sim_modules():
+    """engine -> specialise -> model; the generated kernels import only primitives. Lazy
+    imports inside functions count: a cycle there still makes module state depend on the
+    order of first use."""
+    import ast
+    from pathlib import Path
+
+    import gpumem.sim
+    from gpumem.sim import model
+
+    folder = Path(gpumem.sim.__file__).parent
+    sources = {p.stem: p.read_text() for p in folder.glob("*.py")}
+    sources["<generated>"] = model.source()
+    graph: dict[str, set[str]] = {}
+    for name, text in sources.items():
+        deps = graph.setdefault(name, set())
+        for node in ast.walk(ast.parse(text)):
+            if isinstance(node, ast.ImportFrom) and node.module:
+                mods = [node.module] + [f"{node.module}.{a.name}" for a in node.names]
+            elif isinstance(node, ast.Import):
+                mods = [a.name for a in node.names]
+            else:
+                continue
+            for m in mods:
+                if m.startswith("gpumem.sim.") and m.split(".")[2] in sources:
+                    deps.add(m.split(".")[2])
+    assert graph["<generated>"] == {"primitives"}
+    assert graph["model"] == set() and graph["primitives"] == set()
+    assert "engine" not in graph["specialise"]
+
+    def visit(node: str, stack: list[str]) -> None:
+        assert node not in stack, " -> ".join(stack + [node])
+        for dep in graph.get(node, ()):
+            visit(dep, stack + [node])
+
+    for name in graph:
+        visit(name, [])

@@ -1,0 +1,598 @@
+"""The simulated cache model, written once, as the source of both pointer-chase kernels.
+
+The generic kernel reads each level's geometry from the hierarchy's ``meta`` table on every
+access, so one compiled function serves every path. Long chases run a kernel generated for
+their path instead: the levels unrolled in visiting order, their static parameters literals,
+each level's last block and replacement stream local variables (about twice as fast). Both
+are emitted by the fragments below (set index, set scan, victim, fill, hit latency, TLB
+splice): where a :class:`Level` parameter is a literal a fragment picks its branch now, where
+it is read at run time the fragment emits the branches. Same operations in the same order
+either way, so the two kernels are bit-identical.
+
+Source, not shared ``@njit`` functions: Numba increments and decrements the reference count
+of every array passed to a function it does not inline, which costs more than a cache
+look-up, and literals let LLVM fold each level's arithmetic.
+
+A leaf module: it imports nothing from :mod:`gpumem.sim`, and the source it writes imports
+only :mod:`gpumem.sim.primitives`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
+
+POLICY_CODES = {"lru": 0, "fifo": 1, "random": 2, "weighted": 3}
+INDEX_CODES = {"modulo": 0, "bits": 1, "xor": 2, "table": 3}
+ORDER_CODES = {"sequential": 0, "random": 1, "pattern": 2, "scattered": 3}
+
+# Columns of the per-level metadata table ``Hierarchy.meta``.
+COLUMNS = ("LINE_SHIFT", "SECTOR_SHIFT", "N_SETS", "SET_BASE", "IDX_KIND", "IDX_OFF", "IDX_LEN",
+           "POLICY", "W_OFF", "TRANSLATE", "PARTS", "PART_OFF", "PART_LEN", "SMO_OFF", "SMO_LEN",
+           "MOD_M", "MOD_S", "EQ_WAYS", "WAY_BASE")
+LINE_SHIFT, SECTOR_SHIFT, N_SETS, SET_BASE, IDX_KIND, IDX_OFF, IDX_LEN, POLICY, W_OFF, \
+    TRANSLATE, PARTS, PART_OFF, PART_LEN, SMO_OFF, SMO_LEN, MOD_M, MOD_S, EQ_WAYS, WAY_BASE = \
+    range(len(COLUMNS))
+META_COLUMNS = len(COLUMNS)
+
+PF_BYTES = 1 << 18  # levels with more way state than this get their sets prefetched
+# ... this many accesses ahead (host cache lines only: no effect on results). Specialised
+# hopper far-L2 random 27 (64) -> 30 M/s (16); the generic kernel, 64 until both came from
+# here, is within noise at 16.
+PF_DIST = 16
+SIMD_WAYS = (16, 8, 4)  # set sizes scanned by one vector intrinsic (primitives._make_scan)
+
+
+def prefetch_candidate(m: Sequence[int]) -> bool:
+    """Is a level (its ``meta`` row) big enough, and simple enough to index, to prefetch?"""
+    return (m[IDX_KIND] == 0 and m[EQ_WAYS] > 0 and m[N_SETS] > 1
+            and m[N_SETS] * m[EQ_WAYS] * 16 > PF_BYTES)
+
+
+def visit_order(path_ids: Sequence[int], translate: Sequence[bool], tlb_first: int,
+                tlb_count: int) -> list[tuple[int, int]]:
+    """(level, path position) in the order a load looks levels up: the path's caches, with
+    the TLB levels (position ``-1 - t``) spliced in before the first physically tagged
+    cache, or before DRAM."""
+    tlbs = [(tlb_first + t, -1 - t) for t in range(tlb_count)]
+    out = []
+    for p, lv in enumerate(path_ids):
+        if translate[p] and tlbs:
+            out += tlbs
+            tlbs = []
+        out.append((int(lv), p))
+    return out + tlbs
+
+
+class Level:
+    """One cache or TLB level as a fragment sees it. With a ``key`` (meta row, index bits or
+    masks, partition masks, way counts of unequal sets) it is static: parameters are literals
+    and its state lives in locals named after ``lv``. Without, everything is read through the
+    runtime variable ``lv``."""
+
+    def __init__(self, lv: int | None = None, key: tuple | None = None,
+                 prefetched: bool = False):
+        self.key = key
+        if key is None:
+            self.mb, self.mw, self.rg, self.sc = ("mru_block[lv]", "mru_way[lv]", "rng[lv]",
+                                                  "scans[lv]")
+            self.wt = None
+        else:
+            self.mb, self.mw, self.rg = f"mb{lv}", f"mw{lv}", f"rg{lv}"
+            self.sc = f"sc{lv}" if prefetched else None
+            self.wt = f"wt{lv}" if self.m(POLICY) == 3 and self.m(EQ_WAYS) > 0 else None
+
+    def m(self, col: int) -> int | None:
+        """The column's value if static, else None."""
+        return None if self.key is None else int(self.key[0][col])
+
+    def e(self, col: int) -> str:
+        """The column as an expression: a literal, or a read of the meta table."""
+        return f"meta[lv, {COLUMNS[col]}]" if self.key is None else str(self.key[0][col])
+
+
+class Src:
+    """Lines of Python source with indentation: ``s(line)``, ``with s.block(header):``."""
+
+    def __init__(self) -> None:
+        self.lines: list[str] = []
+        self.depth = 0
+
+    def __call__(self, *lines: str) -> None:
+        self.lines.extend("    " * self.depth + x for x in lines)
+
+    @contextmanager
+    def block(self, header: str) -> Iterator[None]:
+        self(header)
+        self.depth += 1
+        yield
+        self.depth -= 1
+
+    def text(self) -> str:
+        return "\n".join(self.lines) + "\n"
+
+
+def _bits(bit, values: Sequence[int]) -> str:
+    """An int64 whose bit j is ``bit(values[j])`` (an expression), for literal values."""
+    terms = [bit(str(x)) + (f" << {j}" if j else "") for j, x in enumerate(values)]
+    return " | ".join(f"({t})" for t in terms) if terms else "np.int64(0)"
+
+
+# ---------------------------------------------------------------------------------------------
+# The model: one level's look-up, fill, victim and hit latency
+# ---------------------------------------------------------------------------------------------
+
+def set_index(s: Src, L: Level, src: str, blk: str, out: str, kind: int | None = None) -> None:
+    """``out`` = the set of address ``src`` (block ``blk``) in level ``L``."""
+    kind = L.m(IDX_KIND) if kind is None else kind
+    if kind is None:
+        s("kind = meta[lv, IDX_KIND]")
+        for k, head in enumerate(("if kind == 0:", "elif kind == 1:", "elif kind == 2:",
+                                  "else:")):
+            with s.block(head):
+                set_index(s, L, src, blk, out, k)
+    elif kind == 0:  # block % sets, without a division (engine._divider)
+        sets = L.m(N_SETS)
+        if sets is None:
+            with s.block("if meta[lv, MOD_S] < 0:"):
+                s(f"{out} = np.int64(0)")
+            with s.block("else:"):
+                s(f"{out} = {blk} - np.int64(_mulhi(_U({blk}), _U(meta[lv, MOD_M]))"
+                  f" >> _U(meta[lv, MOD_S])) * meta[lv, N_SETS]")
+        elif sets == 1:
+            s(f"{out} = np.int64(0)")
+        elif sets & (sets - 1) == 0:  # blk >= 0: the same as blk % sets
+            s(f"{out} = {blk} & {sets - 1}")
+        else:
+            s(f"{out} = {blk} - np.int64(_mulhi(_U({blk}), _U({L.m(MOD_M) & ((1 << 64) - 1)}))"
+              f" >> _U({L.m(MOD_S)})) * {sets}")
+    elif kind in (1, 2):  # selected address bits, or parities of masked addresses
+        def bit(x: str) -> str:
+            return f"(({src} >> {x}) & 1)" if kind == 1 else f"_parity1({src} & {x})"
+        if L.key is None:
+            s(f"{out} = np.int64(0)")
+            with s.block("for b in range(meta[lv, IDX_LEN]):"):
+                s(f"{out} |= {bit('idx_param[meta[lv, IDX_OFF] + b]')} << b")
+        else:
+            s(f"{out} = {_bits(bit, L.key[1])}")
+    else:  # a table indexed by block % its length
+        s(f"{out} = idx_param[_P({L.e(IDX_OFF)} + {blk} % {L.e(IDX_LEN)})]")
+
+
+def _touch(s: Src, L: Level) -> None:
+    """A hit on way ``j``: stamp it (LRU), fetch the sector if it is not valid yet."""
+    s("ss = way[_P(j + 1)]")
+    pol = L.m(POLICY)
+    if pol is None:
+        with s.block("if pol == 0:"):
+            s("ss = (now << 32) | (ss & 0xFFFFFFFF)")
+    elif pol == 0:
+        s("ss = (now << 32) | (ss & 0xFFFFFFFF)")
+    with s.block("if ss & sbit:"):
+        s("hit = True")
+    with s.block("else:"):
+        s("ss |= sbit")
+    s("way[_P(j + 1)] = ss")
+
+
+def _fill(s: Src) -> None:
+    """A miss: the line goes into way ``j`` with only this sector valid, stamped now."""
+    s("way[_P(j)] = block", "way[_P(j + 1)] = (now << 32) | sbit")
+
+
+def _draw(s: Src, L: Level, ways: str, pol: int | None) -> None:
+    """``victim`` = a random or weighted way of a full set: one draw from the level's
+    stream; way w goes with probability weights[w] / sum (weighted)."""
+    s(f"z = {L.rg} + _U(0x9E3779B97F4A7C15)", f"{L.rg} = z", "z = _mix(z)")
+    if pol is None:
+        with s.block("if pol == 2:"):
+            _pick(s, L, ways, 2)
+        with s.block("else:"):
+            _pick(s, L, ways, 3)
+    else:
+        _pick(s, L, ways, pol)
+
+
+def _pick(s: Src, L: Level, ways: str, pol: int) -> None:
+    if pol == 2:
+        s(f"victim = np.int64(z % _U({ways}))")
+        return
+    wo = L.e(W_OFF)
+    total = L.wt
+    if total is None:
+        total = "tot"
+        s("tot = 0.0")
+        with s.block(f"for w in range({ways}):"):
+            s(f"tot += weights[_P({wo} + w)]")
+    s(f"rr = (z >> _U(11)) * (1.0 / 9007199254740992.0) * {total}",
+      f"victim = {ways} - 1", "acc = 0.0")
+    with s.block(f"for w in range({ways}):"):
+        s(f"acc += weights[_P({wo} + w)]")
+        with s.block("if rr < acc:"):
+            s("victim = w", "break")
+
+
+def _full_set_victim(s: Src, L: Level, ways: str, lru: str | None) -> None:
+    """An ``else:`` branch for a full set: ``victim`` = the oldest stamp (LRU / FIFO: ``lru``,
+    or already in ``victim`` if None), or a draw (random, weighted)."""
+    pol = L.m(POLICY)
+    if pol is not None and pol <= 1 and lru is None:
+        return
+    with s.block("else:"):
+        if pol is None and lru:
+            with s.block("if pol <= 1:"):
+                s(f"victim = {lru}")
+            with s.block("else:"):
+                _draw(s, L, ways, None)
+        elif pol is None:
+            with s.block("if pol >= 2:"):
+                _draw(s, L, ways, None)
+        elif pol <= 1:
+            s(f"victim = {lru}")
+        else:
+            _draw(s, L, ways, pol)
+
+
+def _scan_simd(s: Src, L: Level, ways: str, counts: list[int]) -> None:
+    """The set looked up by one vector intrinsic (4, 8 or 16 ways)."""
+    s("jb = 2 * base_w")
+    if len(counts) == 1:
+        s(f"res = _scan{counts[0]}(way, jb, block, now << 32)")
+    else:
+        for i, w in enumerate(counts):
+            head = "else:" if i == len(counts) - 1 else \
+                f"{'if' if i == 0 else 'elif'} {ways} == {w}:"
+            with s.block(head):
+                s(f"res = _scan{w}(way, jb, block, now << 32)")
+    s("fw = res & 0xFF")
+    with s.block(f"if fw < {ways}:"):
+        s("j = jb + 2 * fw")
+        _touch(s, L)
+    with s.block("else:"):
+        s("e = (res >> 8) & 0xFF")
+        with s.block(f"if e < {ways}:"):
+            s("victim = e")
+        _full_set_victim(s, L, ways, "(res >> 16) & 0xFF")
+        s("j = jb + 2 * victim")
+        _fill(s)
+
+
+def _scan_scalar(s: Src, L: Level, ways: str) -> None:
+    """The set looked up one way at a time (other way counts; ``scalar=True``)."""
+    s("found = False", "empty = -1", "victim = 0", "oldest = now << 32")
+    with s.block(f"for w in range({ways}):"):
+        s("j = 2 * (base_w + w)", "tg = way[_P(j)]")
+        with s.block("if tg == block:"):
+            s("found = True")
+            _touch(s, L)
+            s("break")
+        with s.block("if tg < 0:"):
+            with s.block("if empty < 0:"):
+                s("empty = w")
+        if L.m(POLICY) is None or L.m(POLICY) <= 1:
+            with s.block("elif way[_P(j + 1)] < oldest:"):  # stamps in the high bits
+                s("oldest = way[_P(j + 1)]", "victim = w")
+    with s.block("if not found:"):
+        with s.block("if empty >= 0:"):
+            s("victim = empty")
+        _full_set_victim(s, L, ways, None)
+        s("j = 2 * (base_w + victim)")
+        _fill(s)
+
+
+def lookup(s: Src, L: Level) -> None:
+    """``hit`` = does level ``L`` hold ``addr``'s sector; its state updated either way (LRU
+    stamp, sector fetched, line filled over the victim)."""
+    if L.key is None:
+        s("pol = meta[lv, POLICY]", "shift = meta[lv, LINE_SHIFT]",
+          "sshift = meta[lv, SECTOR_SHIFT]", "block = addr >> shift",
+          "sbit = np.int64(1) << ((addr >> sshift) & ((np.int64(1) << (shift - sshift)) - 1))")
+    else:
+        shift, sshift = L.m(LINE_SHIFT), L.m(SECTOR_SHIFT)
+        s(f"block = addr >> {shift}")
+        s(f"sbit = np.int64(1) << ((addr >> {sshift}) & {(1 << (shift - sshift)) - 1})"
+          if shift > sshift else "sbit = np.int64(1)")
+    s("hit = False")
+    # the block this level saw last is still where it was put: no set scan, and its stamp is
+    # already the newest in its set (LRU order needs no update)
+    with s.block(f"if block == {L.mb}:"):
+        s(f"j = {L.mw}", "ss = way[_P(j + 1)]")
+        with s.block("if ss & sbit:"):
+            s("hit = True")
+        with s.block("else:"):  # sector miss: the line stays, the sector is fetched
+            s("way[_P(j + 1)] = ss | sbit")
+    with s.block("else:"):
+        set_index(s, L, "addr", "block", "st")
+        if L.sc:
+            s(f"{L.sc} += 1")
+        eq = L.m(EQ_WAYS)
+        if L.key is None:
+            ways, counts = "ways", list(SIMD_WAYS) + [0]
+            s("ways = meta[lv, EQ_WAYS]")
+            with s.block("if ways > 0:"):  # equal sets: no set_off look-up (a host cache miss)
+                s("base_w = meta[lv, WAY_BASE] + st * ways")
+            with s.block("else:"):
+                s("sid = meta[lv, SET_BASE] + st", "base_w = set_off[_P(sid)]",
+                  "ways = set_ways[_P(sid)]")
+        elif eq > 0:
+            ways, counts = str(eq), [eq]
+            s(f"base_w = {L.m(WAY_BASE)} + st * {eq}")
+        else:
+            ways, counts = "nw", list(L.key[3])
+            s(f"sid = {L.m(SET_BASE)} + st", "base_w = set_off[_P(sid)]",
+              "nw = set_ways[_P(sid)]")
+        simd = [w for w in SIMD_WAYS if w in counts]
+        if not simd:
+            _scan_scalar(s, L, ways)
+        elif len(simd) == len(counts):
+            _scan_simd(s, L, ways, simd)
+        else:
+            cond = " or ".join(f"{ways} == {w}" for w in simd)
+            with s.block(f"if not scalar and ({cond}):" if L.key is None else f"if {cond}:"):
+                _scan_simd(s, L, ways, simd)
+            with s.block("else:"):
+                _scan_scalar(s, L, ways)
+        s(f"{L.mb} = block", f"{L.mw} = j")
+
+
+def hit_latency(s: Src, L: Level, p: int | None) -> None:
+    """``lat`` = a hit's latency at path position ``p``: near or far partition (``hitc``,
+    ``farc`` include the SM's offset), plus the TLB penalties so far."""
+    if L.key is None:
+        s("c = hitc[p]")
+        with s.block("if meta[lv, PARTS] > 1:"):  # which partition is home, and is it ours?
+            s("home = np.int64(0)")
+            with s.block("for b in range(meta[lv, PART_LEN]):"):
+                s("home |= _parity1(addr & idx_param[meta[lv, PART_OFF] + b]) << b")
+            with s.block("if home != homes[p]:"):
+                s("c = farc[p]")
+        s("lat = c + pen")
+    elif L.m(PARTS) > 1:
+        s(f"home = {_bits(lambda x: f'_parity1(addr & {x})', L.key[2])}")
+        with s.block(f"if home != home{p}:"):
+            s(f"lat = fc{p} + pen")
+        with s.block("else:"):
+            s(f"lat = hc{p} + pen")
+    else:
+        s(f"lat = hc{p} + pen")
+
+
+# ---------------------------------------------------------------------------------------------
+# The kernel around it: chain generation, prefetch, the walk down the path, timer noise
+# ---------------------------------------------------------------------------------------------
+
+ARGS = ("way, rng, clock, meta, set_ways, set_off, idx_param, weights, hitc, farc, homes, tlbc, "
+        "steps, step_pos, tlb_done, pf_cand, dram_latency, page_walk, base, footprint, stride, "
+        "element, order, fp, pattern, warmup, record, overhead, jitter, outlier_rate, "
+        "outlier_cycles, noise_seed, out_lat, out_idx, out_level, scalar")
+
+HEADER = f"""\
+# Generated by gpumem.sim.model: a pointer-chase kernel.
+import numba as nb
+import numpy as np
+
+from gpumem.sim.primitives import (CHUNK, _P, _U, _mix, _mulhi, _parity1, _permute, _prefetch,
+                                   _scan4, _scan8, _scan16)
+
+{", ".join(COLUMNS)} = range({len(COLUMNS)})
+"""
+
+
+def source(path_ids: Sequence[int] | None = None, path_keys: Sequence[tuple] = (),
+           tlb_first: int = 0, tlb_keys: Sequence[tuple] = ()) -> str:
+    """Python source of ``_chase``: the generic kernel, or with ``path_ids`` the kernel for
+    that path (levels ``path_ids`` with static parameters ``path_keys``, see
+    :func:`gpumem.sim.specialise.level_key`) and TLB levels ``tlb_first ...`` (``tlb_keys``).
+    Both take :data:`ARGS`; each ignores what it does not need."""
+    s = Src()
+    s(HEADER, "", "@nb.njit(cache=True, boundscheck=False, nogil=True)", f"def _chase({ARGS}):")
+    s.depth = 1
+    s("n_elem = footprint // element", "s_elem = stride // element",
+      "n_lines = footprint // stride", "s_per_block = stride // element",
+      "fp_half, fk0, fk1, fk2, fk3, fn = fp[0], fp[1], fp[2], fp[3], fp[4], fp[5]",
+      "noise = _U(noise_seed)", "cur = np.int64(0)  # element index (sequential order)",
+      "t0 = clock[0]", "n_acc = warmup + record",
+      "# byte offsets of the accesses, computed up to two chunks ahead in a ring",
+      "chunk = np.empty(2 * CHUNK, np.int64)", "gen = np.int64(0)  # accesses computed so far",
+      "pos_l = np.int64(0)  # (k + r) % n_lines, kept as a counter (no division per access)",
+      "pos_p = np.int64(0)  # (k + r) % len(pattern)", "n_pat = pattern.shape[0]",
+      "plen = hitc.shape[0]", "j = np.int64(0)", "victim = np.int64(0)")
+    if path_ids is None:
+        kernel: _Generic | _Static = _Generic()
+    else:
+        kernel = _Static(path_ids, path_keys, tlb_first, tlb_keys)
+    kernel.prologue(s)
+    with s.block("for k in range(n_acc):"):
+        s("now = t0 + k + 1")
+        with s.block("if k % CHUNK == 0:"):
+            _chain_chunk(s)
+            kernel.choose_prefetched(s)
+        s("off = chunk[k & (2 * CHUNK - 1)]", "addr = base + off")
+        kernel.prefetch(s)
+        s("pen = 0.0", "lat = 0.0", "lvl = plen")
+        kernel.walk(s)
+        _record(s)
+    kernel.epilogue(s)
+    s("clock[0] = t0 + warmup + record")
+    return s.text()
+
+
+class _Generic:
+    """The generic kernel's parts: per-level state in arrays indexed by level, the path from
+    the ``steps`` table, one look-up body for every level."""
+
+    def prologue(self, s: Src) -> None:
+        s("n_steps = steps.shape[0]", "n_levels = meta.shape[0]",
+          "mru_block = np.full(n_levels, -1, np.int64)  # last block each level looked up",
+          "mru_way = np.zeros(n_levels, np.int64)  # ... and where it sits",
+          "scans = np.zeros(n_levels, np.int64)  # set scans per level in this chunk",
+          "n_cand = pf_cand.shape[0]", "pf = pf_cand.copy()", "n_pf = n_cand")
+
+    def choose_prefetched(self, s: Src) -> None:
+        """Prefetch only levels that did set scans in the last chunk: an L1-resident chase
+        would pay for prefetches it never uses."""
+        with s.block("if k > 0:"):
+            s("n_pf = 0")
+            with s.block("for i in range(n_cand):"):
+                with s.block("if scans[pf_cand[i]] >= CHUNK // 8:"):
+                    s("pf[n_pf] = pf_cand[i]", "n_pf += 1")
+            s("scans[:] = 0")
+
+    def prefetch(self, s: Src) -> None:
+        """The big levels' sets that access k + PF_DIST will look up: their host cache lines
+        are fetched now, which hides the host's memory latency on random orders."""
+        with s.block(f"if n_pf > 0 and k + {PF_DIST} < n_acc:"):
+            s(f"a2 = base + chunk[(k + {PF_DIST}) & (2 * CHUNK - 1)]")
+            with s.block("for i in range(n_pf):"):
+                s("lv = pf[i]", "b2 = a2 >> meta[lv, LINE_SHIFT]")
+                set_index(s, Level(), "a2", "b2", "s2", kind=0)
+                s("ew = meta[lv, EQ_WAYS]", "j0 = 2 * (meta[lv, WAY_BASE] + s2 * ew)")
+                with s.block("for jj in range(j0, j0 + 2 * ew, 8):"):  # 4 ways a host line
+                    s("_prefetch(way, _P(jj))")
+
+    def walk(self, s: Src) -> None:
+        s("i = 0")
+        with s.block("while True:"):
+            with s.block("if i == n_steps:"):
+                s("lat = dram_latency + pen", "lvl = plen", "break")
+            s("lv = steps[i]")
+            lookup(s, Level())
+            s("p = step_pos[i]")
+            with s.block("if p < 0:"):  # TLB level -1 - p; all missed: the page walk is paid
+                with s.block("if hit:"):
+                    s("i = tlb_done")
+                with s.block("else:"):
+                    s("pen += tlbc[-1 - p]", "i += 1")
+                    with s.block("if i == tlb_done:"):
+                        s("pen += page_walk")
+                s("continue")
+            with s.block("if hit:"):
+                hit_latency(s, Level(), None)
+                s("lvl = p", "break")
+            s("i += 1")
+
+    def epilogue(self, s: Src) -> None:
+        pass
+
+
+class _Static:
+    """A path's kernel's parts: per-level state in locals, the levels unrolled in visiting
+    order, each with its own literals."""
+
+    def __init__(self, path_ids: Sequence[int], path_keys: Sequence[tuple], tlb_first: int,
+                 tlb_keys: Sequence[tuple]):
+        self.plen, self.n_tlb = len(path_ids), len(tlb_keys)
+        self.order = visit_order(path_ids, [bool(k[0][TRANSLATE]) for k in path_keys],
+                                 tlb_first, len(tlb_keys))
+        keys = dict(zip(path_ids, path_keys, strict=True)) | {
+            tlb_first + t: k for t, k in enumerate(tlb_keys)}
+        self.pf = [lv for lv in keys if prefetch_candidate(keys[lv][0])]
+        self.levels = {lv: Level(lv, k, lv in self.pf) for lv, k in keys.items()}
+
+    def prologue(self, s: Src) -> None:
+        for p in range(self.plen):
+            s(f"hc{p} = hitc[{p}]", f"fc{p} = farc[{p}]", f"home{p} = homes[{p}]")
+        for t in range(self.n_tlb):
+            s(f"tc{t} = tlbc[{t}]")
+        for lv, L in self.levels.items():
+            s(f"{L.mb} = np.int64(-1)", f"{L.mw} = np.int64(0)")
+            if L.m(POLICY) >= 2:
+                s(f"{L.rg} = rng[{lv}]")
+            if L.wt:
+                s(f"{L.wt} = 0.0")
+                with s.block(f"for w in range({L.m(EQ_WAYS)}):"):
+                    s(f"{L.wt} += weights[{L.m(W_OFF)} + w]")
+        for lv in self.pf:
+            s(f"sc{lv} = np.int64(0)", f"pf{lv} = True")
+
+    def choose_prefetched(self, s: Src) -> None:
+        if self.pf:
+            with s.block("if k > 0:"):
+                for lv in self.pf:
+                    s(f"pf{lv} = sc{lv} >= CHUNK // 8", f"sc{lv} = 0")
+
+    def prefetch(self, s: Src) -> None:
+        if not self.pf:
+            return
+        with s.block(f"if k + {PF_DIST} < n_acc:"):
+            s(f"a2 = base + chunk[(k + {PF_DIST}) & (2 * CHUNK - 1)]")
+            for lv in self.pf:
+                L = self.levels[lv]
+                with s.block(f"if pf{lv}:"):
+                    s(f"b2 = a2 >> {L.m(LINE_SHIFT)}")
+                    set_index(s, L, "a2", "b2", "s2")
+                    s(f"j0 = 2 * ({L.m(WAY_BASE)} + s2 * {L.m(EQ_WAYS)})")
+                    for d in range(0, 2 * L.m(EQ_WAYS), 8):
+                        s(f"_prefetch(way, _P(j0 + {d}))")
+
+    def walk(self, s: Src) -> None:
+        tlbs = [(lv, -1 - p) for lv, p in self.order if p < 0]
+        with s.block("while True:"):
+            for lv, p in self.order:
+                if p >= 0:
+                    lookup(s, self.levels[lv])
+                    with s.block("if hit:"):
+                        hit_latency(s, self.levels[lv], p)
+                        s(f"lvl = {p}", "break")
+                elif p == -1:  # all TLB levels at once; all missed: the page walk is paid
+                    with s.block("while True:"):
+                        for tlv, t in tlbs:
+                            lookup(s, self.levels[tlv])
+                            with s.block("if hit:"):
+                                s("break")
+                            s(f"pen += tc{t}")
+                        s("pen += page_walk", "break")
+            s("lat = dram_latency + pen", f"lvl = {self.plen}", "break")
+
+    def epilogue(self, s: Src) -> None:
+        for lv, L in self.levels.items():
+            if L.m(POLICY) >= 2:
+                s(f"rng[{lv}] = {L.rg}")
+
+
+def _chain_chunk(s: Src) -> None:
+    """The chain's next byte offsets, up to two chunks ahead (same order as gpumem.chains)."""
+    with s.block("for r in range(gen, min(k + 2 * CHUNK, n_acc)):"):
+        with s.block("if order == 0:"):
+            s("chunk[r & (2 * CHUNK - 1)] = cur * element", "cur += s_elem")
+            with s.block("if cur >= n_elem:"):
+                s("cur -= n_elem")
+        with s.block("elif order == 2:"):
+            s("chunk[r & (2 * CHUNK - 1)] = pattern[pos_p]", "pos_p += 1")
+            with s.block("if pos_p == n_pat:"):
+                s("pos_p = 0")
+        with s.block("elif order == 3:"):  # chains.scatter_vec, one block at a time
+            s("blk = pos_l", "pos_l += 1")
+            with s.block("if pos_l == n_lines:"):
+                s("pos_l = 0")
+            s("z = (_U(blk) + _U(fp[6])) * _U(0x9E3779B97F4A7C15)", "z ^= z >> _U(29)",
+              "z *= _U(0xBF58476D1CE4E5B9)", "z ^= z >> _U(32)",
+              "chunk[r & (2 * CHUNK - 1)] = blk * stride"
+              " + np.int64(z % _U(s_per_block)) * element")
+        with s.block("else:"):
+            s("chunk[r & (2 * CHUNK - 1)] = _permute(pos_l, fp_half, fk0, fk1, fk2, fk3, fn)"
+              " * stride", "pos_l += 1")
+            with s.block("if pos_l == n_lines:"):
+                s("pos_l = 0")
+    s("gen = min(k + 2 * CHUNK, n_acc)")
+
+
+def _record(s: Src) -> None:
+    """A recorded access: latency + timer overhead, Gaussian jitter, exponential outliers."""
+    u = "(_mix(noise) >> _U(11)) * (1.0 / 9007199254740992.0)"
+    with s.block("if k >= warmup:"):
+        s("i = k - warmup", "tm = lat + overhead")
+        with s.block("if jitter > 0.0:"):
+            s("noise += _U(0x9E3779B97F4A7C15)", f"u1 = {u}",
+              "noise += _U(0x9E3779B97F4A7C15)", f"u2 = {u}",
+              "tm += jitter * np.sqrt(-2.0 * np.log(u1 + 1e-300))"
+              " * np.cos(6.283185307179586 * u2)")
+        with s.block("if outlier_rate > 0.0:"):
+            s("noise += _U(0x9E3779B97F4A7C15)")
+            # a mis-timed access: an exponential delay of mean outlier_cycles, as interrupts
+            # and preemptions give (heavy-tailed, rarely twice the same)
+            with s.block(f"if {u} < outlier_rate:"):
+                s("noise += _U(0x9E3779B97F4A7C15)", f"u = {u}",
+                  "tm += -outlier_cycles * np.log(1.0 - u)")
+        s("out_lat[i] = np.floor(tm + 0.5)", "out_idx[i] = off // element",
+          "out_level[i] = lvl")

@@ -1,0 +1,150 @@
+"""The compiled pieces the chase kernels call: LLVM intrinsics (wide multiply, SIMD set scans,
+prefetch, parity) and small inlined Numba functions (SplitMix64 output, chain permutation).
+
+A leaf module on purpose: the generated kernels import only this, so compiling one never
+pulls in the engine or the generator, and :mod:`gpumem.sim.specialise` hashes this file into
+every kernel's name (Numba's cache of a kernel does not notice a change to what it calls).
+"""
+
+from __future__ import annotations
+
+import numba as nb
+import numpy as np
+from llvmlite import ir
+from numba.core import cgutils, types
+from numba.extending import intrinsic
+
+_U = nb.uint64
+_P = nb.uintp
+CHUNK = 4096  # accesses whose chain offsets are computed in one tight loop
+
+
+@intrinsic
+def _mulhi(typingctx, a, b):
+    """The high 64 bits of the 128-bit product of two uint64."""
+    sig = types.uint64(types.uint64, types.uint64)
+
+    def codegen(context, builder, signature, args):
+        i128 = ir.IntType(128)
+        prod = builder.mul(builder.zext(args[0], i128), builder.zext(args[1], i128))
+        return builder.trunc(builder.lshr(prod, ir.Constant(i128, 64)), ir.IntType(64))
+
+    return sig, codegen
+
+
+def _make_scan(n: int):
+    """An intrinsic that looks up a whole set of ``n`` ways at once with vector instructions
+    (the host's SIMD compares, no branch per way).
+
+    ``scan(way, j, block, limit)`` reads the ``n`` way records from ``way[j]`` (tag, word,
+    tag, word ...) and returns ``f | e << 8 | v << 16``: ``f`` the way holding ``block``, ``e``
+    the first invalid way (tag < 0), ``v`` the first way with the smallest word if that word
+    is below ``limit`` (else 0): the LRU / FIFO victim of a full set, as the scalar scan finds
+    it. ``f`` and ``e`` are ``n`` when there is no such way.
+    """
+
+    @intrinsic
+    def scan(typingctx, arr, j, block, limit):
+        sig = types.int64(arr, types.intp, types.int64, types.int64)
+
+        def codegen(context, builder, signature, args):
+            aryty = signature.args[0]
+            ary = context.make_array(aryty)(context, builder, args[0])
+            ptr = cgutils.get_item_pointer(context, builder, aryty, ary, [args[1]])
+            i1, i32, i64 = ir.IntType(1), ir.IntType(32), ir.IntType(64)
+            vn = ir.VectorType(i64, n)
+            v2 = ir.VectorType(i64, 2 * n)
+            rec = builder.load(builder.bitcast(ptr, v2.as_pointer()), align=8)
+            undef2 = ir.Constant(v2, None)
+            tags = builder.shuffle_vector(
+                rec, undef2, ir.Constant(ir.VectorType(i32, n), [2 * i for i in range(n)]))
+            words = builder.shuffle_vector(
+                rec, undef2, ir.Constant(ir.VectorType(i32, n), [2 * i + 1 for i in range(n)]))
+
+            def splat(x):
+                one = builder.insert_element(ir.Constant(vn, None), x, ir.Constant(i32, 0))
+                return builder.shuffle_vector(one, ir.Constant(vn, None),
+                                              ir.Constant(ir.VectorType(i32, n), [0] * n))
+
+            cttz = cgutils.get_or_insert_function(
+                builder.module, ir.FunctionType(i64, [i64, i1]), "llvm.cttz.i64")
+
+            def first(mask):  # index of the first true lane, n if none
+                bits = builder.zext(builder.bitcast(mask, ir.IntType(n)), i64)
+                bits = builder.or_(bits, ir.Constant(i64, 1 << n))
+                return builder.call(cttz, [bits, ir.Constant(i1, 1)])
+
+            f = first(builder.icmp_signed("==", tags, splat(args[2])))
+            e = first(builder.icmp_signed("<", tags, ir.Constant(vn, [0] * n)))
+            smin = cgutils.get_or_insert_function(
+                builder.module, ir.FunctionType(i64, [vn]), f"llvm.vector.reduce.smin.v{n}i64")
+            mn = builder.call(smin, [words])
+            v = first(builder.icmp_signed("==", words, splat(mn)))
+            v = builder.select(builder.icmp_signed("<", mn, args[3]), v, ir.Constant(i64, 0))
+            out = builder.or_(f, builder.shl(e, ir.Constant(i64, 8)))
+            return builder.or_(out, builder.shl(v, ir.Constant(i64, 16)))
+
+        return sig, codegen
+
+    return scan
+
+
+_scan4, _scan8, _scan16 = _make_scan(4), _make_scan(8), _make_scan(16)
+
+
+@intrinsic
+def _prefetch(typingctx, arr, idx):
+    """Ask the host CPU to bring ``arr[idx]``'s cache line in (llvm.prefetch, read, high
+    locality); no effect on results."""
+    sig = types.void(arr, types.intp)
+
+    def codegen(context, builder, signature, args):
+        aryty = signature.args[0]
+        ary = context.make_array(aryty)(context, builder, args[0])
+        ptr = cgutils.get_item_pointer(context, builder, aryty, ary, [args[1]])
+        i32 = ir.IntType(32)
+        fn = cgutils.get_or_insert_function(
+            builder.module, ir.FunctionType(ir.VoidType(), [ptr.type, i32, i32, i32]),
+            "llvm.prefetch.p0")
+        builder.call(fn, [ptr, ir.Constant(i32, 0), ir.Constant(i32, 3), ir.Constant(i32, 1)])
+        return context.get_dummy_value()
+
+    return sig, codegen
+
+
+@intrinsic
+def _parity1(typingctx, x):
+    """Parity of an int64's 64 bits (llvm.ctpop & 1)."""
+    sig = types.int64(types.int64)
+
+    def codegen(context, builder, signature, args):
+        i64 = ir.IntType(64)
+        fn = builder.module.declare_intrinsic("llvm.ctpop", [i64])
+        return builder.and_(builder.call(fn, [args[0]]), ir.Constant(i64, 1))
+
+    return sig, codegen
+
+
+@nb.njit(cache=True, inline="always")
+def _mix(z):
+    """SplitMix64 output function."""
+    z = (z ^ (z >> _U(30))) * _U(0xBF58476D1CE4E5B9)
+    z = (z ^ (z >> _U(27))) * _U(0x94D049BB133111EB)
+    return z ^ (z >> _U(31))
+
+
+@nb.njit(cache=True, inline="always")
+def _permute(x, bits, k0, k1, k2, k3, n):
+    """The permutation of :func:`gpumem.chains.permute_vec`, one value at a time."""
+    mask = (_U(1) << _U(bits)) - _U(1)
+    sh = _U((bits + 1) // 2)
+    v = _U(x)
+    while True:
+        v = (v ^ _U(k0)) & mask
+        v = (v * _U(k1)) & mask
+        v ^= v >> sh
+        v = (v * _U(k2)) & mask
+        v ^= v >> sh
+        v = (v + _U(k3)) & mask
+        if v < _U(n):
+            return np.int64(v)
