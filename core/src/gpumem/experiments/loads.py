@@ -31,6 +31,7 @@ from typing import Any, Mapping
 import numpy as np
 import xarray as xr
 
+from gpumem.analysis.stats import median_interval
 from gpumem.device import STREAM_ORDERS, Device, StreamRequest
 from gpumem.experiment import Axis, Experiment, Plan, RunContext, Var, repeated
 from gpumem.experiments.figures import CPASYNC, ILP
@@ -58,6 +59,14 @@ def _footprints(ctx: RunContext) -> tuple[int, ...]:
     return tuple(sorted(set(sizes)))
 
 
+RATIO_NOTE = ("interval: the ratio's range from the 95 % intervals of the two medians over "
+              "the timed runs")
+
+
+def _lists(spans: list[tuple[float, float]]) -> tuple[list[float], list[float]]:
+    return [lo for lo, _hi in spans], [hi for _lo, hi in spans]
+
+
 def _median_gbs(raw: xr.Dataset) -> xr.DataArray:
     return raw["gbs"].median("repeat").where(raw["point_status"] == 0)
 
@@ -69,6 +78,15 @@ def curve_runs(raw: xr.Dataset, footprint: int, order: str, rev: int) -> dict[in
     runs = g.transpose("ilp", ...).values.reshape(g.sizes["ilp"], -1)
     return {int(k): r[np.isfinite(r)] for k, r in zip(g["ilp"].values, runs, strict=True)
             if np.isfinite(r).any()}
+
+
+def ratio_interval(num: np.ndarray, den: np.ndarray) -> tuple[float, float]:
+    """Where the ratio of two medians lies, from their distribution-free 95 % intervals
+    (:func:`gpumem.analysis.stats.median_interval`): a point whose timed runs were disturbed
+    (a transient slowdown of half the repeats) says how uncertain its ratio is, so a check
+    or a rerun judges it by what was measured rather than by one median."""
+    (nlo, nhi), (dlo, dhi) = median_interval(num), median_interval(den)
+    return round(nlo / dhi, 3), round(nhi / dlo, 3)
 
 
 SATURATED, BELOW = 0.02, 0.05  # within 2 % of the saturation: on it; 5 %: near it
@@ -154,6 +172,10 @@ class IlpSweep(Experiment):
             return {int(k): float(v) for k, v in zip(c["ilp"].values, c.values)
                     if np.isfinite(v)}
 
+        def k8_vs_k2_interval(f: int, order: str, rev: int) -> tuple[float, float]:
+            runs = curve_runs(raw, f, order, rev)
+            return ratio_interval(runs[8], runs[2])
+
         def emit(prefix: str, f: int, rev: int, best: bool) -> None:
             curves = {o: curve(f, o, rev) for o in orders}
             if best and all(curves.values()):
@@ -169,12 +191,14 @@ class IlpSweep(Experiment):
                          f"on a curve that rises slowly, which K first reaches it moves with "
                          f"the runs' noise"))
             if all(2 in c and 8 in c for c in curves.values()):
+                spans = [k8_vs_k2_interval(f, o, rev) for o in orders]
                 out.append(Finding(
                     f"{prefix}k8_vs_k2" + ("_reverse" if rev else ""),
                     [round(c[8] / c[2], 3) for c in curves.values()], "1", 0.9,
                     f"bandwidth at K=8 over K=2 at {f >> 20} MiB"
                     f"{', chunks walked backwards' if rev else ''}; {grid}",
-                    index=("order", orders)))
+                    index=("order", orders), interval=_lists(spans), kind="measured",
+                    note=RATIO_NOTE))
 
         revs = [int(r) for r in raw["reverse"].values]
         if hbm:
@@ -184,10 +208,12 @@ class IlpSweep(Experiment):
                 emit("ilp.", f, 1, False)
             by_size = {g: curve(g, "thread", 0) for g in hbm} if "thread" in orders else {}
             if by_size and all(2 in c and 8 in c for c in by_size.values()):
+                spans = [k8_vs_k2_interval(g, "thread", 0) for g in by_size]
                 out.append(Finding("ilp.k8_vs_k2_by_footprint",
                                    [round(c[8] / c[2], 3) for c in by_size.values()], "1", 0.9,
                                    f"per-thread contiguous ordering, by allocation size; {grid}",
-                                   index=("footprint", list(by_size))))
+                                   index=("footprint", list(by_size)), interval=_lists(spans),
+                                   kind="measured", note=RATIO_NOTE))
         if resident:
             emit("ilp.l2_", max(resident), 0, True)
         return out
