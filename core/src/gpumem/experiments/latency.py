@@ -45,6 +45,12 @@ from gpumem.findings import Finding
 from gpumem.presentation import Presentation, ReportFigure
 
 STRIDE = 128
+#: A level spans at least this factor of footprints. The bisected knees put many points into
+#: the transition after the near L2 (an H200's 28.5-31.1 MB, where the median of mixed near
+#: and far accesses sits at 470-480 cycles): on GPU-126aafaa one run read that 9 % span as a
+#: level and the far L2 as ending at 32.6 MB (the card's other runs: 56.8-60.8 MB). Real levels
+#: span far more (the far L2 32-59 MB, factor 1.8); refinement still bisects every knee.
+LEVEL_SPAN = 1.15
 ELEMENT = 4
 MIN_FOOTPRINT = 2 << 10
 MAX_FOOTPRINT = 8 << 30
@@ -187,7 +193,7 @@ class LatencyLadder(Experiment):
         clock_mhz = float(raw.attrs.get("clock_mhz", 0) or 0)
         l2_bytes = float(raw.attrs.get("l2_bytes", 0) or 0) or float("inf")
         x, samples = _curve(raw, "sequential")
-        levels = find_plateaus(x, _median(samples))
+        levels = find_plateaus(x, _median(samples), min_span=LEVEL_SPAN)
         out: list[Finding] = []
         if not levels:
             return out
