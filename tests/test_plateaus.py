@@ -50,3 +50,24 @@ def test_knee_when_the_plateau_starts_slightly_above_its_baseline():
         rows.append(np.where(slow, 700.0, 496.0 if i < 4 else 560.0))
     lower = find_plateaus(x[:4], np.median(rows[:4], axis=1))[0]
     assert knee_bracket(x, np.array(rows), lower, 685.0) == (x[3], x[4])
+
+
+def test_a_bisected_transition_after_the_near_l2_is_not_a_level():
+    """Medians measured on an H200 (GPU-126aafaa, 2026-12-01, first of four runs): the knee
+    bisection put six points into 28.5-31.4 MB, where mixed near and far accesses give a
+    median of 472-481 cycles. Over that 9 % span they looked like a level and the far L2 was
+    read as ending at 32.6 MB; the latency experiment requires a level to span a factor
+    LEVEL_SPAN, and then finds near L2, far L2 and DRAM only."""
+    from gpumem.experiments.latency import LEVEL_SPAN
+
+    mb = np.array([4.0, 8.0, 16.0, 22.6, 25.0, 25.6, 25.7, 25.8, 26.1, 27.3, 27.9, 28.5, 29.7,
+                   30.8, 31.1, 31.3, 31.4, 32.0, 45.3, 49.9, 54.6, 55.8, 56.4, 56.5, 56.7, 57.0,
+                   59.3, 64.0, 128.0, 256.0])
+    cycles = np.array([283, 284, 288, 294, 293, 293, 294, 294, 294, 294, 315, 472, 474, 479,
+                       481, 515, 523, 498, 519, 503, 522, 524, 523, 524, 528, 531, 553, 686,
+                       682, 683], dtype=float)
+    levels = find_plateaus(mb * 2**20, cycles, min_span=LEVEL_SPAN)
+    assert [round(p.latency, -1) for p in levels] == [290, 520, 680]
+    assert levels[1].last_x >= 57 * 2**20
+    lax = find_plateaus(mb * 2**20, cycles)  # the old rule: the transition is a level
+    assert len(lax) == 4
