@@ -254,3 +254,43 @@ def test_the_three_paper_plugins_share_the_blocks_and_cite_one_paper():
         assert all("Mei & Chu" in e.source for e in values if e.name in shared), arch
         names = shared if names is None else names & shared
     assert {"tlb.page", "tlb_l2.ways", "smem.conflict_latency", "lat.pattern.P1"} <= names
+
+
+def test_no_hook_is_called_past_the_one_isolating_path():
+    """Outside gpumem/plugins.py, core and the plugins never call ``pm.hook.gpumem_*``
+    directly: every call goes through Plugins.answers (expected values, first results, kernel
+    lookups), which names a plugin that raises and asks the others."""
+    bad = []
+    for path in sorted([*(ROOT / "core" / "src" / "gpumem").rglob("*.py"),
+                        *ROOT.glob("plugins/*/src/gpumem_*/**/*.py")]):
+        if path.name == "plugins.py" and path.parent.name == "gpumem":
+            continue
+        for node in ast.walk(ast.parse(path.read_text())):
+            if isinstance(node, ast.Attribute) and node.attr.startswith("gpumem_") and \
+                    isinstance(node.value, ast.Attribute) and node.value.attr == "hook":
+                bad.append(f"{path.relative_to(ROOT)}:{node.lineno} .hook.{node.attr}")
+    assert not bad, bad
+
+
+def test_answers_yields_each_plugins_result_or_error():
+    from gpumem import hookimpl
+
+    class Good:
+        @hookimpl
+        def gpumem_expected_values(self, arch, device):
+            return ["good"]
+
+    class Bad:
+        @hookimpl
+        def gpumem_expected_values(self, arch, device):
+            raise KeyError("bad")
+
+    heard: list[str] = []
+    plugins = Plugins(warn=heard.append)
+    plugins.add(Good(), PluginRecord("good", "d", "1"), heard.append)
+    plugins.add(Bad(), PluginRecord("bad", "d", "1"), heard.append)
+    got = [(n, r, type(e).__name__ if e else None)
+           for n, r, e in plugins.answers("gpumem_expected_values", arch="x", device=None)]
+    assert got == [("good", ["good"], None), ("bad", None, "KeyError")]
+    assert plugins.expected_values("x", None, warn=heard.append) == ["good"]
+    assert heard == ["plugin 'bad' failed to give expected values for 'x': KeyError: 'bad'"]

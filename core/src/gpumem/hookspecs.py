@@ -10,9 +10,10 @@ object has a unique ``name``; core refuses a name another plugin already holds a
 plugin that tried (see :mod:`gpumem.plugins`). Importing the plugin, its registration hooks
 and ``gpumem_expected_values`` must return promptly: each is given ``GPUMEM_PLUGIN_TIMEOUT``
 seconds (15 by default), after which the plugin is reported as broken and left out; the
-other hooks run as part of a run and are not timed. Every hook is called plugin by plugin
-(:meth:`gpumem.plugins.Plugins.expected_values`, :meth:`~gpumem.plugins.Plugins.first_result`):
-one plugin that raises is named in a warning and the others still answer.
+other hooks run as part of a run and are not timed. Every hook is called plugin by plugin,
+through one path (:meth:`gpumem.plugins.Plugins.answers`; registration through
+:meth:`~gpumem.plugins.Plugins.add`): one plugin that raises is named in a warning and the
+others still answer.
 
 The families follow the product: **Architecture** (what ``--arch NAME`` resolves to),
 **Experiment** (sweeps and their analysis, plus expected values), **Device** (hardware backends

@@ -29,10 +29,11 @@ chose (experiments, devices, simulator configs, kernel sources) are not: they ar
 
 from __future__ import annotations
 
+import functools
 import os
 import sys
 import threading
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from importlib import metadata
 from typing import Any
@@ -164,6 +165,25 @@ class Plugins:
     def formats(self) -> dict[str, Any]:
         return {n: c.obj for n, c in sorted(self.registry["formats"].items())}
 
+    def answers(self, hook: str, *, newest_first: bool = False, bounded: str = "",
+                **kwargs: Any) -> Iterator[tuple[str, Any, BaseException | None]]:
+        """The one path every hook call takes: ``hook`` called on each plugin on its own,
+        yielding (plugin name, result, error) — the error the plugin raised, or ``None``. So
+        one plugin's bug never stops the others' answers, and the caller names the plugin.
+        Plugins come in registration order (core, then gpumem's own, then the others by
+        entry-point name), or pluggy's ``firstresult`` order with ``newest_first``;
+        ``bounded`` (what the call does, for the message) gives each plugin the watchdog's
+        ``timeout`` seconds, after which its :class:`PluginTimeout` is yielded."""
+        impls = getattr(self.pm.hook, hook).get_hookimpls()
+        for impl in (reversed(impls) if newest_first else impls):
+            call = functools.partial(impl.function, **kwargs)
+            try:
+                result = call_bounded(call, self.timeout, bounded) if bounded else call()
+            except Exception as e:  # noqa: BLE001 - the plugin's bug, handed to the caller
+                yield impl.plugin_name, None, e
+                continue
+            yield impl.plugin_name, result, None
+
     def expected_values(self, arch: str, device: Any,
                         warn: Callable[[str], None] | None = None) -> list[Any]:
         """Every plugin's expected values for ``arch`` on ``device``. Each plugin's hook is
@@ -171,18 +191,14 @@ class Plugins:
         others' values still count, so a plugin's bug cannot stop a run or a comparison."""
         out: list[Any] = []
         warn = warn or _stderr_warn
-        for impl in self.pm.hook.gpumem_expected_values.get_hookimpls():
-            try:
-                result = call_bounded(lambda f=impl.function: f(arch=arch, device=device),
-                                      self.timeout, "give expected values")
-            except PluginTimeout as e:
-                warn(f"plugin '{impl.plugin_name}' {e} for '{arch}'; its values are left out")
-                continue
-            except Exception as e:  # noqa: BLE001 - the plugin's bug, reported
-                warn(f"plugin '{impl.plugin_name}' failed to give expected values for "
-                     f"'{arch}': {_describe(e)}")
-                continue
-            if result:
+        for name, result, err in self.answers("gpumem_expected_values", arch=arch,
+                                               device=device, bounded="give expected values"):
+            if isinstance(err, PluginTimeout):
+                warn(f"plugin '{name}' {err} for '{arch}'; its values are left out")
+            elif err is not None:
+                warn(f"plugin '{name}' failed to give expected values for '{arch}': "
+                     f"{_describe(err)}")
+            elif result:
                 out.extend(result)
         return out
 
@@ -195,13 +211,10 @@ class Plugins:
         (PluginError naming each plugin and its error)."""
         warn = warn or self.warn or _stderr_warn
         failures: list[str] = []
-        for impl in reversed(getattr(self.pm.hook, hook).get_hookimpls()):
-            try:
-                result = impl.function(**kwargs)
-            except Exception as e:  # noqa: BLE001 - the plugin's bug, named
-                failures.append(f"plugin '{impl.plugin_name}': {_describe(e)}")
-                continue
-            if result is not None:
+        for name, result, err in self.answers(hook, newest_first=True, **kwargs):
+            if err is not None:
+                failures.append(f"plugin '{name}': {_describe(err)}")
+            elif result is not None:
                 for f in failures:
                     warn(f"{f} (in {hook}; another plugin answered)")
                 return result
