@@ -51,6 +51,8 @@ STRIDE = 128
 #: level and the far L2 as ending at 32.6 MB (the card's other runs: 56.8-60.8 MB). Real levels
 #: span far more (the far L2 32-59 MB, factor 1.8); refinement still bisects every knee.
 LEVEL_SPAN = 1.15
+#: Fewest points a plateau's core (:func:`_core`) must hold to be pooled alone.
+CORE_POINTS = 3
 ELEMENT = 4
 MIN_FOOTPRINT = 2 << 10
 MAX_FOOTPRINT = 8 << 30
@@ -302,10 +304,14 @@ def _core(x: np.ndarray, p: Plateau) -> np.ndarray:
     scale (all its points where that holds none). Next to a knee a point still holds some
     accesses of the level before (an L1 remnant at 256 KB) or already some of the next (far
     lines near the near partition's end): an H200's near-L2 latency pooled over the whole
-    plateau moved 279-287 cycles over ten runs, over its core 284-286."""
+    plateau moved 279-287 cycles over ten runs, over its core 284-286. A core of fewer than
+    :data:`CORE_POINTS` points is too few accesses for a level whose lines mix two latencies
+    (an H200's far L2, 32-59 MB, holds one grid point in its core: the pooled median of that one
+    point's near/far mix gave 492-513 cycles over 14 runs on four cards), so the whole plateau
+    is pooled then (510-519 over the same runs)."""
     k = (p.last_x / p.first_x) ** 0.25 if p.first_x > 0 else 1.0
     core = (x >= p.first_x * k) & (x <= p.last_x / k)
-    return core if core.any() else (x >= p.first_x) & (x <= p.last_x)
+    return core if core.sum() >= CORE_POINTS else (x >= p.first_x) & (x <= p.last_x)
 
 
 def _confidence(p: Plateau) -> float:
