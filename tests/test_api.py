@@ -147,6 +147,7 @@ def test_architecture_plugin_reads_the_packages_layout():
     accel = hooks.gpumem_simulator_config(arch="kepler", simulator="accelsim")
     assert accel.is_dir() and (accel / "gpgpusim.config").is_file()
     assert hooks.gpumem_simulator_config(arch="kepler", simulator="other") is None
+    assert hooks.gpumem_simulator_config(arch="kepler", simulator="plugin") is None  # code
     src = hooks.gpumem_kernel_source(arch="kepler", probe="pointer_chase")
     assert "pointer_chase_tex" in src.code
     assert hooks.gpumem_kernel_source(arch="kepler", probe="stream") is None

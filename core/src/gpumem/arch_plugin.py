@@ -86,6 +86,8 @@ class ArchitecturePlugin:
 
             return SimConfig.from_toml(toml.read_text())
         for entry in files(self.package).iterdir():
+            if entry.name.endswith((".py", ".pyc")) or entry.name == "__pycache__":
+                continue  # the package's code is never a config
             if entry.name == simulator or entry.name.partition(".")[0] == simulator:
                 return Path(str(entry))
         return None
