@@ -12,11 +12,12 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+import numpy as np
 import xarray as xr
 
 from gpumem.device import DeviceInfo
 from gpumem.errors import ResultsFileError, UsageError
-from gpumem.findings import Expected, Finding, evaluate, from_dataset, status_of
+from gpumem.findings import Expected, Finding, evaluate, from_dataset, kind_of, status_of
 from gpumem.results.io import open_findings, open_raw
 from gpumem.results.store import MANIFEST, RunStore
 
@@ -184,6 +185,7 @@ def compare(plugins: Plugins, targets: list[Path], with_expected: bool,
             if f is None:
                 continue
             row["units"] = row["units"] or f.units
+            row.setdefault("kind", kind_of(f))
             row["values"][label] = f.as_dict()["value"]
             if not f.resolved:
                 row.setdefault("candidates", {})[label] = f.as_dict()["candidates"]
@@ -200,10 +202,60 @@ def compare(plugins: Plugins, targets: list[Path], with_expected: bool,
             row["difference"] = vals[-1] - vals[0]
             row["relative_difference"] = (vals[-1] - vals[0]) / abs(vals[0])
         rows.append(row)
-    return {"runs": [{"label": lb, "arch": s.arch,
-                      "device": s.device.name if s.device else "", "path": p}
-                     for lb, (s, p) in zip(labels, pairs, strict=True)],
-            "expected": bool(with_expected), "rows": rows}
+    out = {"runs": [{"label": lb, "arch": s.arch,
+                     "device": s.device.name if s.device else "", "path": p}
+                    for lb, (s, p) in zip(labels, pairs, strict=True)],
+           "expected": bool(with_expected), "rows": rows}
+    if len(labels) == 2:
+        out["agreement"] = agreement_summary(rows, labels[0], labels[1])
+    return out
+
+
+#: A measured finding of the second run agrees with the first's within this (relative) error.
+AGREEMENT_TOL = 0.05
+
+
+def row_error(row: dict[str, Any], first: str, second: str) -> float | None:
+    """Largest relative error of ``second``'s value against ``first``'s (elementwise for
+    lists), or ``None`` where the two are not comparable numbers of one shape."""
+    a, b = row["values"].get(first), row["values"].get(second)
+    try:
+        x, y = np.asarray(a, dtype=float), np.asarray(b, dtype=float)
+    except (TypeError, ValueError):
+        return None
+    if a is None or b is None or x.shape != y.shape or not x.size:
+        return None
+    if not (np.isfinite(x).all() and np.isfinite(y).all()):
+        return None
+    with np.errstate(divide="ignore", invalid="ignore"):
+        rel = np.where(x != 0, np.abs(y - x) / np.abs(x), np.where(y == x, 0.0, np.inf))
+    return float(rel.max())
+
+
+def agreement_summary(rows: list[dict[str, Any]], first: str, second: str
+                      ) -> dict[str, Any]:
+    """How far ``second`` (a simulation, say) is from ``first`` (the hardware), finding by
+    finding: measured findings within :data:`AGREEMENT_TOL` of the first's value, structural
+    ones equal; each row gets its ``error``. Findings only one run has are counted apart."""
+    measured = structural = measured_ok = structural_ok = 0
+    only: list[str] = []
+    for row in rows:
+        if first not in row["values"] or second not in row["values"]:
+            only.append(f"{row['experiment']}/{row['finding']}")
+            continue
+        err = row_error(row, first, second)
+        row["error"] = err
+        if row.get("kind") == "structural":
+            structural += 1
+            structural_ok += bool(err == 0.0 or
+                                  str(row["values"][first]) == str(row["values"][second]))
+        else:
+            measured += 1
+            measured_ok += bool(err is not None and err <= AGREEMENT_TOL)
+    return {"reference": first, "compared": second, "tolerance": AGREEMENT_TOL,
+            "measured": measured, "measured_within": measured_ok,
+            "structural": structural, "structural_equal": structural_ok,
+            "in_one_run_only": only}
 
 
 def unique_labels(labels: list[str]) -> list[str]:

@@ -108,3 +108,15 @@ def _print(data: dict, expected: bool) -> None:
         t.add_row(*cells)
     # at 80 columns the names stay whole: source, then units and difference are left out
     stdout().print(FitTable(t, drop=["source", "units", "difference", "expected"]))
+    summary = data.get("agreement")
+    if summary:
+        stdout().print(safe_text(agreement_line(summary)))
+
+
+def agreement_line(s: dict) -> str:
+    """One line: how far the second run is from the first, finding by finding."""
+    only = len(s["in_one_run_only"])
+    return (f"{s['compared']} against {s['reference']}: {s['measured_within']} of "
+            f"{s['measured']} measured findings within {s['tolerance']:.0%}, "
+            f"{s['structural_equal']} of {s['structural']} structural findings equal"
+            + (f"; {only} finding(s) in one run only" if only else ""))
