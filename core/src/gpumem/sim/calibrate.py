@@ -1,0 +1,243 @@
+"""A built-in simulator config calibrated from a measured run (``gpumem export sim``).
+
+Measure a GPU, get a simulator config of it: the architecture's packaged config is the base,
+and every parameter a finding of the run measures is set from it, with the finding named in
+a comment on that line of the TOML. Parameters no finding measures keep the base's value and
+are listed as such in the header (the base config's own comments say where those came from).
+``gpumem run --device sim --sim-config GPU.toml`` then runs the same experiments on it, and
+``gpumem compare HW_RUN SIM_RUN`` says, finding by finding, how far the simulation is.
+
+What the built-in model cannot express yet (issue 19, item 2: coalescing by address order,
+pipelined cp.async groups, hashed set indices, bandwidth per footprint) stays as the base
+has it; the comparison shows those findings apart.
+"""
+
+from __future__ import annotations
+
+import copy
+import re
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from gpumem.errors import UsageError
+from gpumem.formats import Converted, Format, FormatError
+from gpumem.sim.config import SimConfig, SimConfigError
+
+if TYPE_CHECKING:
+    from gpumem.compare import Source
+    from gpumem.plugins import Plugins
+
+
+@dataclass
+class Calibrated:
+    """The calibrated config and, per parameter path (``cache.l1d.hit_latency``), where its
+    value came from."""
+
+    config: SimConfig
+    sources: dict[str, str] = field(default_factory=dict)
+    left: list[str] = field(default_factory=list)  # measured findings the model cannot take
+    used: set[tuple[str, str]] = field(default_factory=set)
+
+
+def _value(src: Source, experiment: str, name: str) -> Any:
+    f = src.findings.get((experiment, name))
+    return f.value if f is not None and f.resolved else None
+
+
+def _number(v: Any) -> float | None:
+    try:
+        x = float(v)
+    except (TypeError, ValueError):
+        return None
+    return x if x == x and x > 0 else None
+
+
+def calibrate(base: SimConfig, src: Source) -> Calibrated:
+    """``base`` with every parameter the run ``src`` measures set from its finding."""
+    cfg = copy.deepcopy(base)
+    out = Calibrated(cfg)
+
+    def put(path: str, value: Any, experiment: str, name: str, how: str = "") -> None:
+        obj, _, attr = path.rpartition(".")
+        target: Any = cfg
+        for part in obj.split(".") if obj else ():
+            if part.startswith("cache:"):
+                target = cfg.level(part[6:])
+            elif part.startswith("tlb:"):
+                target = next(t for t in cfg.tlbs if t.name == part[4:])
+            else:
+                target = getattr(target, part)
+        if isinstance(target, dict):
+            target[attr] = value
+        else:
+            setattr(target, attr, value)
+        out.sources[path] = f"{experiment}/{name}" + (f" ({how})" if how else "")
+        out.used.add((experiment, name))
+
+    dev = src.device
+    if dev is not None:
+        if dev.clock_mhz:
+            cfg.clock_mhz = float(dev.clock_mhz)
+            out.sources["clock_mhz"] = f"the run's device ({dev.name}): SM clock"
+        if dev.sm_count:
+            cfg.sm_count = int(dev.sm_count)
+            out.sources["sm_count"] = f"the run's device ({dev.name}): SMs"
+    names = {lv.name for lv in cfg.caches}
+    for level, finding in (("l1d", "lat.l1"), ("l2", "lat.l2")):
+        v = _number(_value(src, "latency", finding))
+        if v is not None and level in names:
+            put(f"cache:{level}.hit_latency", v, "latency", finding)
+    far = next((lv for lv in cfg.caches if lv.partitions > 1), None)
+    near_lat = _number(_value(src, "l2_sm_map", "l2.sm_map_near_latency"))
+    far_lat = _number(_value(src, "l2_sm_map", "l2.sm_map_far_latency"))
+    if far is not None and near_lat is not None and far_lat is not None and far_lat >= near_lat:
+        put(f"cache:{far.name}.hit_latency", near_lat, "l2_sm_map", "l2.sm_map_near_latency",
+            "a hit in the SM's own partition")
+        put(f"cache:{far.name}.far_latency", far_lat, "l2_sm_map", "l2.sm_map_far_latency",
+            "a hit in the other partition")
+    # capacities the ladder measured: a set-associative level holds whole sets of whole lines
+    partitioned = far.name if far is not None else None
+    for level, name in (("l1d", "l1d.size"), ("l2", "l2.near_size"),
+                        (partitioned or "", "l2.size")):
+        v = _number(_value(src, "latency", name))
+        if v is None or level not in names:
+            continue
+        lv = cfg.level(level)
+        if isinstance(lv.ways, list) or lv.index.function != "modulo":
+            continue  # an unequal or hashed geometry: its size is not one number to scale
+        unit = lv.line * lv.ways
+        put(f"cache:{level}.size", max(unit, int(round(v / unit)) * unit), "latency", name,
+            f"rounded to whole sets of {lv.ways} x {lv.line} B")
+    v = _number(_value(src, "latency", "lat.dram"))
+    if v is not None:
+        put("dram.latency", v, "latency", "lat.dram")
+    l1 = _number(_value(src, "cache_structure", "l1d.hit_latency"))
+    ro = _number(_value(src, "cache_structure", "ro.hit_latency"))
+    if l1 is not None and ro is not None and ro > l1 and "nc" in cfg.paths:
+        cfg.path_latency["nc"] = ro - l1
+        out.sources["path_latency.nc"] = ("cache_structure/ro.hit_latency - "
+                                          "cache_structure/l1d.hit_latency")
+        out.used |= {("cache_structure", "ro.hit_latency"), ("cache_structure", "l1d.hit_latency")}
+    if cfg.dram.bandwidth_gbs:
+        for attr, name in (("efficiency", "bw.dram_read"), ("write_efficiency", "bw.dram_write")):
+            v = _number(_value(src, "bandwidth", name))
+            if v is not None:
+                put(f"dram.{attr}", round(min(1.0, v / cfg.dram.bandwidth_gbs), 4), "bandwidth",
+                    name, f"over the base's {cfg.dram.bandwidth_gbs:g} GB/s")
+    ghz = cfg.clock_mhz / 1e3
+    for level, name, per_sm in (("l1d", "bw.l1", True), ("l2", "bw.l2", False)):
+        v = _number(_value(src, "bandwidth_levels", name))
+        if v is not None and level in names and ghz > 0:
+            per_cycle = v / ghz / (cfg.sm_count if per_sm else 1)
+            put(f"cache:{level}.bandwidth", round(per_cycle, 1), "bandwidth_levels", name,
+                f"GB/s / {cfg.clock_mhz:g} MHz" + (f" / {cfg.sm_count} SMs" if per_sm else ""))
+    tlbs = {t.name: t for t in cfg.tlbs}
+    page = _number(_value(src, "tlb_structure", "tlb.page"))
+    for t in cfg.tlbs:
+        if page is not None:
+            put(f"tlb:{t.name}.page", int(page), "tlb_structure", "tlb.page")
+    for tname, prefix in (("l1tlb", "tlb_l1"), ("l2tlb", "tlb_l2")):
+        t = tlbs.get(tname) or next((x for x in cfg.tlbs if x.name.startswith(prefix)), None)
+        if t is None:
+            continue
+        v = _number(_value(src, "tlb_structure", f"{prefix}.miss_penalty"))
+        if v is not None:
+            put(f"tlb:{t.name}.miss_penalty", v, "tlb_structure", f"{prefix}.miss_penalty")
+    v = _number(_value(src, "smem_latency", "lat.smem"))
+    if v is not None:
+        put("smem.latency", v, "smem_latency", "lat.smem")
+    conflicts = _value(src, "smem_latency", "smem.conflict_latency")
+    if isinstance(conflicts, (list, tuple)) and conflicts and all(_number(c) for c in conflicts):
+        put("smem.conflict_latencies", [float(c) for c in conflicts], "smem_latency",
+            "smem.conflict_latency")
+    for attr, name in (("banks", "smem.banks"), ("bank_width", "smem.bank_width")):
+        v = _number(_value(src, "smem_latency", name))
+        if v is not None:
+            put(f"smem.{attr}", int(v), "smem_latency", name)
+    out.left = [f"{exp}/{name}" for exp, name in sorted(src.findings)
+                if (exp, name) not in out.used]
+    try:
+        cfg.validate()
+    except SimConfigError as e:
+        raise FormatError(f"the calibrated config is invalid: {e}") from None
+    return out
+
+
+_TABLE = re.compile(r"^\[\[?([\w.]+)\]\]?\s*$")
+_KEY = re.compile(r"^([\w]+)\s*=")
+
+
+def commented_toml(cal: Calibrated, run: Path, base_name: str) -> str:
+    """The config as TOML, each calibrated parameter's line commented with its finding."""
+    text = cal.config.to_toml()
+    table, names = "", {}
+    lines = []
+    for line in text.splitlines():
+        m = _TABLE.match(line)
+        if m:
+            table = m.group(1)
+            names[table] = ""
+            lines.append(line)
+            continue
+        k = _KEY.match(line)
+        if k and k.group(1) == "name" and table in ("cache", "tlb"):
+            names[table] = line.split("=", 1)[1].strip().strip('"')
+        path = None
+        if k:
+            key = k.group(1)
+            if table in ("cache", "tlb"):
+                path = f"{table}:{names.get(table, '')}.{key}"
+            elif table:
+                path = f"{table}.{key}"
+            else:
+                path = key
+        if path in cal.sources:
+            line = f"{line}  # measured: {cal.sources[path]}"
+        lines.append(line)
+    header = [
+        f"# gpumem built-in simulator config calibrated from the measured run {run}",
+        "# (gpumem export sim). A parameter commented 'measured' is set from the finding named;",
+        f"# every other parameter is ASSUMED: the packaged '{base_name}' config's value (its own",
+        "# file says where each came from). Findings of the run not used to set a parameter (the",
+        "# model cannot express them yet, or they follow from the parameters set):",
+    ]
+    left = cal.left
+    for i in range(0, len(left), 4):
+        header.append("#   " + ", ".join(left[i:i + 4]))
+    return "\n".join(header) + "\n" + "\n".join(lines) + "\n"
+
+
+class SimFormat(Format):
+    """``gpumem export sim RUN --out GPU.toml``: a calibrated built-in simulator config."""
+
+    name = "sim"
+    summary = "gpumem's built-in simulator config (TOML), calibrated from a measured run"
+    exports = "GPU.toml"
+
+    def export_run(self, run: Path, out: Path, *, arch: str | None = None,
+                   target: str | None = None, plugins: Plugins) -> Converted:
+        from gpumem.compare import load_source
+        from gpumem.safe_write import write_text
+
+        if target:
+            raise UsageError("export sim takes no --target (one simulator, this gpumem)")
+        src = load_source(run)
+        arch = arch or src.arch
+        if not arch:
+            raise UsageError(f"{run}: the run records no architecture (give --arch)")
+        base = plugins.first_result("gpumem_simulator_config", arch=arch, simulator="sim")
+        if not isinstance(base, SimConfig):
+            raise UsageError(f"architecture '{arch}' ships no built-in simulator config to "
+                             f"calibrate")
+        cal = calibrate(base, src)
+        cal.config.name = f"{base.name}-calibrated"
+        cal.config.source = f"calibrated from {run} by gpumem export sim; base: {base.name}"
+        path = out if out.suffix == ".toml" else out / f"{cal.config.name}.toml"
+        if path.parent.exists() and not path.parent.is_dir():
+            raise UsageError(f"--out {out}: not a directory")
+        path.parent.mkdir(parents=True, exist_ok=True)
+        write_text(path, commented_toml(cal, run, base.name))
+        warnings = [f"{len(cal.sources)} parameter(s) set from the run; {len(cal.left)} "
+                    f"finding(s) not used (listed in the file's header)"]
+        return Converted([path], warnings)

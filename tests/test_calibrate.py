@@ -1,0 +1,63 @@
+"""``gpumem export sim RUN``: a built-in simulator config calibrated from a measured run
+(issue 19, item 1), every calibrated parameter commented with its finding."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import pytest
+from gpumem.cli import main
+from gpumem.compare import load_source
+from gpumem.sim.config import SimConfig
+
+RUN = Path(__file__).parent / "data" / "h200-reruns" / "run1"
+
+
+@pytest.fixture(scope="module")
+def exported(tmp_path_factory) -> Path:
+    out = tmp_path_factory.mktemp("cal") / "h200.toml"
+    assert main(["export", "sim", str(RUN), "--out", str(out)]) == 0
+    return out
+
+
+def test_every_calibrated_parameter_names_a_finding_of_the_run(exported):
+    text = exported.read_text()
+    cfg = SimConfig.from_toml(text)
+    src = load_source(RUN)
+    found = {f"{e}/{n}" for e, n in src.findings}
+    named = re.findall(r"# measured: ([\w.]+/[\w.]+)", text)
+    assert len(named) >= 15
+    assert set(named) <= found
+    assert "ASSUMED" in text.splitlines()[2]
+    value = {f"{e}/{n}": f.value for (e, n), f in src.findings.items()}
+    assert cfg.level("l1d").hit_latency == value["latency/lat.l1"]
+    assert cfg.level("l2").hit_latency == value["latency/lat.l2"]
+    assert cfg.dram.latency == value["latency/lat.dram"]
+    assert cfg.smem.latency == value["smem_latency/lat.smem"]
+    assert cfg.path_latency["nc"] == (value["cache_structure/ro.hit_latency"]
+                                      - value["cache_structure/l1d.hit_latency"])
+
+
+def test_the_simulator_on_the_calibrated_config_reproduces_the_ladder(exported, tmp_path,
+                                                                        capsys):
+    """The latency ladder on the calibrated config against the H200's: its levels land within
+    1 % (lat.l1, lat.l2, lat.dram), where the packaged config is 6-12 % off."""
+    sim = tmp_path / "sim"
+    assert main(["run", "--arch", "hopper", "latency", "--device", "sim", "--sim-config",
+                 str(exported), "--out", str(sim)]) == 0
+    hw = load_source(RUN).findings
+    got = load_source(sim).findings
+    for name in ("lat.l1", "lat.l2", "lat.dram"):
+        want = hw[("latency", name)].value
+        assert got[("latency", name)].value == pytest.approx(want, rel=0.01), name
+
+
+def test_bad_requests_are_one_line_usage_errors(tmp_path, capsys):
+    assert main(["export", "sim", str(RUN), "--out", str(tmp_path / "x.toml"),
+                 "--arch", "nosuch"]) == 2
+    assert "ships no built-in simulator config" in capsys.readouterr().err
+    assert main(["export", "sim", str(RUN), "--out", str(tmp_path / "x.toml"),
+                 "--target", "v2"]) == 2
+    assert "no --target" in capsys.readouterr().err
+    assert not (tmp_path / "x.toml").exists()
