@@ -61,3 +61,21 @@ def test_bad_requests_are_one_line_usage_errors(tmp_path, capsys):
                  "--target", "v2"]) == 2
     assert "no --target" in capsys.readouterr().err
     assert not (tmp_path / "x.toml").exists()
+
+
+def test_a_cluster_load_of_the_blocks_own_shared_memory_has_its_own_latency(exported):
+    """smem.cluster_latency (new model parameter): distance 0 of the DSMEM probe is served at
+    it, plain shared loads stay at smem.latency; 0 keeps the old behaviour."""
+    from dataclasses import replace
+
+    from gpumem.device import DsmemRequest
+    from gpumem.sim.throughput import dsmem_model
+
+    cfg = SimConfig.from_toml(exported.read_text())
+    hw = {n: f.value for (_e, n), f in load_source(RUN).findings.items()}
+    own = DsmemRequest(cluster=2, distance=0)
+    other = DsmemRequest(cluster=2, distance=1)
+    assert dsmem_model(cfg, own)[0] == hw["lat.dsmem_local"]
+    assert dsmem_model(cfg, other)[0] == hw["lat.dsmem"]
+    plain = replace(cfg, smem=replace(cfg.smem, cluster_latency=0.0))
+    assert dsmem_model(plain, own)[0] == cfg.smem.latency == hw["lat.smem"]

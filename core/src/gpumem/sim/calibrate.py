@@ -151,6 +151,15 @@ def calibrate(base: SimConfig, src: Source) -> Calibrated:
     if isinstance(conflicts, (list, tuple)) and conflicts and all(_number(c) for c in conflicts):
         put("smem.conflict_latencies", [float(c) for c in conflicts], "smem_latency",
             "smem.conflict_latency")
+    if cfg.smem.remote_latency > 0:  # the model has clusters: distributed shared memory
+        for attr, name in (("cluster_latency", "lat.dsmem_local"), ("remote_latency", "lat.dsmem")):
+            v = _number(_value(src, "dsmem_latency", name))
+            if v is not None:
+                put(f"smem.{attr}", v, "dsmem_latency", name)
+        v = _number(_value(src, "dsmem_bandwidth", "bw.dsmem"))
+        if v is not None and ghz > 0:
+            put("smem.remote_bytes_per_cycle", round(v / ghz, 2), "dsmem_bandwidth", "bw.dsmem",
+                f"GB/s per SM / {cfg.clock_mhz:g} MHz")
     for attr, name in (("banks", "smem.banks"), ("bank_width", "smem.bank_width")):
         v = _number(_value(src, "smem_latency", name))
         if v is not None:

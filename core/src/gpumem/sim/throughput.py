@@ -214,12 +214,13 @@ def smem_model(cfg: SimConfig, req: SmemRequest) -> tuple[float, float, int]:
 
 def dsmem_model(cfg: SimConfig, req: DsmemRequest) -> tuple[float, float]:
     """(latency in cycles, bytes per cycle per SM) of loads from a cluster block's shared
-    memory: the block's own at the shared-memory latency and bank rate, another's at the
+    memory: the block's own at the cluster-load latency (``cluster_latency``, else the
+    shared-memory latency) and bank rate, another's at the
     remote latency, capped at the remote rate. Throughput follows Little's law per warp (a
     warp keeps ``ilp`` coalesced 128-byte loads in flight) up to the cap."""
     sm = cfg.smem
     remote = req.distance > 0
-    latency = sm.remote_latency if remote else sm.latency
+    latency = sm.remote_latency if remote else (sm.cluster_latency or sm.latency)
     cap = sm.remote_bytes_per_cycle if remote else sm.peak_bytes_per_cycle
     if req.kind == "latency":
         return latency, float("nan")
