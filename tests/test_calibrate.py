@@ -79,3 +79,21 @@ def test_a_cluster_load_of_the_blocks_own_shared_memory_has_its_own_latency(expo
     assert dsmem_model(cfg, other)[0] == hw["lat.dsmem"]
     plain = replace(cfg, smem=replace(cfg.smem, cluster_latency=0.0))
     assert dsmem_model(plain, own)[0] == cfg.smem.latency == hw["lat.smem"]
+
+
+def test_a_bulk_copy_waits_its_own_round_trip(exported):
+    """throughput.bulk_latency (new model parameter): Little's law for TMA bulk copies uses
+    the measured round trip, so as many bytes must be in flight as on the H200."""
+    from dataclasses import replace
+
+    from gpumem.device import BulkRequest
+    from gpumem.sim.throughput import bulk_model
+
+    cfg = SimConfig.from_toml(exported.read_text())
+    hw = {n: f.value for (_e, n), f in load_source(RUN).findings.items()}
+    assert cfg.throughput.bulk_latency == hw["bulk.latency_estimate"]
+    req = BulkRequest(footprint=1 << 30, chunk=1024, stages=1, ctas_per_sm=1)
+    slow = bulk_model(cfg, req)
+    fast = bulk_model(replace(cfg, throughput=replace(cfg.throughput, bulk_latency=0.0)), req)
+    assert slow == pytest.approx(fast * (cfg.dram.latency + cfg.path_latency.get("cg", 0.0))
+                                 / cfg.throughput.bulk_latency, rel=0.02)

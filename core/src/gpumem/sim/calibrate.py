@@ -132,6 +132,13 @@ def calibrate(base: SimConfig, src: Source) -> Calibrated:
             per_cycle = v / ghz / (cfg.sm_count if per_sm else 1)
             put(f"cache:{level}.bandwidth", round(per_cycle, 1), "bandwidth_levels", name,
                 f"GB/s / {cfg.clock_mhz:g} MHz" + (f" / {cfg.sm_count} SMs" if per_sm else ""))
+    v = _number(_value(src, "bulk_copy", "bulk.latency_estimate"))
+    if v is not None:
+        put("throughput.bulk_latency", v, "bulk_copy", "bulk.latency_estimate")
+    for level, name in (("l1d", "l1d.sector"), ("l2", "l2.fill_unit")):
+        v = _number(_value(src, "cache_structure", name))
+        if v is not None and level in names and cfg.level(level).line % int(v) == 0:
+            put(f"cache:{level}.sector", int(v), "cache_structure", name)
     tlbs = {t.name: t for t in cfg.tlbs}
     page = _number(_value(src, "tlb_structure", "tlb.page"))
     for t in cfg.tlbs:

@@ -233,13 +233,15 @@ def dsmem_model(cfg: SimConfig, req: DsmemRequest) -> tuple[float, float]:
 
 def bulk_model(cfg: SimConfig, req: BulkRequest) -> float:
     """Bytes per cycle (whole GPU) of HBM -> shared memory bulk copies: every SM keeps
-    ``ctas_per_sm x stages x chunk`` bytes in flight for a DRAM round trip (Little's law),
+    ``ctas_per_sm x stages x chunk`` bytes in flight for a bulk copy's round trip
+    (``throughput.bulk_latency``, else the DRAM latency; Little's law),
     up to the DRAM's rate. The copy engine, not warps, issues, so the plain loads' limits on
     sectors in flight and issue rate do not apply."""
     if req.inflight_per_sm > cfg.smem.size:
         raise PointSkipped(f"{req.inflight_per_sm} B of shared memory per SM exceed "
                            f"{cfg.smem.size} B")
-    latency = cfg.path_latency.get("cg", 0.0) + cfg.dram.latency
+    latency = (cfg.throughput.bulk_latency
+               or cfg.path_latency.get("cg", 0.0) + cfg.dram.latency)
     demand = cfg.sm_count * req.inflight_per_sm / latency if latency > 0 else math.inf
     if not cfg.dram.bandwidth_gbs:
         if math.isinf(demand):
