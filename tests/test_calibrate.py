@@ -37,6 +37,10 @@ def test_every_calibrated_parameter_names_a_finding_of_the_run(exported):
     assert cfg.smem.latency == value["smem_latency/lat.smem"]
     assert cfg.path_latency["nc"] == (value["cache_structure/ro.hit_latency"]
                                       - value["cache_structure/l1d.hit_latency"])
+    read, write = value["bandwidth/bw.dram_read"], value["bandwidth/bw.dram_write"]
+    assert cfg.dram.efficiency == round(read / cfg.dram.bandwidth_gbs, 4)
+    assert cfg.dram.write_efficiency == round(write / read, 4)  # relative, as the model uses it
+    assert 0.8 < cfg.dram.mix_efficiency < 1.0  # an H200's copy loses ~9 % to the mix
 
 
 def test_the_simulator_on_the_calibrated_config_reproduces_the_ladder(exported, tmp_path,

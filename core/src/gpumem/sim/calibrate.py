@@ -119,12 +119,21 @@ def calibrate(base: SimConfig, src: Source) -> Calibrated:
         out.sources["path_latency.nc"] = ("cache_structure/ro.hit_latency - "
                                           "cache_structure/l1d.hit_latency")
         out.used |= {("cache_structure", "ro.hit_latency"), ("cache_structure", "l1d.hit_latency")}
-    if cfg.dram.bandwidth_gbs:
-        for attr, name in (("efficiency", "bw.dram_read"), ("write_efficiency", "bw.dram_write")):
-            v = _number(_value(src, "bandwidth", name))
-            if v is not None:
-                put(f"dram.{attr}", round(min(1.0, v / cfg.dram.bandwidth_gbs), 4), "bandwidth",
-                    name, f"over the base's {cfg.dram.bandwidth_gbs:g} GB/s")
+    peak = cfg.dram.bandwidth_gbs
+    read = _number(_value(src, "bandwidth", "bw.dram_read"))
+    if peak and read is not None:
+        put("dram.efficiency", round(min(1.0, read / peak), 4), "bandwidth", "bw.dram_read",
+            f"over the base's {peak:g} GB/s")
+        write = _number(_value(src, "bandwidth", "bw.dram_write"))
+        if write is not None:  # relative to a read stream's rate, as the model applies it
+            put("dram.write_efficiency", round(min(1.0, write / read), 4), "bandwidth",
+                "bw.dram_write", "over bw.dram_read")
+        copied = _number(_value(src, "bandwidth", "bw.dram_copy"))
+        if copied is not None:  # what a read/write mix loses beyond the two rates
+            d = cfg.dram
+            mixed = peak * d.efficiency / (0.5 + 0.5 / d.write_efficiency)
+            put("dram.mix_efficiency", round(min(1.0, copied / mixed), 4), "bandwidth",
+                "bw.dram_copy", "over the rate the read and write efficiencies predict")
     ghz = cfg.clock_mhz / 1e3
     for level, name, per_sm in (("l1d", "bw.l1", True), ("l2", "bw.l2", False)):
         v = _number(_value(src, "bandwidth_levels", name))

@@ -288,13 +288,16 @@ class TlbLevel:
 @dataclass
 class Dram:
     """DRAM: unloaded latency (cycles), theoretical bandwidth (GB/s, 10^9 byte/s), the
-    fraction of it streams sustain (``efficiency``) and writes' extra loss
-    (``write_efficiency``)."""
+    fraction of it streams sustain (``efficiency``), writes' extra loss
+    (``write_efficiency``, relative to a read stream's) and what a stream mixing reads and
+    writes (a copy) loses beyond the two (``mix_efficiency``: the bus turning around; an
+    H200's copy reaches about 90 % of what its read and write rates predict)."""
 
     latency: float
     bandwidth_gbs: float = 0.0
     efficiency: float = 1.0
     write_efficiency: float = 1.0
+    mix_efficiency: float = 1.0
 
 
 @dataclass
@@ -529,6 +532,8 @@ class SimConfig:
             _fail("dram.latency", "latency and bandwidth_gbs must be >= 0")
         if not 0 < self.dram.write_efficiency <= 1 or not 0 < self.dram.efficiency <= 1:
             _fail("dram.efficiency", "efficiency and write_efficiency must be in (0, 1]")
+        if not 0 < self.dram.mix_efficiency <= 1:
+            _fail("dram.mix_efficiency", "must be in (0, 1]")
         if not 0 <= self.timer.outlier_rate < 1:
             _fail("timer.outlier_rate", "must be in [0, 1)")
         if self.timer.jitter < 0 or self.timer.throughput_jitter < 0:

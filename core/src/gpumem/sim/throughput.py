@@ -152,7 +152,7 @@ def stream_model(cfg: SimConfig, req: StreamRequest, asynchronous: bool = False,
         if req.kind == "write":
             dram *= cfg.dram.write_efficiency
         elif req.kind == "copy":
-            dram /= 0.5 + 0.5 / cfg.dram.write_efficiency
+            dram *= cfg.dram.mix_efficiency / (0.5 + 0.5 / cfg.dram.write_efficiency)
         caps["dram"] = dram
     if remote:
         caps["link"] = cfg.interconnect.bandwidth_gbs * 1e9 / (cfg.clock_mhz * 1e6)
