@@ -101,3 +101,29 @@ def test_a_bulk_copy_waits_its_own_round_trip(exported):
     fast = bulk_model(replace(cfg, throughput=replace(cfg.throughput, bulk_latency=0.0)), req)
     assert slow == pytest.approx(fast * (cfg.dram.latency + cfg.path_latency.get("cg", 0.0))
                                  / cfg.throughput.bulk_latency, rel=0.02)
+
+
+def test_the_report_of_two_runs_shows_their_agreement(tmp_path):
+    """gpumem report HW SIM: a section with each finding's error and the same summary as
+    gpumem compare (issue 19, item 3)."""
+    import contextlib
+    import io
+    import json
+
+    from gpumem.plugins import get_plugins
+    from gpumem.report import build_report
+
+    sim = tmp_path / "sim"
+    assert main(["run", "--arch", "hopper", "latency", "smem_latency", "--device", "sim",
+                 "--out", str(sim)]) == 0
+    page = build_report([RUN, sim], tmp_path / "rep",
+                        experiments=get_plugins().experiments()).read_text()
+    section = page[page.index('<section id="agreement">'):]
+    section = section[:section.index("</section>")]
+    assert "lat.l1" in section and "differs" in section and "agrees" in section
+    buf = io.StringIO()
+    with contextlib.redirect_stdout(buf):
+        assert main(["compare", str(RUN), str(sim), "--json"]) == 0
+    s = json.loads(buf.getvalue())["agreement"]
+    assert (f"{s['measured_within']} of {s['measured']} measured findings within 5%"
+            in section)

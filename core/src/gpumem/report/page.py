@@ -408,6 +408,53 @@ def other_findings_section(series: Sequence[Series], shown: set[str],
             + "\n".join(tables) + "</section>")
 
 
+def agreement_section(series: Sequence[Series], order: Sequence[str] = ()) -> str:
+    """For two runs (a measured GPU and its simulation, say): each finding of the second
+    against the first, its error and whether it agrees (measured within 5 %, structural
+    equal), under the count of those that do ('' for any other number of runs)."""
+    if len(series) != 2:
+        return ""
+    from gpumem.compare import AGREEMENT_TOL, agreement_summary
+    from gpumem.findings import kind_of
+
+    first, second = series
+    rows: list[dict[str, Any]] = []
+    for exp in in_page_order(dict.fromkeys([*first.entries, *second.entries]), order):
+        by_name: dict[str, dict[str, Any]] = {}
+        for s in (first, second):
+            for f in s.findings(exp):
+                if not f.resolved:
+                    continue
+                row = by_name.setdefault(f.name, {"experiment": exp, "finding": f.name,
+                                                  "kind": kind_of(f), "units": f.units,
+                                                  "values": {}})
+                row["values"][s.label] = f.value
+        rows += by_name.values()
+    if not rows:
+        return ""
+    summary = agreement_summary(rows, first.label, second.label)
+    cells = []
+    for row in rows:
+        err = row.get("error")
+        both = len(row["values"]) == 2
+        ok = (err is not None and (err == 0.0 if row["kind"] == "structural"
+                                   else err <= AGREEMENT_TOL))
+        verdict = "-" if not both else ("agrees" if ok else "differs")
+        cells.append("<tr>" + "".join(f"<td>{escape(str(c))}</td>" for c in (
+            row["experiment"], row["finding"],
+            format_value(row["values"].get(first.label), row["units"]),
+            format_value(row["values"].get(second.label), row["units"]),
+            "-" if err is None else f"{err:+.1%}".replace("+", ""), verdict)) + "</tr>")
+    text = (f"{escape(second.legend)} against {escape(first.legend)}: "
+            f"{summary['measured_within']} of {summary['measured']} measured findings within "
+            f"{AGREEMENT_TOL:.0%}, {summary['structural_equal']} of {summary['structural']} "
+            f"structural findings equal; {len(summary['in_one_run_only'])} in one run only.")
+    return ('<section id="agreement"><h2>Agreement of the two runs</h2>'
+            f"<p>{text}</p>\n<table><tr><th>experiment</th><th>finding</th>"
+            f"<th>{escape(first.label)}</th><th>{escape(second.label)}</th><th>error</th>"
+            "<th></th></tr>\n" + "\n".join(cells) + "</table></section>")
+
+
 def render(series: Sequence[Series], sections: Sequence[SectionDoc], version: str,
            generated: str) -> str:
     """The whole page as a string: the summary first, then each section with its figures
@@ -424,6 +471,10 @@ def render(series: Sequence[Series], sections: Sequence[SectionDoc], version: st
     if other:
         body.append(other)
         nav.append(("other_findings", "Other findings"))
+    agreement = agreement_section(series, order)
+    if agreement:
+        body.append(agreement)
+        nav.append(("agreement", "Agreement"))
     body.append(provenance_section(series, order))
     nav.append(("provenance", "Devices and provenance"))
     return _PAGE.substitute(
