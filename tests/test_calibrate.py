@@ -127,3 +127,21 @@ def test_the_report_of_two_runs_shows_their_agreement(tmp_path):
     s = json.loads(buf.getvalue())["agreement"]
     assert (f"{s['measured_within']} of {s['measured']} measured findings within 5%"
             in section)
+
+
+def test_each_sm_gets_its_measured_partition(exported, tmp_path):
+    """cache.sm_partition (new model parameter): the H200's SM-to-partition map, which
+    alternates in a pattern of the die, not in halves by SM number; on the calibrated config
+    the simulator's l2_sm_map finds the H200's map again."""
+    cfg = SimConfig.from_toml(exported.read_text())
+    far = next(lv for lv in cfg.caches if lv.partitions > 1)
+    hw = load_source(RUN).findings[("l2_sm_map", "l2.sm_partition")].value
+    assert far.sm_partition == list(hw)
+    sim = tmp_path / "sim"
+    assert main(["run", "--arch", "hopper", "l2_sm_map", "--device", "sim", "--sim-config",
+                 str(exported), "--out", str(sim)]) == 0
+    assert load_source(sim).findings[("l2_sm_map", "l2.sm_partition")].value == hw
+    bad = SimConfig.from_toml(exported.read_text())
+    bad.level(far.name).sm_partition = [0, 2]
+    with pytest.raises(ValueError, match="sm_partition"):
+        bad.validate()

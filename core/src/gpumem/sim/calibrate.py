@@ -109,6 +109,11 @@ def calibrate(base: SimConfig, src: Source) -> Calibrated:
         unit = lv.line * lv.ways
         put(f"cache:{level}.size", max(unit, int(round(v / unit)) * unit), "latency", name,
             f"rounded to whole sets of {lv.ways} x {lv.line} B")
+    homes = _value(src, "l2_sm_map", "l2.sm_partition")
+    if (far is not None and isinstance(homes, (list, tuple)) and len(homes) == cfg.sm_count
+            and all(isinstance(h, (int, float)) and 0 <= h < far.partitions for h in homes)):
+        put(f"cache:{far.name}.sm_partition", [int(h) for h in homes], "l2_sm_map",
+            "l2.sm_partition", "each SM's near partition")
     v = _number(_value(src, "latency", "lat.dram"))
     if v is not None:
         put("dram.latency", v, "latency", "lat.dram")

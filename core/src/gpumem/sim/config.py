@@ -183,6 +183,8 @@ class CacheLevel:
     chosen by the parity of ``address & partition_masks[i]``; an SM's near partition is
     ``sm * partitions // sm_count`` and a hit in another partition costs ``far_latency``.
     ``sm_offsets`` adds a per-SM latency (cyclic over SMs), as distance on the die does.
+    ``sm_partition`` gives each SM's near partition instead (cyclic over SMs), as an H200's
+    SMs alternate between the two in a pattern that follows the die, not their numbers.
     """
 
     name: str
@@ -201,6 +203,7 @@ class CacheLevel:
     partition_masks: list[int] = field(default_factory=list)
     far_latency: float = 0.0
     sm_offsets: list[float] = field(default_factory=list)
+    sm_partition: list[int] = field(default_factory=list)
 
     @property
     def sets(self) -> int:
@@ -237,12 +240,16 @@ class CacheLevel:
             _fail(f"{where}.bandwidth", "must be >= 0 bytes per cycle (0 = unlimited)")
         if not _is_pow2(self.partitions):
             _fail(f"{where}.partitions", "must be a power of two (1 = unpartitioned)")
+        if self.sm_partition and self.partitions == 1:
+            _fail(f"{where}.sm_partition", "only a partitioned level has SM homes")
         if self.partitions > 1:
             if self.scope != "gpu":
                 _fail(f"{where}.partitions", "only a GPU-scope level can be partitioned")
             if 2 ** len(self.partition_masks) != self.partitions:
                 _fail(f"{where}.partition_masks",
                       f"needs log2(partitions) = {self.partitions.bit_length() - 1} masks")
+            if any(not 0 <= int(p) < self.partitions for p in self.sm_partition):
+                _fail(f"{where}.sm_partition", f"partitions are 0..{self.partitions - 1}")
             if self.far_latency < self.hit_latency:
                 _fail(f"{where}.far_latency", "must be >= hit_latency")
         self.index.validate(where, self.sets)

@@ -27,6 +27,8 @@ from gpumem.sim.config import (
 )
 from gpumem.sim.model import (
     EQ_WAYS,
+    HOME_LEN,
+    HOME_OFF,
     IDX_KIND,
     IDX_LEN,
     IDX_OFF,
@@ -112,6 +114,9 @@ def compile_hierarchy(cfg: SimConfig, seed: int) -> tuple[Hierarchy, dict[str, i
             m[SMO_OFF] = len(weights)
             m[SMO_LEN] = len(lv.sm_offsets)
             weights.extend(float(x) for x in lv.sm_offsets)
+            m[HOME_OFF] = len(params)
+            m[HOME_LEN] = len(lv.sm_partition)
+            params.extend(int(x) for x in lv.sm_partition)
         else:
             m[LINE_SHIFT] = m[SECTOR_SHIFT] = _log2(lv.page)
             m[PARTS] = 1

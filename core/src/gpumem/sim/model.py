@@ -29,10 +29,10 @@ ORDER_CODES = {"sequential": 0, "random": 1, "pattern": 2, "scattered": 3}
 # Columns of the per-level metadata table ``Hierarchy.meta``.
 COLUMNS = ("LINE_SHIFT", "SECTOR_SHIFT", "N_SETS", "SET_BASE", "IDX_KIND", "IDX_OFF", "IDX_LEN",
            "POLICY", "W_OFF", "TRANSLATE", "PARTS", "PART_OFF", "PART_LEN", "SMO_OFF", "SMO_LEN",
-           "MOD_M", "MOD_S", "EQ_WAYS", "WAY_BASE")
+           "MOD_M", "MOD_S", "EQ_WAYS", "WAY_BASE", "HOME_OFF", "HOME_LEN")
 LINE_SHIFT, SECTOR_SHIFT, N_SETS, SET_BASE, IDX_KIND, IDX_OFF, IDX_LEN, POLICY, W_OFF, \
-    TRANSLATE, PARTS, PART_OFF, PART_LEN, SMO_OFF, SMO_LEN, MOD_M, MOD_S, EQ_WAYS, WAY_BASE = \
-    range(len(COLUMNS))
+    TRANSLATE, PARTS, PART_OFF, PART_LEN, SMO_OFF, SMO_LEN, MOD_M, MOD_S, EQ_WAYS, WAY_BASE, \
+    HOME_OFF, HOME_LEN = range(len(COLUMNS))
 META_COLUMNS = len(COLUMNS)
 
 PF_BYTES = 1 << 18  # levels with more way state than this get their sets prefetched

@@ -255,7 +255,8 @@ def _path_args(h, path_ids: np.ndarray, tlb_first: int, tlb_count: int, sm: int,
             near, far = near + off, far + off
         hitc.append(near)
         farc.append(far)
-        homes.append((sm * m[M.PARTS]) // sm_count)
+        homes.append(int(h.idx_param[m[M.HOME_OFF] + sm % m[M.HOME_LEN]]) if m[M.HOME_LEN] > 0
+                     else (sm * m[M.PARTS]) // sm_count)  # a measured map, else halves
     order = M.visit_order(pids, [rows[lv][M.TRANSLATE] == 1 for lv in pids], tlb_first,
                           tlb_count)
     tlb_done = max((i + 1 for i, (_, p) in enumerate(order) if p < 0), default=0)
