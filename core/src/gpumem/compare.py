@@ -236,7 +236,8 @@ def agreement_summary(rows: list[dict[str, Any]], first: str, second: str
                       ) -> dict[str, Any]:
     """How far ``second`` (a simulation, say) is from ``first`` (the hardware), finding by
     finding: measured findings within :data:`AGREEMENT_TOL` of the first's value, structural
-    ones equal; each row gets its ``error``. Findings only one run has are counted apart."""
+    ones equal; each row both runs have gets its ``error`` and ``agrees``. Findings only one
+    run has are counted apart."""
     measured = structural = measured_ok = structural_ok = 0
     only: list[str] = []
     for row in rows:
@@ -246,12 +247,14 @@ def agreement_summary(rows: list[dict[str, Any]], first: str, second: str
         err = row_error(row, first, second)
         row["error"] = err
         if row.get("kind") == "structural":
+            row["agrees"] = bool(err == 0.0 or
+                                 str(row["values"][first]) == str(row["values"][second]))
             structural += 1
-            structural_ok += bool(err == 0.0 or
-                                  str(row["values"][first]) == str(row["values"][second]))
+            structural_ok += row["agrees"]
         else:
+            row["agrees"] = bool(err is not None and err <= AGREEMENT_TOL)
             measured += 1
-            measured_ok += bool(err is not None and err <= AGREEMENT_TOL)
+            measured_ok += row["agrees"]
     return {"reference": first, "compared": second, "tolerance": AGREEMENT_TOL,
             "measured": measured, "measured_within": measured_ok,
             "structural": structural, "structural_equal": structural_ok,

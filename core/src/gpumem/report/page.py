@@ -436,10 +436,7 @@ def agreement_section(series: Sequence[Series], order: Sequence[str] = ()) -> st
     cells = []
     for row in rows:
         err = row.get("error")
-        both = len(row["values"]) == 2
-        ok = (err is not None and (err == 0.0 if row["kind"] == "structural"
-                                   else err <= AGREEMENT_TOL))
-        verdict = "-" if not both else ("agrees" if ok else "differs")
+        verdict = "-" if "agrees" not in row else ("agrees" if row["agrees"] else "differs")
         cells.append("<tr>" + "".join(f"<td>{escape(str(c))}</td>" for c in (
             row["experiment"], row["finding"],
             format_value(row["values"].get(first.label), row["units"]),

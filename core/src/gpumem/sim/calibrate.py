@@ -153,18 +153,13 @@ def calibrate(base: SimConfig, src: Source) -> Calibrated:
         v = _number(_value(src, "cache_structure", name))
         if v is not None and level in names and cfg.level(level).line % int(v) == 0:
             put(f"cache:{level}.sector", int(v), "cache_structure", name)
-    tlbs = {t.name: t for t in cfg.tlbs}
     page = _number(_value(src, "tlb_structure", "tlb.page"))
-    for t in cfg.tlbs:
+    for t in cfg.tlbs:  # levels named as the findings are: tlb_l1, tlb_l2
         if page is not None:
             put(f"tlb:{t.name}.page", int(page), "tlb_structure", "tlb.page")
-    for tname, prefix in (("l1tlb", "tlb_l1"), ("l2tlb", "tlb_l2")):
-        t = tlbs.get(tname) or next((x for x in cfg.tlbs if x.name.startswith(prefix)), None)
-        if t is None:
-            continue
-        v = _number(_value(src, "tlb_structure", f"{prefix}.miss_penalty"))
+        v = _number(_value(src, "tlb_structure", f"{t.name}.miss_penalty"))
         if v is not None:
-            put(f"tlb:{t.name}.miss_penalty", v, "tlb_structure", f"{prefix}.miss_penalty")
+            put(f"tlb:{t.name}.miss_penalty", v, "tlb_structure", f"{t.name}.miss_penalty")
     v = _number(_value(src, "smem_latency", "lat.smem"))
     if v is not None:
         put("smem.latency", v, "smem_latency", "lat.smem")
