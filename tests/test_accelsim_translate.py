@@ -116,19 +116,33 @@ def test_maxwell_base_is_4x_and_carries_the_paper_numbers():
 # ---- export of a measured run ---------------------------------------------------------------
 
 
+def _packaged(arch: str = "hopper") -> SimConfig:
+    return get_plugins().first_result("gpumem_simulator_config", arch=arch, simulator="sim")
+
+
 @pytest.fixture(scope="module")
 def h200_export():
-    return export_run(H200_RUN, base_config(get_plugins(), "hopper"))
+    """As ``gpumem export accelsim`` does it: the packaged built-in simulator config,
+    calibrated from the run, translated onto the Accel-Sim base."""
+    return export_run(H200_RUN, base_config(get_plugins(), "hopper"), sim=_packaged())
 
 
 def test_export_comments_each_measured_value_with_its_finding(h200_export):
+    """Each option names the SimConfig parameters it is written from and, per parameter,
+    the finding that measured it (the comment was ``lat.l1 = 34 cycle (latency, ...)``
+    while the export read the findings itself; it now translates the calibrated config,
+    so it names parameter and finding as ``gpumem export sim`` does)."""
     c = h200_export.comments
-    assert c["-gpgpu_l1_latency"].startswith("lat.l1 = 34")
-    assert "lat.l2 - lat.l1" in c["-gpgpu_l2_rop_latency"]
-    assert "lat.dram - lat.l2" in c["-dram_latency"]
-    assert "l2.size" in c["-gpgpu_cache:dl2"]
-    assert c["-gpgpu_n_clusters"].startswith("device: 132 SMs")
+    assert "cache:l1d.hit_latency = 34 (measured: latency/lat.l1)" in c["-gpgpu_l1_latency"]
+    assert "(measured: latency/lat.l2)" in c["-gpgpu_l2_rop_latency"]
+    assert "(measured: latency/lat.l1)" in c["-gpgpu_l2_rop_latency"]
+    assert "dram.latency = 702.25 (measured: latency/lat.dram)" in c["-dram_latency"]
+    assert "(measured: latency/l2.size" in c["-gpgpu_cache:dl2"]
+    assert "cache:l2_far.ways = 16 (assumed: the packaged SimConfig 'h200')" \
+        in c["-gpgpu_cache:dl2"]                                   # not measured: assumed
+    assert c["-gpgpu_n_clusters"].startswith("sm_count = 132 (measured: the run's device")
     assert c["-gpgpu_shader_core_pipeline"].startswith("base: ")   # not measured: the base's
+    assert h200_export.params["-dram_latency"] == ["dram.latency", "cache:l2.hit_latency"]
 
 
 def test_export_values_follow_the_findings(h200_export):
@@ -143,17 +157,55 @@ def test_export_values_follow_the_findings(h200_export):
     assert cfg.int("-dram_latency") == round(f["lat.dram"] - f["lat.l2"])
     assert 400 <= cfg.int("-dram_latency") <= 440               # about 704 - 281
     assert cfg.sm_count == 132 and cfg.core_clock_mhz == 1980
+    # the calibrated SimConfig's DRAM bandwidth (Accel-Sim sets it as a DRAM clock, to a
+    # tenth of a MHz), the device's peak about
+    cal = h200_export.calibrated.config
+    assert cfg.dram_bandwidth_gbs == pytest.approx(cal.dram.bandwidth_gbs, rel=1e-4)
     assert cfg.dram_bandwidth_gbs == pytest.approx(4814, rel=0.01)
     l2 = cfg.cache("-gpgpu_cache:dl2")
     one_way = l2.sets * l2.line * cfg.l2_bytes // (l2.sets * l2.line * l2.assoc)
     assert abs(cfg.l2_bytes - f["l2.size"]) <= one_way   # whole ways per set and slice
-    assert cfg.cache("-gpgpu_cache:dl2").line == f["l2.line"] == 128   # measured, not the base
+    # the SimConfig's line, which the run's l2.line confirms (calibrate takes no line)
+    assert cfg.cache("-gpgpu_cache:dl2").line == f["l2.line"] == 128
+
+
+def test_export_is_the_calibrated_config_translated(h200_export):
+    """Every option written from the SimConfig holds what translating the calibrated config
+    gives, and the latencies are the calibrated ones, level by level."""
+    from gpumem.compare import load_source
+    from gpumem.sim.calibrate import calibrate
+    from gpumem_accelsim.translate import translate
+
+    base = base_config(get_plugins(), "hopper")
+    cal = calibrate(_packaged(), load_source(H200_RUN))
+    again = translate(cal.config, base, cal.sources).config.merged()
+    got = h200_export.config.merged()
+    assert h200_export.params and set(h200_export.params) <= set(got)
+    for option in h200_export.params:
+        assert got[option] == again[option], option
+    c = cal.config
+    l1, l2, dram = c.level("l1d").hit_latency, c.level("l2").hit_latency, c.dram.latency
+    assert h200_export.config.int("-gpgpu_l1_latency") == round(l1)
+    assert h200_export.config.int("-gpgpu_l2_rop_latency") == round(l2 - l1)
+    assert h200_export.config.int("-dram_latency") == round(dram - l2)
+    # what Accel-Sim cannot take is named, one line per calibrated parameter
+    assert any(w.startswith("dram.efficiency (measured: bandwidth/bw.dram_read")
+               for w in h200_export.warnings)
+
+
+def test_without_a_packaged_simconfig_the_base_is_calibrated():
+    """An architecture that ships no built-in simulator config: its Accel-Sim base, read as
+    a SimConfig, is what is calibrated."""
+    done = export_run(H200_RUN, base_config(get_plugins(), "hopper"))
+    assert done.config.int("-gpgpu_l1_latency") == 34
+    assert "assumed: the Accel-Sim base" in done.comments["-gpgpu_cache:dl2"]
 
 
 def test_export_for_an_older_build_leaves_out_what_it_rejects(h200_export):
     assert unknown_options(h200_export.config.merged(), VERSIONS[0]) == []
     assert any("-gpgpu_n_chiplet_partition" in w for w in h200_export.warnings)
-    newer = export_run(H200_RUN, base_config(get_plugins(), "hopper"), target="gpgpusim-upstream-h100")
+    newer = export_run(H200_RUN, base_config(get_plugins(), "hopper"), sim=_packaged(),
+                       target="gpgpusim-upstream-h100")
     assert "-gpgpu_n_chiplet_partition" in newer.config.merged()
 
 
@@ -202,8 +254,68 @@ def test_export_command_writes_a_commented_config(cli, tmp_path):
     res = cli("export", "accelsim", str(H200_RUN), "--out", str(tmp_path / "cfg"))
     assert res.code == 0, res.err
     text = (tmp_path / "cfg" / "gpgpusim.config").read_text()
-    assert "# lat.l1 = 34" in text and "# base: hopper base" in text
+    assert "cache:l1d.hit_latency = 34 (measured: latency/lat.l1)" in text
+    assert "# base: hopper base" in text
     assert text.startswith("# Accel-Sim config written by gpumem")
+
+
+RERUN = Path(__file__).parent / "data" / "h200-reruns" / "run1"
+
+
+def _sim_export_sources(text: str) -> dict[str, str]:
+    """Parameter path (``cache:l1d.hit_latency``) -> the finding its line of a ``gpumem
+    export sim`` file names."""
+    import re
+
+    out, table, names = {}, "", {}
+    for line in text.splitlines():
+        m = re.match(r"^\[\[?([\w.]+)\]\]?\s*$", line)
+        if m:
+            table = m.group(1)
+            continue
+        k = re.match(r"^(\w+)\s*=\s*(.*?)(?:\s+# measured: (.*))?$", line)
+        if not k:
+            continue
+        key, value, finding = k.groups()
+        if key == "name" and table in ("cache", "tlb"):
+            names[table] = value.strip('"')
+        path = (f"{table}:{names.get(table, '')}.{key}" if table in ("cache", "tlb")
+                else f"{table}.{key}" if table else key)
+        if finding:
+            out[path] = finding
+    return out
+
+
+def test_both_exports_name_the_same_finding_for_each_parameter(cli, tmp_path):
+    """``gpumem export sim`` and ``gpumem export accelsim`` of one run: every parameter an
+    Accel-Sim option is written from names, in its comment, the finding the sim export's
+    file names on that parameter's line (the L1, L2 and DRAM latencies among them), and
+    has the same value."""
+    import re
+
+    from gpumem.sim.config import SimConfig as Sim
+
+    assert cli("export", "sim", str(RERUN), "--out", str(tmp_path / "h200.toml")).code == 0
+    res = cli("export", "accelsim", str(RERUN), "--out", str(tmp_path / "as"))
+    assert res.code == 0, res.err
+    sim_text = (tmp_path / "h200.toml").read_text()
+    sim_sources = _sim_export_sources(sim_text)
+    sim = Sim.from_toml(sim_text)
+    named: dict[str, str] = {}
+    for line in (tmp_path / "as" / "gpgpusim.config").read_text().splitlines():
+        for path, value, finding in re.findall(
+                r"([\w:.]+) = ([\d.]+) \(measured: ([\w.]+/[\w.]+)", line):
+            named[path] = finding
+            assert sim_sources[path].split(" ")[0] == finding, path
+            obj, _, attr = path.rpartition(".")
+            owner = sim.level(obj[6:]) if obj.startswith("cache:") else \
+                getattr(sim, obj) if obj else sim
+            assert float(getattr(owner, attr)) == float(value), path
+    assert named["cache:l1d.hit_latency"] == "latency/lat.l1"
+    assert named["cache:l2.hit_latency"] == "latency/lat.l2"
+    assert named["dram.latency"] == "latency/lat.dram"
+    assert named["cache:l2_far.size"] == "latency/l2.size"
+    assert len(named) >= 7
 
 
 def test_formats_are_listed_by_list_plugins(cli):

@@ -7,6 +7,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import pytest
 from gpumem.cli import main
 from gpumem.compare import agreement_summary, row_error
 
@@ -44,3 +45,120 @@ def test_a_run_against_itself_agrees_everywhere(capsys, tmp_path):
     assert main(["compare", str(H200_RUN), str(H200_RUN)]) == 0
     line = capsys.readouterr().out.strip().splitlines()[-1]
     assert f"{s['measured']} of {s['measured']} measured findings within 5%" in line
+
+
+# ---- more than two runs: each simulation against the GPU, side by side ---------------------
+
+RUN = Path(__file__).parent / "data" / "h200-reruns" / "run1"
+
+
+def test_each_run_after_the_first_is_compared_with_the_first():
+    from gpumem.compare import agreements
+
+    rows = [{"experiment": "x", "finding": "a", "kind": "measured",
+             "values": {"hw": 100.0, "sim": 104.0, "accel": 110.0}},
+            {"experiment": "x", "finding": "s", "kind": "structural",
+             "values": {"hw": 128, "sim": 128, "accel": 64}},
+            {"experiment": "x", "finding": "b", "kind": "measured",
+             "values": {"hw": 10.0, "accel": 10.0}}]
+    s = agreements(rows, ["hw", "sim", "accel"])
+    assert [(x["reference"], x["compared"]) for x in s] == [("hw", "sim"), ("hw", "accel")]
+    assert (s[0]["measured"], s[0]["measured_within"], s[0]["in_one_run_only"]) == (1, 1, ["x/b"])
+    assert (s[1]["measured"], s[1]["measured_within"]) == (2, 1)
+    assert (s[1]["structural"], s[1]["structural_equal"]) == (1, 0)
+    assert rows[0]["errors"] == {"sim": 0.04, "accel": 0.1}
+    assert rows[0]["agrees_per_run"] == {"sim": True, "accel": False}
+    assert rows[2]["errors"] == {"accel": 0.0}
+    assert "error" not in rows[0] and "agrees" not in rows[0]   # one per compared run only
+
+
+@pytest.fixture(scope="module")
+def sim_runs(tmp_path_factory):
+    """The H200 run, the built-in simulator's on the calibrated config (``gpumem export
+    sim``), and its run on a copy of that config whose L1 is planted 6 cycles slow (as a
+    user with Accel-Sim would add Accel-Sim's run on ``gpumem export accelsim``'s config)."""
+    from gpumem.sim.config import SimConfig
+
+    d = tmp_path_factory.mktemp("n")
+    assert main(["export", "sim", str(RUN), "--out", str(d / "cal.toml")]) == 0
+    planted = SimConfig.from_toml((d / "cal.toml").read_text())
+    planted.level("l1d").hit_latency += 6
+    (d / "planted.toml").write_text(planted.to_toml())
+    for name, cfg in (("calibrated", "cal.toml"), ("planted", "planted.toml")):
+        assert main(["run", "--arch", "hopper", "latency", "--quick", "--device", "sim",
+                     "--sim-config", str(d / cfg), "--out", str(d / name)]) == 0
+    return [RUN, d / "calibrated", d / "planted"]
+
+
+def test_three_runs_give_each_simulations_error_and_summary(sim_runs, capsys):
+    capsys.readouterr()
+    assert main(["compare", *map(str, sim_runs), "--json"]) == 0
+    data = json.loads(capsys.readouterr().out)
+    assert "agreement" not in data                     # one summary per compared run
+    calibrated, planted = data["agreements"]
+    assert (calibrated["reference"], calibrated["compared"]) == ("run1", "calibrated")
+    assert (planted["reference"], planted["compared"]) == ("run1", "planted")
+    for other, summary in zip(sim_runs[1:], data["agreements"], strict=True):
+        # each summary is the one the two-run comparison with the first run gives
+        assert main(["compare", str(sim_runs[0]), str(other), "--json"]) == 0
+        assert json.loads(capsys.readouterr().out)["agreement"] == summary
+    assert planted["measured_within"] < calibrated["measured_within"]
+    rows = {r["finding"]: r for r in data["rows"]}
+    l1 = rows["lat.l1"]
+    assert l1["errors"] == {"calibrated": 0.0, "planted": pytest.approx(6 / 34)}
+    assert l1["agrees_per_run"] == {"calibrated": True, "planted": False}
+    assert "errors" not in rows["bw.dram_read"]        # the simulations ran no bandwidth
+    assert main(["compare", *map(str, sim_runs)]) == 0
+    out = capsys.readouterr().out
+    header = " ".join(x for x in out.splitlines()[:6] if "error" in x)
+    assert "error" in header                           # an error column per compared run
+    lines = out.strip().splitlines()
+    assert lines[-2].startswith("calibrated against run1: ")
+    assert lines[-1].startswith("planted against run1: ")
+    assert f"{planted['measured_within']} of {planted['measured']} measured" in lines[-1]
+    l1_line = next(x for x in lines if " lat.l1 " in x)
+    # side by side: the calibrated config's error, then the planted one's, marked beyond 5 %
+    assert "17.6% *" in l1_line and "0.0%" in l1_line.split("17.6% *", 1)[0]
+
+
+def test_two_runs_keep_the_one_agreement(sim_runs, capsys):
+    capsys.readouterr()
+    assert main(["compare", str(sim_runs[0]), str(sim_runs[1]), "--json"]) == 0
+    data = json.loads(capsys.readouterr().out)
+    assert data["agreement"] == data["agreements"][0]
+    row = next(r for r in data["rows"] if r["finding"] == "lat.l1")
+    assert row["error"] == row["errors"]["calibrated"] == 0.0 and row["agrees"]
+
+
+def test_a_value_inside_the_first_runs_own_wider_interval_is_undecided():
+    """An H200's P6 pattern: 676 cycles, 95 % interval 644-810; a simulation's 749 is 11 %
+    off, yet inside what the H200 itself could not tell apart: neither counted as agreeing
+    nor as differing. A narrow interval, or a value outside it, decides as usual."""
+    wide = {**_row("p6", 676.0, 749.0), "intervals": {"hw": [644.0, 810.0]}}
+    narrow = {**_row("l2", 515.0, 560.0), "intervals": {"hw": [514.0, 515.0]}}
+    outside = {**_row("p1", 676.0, 900.0), "intervals": {"hw": [644.0, 810.0]}}
+    s = agreement_summary([wide, narrow, outside], "hw", "sim")
+    assert s["undecided"] == ["x/p6"] and wide["agrees"] is None
+    assert (s["measured"], s["measured_within"]) == (2, 0)
+    assert narrow["agrees"] is False and outside["agrees"] is False
+
+
+REF_RUN = Path(__file__).parent / "data" / "h200-reruns" / "run1"
+
+
+def test_reanalyze_compares_what_todays_analyses_find(capsys):
+    """run1 was analysed when the far L2's latency came from one grid point (492 cycles);
+    today's analysis pools the plateau (515). --reanalyze derives every run's findings
+    afresh, so runs that older and newer gpumem versions analysed compare like with like."""
+    from gpumem.compare import compare
+    from gpumem.plugins import get_plugins
+
+    def far(reanalyze: bool) -> float:
+        data = compare(get_plugins(), [REF_RUN], False, reanalyze=reanalyze)
+        (row,) = [r for r in data["rows"] if r["finding"] == "lat.l2_far"]
+        return row["values"]["run1"]
+    assert far(False) == 492.0
+    assert far(True) == 515.0
+    assert main(["compare", str(REF_RUN), str(REF_RUN), "--reanalyze", "--json"]) == 0
+    s = json.loads(capsys.readouterr().out)["agreement"]
+    assert s["measured_within"] == s["measured"] and not s["undecided"]

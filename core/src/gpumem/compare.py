@@ -2,12 +2,16 @@
 
 ``gpumem analyze`` re-derives findings from one stored raw file (analysis is a pure function
 of the dataset); ``gpumem compare`` lines up the findings of one or more run directories (or
-results files), with the expected values and their sources.
+results files), with the expected values and their sources. With two runs or more, each run
+after the first is compared with the first, finding by finding (``gpumem compare HW SIM1
+SIM2``: the GPU, the built-in simulator on the exported config, Accel-Sim on its export):
+each row's error per compared run, and one agreement summary per compared run
+(``agreements``; ``agreement`` too where there are exactly two runs).
 """
 
 from __future__ import annotations
 
-from collections.abc import Collection
+from collections.abc import Callable, Collection
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -100,12 +104,16 @@ class Source:
     findings: dict[tuple[str, str], Finding] = field(default_factory=dict)  # (exp, name)
 
 
-def load_sources(target: Path, exclude: Collection[Path] = ()) -> list[Source]:
+def load_sources(target: Path, exclude: Collection[Path] = (),
+                 analyze: Callable[[Path], list[Finding]] | None = None) -> list[Source]:
     """One :class:`Source` per device of a run directory (a run made with ``--devices`` holds
     several), or the one of a results file.
 
     ``exclude``: results files to leave out, the damaged ones that
-    :func:`gpumem.results.verify.verify_target` found (the caller reports them)."""
+    :func:`gpumem.results.verify.verify_target` found (the caller reports them).
+    ``analyze``: findings derived afresh from each file's raw data (the installed gpumem's
+    analyses, for a run an older one analysed) instead of those the file stores; a file
+    imported from another tool keeps its stored findings."""
     skip = {Path(p).resolve() for p in exclude}
     files: list[Path]
     if target.is_dir():
@@ -140,7 +148,10 @@ def load_sources(target: Path, exclude: Collection[Path] = ()) -> list[Source]:
         src.arch = src.arch or str(attrs.get("gpumem_arch", ""))
         src.device = src.device or device_from_attrs(attrs)
         exp = str(attrs.get("gpumem_experiment", f.stem))
-        for finding in from_dataset(fds):
+        found = from_dataset(fds)
+        if analyze is not None and not attrs.get("gpumem_imported_from"):
+            found = analyze(f)
+        for finding in found:
             src.findings[(exp, finding.name)] = finding
     sources = [s for _k, s in sorted(by_device.items()) if s.findings]
     if not sources:
@@ -151,9 +162,14 @@ def load_sources(target: Path, exclude: Collection[Path] = ()) -> list[Source]:
     return sources
 
 
-def load_source(target: Path) -> Source:
-    """The one device of a run directory or results file (UsageError if it holds several)."""
-    sources = load_sources(target)
+def load_source(target: Path, reanalyze_with: Plugins | None = None) -> Source:
+    """The one device of a run directory or results file (UsageError if it holds several).
+    ``reanalyze_with``: the registry whose analyses derive the findings afresh from the raw
+    data (what a simulator config calibrated from the run should rest on: the analyses its
+    own simulated runs will get), instead of those the files store."""
+    analyze = ((lambda f: analyze_file(reanalyze_with, f)[1]) if reanalyze_with is not None
+               else None)
+    sources = load_sources(target, analyze=analyze)
     if len(sources) > 1:
         raise UsageError(f"{target}: the run holds {len(sources)} devices "
                          f"({', '.join(s.label for s in sources)}); give one device's results")
@@ -161,10 +177,13 @@ def load_source(target: Path) -> Source:
 
 
 def compare(plugins: Plugins, targets: list[Path], with_expected: bool,
-            exclude: Collection[Path] = ()) -> dict[str, Any]:
+            exclude: Collection[Path] = (), reanalyze: bool = False) -> dict[str, Any]:
     """The comparison as plain data (what ``--json`` prints); ``exclude`` as for
-    :func:`load_sources`."""
-    pairs = [(s, str(t)) for t in targets for s in load_sources(t, exclude)]
+    :func:`load_sources`; ``reanalyze``: every run's findings derived afresh from its raw
+    data by the installed analyses (runs analysed by different gpumem versions compared
+    like with like)."""
+    analyze = (lambda f: analyze_file(plugins, f)[1]) if reanalyze else None
+    pairs = [(s, str(t)) for t in targets for s in load_sources(t, exclude, analyze)]
     sources = [s for s, _p in pairs]
     labels = unique_labels([s.label for s in sources])
     keys = sorted({k for s in sources for k in s.findings})
@@ -187,6 +206,8 @@ def compare(plugins: Plugins, targets: list[Path], with_expected: bool,
             row["units"] = row["units"] or f.units
             row.setdefault("kind", kind_of(f))
             row["values"][label] = f.as_dict()["value"]
+            if f.interval is not None and not isinstance(f.value, list):
+                row.setdefault("intervals", {})[label] = [float(x) for x in f.interval]
             if not f.resolved:
                 row.setdefault("candidates", {})[label] = f.as_dict()["candidates"]
             if name in expected:
@@ -206,8 +227,25 @@ def compare(plugins: Plugins, targets: list[Path], with_expected: bool,
                      "device": s.device.name if s.device else "", "path": p}
                     for lb, (s, p) in zip(labels, pairs, strict=True)],
            "expected": bool(with_expected), "rows": rows}
-    if len(labels) == 2:
-        out["agreement"] = agreement_summary(rows, labels[0], labels[1])
+    if len(labels) >= 2:
+        out["agreements"] = agreements(rows, labels)
+        if len(labels) == 2:
+            out["agreement"] = out["agreements"][0]
+    return out
+
+
+def agreements(rows: list[dict[str, Any]], labels: list[str]) -> list[dict[str, Any]]:
+    """Each run after the first against the first (simulations of one GPU, say: the
+    built-in simulator's and Accel-Sim's, against the GPU's run): one
+    :func:`agreement_summary` per compared run, in order. Each row gets ``errors`` and
+    ``agrees_per_run`` (compared run's label -> its error and verdict, for the rows it
+    shares with the first run); ``error`` and ``agrees`` of the one compared run stay only
+    where there is one."""
+    out = [agreement_summary(rows, labels[0], other) for other in labels[1:]]
+    if len(labels) > 2:
+        for row in rows:
+            row.pop("error", None)
+            row.pop("agrees", None)
     return out
 
 
@@ -236,10 +274,14 @@ def agreement_summary(rows: list[dict[str, Any]], first: str, second: str
                       ) -> dict[str, Any]:
     """How far ``second`` (a simulation, say) is from ``first`` (the hardware), finding by
     finding: measured findings within :data:`AGREEMENT_TOL` of the first's value, structural
-    ones equal; each row both runs have gets its ``error`` and ``agrees``. Findings only one
-    run has are counted apart."""
+    ones equal; a measured finding whose value in the second run lies inside the first's own
+    95 % interval, wider than the tolerance, is ``undecided`` (counted apart, ``agrees``
+    None); each row both runs have gets its ``error`` and ``agrees`` (and, under
+    ``second``'s label, ``errors`` and ``agrees_per_run``, which several calls for several
+    compared runs fill side by side). Findings only one run has are counted apart."""
     measured = structural = measured_ok = structural_ok = 0
     only: list[str] = []
+    undecided: list[str] = []
     for row in rows:
         if first not in row["values"] or second not in row["values"]:
             only.append(f"{row['experiment']}/{row['finding']}")
@@ -251,14 +293,32 @@ def agreement_summary(rows: list[dict[str, Any]], first: str, second: str
                                  str(row["values"][first]) == str(row["values"][second]))
             structural += 1
             structural_ok += row["agrees"]
+        elif err is not None and err > AGREEMENT_TOL and _within_own_spread(row, first, second):
+            row["agrees"] = None  # the first run cannot tell its value from the second's
+            undecided.append(f"{row['experiment']}/{row['finding']}")
         else:
             row["agrees"] = bool(err is not None and err <= AGREEMENT_TOL)
             measured += 1
             measured_ok += row["agrees"]
+        row.setdefault("errors", {})[second] = err
+        row.setdefault("agrees_per_run", {})[second] = row["agrees"]
     return {"reference": first, "compared": second, "tolerance": AGREEMENT_TOL,
             "measured": measured, "measured_within": measured_ok,
             "structural": structural, "structural_equal": structural_ok,
-            "in_one_run_only": only}
+            "in_one_run_only": only, "undecided": undecided}
+
+
+def _within_own_spread(row: dict[str, Any], first: str, second: str) -> bool:
+    """Is the second run's value inside the first's own 95 % interval, and that interval
+    wider than the agreement tolerance? Then the first run (an H200's P6 pattern: 676
+    cycles, 644-810) cannot say whether the two agree to 5 %: neither verdict is honest."""
+    span = row.get("intervals", {}).get(first)
+    a, b = row["values"].get(first), row["values"].get(second)
+    if span is None or not isinstance(a, (int, float)) or not isinstance(b, (int, float)):
+        return False
+    lo, hi = span
+    wide = hi - lo > 2 * AGREEMENT_TOL * abs(a)
+    return bool(wide and lo <= b <= hi)
 
 
 def unique_labels(labels: list[str]) -> list[str]:

@@ -58,6 +58,7 @@ from gpumem.plugins import Plugins, load_plugins
 from gpumem.presentation import Presentation, ReportFigure, ReportSection
 from gpumem.runner import RunRequest, run
 from gpumem.safe_write import OutputError, write_text
+from gpumem.sim.calibrate import Calibrated, calibrate
 from gpumem.sim.config import (
     CacheLevel,
     Dram,
@@ -74,6 +75,7 @@ from gpumem.simulator import Simulator
 
 __all__ = [
     "__version__", "Architecture", "ArchitecturePlugin", "Axis", "BulkRequest", "CacheLevel",
+    "Calibrated", "calibrate",
     "chain_offsets", "ChaseRequest", "ChaseResult", "Converted", "Device", "DeviceBackend",
     "DeviceInfo", "DeviceUnavailable", "Discovery", "Dram", "dram_copy_expected", "exact",
     "Expected", "Experiment", "Finding", "Format", "FormatError", "generic_kernel_source",

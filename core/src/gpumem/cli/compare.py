@@ -3,6 +3,10 @@
 Damaged entries (see :mod:`gpumem.results.verify`) are named on stderr, one line each, and
 left out; the rows of what is intact are still printed, and the command exits 1.
 Every string from a file is printed as text (:func:`safe_text`), never markup.
+
+Two runs: the second's difference from the first, and one agreement line. Three or more
+(``gpumem compare HW SIM1 SIM2``): each run after the first gets an ``error LABEL`` column,
+its error against the first run side by side, and one agreement line each.
 """
 
 from __future__ import annotations
@@ -41,13 +45,18 @@ def compare_cmd(
     check: bool = typer.Option(False, "--check",
                                help="Exit 1 when any finding fails its expected value (implies "
                                     "--expected); the failing rows are printed last."),
+    reanalyze: bool = typer.Option(False, "--reanalyze",
+                                   help="Derive every run's findings afresh from its raw data "
+                                        "with this gpumem's analyses (runs an older gpumem "
+                                        "analysed, compared like with like)."),
 ) -> None:
     """Findings of one or more runs side by side (and beside the expected values). Entries
     whose file fails its manifest checksum are named on stderr and left out (exit 1)."""
     require_paths(targets)  # missing: a usage error, exit 2 (see require_paths)
     damage = check_damage(targets)
     expected = expected or check
-    data = compare(plugins(), targets, expected, exclude=[d.path for d in damage])
+    data = compare(plugins(), targets, expected, exclude=[d.path for d in damage],
+                   reanalyze=reanalyze)
     if damage:
         data["damaged"] = [d.as_dict() for d in damage]
     failing = failing_rows(data) if check else []
@@ -80,7 +89,13 @@ def _print(data: dict, expected: bool) -> None:
     name_column(t, "finding")
     for lb in labels:
         text_column(t, safe_text(lb))
-    if len(labels) > 1:
+    # two runs: the second's signed difference; more: each compared run's error against the
+    # first, side by side (the GPU, then its simulations)
+    side_by_side = len(labels) > 2
+    error_headers = [f"error {lb}" for lb in labels[1:]] if side_by_side else []
+    for header in error_headers:
+        text_column(t, safe_text(header))
+    if len(labels) == 2:
         text_column(t, "difference")
     text_column(t, "units")
     if expected:
@@ -94,7 +109,9 @@ def _print(data: dict, expected: bool) -> None:
                                          "candidates": cands[lb]})
                             if lb in cands else fmt_value(row["values"].get(lb)))
                   for lb in labels]
-        if len(labels) > 1:
+        if side_by_side:
+            cells += [error_cell(row, lb) for lb in labels[1:]]
+        elif len(labels) == 2:
             rel = row.get("relative_difference")
             cells.append("-" if rel is None else f"{rel:+.1%}")
         cells.append(safe_text(row["units"]))
@@ -108,15 +125,34 @@ def _print(data: dict, expected: bool) -> None:
         t.add_row(*cells)
     # at 80 columns the names stay whole: source, then units and difference are left out
     stdout().print(FitTable(t, drop=["source", "units", "difference", "expected"]))
-    summary = data.get("agreement")
-    if summary:
+    for summary in data.get("agreements") or ([data["agreement"]] if data.get("agreement")
+                                              else []):
         stdout().print(safe_text(agreement_line(summary)))
+
+
+def error_cell(row: dict, label: str) -> str:
+    """A compared run's error against the first run: the relative error of a measured
+    finding (marked '*' beyond the tolerance), 'equal' or 'differs' for a structural one, '-'
+    where there is none (a finding one of the two lacks, or values not comparable)."""
+    if label not in row.get("agrees_per_run", {}):
+        return "-"
+    agrees = row["agrees_per_run"][label]
+    if row.get("kind") == "structural":
+        return "equal" if agrees else "differs"
+    err = row.get("errors", {}).get(label)
+    if err is None:
+        return "-"
+    if agrees is None:
+        return f"{err:.1%} ?"  # inside the first run's own, wider interval
+    return f"{err:.1%}" + ("" if agrees else " *")
 
 
 def agreement_line(s: dict) -> str:
     """One line: how far the second run is from the first, finding by finding."""
-    only = len(s["in_one_run_only"])
+    only, undecided = len(s["in_one_run_only"]), len(s.get("undecided", ()))
     return (f"{s['compared']} against {s['reference']}: {s['measured_within']} of "
             f"{s['measured']} measured findings within {s['tolerance']:.0%}, "
             f"{s['structural_equal']} of {s['structural']} structural findings equal"
+            + (f"; {undecided} undecided ('?': inside {s['reference']}'s own 95 % interval, "
+               f"wider than {s['tolerance']:.0%})" if undecided else "")
             + (f"; {only} finding(s) in one run only" if only else ""))

@@ -436,7 +436,8 @@ def agreement_section(series: Sequence[Series], order: Sequence[str] = ()) -> st
     cells = []
     for row in rows:
         err = row.get("error")
-        verdict = "-" if "agrees" not in row else ("agrees" if row["agrees"] else "differs")
+        verdict = ("-" if "agrees" not in row else "undecided" if row["agrees"] is None
+                   else "agrees" if row["agrees"] else "differs")
         cells.append("<tr>" + "".join(f"<td>{escape(str(c))}</td>" for c in (
             row["experiment"], row["finding"],
             format_value(row["values"].get(first.label), row["units"]),
@@ -445,7 +446,9 @@ def agreement_section(series: Sequence[Series], order: Sequence[str] = ()) -> st
     text = (f"{escape(second.legend)} against {escape(first.legend)}: "
             f"{summary['measured_within']} of {summary['measured']} measured findings within "
             f"{AGREEMENT_TOL:.0%}, {summary['structural_equal']} of {summary['structural']} "
-            f"structural findings equal; {len(summary['in_one_run_only'])} in one run only.")
+            f"structural findings equal; {len(summary['undecided'])} undecided (inside the "
+            f"first run's own 95 % interval, wider than {AGREEMENT_TOL:.0%}); "
+            f"{len(summary['in_one_run_only'])} in one run only.")
     return ('<section id="agreement"><h2>Agreement of the two runs</h2>'
             f"<p>{text}</p>\n<table><tr><th>experiment</th><th>finding</th>"
             f"<th>{escape(first.label)}</th><th>{escape(second.label)}</th><th>error</th>"

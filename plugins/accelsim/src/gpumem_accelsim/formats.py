@@ -2,8 +2,9 @@
 
 Import turns any Accel-Sim / GPGPU-Sim 4.x config into a SimConfig TOML that the built-in
 simulator runs (``gpumem run --device sim --sim-config FILE.toml``); export writes a
-``gpgpusim.config`` (and ``trace.config``) from a measured run on the architecture plugin's
-base config (:mod:`gpumem_accelsim.export`).
+``gpgpusim.config`` (and ``trace.config``) from a measured run: the built-in simulator's
+config calibrated from it (as ``gpumem export sim``), translated onto the architecture
+plugin's base config (:mod:`gpumem_accelsim.export`).
 """
 
 from __future__ import annotations
@@ -16,6 +17,7 @@ from gpumem.api import (
     FormatError,
     OutputError,
     Plugins,
+    SimConfig,
     UsageError,
     load_source,
     write_text,
@@ -84,8 +86,12 @@ class AccelSimFormat(Format):
         arch = arch or load_source(run).arch
         if not arch:
             raise UsageError(f"{run}: the run records no architecture (give --arch)")
+        # the built-in simulator's packaged config, calibrated as gpumem export sim does
+        sim = plugins.first_result("gpumem_simulator_config", arch=arch, simulator="sim")
         try:
-            done = export_run(run, base_config(plugins, arch), target=target)
+            done = export_run(run, base_config(plugins, arch), target=target,
+                              sim=sim if isinstance(sim, SimConfig) else None,
+                              plugins=plugins)
         except (OptionFileError, CacheStringError, AccelSimConfigError) as e:
             raise FormatError(str(e)) from None
         paths = done.config.save(out, comments=done.comments, header=done.header)

@@ -10,12 +10,18 @@ silence.
 Latencies: Accel-Sim adds them up (``-gpgpu_l1_latency``, then ``-gpgpu_l2_rop_latency`` on
 an L1 miss, then ``-dram_latency`` on an L2 miss, all in core cycles), where gpumem gives each
 level's load-to-use latency. So L2 = L1 + rop and DRAM = L2 + dram_latency.
+
+Provenance: :func:`translate` records, per option it writes, the SimConfig parameters
+(``cache:l1d.hit_latency``, as :class:`gpumem.api.Calibrated` names them) its value comes
+from, and given a calibration's ``sources`` names in the option's comment the finding that
+set each one (``gpumem export accelsim``: :mod:`gpumem_accelsim.export`).
 """
 
 from __future__ import annotations
 
 import math
-from dataclasses import replace
+from collections.abc import Mapping
+from dataclasses import dataclass, field, replace
 
 from gpumem.api import CacheLevel, Dram, SharedMemory, SimConfig, Throughput, Timer
 
@@ -130,13 +136,66 @@ def to_accelsim(sim: SimConfig, base: AccelSimConfig
                 ) -> tuple[AccelSimConfig, dict[str, str], list[str]]:
     """``base`` with the memory hierarchy of ``sim``: the new config, a comment per option
     set from ``sim``, and what ``sim`` holds that Accel-Sim cannot express."""
+    t = translate(sim, base)
+    return t.config, t.comments, t.warnings
+
+
+@dataclass
+class Translated:
+    """A SimConfig written as Accel-Sim options: the config, a comment per option set from
+    the SimConfig, the warnings, and per option the SimConfig parameters (paths as
+    :class:`gpumem.api.Calibrated` names them: ``cache:l1d.hit_latency``) its value comes
+    from."""
+
+    config: AccelSimConfig
+    comments: dict[str, str]
+    warnings: list[str]
+    params: dict[str, list[str]] = field(default_factory=dict)
+
+
+class _Provenance:
+    """Each SimConfig parameter as a comment names it: ``path = value``, and with
+    ``sources`` (a calibration's) either the finding it was measured by or that it is the
+    ``assumed`` config's value."""
+
+    def __init__(self, sources: Mapping[str, str] | None, assumed: str) -> None:
+        self.sources, self.assumed = sources, assumed
+        self.params: dict[str, list[str]] = {}
+
+    def __call__(self, options: tuple[str, ...], label: str,
+                 *params: tuple[str, object]) -> str:
+        for o in options:
+            have = self.params.setdefault(o, [])
+            have += [p for p, _v in params if p not in have]
+        text = ", ".join(self.one(p, v) for p, v in params)
+        return f"{label}: {text}" if label else text
+
+    def one(self, path: str, value: object) -> str:
+        v = f"{value:g}" if isinstance(value, float) else str(value)
+        if self.sources is None:
+            return f"SimConfig {path} = {v}"
+        src = self.sources.get(path)
+        return f"{path} = {v} (" + (f"measured: {src})" if src else f"assumed: {self.assumed})")
+
+
+_SMS = ("-gpgpu_n_clusters", "-gpgpu_n_cores_per_cluster")
+_CLOCKS = ("-gpgpu_clock_domains",)
+
+
+def translate(sim: SimConfig, base: AccelSimConfig, sources: Mapping[str, str] | None = None,
+              *, assumed: str = "") -> Translated:
+    """``base`` with the memory hierarchy of ``sim``. ``sources``: where each parameter of
+    ``sim`` came from (a calibration's ``sources``); the comment of each option then names,
+    for every parameter it is written from, the finding that measured it, or says the value
+    is ``assumed`` (the config ``sim`` was calibrated from)."""
     out = AccelSimConfig(base.gpgpusim.copy(), base.trace.copy(),
                          name=sim.name, source=f"gpumem SimConfig {sim.name} on {base.name}")
     comments: dict[str, str] = {}
     warn: list[str] = []
     put = _Writer(out, comments)
-    put.sms(sim.sm_count, f"SimConfig sm_count = {sim.sm_count}")
-    put.core_clock(sim.clock_mhz, f"SimConfig clock_mhz = {sim.clock_mhz:g}")
+    why = _Provenance(sources, assumed or f"SimConfig {sim.name}")
+    put.sms(sim.sm_count, why(_SMS, "", ("sm_count", sim.sm_count)))
+    put.core_clock(sim.clock_mhz, why(_CLOCKS, "core clock", ("clock_mhz", sim.clock_mhz)))
     # the L1 data cache: 'l1d', else the first SM-scope level of the 'ca' path (a config
     # whose global loads skip the L1 still has one)
     levels = {c.name: c for c in sim.caches}
@@ -147,31 +206,48 @@ def to_accelsim(sim: SimConfig, base: AccelSimConfig
         raise AccelSimConfigError(f"SimConfig {sim.name}: no GPU-scope (L2) level to write "
                                   f"as {_L2}")
     l2 = max(gpu, key=lambda c: c.size)
-    near = min((c.hit_latency for c in gpu), default=l2.hit_latency)
+    nearest = min(gpu, key=lambda c: c.hit_latency)
+    near = nearest.hit_latency
     if len(gpu) > 1 or l2.partitions > 1:
         far = max([c.far_latency or c.hit_latency for c in gpu] + [l2.hit_latency])
         warn.append(f"L2 near/far partitions (hits {near:g} and {far:g} cycles) cannot be "
                     f"expressed: one L2 of {l2.size} B at the near latency is written")
     for c in sim.caches:
         _policy_warnings(c, warn)
-    l1_lat = l1.hit_latency if l1 else near
+
+    def geometry(c: CacheLevel) -> tuple[tuple[str, object], ...]:
+        return tuple((f"cache:{c.name}.{a}", getattr(c, a))
+                     for a in ("size", "line", "ways", "sector"))
+
     if l1 is not None:
-        put.l1(l1, f"SimConfig cache '{l1.name}'", warn)
-    put.l2(l2, f"SimConfig cache '{l2.name}' (total; per slice = total / slices)", warn)
-    put.latencies(l1_lat, near, sim.dram.latency,
-                  f"SimConfig hit latencies: L1 {l1_lat:g}, L2 {near:g}, DRAM "
-                  f"{sim.dram.latency:g} cycles")
+        put.l1(l1, why((_L1, "-gpgpu_unified_l1d_size"), f"L1 (cache '{l1.name}')",
+                       *geometry(l1)), warn)
+    put.l2(l2, why((_L2,), f"L2 (cache '{l2.name}', total; per slice = total / slices)",
+                   *geometry(l2)), warn)
+    l1_lat = (f"cache:{l1.name}.hit_latency", l1.hit_latency) if l1 else \
+        (f"cache:{nearest.name}.hit_latency", near)
+    l2_lat = (f"cache:{nearest.name}.hit_latency", near)
+    put.set("-gpgpu_l1_latency", int(round(l1_lat[1])),
+            why(("-gpgpu_l1_latency",), "L1 hit", l1_lat))
+    put.set("-gpgpu_l2_rop_latency", int(round(near - l1_lat[1])),
+            why(("-gpgpu_l2_rop_latency",), "L2 hit - L1 hit", l2_lat, l1_lat))
+    put.set("-dram_latency", int(round(sim.dram.latency - near)),
+            why(("-dram_latency",), "DRAM - L2 hit", ("dram.latency", sim.dram.latency),
+                l2_lat))
     if sim.dram.bandwidth_gbs:
-        put.dram_bandwidth(sim.dram.bandwidth_gbs, f"SimConfig dram.bandwidth_gbs = "
-                                                   f"{sim.dram.bandwidth_gbs:g}")
-    put.smem(sim.smem.banks, sim.smem.latency, f"SimConfig smem: {sim.smem.banks} banks, "
-                                               f"{sim.smem.latency:g} cycles")
+        put.dram_bandwidth(sim.dram.bandwidth_gbs,
+                           why(_CLOCKS, "", ("dram.bandwidth_gbs", sim.dram.bandwidth_gbs)))
+    put.set("-gpgpu_shmem_num_banks", sim.smem.banks,
+            why(("-gpgpu_shmem_num_banks",), "", ("smem.banks", sim.smem.banks)))
+    put.set("-gpgpu_smem_latency", int(round(sim.smem.latency)),
+            why(("-gpgpu_smem_latency",), "", ("smem.latency", sim.smem.latency)))
     if sim.tlbs:
         warn.append(f"{len(sim.tlbs)} TLB level(s) ({', '.join(t.name for t in sim.tlbs)}) "
                     f"and the page walk cannot be expressed: Accel-Sim models no TLB")
     if sim.path_latency:
         warn.append(f"path latencies {sim.path_latency} cannot be expressed")
-    return out, comments, warn
+    return Translated(out, comments, warn,
+                      {o: ps for o, ps in why.params.items() if o in comments})
 
 
 def _policy_warnings(c: CacheLevel, warn: list[str]) -> None:
@@ -273,22 +349,13 @@ class _Writer:
         ways = max(c.way_list)
         per_slice = c.size // slices
         sets = per_slice // (line * ways)
+        sets, ways = _pow2_sets(sets, ways, c.name, warn, lines=per_slice // line)
         if sets * line * ways * slices != c.size:
             warn.append(f"L2 of {c.size} B does not split into {slices} equal slices of whole "
                         f"sets; {sets * line * ways * slices} B is written")
-        sets, ways = _pow2_sets(sets, ways, c.name, warn)
         cs = _string(base, kind, sets, line, ways, c.policy, warn, c.name)
         self.set(_L2, cs.format(), why + f": {slices} slices x {sets} sets x {line} B x "
                                          f"{ways} ways = {sets * line * ways * slices} B")
-
-    def latencies(self, l1: float, l2: float, dram: float, why: str) -> None:
-        self.set("-gpgpu_l1_latency", int(round(l1)), why)
-        self.set("-gpgpu_l2_rop_latency", int(round(l2 - l1)), why + ": L2 - L1")
-        self.set("-dram_latency", int(round(dram - l2)), why + ": DRAM - L2")
-
-    def smem(self, banks: int, latency: float, why: str) -> None:
-        self.set("-gpgpu_shmem_num_banks", banks, why)
-        self.set("-gpgpu_smem_latency", int(round(latency)), why)
 
 
 def _kind(c: CacheLevel, warn: list[str]) -> tuple[str, int]:
@@ -302,13 +369,15 @@ def _kind(c: CacheLevel, warn: list[str]) -> tuple[str, int]:
     return "N", c.line
 
 
-def _pow2_sets(sets: int, ways: int, name: str, warn: list[str]) -> tuple[int, int]:
+def _pow2_sets(sets: int, ways: int, name: str, warn: list[str],
+               lines: int = 0) -> tuple[int, int]:
     """Accel-Sim masks the set index, so sets must be a power of two: keep the capacity by
-    moving the factor into the ways."""
+    moving the factor into the ways (the capacity of ``lines`` lines where given, which
+    may hold a part of a set more)."""
     if sets > 0 and sets & (sets - 1) == 0:
         return sets, ways
     p = 1 << max(0, int(math.floor(math.log2(max(1, sets)))))
-    new_ways = max(1, round(sets * ways / p))
+    new_ways = max(1, round((lines or sets * ways) / p))
     warn.append(f"cache '{name}': {sets} sets is not a power of two (Accel-Sim masks the index); "
                 f"written as {p} sets x {new_ways} ways")
     return p, new_ways
