@@ -7,7 +7,6 @@ import dataclasses
 import json
 
 import pytest
-
 from gpumem.device import BulkRequest
 from gpumem.plugins import get_plugins
 
@@ -15,8 +14,14 @@ from gpumem.plugins import get_plugins
 @pytest.mark.parametrize("latency, gbs", [(617.0, 4800.0), (400.0, 2000.0)])
 def test_planted_dram_latency_and_bandwidth_come_back(cli, tmp_path, latency, gbs):
     cfg = get_plugins().hook.gpumem_simulator_config(arch="hopper", simulator="sim")
-    cfg = dataclasses.replace(cfg, dram=dataclasses.replace(cfg.dram, latency=latency,
-                                                            bandwidth_gbs=gbs)).validate()
+    # a plain Little's-law copy: the DRAM's latency and rate, none of the H200's fitted
+    # bulk mechanisms (round trip, engine rate, issue interval, own ceiling, soft knee)
+    cfg = dataclasses.replace(
+        cfg, dram=dataclasses.replace(cfg.dram, latency=latency, bandwidth_gbs=gbs,
+                                      bulk_efficiency=0.0, sharpness=0.0),
+        throughput=dataclasses.replace(cfg.throughput, bulk_latency=0.0,
+                                       bulk_bytes_per_cycle=0.0,
+                                       bulk_issue_cycles=0.0)).validate()
     conf = tmp_path / "planted.toml"
     cfg.save(conf)
     r = cli("run", "--arch", "hopper", "bulk_copy", "--device", "sim", "--sim-config",

@@ -8,7 +8,6 @@ import json
 
 import pytest
 import xarray as xr
-
 from gpumem.device import DsmemRequest
 from gpumem.plugins import get_plugins
 
@@ -16,7 +15,7 @@ from gpumem.plugins import get_plugins
 def _planted(tmp_path, remote_latency: float, remote_rate: float) -> tuple[str, object]:
     cfg = get_plugins().hook.gpumem_simulator_config(arch="hopper", simulator="sim")
     smem = dataclasses.replace(cfg.smem, remote_latency=remote_latency,
-                               remote_bytes_per_cycle=remote_rate)
+                               remote_bytes_per_cycle=remote_rate, remote_rate_by_cluster=[])
     cfg = dataclasses.replace(cfg, smem=smem).validate()
     path = tmp_path / "planted.toml"
     cfg.save(path)
@@ -40,8 +39,9 @@ def test_planted_remote_latency_and_rate_are_found(cli, tmp_path, remote, rate):
             assert int(raw["point_status"].sel(cluster=2, distance=5)) != 0
             assert int(raw["point_status"].sel(cluster=8, distance=5)) == 0
     assert found["lat.dsmem"]["value"] == remote
-    assert found["lat.dsmem_local"]["value"] == cfg.smem.latency
-    assert found["dsmem.remote_extra"]["value"] == pytest.approx(remote - cfg.smem.latency)
+    local = cfg.smem.cluster_latency or cfg.smem.latency
+    assert found["lat.dsmem_local"]["value"] == local
+    assert found["dsmem.remote_extra"]["value"] == pytest.approx(remote - local)
     assert found["dsmem.latency_by_distance"]["index"] == {"dim": "distance",
                                                            "values": list(range(8))}
     assert found["bw.dsmem"]["value"] == pytest.approx(rate * cfg.clock_mhz / 1e3, rel=0.01)

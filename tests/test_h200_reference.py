@@ -15,7 +15,6 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-
 from gpumem.device import DeviceInfo
 from gpumem.plugins import get_plugins
 
@@ -75,11 +74,11 @@ def test_reference_values_apply_to_real_h200s_only(kind, name, reference):
 
 
 def test_check_fails_a_device_that_is_not_what_it_should_be(cli, tmp_path):
-    """A simulated H200 whose L1 hits take twice the published latency: `run --check` exits
+    """A simulated H200 whose L1 hits take twice the measured latency: `run --check` exits
     1 and prints the failing rows last; `compare --check` agrees."""
     src = ROOT / "plugins" / "hopper" / "src" / "gpumem_hopper" / "sim.toml"
     text = src.read_text()
-    slow = re.sub(r'(name = "l1d"[^\[]*?hit_latency = )32\.0', r"\g<1>64.0", text, count=1)
+    slow = re.sub(r'(name = "l1d"[^\[]*?hit_latency = )34\.0', r"\g<1>68.0", text, count=1)
     assert slow != text
     cfg = tmp_path / "slow-l1.toml"
     cfg.write_text(slow)
@@ -104,7 +103,6 @@ def test_the_l1_is_measured_at_maximum_l1_the_condition_of_its_expected_value():
     """The hopper l1d.size expectation (MT4G's 233 KiB) holds at shared-memory carve-out 0;
     every chase records the carve-out it ran with."""
     import xarray as xr
-
     from gpumem_hopper.expected import expected_values
 
     (f,) = RUNS[0].rglob("latency-*.nc")

@@ -8,7 +8,6 @@ import dataclasses
 import random
 
 import pytest
-
 from gpumem.experiment import RunContext
 from gpumem.experiments.cache_structure import (
     CacheStructure,
@@ -106,8 +105,9 @@ def test_l2_line_behind_near_and_far_partitions(line):
     """The hopper config's L2: a near level every access fills, backed by the whole L2 at
     far latency. Far hits must not count as DRAM accesses."""
     cfg = get_plugins().hook.gpumem_simulator_config(arch="hopper", simulator="sim")
-    caches = [dataclasses.replace(c, line=line) if c.name.startswith("l2") else c
-              for c in cfg.caches]
+    # whole sets of the new line (the measured sizes are whole sets of 128-B lines)
+    caches = [dataclasses.replace(c, line=line, size=c.size // (line * c.ways) * line * c.ways)
+              if c.name.startswith("l2") else c for c in cfg.caches]
     cfg = dataclasses.replace(cfg, caches=caches).validate()
     dev = SimDevice(cfg, "hopper")
     log = ChaseLog(dev, seed=1)

@@ -7,11 +7,10 @@ import shutil
 
 import numpy as np
 import pytest
-
 from gpumem.device import DeviceInfo
 from gpumem.experiment import RunContext
 from gpumem.experiments.l2_map import L2SmMap
-from gpumem.experiments.loads import AsyncCopy, IlpSweep, _footprints
+from gpumem.experiments.loads import _footprints
 from gpumem.sim.config import CacheLevel, Dram, SimConfig, TlbLevel
 from gpumem.sim.device import SimDevice
 
@@ -169,9 +168,14 @@ def test_sass_audit_names_template_instances_as_cupy_does(monkeypatch):
 
 
 def test_bandwidth_levels_step_down_by_level(cli, tmp_path):
-    """Hopper's simulated L1 (128 B/cycle/SM), L2 and DRAM caps show as plateaus; Kepler,
+    """Hopper's simulated L1 and L2 caps (the H200's, measured) show as plateaus; Kepler,
     whose L1 does not cache global loads, has no L1 plateau."""
     import json
+
+    from gpumem.plugins import get_plugins
+
+    cfg = get_plugins().hook.gpumem_simulator_config(arch="hopper", simulator="sim")
+    ghz = cfg.clock_mhz / 1e3
 
     for arch in ("hopper", "kepler"):
         out = tmp_path / arch
@@ -180,8 +184,10 @@ def test_bandwidth_levels_step_down_by_level(cli, tmp_path):
         res = cli("analyze", str(next(out.rglob("*.nc"))), "--json")
         f = {k: v["value"] for k, v in json.loads(res.out)["findings"].items()}
         if arch == "hopper":
-            assert f["bw.l1"] == pytest.approx(132 * 128 * 1.98, rel=0.1)
-            assert 5000 < f["bw.l2"] < f["bw.l1"] / 2
+            assert f["bw.l1"] == pytest.approx(
+                cfg.sm_count * cfg.level("l1d").bandwidth * ghz, rel=0.02)
+            assert f["bw.l2"] == pytest.approx(cfg.level("l2").bandwidth * ghz, rel=0.02)
+            assert f["bw.l2"] < f["bw.l1"] / 2
         else:
             assert "bw.l1" not in f and f["bw.l2"] > 0
 

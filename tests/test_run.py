@@ -7,7 +7,6 @@ from pathlib import Path
 
 import pytest
 import xarray as xr
-
 from gpumem.results.store import MANIFEST
 
 ARCHS = ("fermi", "kepler", "maxwell", "hopper")
@@ -75,18 +74,23 @@ def test_global_attributes_follow_cf_and_carry_provenance(hopper_run):
 
 
 def test_findings_group_holds_values_expected_and_status(hopper_run):
-    f = xr.open_dataset(only_file(hopper_run), group="findings")
-    v = f["lat__l2"]
-    assert v.attrs["gpumem_finding"] == "lat.l2" and v.attrs["units"] == "1"
-    assert v.attrs["gpumem_units"] == "cycle"
-    assert v.attrs["status"] == "pass" and "gpu-benches" in v.attrs["expected_source"]
-    assert abs(float(v) - 280.0) < 1.0          # the config's near-L2 hit latency
-    # the config's L2 sizes: knees bisected to one 128-B stride, first overflowing sets
-    # showing in more than 2 % of the 256 recorded accesses (a handful of lines past C)
-    assert 0 <= int(f["l2__size"]) - (60 << 20) <= 16 * 128
-    assert 0 <= int(f["l2__near_size"]) - (30 << 20) <= 16 * 128
-    assert abs(float(f["lat__l1"]) - 32.0) < 1.0
-    f.close()
+    from gpumem.plugins import get_plugins
+
+    cfg = get_plugins().hook.gpumem_simulator_config(arch="hopper", simulator="sim")
+    with xr.open_dataset(only_file(hopper_run), group="findings") as f:
+        v = f["lat__l2"]
+        assert v.attrs["gpumem_finding"] == "lat.l2" and v.attrs["units"] == "1"
+        assert v.attrs["gpumem_units"] == "cycle"
+        assert v.attrs["status"] == "pass" and "H200" in v.attrs["expected_source"]
+        # the config's near-L2 and L1 hit latencies
+        assert abs(float(v) - cfg.level("l2").hit_latency) < 1.0
+        assert abs(float(f["lat__l1"]) - cfg.level("l1d").hit_latency) < 1.0
+        # the config's L2 sizes: inside the interval of the knee the quick plan bisects
+        # (the near level's size for the near L2, the whole L2's for the far one)
+        for name, level in (("l2__size", "l2_far"), ("l2__near_size", "l2")):
+            lo, hi = (float(x) for x in f[name].attrs["interval"])
+            assert lo <= cfg.level(level).size <= hi, name
+            assert abs(int(f[name]) / cfg.level(level).size - 1) < 0.005, name
 
 
 def test_show_json_describes_file_and_run(cli, hopper_run):

@@ -7,9 +7,13 @@ are listed as such in the header (the base config's own comments say where those
 ``gpumem run --device sim --sim-config GPU.toml`` then runs the same experiments on it, and
 ``gpumem compare HW_RUN SIM_RUN`` says, finding by finding, how far the simulation is.
 
-What the built-in model cannot express yet (issue 19, item 2: coalescing by address order,
-pipelined cp.async groups, hashed set indices, bandwidth per footprint) stays as the base
-has it; the comparison shows those findings apart.
+Where the model's rate at a measured point depends on more than the parameter (DRAM
+efficiencies under the DRAM's knee, the L2's look-ups per cycle behind the ILP sweep's
+ratio, the bulk copies' ceiling), the parameter is solved through the model at that point
+rather than read off: the calibrated simulator then gives the measured value there. The
+mechanisms the model fits once to an H200's raw data (the knee's sharpness, loads in flight
+per thread, cp.async's extra cycles, the copy engine's rate and issue interval) are the
+base config's, each with its source there.
 """
 
 from __future__ import annotations
@@ -18,11 +22,13 @@ import copy
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Callable
 
+from gpumem.device import BulkRequest, StreamRequest
 from gpumem.errors import UsageError
 from gpumem.formats import Converted, Format, FormatError
 from gpumem.sim.config import SimConfig, SimConfigError
+from gpumem.sim.throughput import bulk_model, stream_model
 
 if TYPE_CHECKING:
     from gpumem.compare import Source
@@ -83,6 +89,10 @@ def calibrate(base: SimConfig, src: Source) -> Calibrated:
         if dev.sm_count:
             cfg.sm_count = int(dev.sm_count)
             out.sources["sm_count"] = f"the run's device ({dev.name}): SMs"
+        if dev.peak_bandwidth_gbs and cfg.dram.bandwidth_gbs:
+            cfg.dram.bandwidth_gbs = round(float(dev.peak_bandwidth_gbs), 1)
+            out.sources["dram.bandwidth_gbs"] = (f"the run's device ({dev.name}): memory clock "
+                                                 f"x bus width")
     names = {lv.name for lv in cfg.caches}
     for level, finding in (("l1d", "lat.l1"), ("l2", "lat.l2")):
         v = _number(_value(src, "latency", finding))
@@ -124,21 +134,7 @@ def calibrate(base: SimConfig, src: Source) -> Calibrated:
         out.sources["path_latency.nc"] = ("cache_structure/ro.hit_latency - "
                                           "cache_structure/l1d.hit_latency")
         out.used |= {("cache_structure", "ro.hit_latency"), ("cache_structure", "l1d.hit_latency")}
-    peak = cfg.dram.bandwidth_gbs
-    read = _number(_value(src, "bandwidth", "bw.dram_read"))
-    if peak and read is not None:
-        put("dram.efficiency", round(min(1.0, read / peak), 4), "bandwidth", "bw.dram_read",
-            f"over the base's {peak:g} GB/s")
-        write = _number(_value(src, "bandwidth", "bw.dram_write"))
-        if write is not None:  # relative to a read stream's rate, as the model applies it
-            put("dram.write_efficiency", round(min(1.0, write / read), 4), "bandwidth",
-                "bw.dram_write", "over bw.dram_read")
-        copied = _number(_value(src, "bandwidth", "bw.dram_copy"))
-        if copied is not None:  # what a read/write mix loses beyond the two rates
-            d = cfg.dram
-            mixed = peak * d.efficiency / (0.5 + 0.5 / d.write_efficiency)
-            put("dram.mix_efficiency", round(min(1.0, copied / mixed), 4), "bandwidth",
-                "bw.dram_copy", "over the rate the read and write efficiencies predict")
+    _fit_dram(cfg, src, put)
     ghz = cfg.clock_mhz / 1e3
     for level, name, per_sm in (("l1d", "bw.l1", True), ("l2", "bw.l2", False)):
         v = _number(_value(src, "bandwidth_levels", name))
@@ -149,6 +145,7 @@ def calibrate(base: SimConfig, src: Source) -> Calibrated:
     v = _number(_value(src, "bulk_copy", "bulk.latency_estimate"))
     if v is not None:
         put("throughput.bulk_latency", v, "bulk_copy", "bulk.latency_estimate")
+    _fit_bulk(cfg, src, put)
     for level, name in (("l1d", "l1d.sector"), ("l2", "l2.fill_unit")):
         v = _number(_value(src, "cache_structure", name))
         if v is not None and level in names and cfg.level(level).line % int(v) == 0:
@@ -176,10 +173,17 @@ def calibrate(base: SimConfig, src: Source) -> Calibrated:
         if v is not None and ghz > 0:
             put("smem.remote_bytes_per_cycle", round(v / ghz, 2), "dsmem_bandwidth", "bw.dsmem",
                 f"GB/s per SM / {cfg.clock_mhz:g} MHz")
+        by = [_indexed(src, "dsmem_bandwidth", "dsmem.bw_by_cluster", str(c)) for c in (2, 4, 8)]
+        while by and by[-1] is None:
+            by.pop()
+        if by and all(r is not None for r in by):
+            put("smem.remote_rate_by_cluster", by, "dsmem_bandwidth", "dsmem.bw_by_cluster",
+                "B/cycle per SM for clusters of 2, 4, 8")
     for attr, name in (("banks", "smem.banks"), ("bank_width", "smem.bank_width")):
         v = _number(_value(src, "smem_latency", name))
         if v is not None:
             put(f"smem.{attr}", int(v), "smem_latency", name)
+    _fit_l2_requests(cfg, src, put)
     out.left = [f"{exp}/{name}" for exp, name in sorted(src.findings)
                 if (exp, name) not in out.used]
     try:
@@ -187,6 +191,122 @@ def calibrate(base: SimConfig, src: Source) -> Calibrated:
     except SimConfigError as e:
         raise FormatError(f"the calibrated config is invalid: {e}") from None
     return out
+
+
+def _indexed(src: Source, experiment: str, name: str, label: str) -> float | None:
+    """Element ``label`` of a list finding indexed by labels (``ilp.k8_vs_k2`` by order)."""
+    f = src.findings.get((experiment, name))
+    if f is None or not f.resolved or f.index is None or not isinstance(f.value, list):
+        return None
+    labels = [str(v) for v in f.index[1]]
+    return _number(f.value[labels.index(label)]) if label in labels else None
+
+
+def _solve(model: Callable[[float], float], target: float, lo: float, hi: float) -> float | None:
+    """The x in [lo, hi] where the increasing ``model(x)`` meets ``target`` (bisection, to
+    0.1 %), or None where the target lies outside the model's range."""
+    if not model(lo) <= target <= model(hi):
+        return None
+    for _ in range(60):
+        mid = (lo * hi) ** 0.5
+        lo, hi = (mid, hi) if model(mid) < target else (lo, mid)
+        if hi / lo < 1.001:
+            break
+    return (lo * hi) ** 0.5
+
+
+def _busiest_stream(cfg: SimConfig, kind: str) -> StreamRequest:
+    """The bandwidth sweep's point of most bytes in flight (8 blocks of 1024 threads per SM,
+    8 loads each, 16 B wide, far past the L2): where its best median is measured."""
+    l2 = sum(lv.size for lv in cfg.caches if lv.scope == "gpu")
+    return StreamRequest(footprint=max(8 * l2, 256 << 20), ctas=8 * cfg.sm_count,
+                         threads=1024, ilp=8, width=16, path="cg", order="coalesced",
+                         kind=kind, work=2 << 30)
+
+
+def _fit_dram(cfg: SimConfig, src: Source, put: Callable[..., None]) -> None:
+    """DRAM efficiencies, each solved so that the model's rate at the bandwidth sweep's
+    busiest point is the measured best: reads (the knee where the bytes in flight meet the
+    DRAM keeps the model's rate under its cap), writes (posted: at the cap), and a copy's
+    mix of the two."""
+    peak = cfg.dram.bandwidth_gbs
+    read = _number(_value(src, "bandwidth", "bw.dram_read"))
+    if not peak or read is None or "cg" not in cfg.paths:
+        return
+    ghz = cfg.clock_mhz / 1e3
+    d = cfg.dram
+
+    def rate(kind: str) -> Callable[[float], float]:
+        attr = {"read": "efficiency", "write": "write_efficiency", "copy": "mix_efficiency"}
+        req = _busiest_stream(cfg, kind)
+
+        def at(x: float) -> float:
+            setattr(d, attr[kind], x)
+            return stream_model(cfg, req).rate * ghz
+        return at
+
+    eff = _solve(rate("read"), read, 0.01, 1.0)
+    d.efficiency = round(eff if eff is not None else min(1.0, read / peak), 4)
+    put("dram.efficiency", d.efficiency, "bandwidth", "bw.dram_read",
+        f"of the {peak:g} GB/s peak, solved through the model at the sweep's busiest point"
+        if eff is not None else f"of the {peak:g} GB/s peak")
+    write = _number(_value(src, "bandwidth", "bw.dram_write"))
+    if write is not None:  # relative to a read stream's cap, as the model applies it
+        d.write_efficiency = round(min(1.0, write / (peak * d.efficiency)), 4)
+        put("dram.write_efficiency", d.write_efficiency, "bandwidth", "bw.dram_write",
+            "over the read cap")
+    copied = _number(_value(src, "bandwidth", "bw.dram_copy"))
+    if copied is not None:  # what a read/write mix loses beyond the two rates
+        mix = _solve(rate("copy"), copied, 0.01, 1.0)
+        d.mix_efficiency = round(mix if mix is not None else 1.0, 4)
+        put("dram.mix_efficiency", d.mix_efficiency, "bandwidth", "bw.dram_copy",
+            "solved through the model at the sweep's busiest point")
+
+
+def _fit_bulk(cfg: SimConfig, src: Source, put: Callable[..., None]) -> None:
+    """What the DRAM sustains for bulk copies, solved so that the model's rate with shared
+    memory full of 32 KB copies in flight is the measured best."""
+    best = _number(_value(src, "bulk_copy", "bw.dram_read_bulk"))
+    if best is None or not cfg.dram.bandwidth_gbs or cfg.smem.size < 32768:
+        return
+    req = BulkRequest(footprint=1 << 30, chunk=32768, stages=min(16, cfg.smem.size // 32768))
+    ghz = cfg.clock_mhz / 1e3
+
+    def at(x: float) -> float:
+        cfg.dram.bulk_efficiency = x
+        return bulk_model(cfg, req) * ghz
+    eff = _solve(at, best, 0.01, 1.0)
+    cfg.dram.bulk_efficiency = 0.0
+    if eff is not None:
+        put("dram.bulk_efficiency", round(eff, 4), "bulk_copy", "bw.dram_read_bulk",
+            "solved through the model with shared memory full of copies in flight")
+
+
+def _fit_l2_requests(cfg: SimConfig, src: Source, put: Callable[..., None]) -> None:
+    """The L2's lookups per cycle from the ILP sweep's L2-resident, per-thread contiguous
+    K = 8 / K = 2 ratio: the model is solved for the rate that gives the measured ratio
+    (at K = 2 the L2's bandwidth limits, at K = 8 its lookups: 16 useful bytes per request)."""
+    target = _indexed(src, "ilp", "ilp.l2_k8_vs_k2", "thread")
+    level = next((lv for lv in cfg.caches if lv.scope == "gpu"), None)
+    if target is None or level is None or "cg" not in cfg.paths:
+        return
+    from gpumem.experiments.loads import THREADS, WIDTH, WORK
+
+    def ratio(rate: float) -> float:
+        trial = copy.deepcopy(cfg)
+        trial.level(level.name).requests_per_cycle = rate
+
+        def bw(k: int) -> float:
+            return stream_model(trial, StreamRequest(
+                footprint=level.size // 2, ctas=cfg.sm_count, threads=THREADS, ilp=k,
+                width=WIDTH, path="cg", order="thread", kind="read", work=WORK)).rate
+        return bw(8) / bw(2)
+
+    rate = _solve(ratio, target, 1.0, 1e5)
+    if rate is not None:
+        put(f"cache:{level.name}.requests_per_cycle", round(rate, 1), "ilp", "ilp.l2_k8_vs_k2",
+            "the rate at which the model's L2-resident thread-ordered K=8/K=2 ratio is the "
+            "measured one")
 
 
 _TABLE = re.compile(r"^\[\[?([\w.]+)\]\]?\s*$")
@@ -224,8 +344,9 @@ def commented_toml(cal: Calibrated, run: Path, base_name: str) -> str:
         f"# gpumem built-in simulator config calibrated from the measured run {run}",
         "# (gpumem export sim). A parameter commented 'measured' is set from the finding named;",
         f"# every other parameter is ASSUMED: the packaged '{base_name}' config's value (its own",
-        "# file says where each came from). Findings of the run not used to set a parameter (the",
-        "# model cannot express them yet, or they follow from the parameters set):",
+        "# file says where each came from). The findings are this gpumem's analyses of the run's",
+        "# raw data, as its simulated runs will get. Findings of the run not used to set a",
+        "# parameter (the model cannot express them yet, or they follow from those set):",
     ]
     left = cal.left
     for i in range(0, len(left), 4):
@@ -247,7 +368,7 @@ class SimFormat(Format):
 
         if target:
             raise UsageError("export sim takes no --target (one simulator, this gpumem)")
-        src = load_source(run)
+        src = load_source(run, reanalyze_with=plugins)  # today's analyses, as the sim's runs
         arch = arch or src.arch
         if not arch:
             raise UsageError(f"{run}: the run records no architecture (give --arch)")

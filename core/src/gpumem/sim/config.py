@@ -27,7 +27,7 @@ else:  # pragma: no cover - exercised on 3.10 only
     import tomli as tomllib
 
 POLICIES = ("lru", "fifo", "random", "weighted")
-INDEX_FUNCTIONS = ("modulo", "bits", "xor", "table")
+INDEX_FUNCTIONS = ("modulo", "bits", "xor", "table", "hashed")
 SCOPES = ("sm", "gpu")
 
 
@@ -114,13 +114,36 @@ class SetIndex:
     ``modulo``: block number mod sets. ``bits``: the address bits listed (LSB first) form the
     set number, e.g. ``[7, 8]`` for the texture L1 of Fermi. ``xor``: set bit i is the parity
     of ``address & masks[i]``. ``table``: ``table[block number mod len(table)]``, for mappings
-    measured rather than understood (Fermi's L2 TLB).
+    measured rather than understood (Fermi's L2 TLB). ``hashed``: a fixed pseudo-random
+    mapping, every set equally often (seed ``index_seed``), for a cache whose hash is not
+    known but whose behaviour is a hash's: a footprint below capacity already overflows the
+    sets it loads more than the others (an H200's L1: half of a sequential chase misses at
+    93 % of the capacity its latency ladder shows, as balls in bins predict for 4 ways).
     """
 
     function: str = "modulo"
     bits: list[int] = field(default_factory=list)
     masks: list[int] = field(default_factory=list)
     table: list[int] = field(default_factory=list)
+    seed: int = 0
+
+    def hashed_table(self, sets: int, blocks: int) -> list[int]:
+        """The ``hashed`` function as a table: a period of at least four times the level's
+        ``blocks`` (a power of two), blocks ranked by a 64-bit mix of their number and the
+        seed (splitmix64), the sets dealt round the ranking: balanced and deterministic."""
+        period = 1 << max(10, (4 * blocks - 1).bit_length())
+        mask = (1 << 64) - 1
+
+        def mix(x: int) -> int:
+            x = (x + 0x9E3779B97F4A7C15) & mask
+            x = ((x ^ (x >> 30)) * 0xBF58476D1CE4E5B9) & mask
+            x = ((x ^ (x >> 27)) * 0x94D049BB133111EB) & mask
+            return x ^ (x >> 31)
+        order = sorted(range(period), key=lambda b: mix(b ^ (self.seed * 0x632BE59BD9B4E019)))
+        table = [0] * period
+        for rank, b in enumerate(order):
+            table[b] = rank % sets
+        return table
 
     def validate(self, where: str, sets: int) -> None:
         if self.function not in INDEX_FUNCTIONS:
@@ -177,7 +200,11 @@ class CacheLevel:
     is looked up with a physical address, so the TLBs are consulted before it; a virtually
     tagged level (Maxwell's L1) hits without translation. ``bandwidth`` (bytes per cycle, per
     SM for an SM-scope level, in all for a GPU-scope one; 0 = no limit) caps the throughput
-    model.
+    model. ``requests_per_cycle`` (same scope; 0 = no limit) caps the tag lookups the level
+    serves: one per line a warp's load instruction touches (one request carries a sector
+    mask), and one more per line it fills on a miss. It is why per-thread contiguous loads
+    lose bandwidth as each thread's run grows (an H200 at K = 8 reads 16 useful bytes per
+    request, a coalesced warp 128): the ILP drop of the H100 plain-load study.
 
     Partitions: a GPU-scope level may be split in ``partitions`` (a power of two) homes
     chosen by the parity of ``address & partition_masks[i]``; an SM's near partition is
@@ -199,6 +226,7 @@ class CacheLevel:
     scope: str = "sm"
     translate: bool = False
     bandwidth: float = 0.0
+    requests_per_cycle: float = 0.0
     partitions: int = 1
     partition_masks: list[int] = field(default_factory=list)
     far_latency: float = 0.0
@@ -238,6 +266,8 @@ class CacheLevel:
             _fail(f"{where}.hit_latency", "must be >= 0 cycles")
         if self.bandwidth < 0:
             _fail(f"{where}.bandwidth", "must be >= 0 bytes per cycle (0 = unlimited)")
+        if self.requests_per_cycle < 0:
+            _fail(f"{where}.requests_per_cycle", "must be >= 0 lookups per cycle (0 = unlimited)")
         if not _is_pow2(self.partitions):
             _fail(f"{where}.partitions", "must be a power of two (1 = unpartitioned)")
         if self.sm_partition and self.partitions == 1:
@@ -298,13 +328,21 @@ class Dram:
     fraction of it streams sustain (``efficiency``), writes' extra loss
     (``write_efficiency``, relative to a read stream's) and what a stream mixing reads and
     writes (a copy) loses beyond the two (``mix_efficiency``: the bus turning around; an
-    H200's copy reaches about 90 % of what its read and write rates predict)."""
+    H200's copy reaches about 90 % of what its read and write rates predict).
+    ``bulk_efficiency``: the fraction of the peak that bulk (TMA) copies sustain, which need
+    not be the loads' (an H200's: 0.90 against 0.95; 0 = ``efficiency``). ``sharpness``:
+    the knee where the bytes in flight meet the DRAM's rate (0 = the throughput section's):
+    round trips lengthen as the DRAM's queues fill, so the rate bends well before Little's
+    law with the unloaded latency reaches the cap (an H200's loads, cp.async and bulk copies
+    all bend at about 2.5)."""
 
     latency: float
     bandwidth_gbs: float = 0.0
     efficiency: float = 1.0
     write_efficiency: float = 1.0
     mix_efficiency: float = 1.0
+    bulk_efficiency: float = 0.0
+    sharpness: float = 0.0
 
 
 @dataclass
@@ -352,7 +390,10 @@ class SharedMemory:
     memory in a thread block cluster (distributed shared memory, Hopper); 0 = no clusters.
     ``cluster_latency``: a cluster load (``ld.shared::cluster``) of the block's own shared
     memory, which an H200 serves in 38 cycles against 27 for a plain shared load; 0 = the
-    shared-memory latency.
+    shared-memory latency. ``remote_rate_by_cluster``: the remote rate measured for clusters
+    of 2, 4 and 8 blocks, in that order, where it depends on the cluster's size (an H200's:
+    17.0, 14.7 and 16.0 B/cycle per SM, as its SMs' network places the blocks); empty =
+    ``remote_bytes_per_cycle`` for every size.
     """
 
     size: int = 49152
@@ -369,6 +410,14 @@ class SharedMemory:
     remote_latency: float = 0.0
     remote_bytes_per_cycle: float = 0.0
     cluster_latency: float = 0.0
+    remote_rate_by_cluster: list[float] = field(default_factory=list)
+
+    def remote_rate(self, cluster: int) -> float:
+        """Bytes per cycle per SM from another block's shared memory, clusters of ``cluster``."""
+        pos = {2: 0, 4: 1, 8: 2}.get(cluster)
+        if pos is not None and pos < len(self.remote_rate_by_cluster):
+            return self.remote_rate_by_cluster[pos]
+        return self.remote_bytes_per_cycle
 
     def conflict_latency(self, ways: int) -> float:
         """Cycles of one warp access with ``ways``-way bank conflicts."""
@@ -401,6 +450,10 @@ class SharedMemory:
         if self.remote_latency < 0 or self.remote_bytes_per_cycle < 0:
             _fail(f"{where}.remote_latency", "remote_latency and remote_bytes_per_cycle must "
                   "be >= 0 (0: no distributed shared memory)")
+        if len(self.remote_rate_by_cluster) > 3 or any(
+                not r > 0 for r in self.remote_rate_by_cluster):
+            _fail(f"{where}.remote_rate_by_cluster", "at most 3 positive rates (clusters of "
+                  "2, 4, 8)")
         if (self.remote_latency > 0) != (self.remote_bytes_per_cycle > 0):
             _fail(f"{where}.remote_bytes_per_cycle", "give both remote_latency and "
                   "remote_bytes_per_cycle, or neither")
@@ -422,7 +475,18 @@ class Throughput:
     the exponent of the smooth minimum between demand and a cap (large = a sharp knee).
     ``bulk_latency``: the round trip of a TMA bulk copy (issue, DRAM, the mbarrier's
     completion and the waiting thread's wake-up: an H200's is about 1250 cycles against a
-    683-cycle load); 0 = the DRAM load latency.
+    683-cycle load); 0 = the DRAM load latency. ``bulk_bytes_per_cycle``: what an SM's copy
+    engine moves into shared memory per cycle, so a chunk lands ``chunk / rate`` after its
+    first byte (0 = at once). ``bulk_issue_cycles``: the shortest time between two copies of
+    one block, whose single thread waits for a copy before it issues the next (0 = none).
+
+    ``loads_per_thread``: plain loads one thread keeps in flight whatever the code's own ILP
+    (0 = the code's): the compiler overlaps a streaming loop's independent iterations until
+    the loads' destination registers run out (an H200's 16-byte stream kernels hold 32
+    registers: about 3 loads). cp.async has no destination register: its groups in flight
+    are the code's, which is why it overtakes plain loads at low occupancy.
+    ``async_latency``: what a cp.async round trip adds to a load's (the write into shared
+    memory, the commit and the wait).
     """
 
     max_warps_per_sm: int = 64
@@ -433,8 +497,18 @@ class Throughput:
     issue_bytes_per_cycle: float = 0.0
     sharpness: float = 8.0
     bulk_latency: float = 0.0
+    loads_per_thread: float = 0.0
+    async_latency: float = 0.0
+    bulk_bytes_per_cycle: float = 0.0
+    bulk_issue_cycles: float = 0.0
 
     def validate(self, where: str = "throughput") -> None:
+        if self.loads_per_thread < 0 or self.async_latency < 0:
+            _fail(f"{where}.loads_per_thread", "loads_per_thread and async_latency must be "
+                  ">= 0 (0 = the code's ILP; no extra cycles)")
+        if self.bulk_bytes_per_cycle < 0 or self.bulk_issue_cycles < 0:
+            _fail(f"{where}.bulk_bytes_per_cycle", "bulk_bytes_per_cycle and "
+                  "bulk_issue_cycles must be >= 0 (0 = no limit)")
         if self.bulk_latency < 0:
             _fail(f"{where}.bulk_latency", "must be >= 0 cycles (0 = the DRAM latency)")
         if self.max_warps_per_sm <= 0 or self.max_ctas_per_sm <= 0:
@@ -539,6 +613,10 @@ class SimConfig:
             _fail("dram.latency", "latency and bandwidth_gbs must be >= 0")
         if not 0 < self.dram.write_efficiency <= 1 or not 0 < self.dram.efficiency <= 1:
             _fail("dram.efficiency", "efficiency and write_efficiency must be in (0, 1]")
+        if self.dram.sharpness < 0:
+            _fail("dram.sharpness", "must be >= 0 (0: the throughput section's)")
+        if not 0 <= self.dram.bulk_efficiency <= 1:
+            _fail("dram.bulk_efficiency", "must be in [0, 1] (0: efficiency)")
         if not 0 < self.dram.mix_efficiency <= 1:
             _fail("dram.mix_efficiency", "must be in (0, 1]")
         if not 0 <= self.timer.outlier_rate < 1:
@@ -649,7 +727,7 @@ class SimConfig:
 # ---------------------------------------------------------------------------------------------
 
 _INDEX_KEYS = {"function": "index", "bits": "index_bits", "masks": "xor_masks",
-               "table": "index_table"}
+               "table": "index_table", "seed": "index_seed"}
 
 
 def _toml_key(f: dataclasses.Field) -> str:

@@ -131,9 +131,11 @@ def compile_hierarchy(cfg: SimConfig, seed: int) -> tuple[Hierarchy, dict[str, i
             set_ways.append(w)
             set_off.append(total_ways)
             total_ways += w
-        p = {"modulo": [], "bits": lv.index.bits, "xor": lv.index.masks,
-             "table": lv.index.table}[lv.index.function]
-        m[IDX_KIND] = INDEX_CODES[lv.index.function]
+        fn = lv.index.function
+        p = (lv.index.hashed_table(len(ways), sum(ways)) if fn == "hashed" else
+             {"modulo": [], "bits": lv.index.bits, "xor": lv.index.masks,
+              "table": lv.index.table}[fn])
+        m[IDX_KIND] = INDEX_CODES["table" if fn == "hashed" else fn]
         m[IDX_OFF] = len(params)
         m[IDX_LEN] = len(p)
         params.extend(int(x) for x in p)

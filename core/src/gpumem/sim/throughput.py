@@ -13,6 +13,14 @@ per-thread contiguous ordering and wide loads, each instruction touches more sec
 uses, and without an L1 on the path (``cg``) every instruction fetches them again: L2
 traffic grows while DRAM traffic does not - the mechanism the H100 plain-load study suspects.
 
+Requests, not only bytes: a level with ``requests_per_cycle`` serves that many tag look-ups,
+one per line a warp's load instruction touches (plus one per line it fills on a miss), so
+per-thread contiguous loads, which carry fewer useful bytes per request as each thread's run
+grows, lose bandwidth with K (the H100 study's ILP drop; an H200's L2: 76 look-ups per
+cycle). Plain loads keep at most ``loads_per_thread`` in flight per thread (their
+destination registers), cp.async copies their groups; the DRAM's knee has its own sharpness
+(round trips lengthen as its queues fill). Bulk (TMA) copies: see :func:`bulk_model`.
+
 Shared memory: a warp's access splits by bank; the busiest bank's count of distinct bank
 words is the conflict degree; latency and bank-limited throughput follow from it.
 """
@@ -44,9 +52,10 @@ def smooth_min(a: float, b: float, p: float) -> float:
     return lo * (1.0 + (lo / hi) ** p) ** (-1.0 / p)
 
 
-def warp_sectors(order: str, width: int, ilp: int) -> tuple[int, int]:
+def warp_sectors(order: str, width: int, ilp: int, granule: int = SECTOR) -> tuple[int, int]:
     """(sectors per load instruction, distinct sectors over the ``ilp`` instructions) of one
-    warp, for the orderings of :data:`gpumem.device.STREAM_ORDERS`."""
+    warp, for the orderings of :data:`gpumem.device.STREAM_ORDERS`; with ``granule`` a line
+    size, the same in lines (the requests the instructions make)."""
     t = np.arange(WARP)
     per_instr = []
     union: set[int] = set()
@@ -55,7 +64,7 @@ def warp_sectors(order: str, width: int, ilp: int) -> tuple[int, int]:
             elem = t * ilp + k
         else:  # coalesced and warp: consecutive elements across the warp in each instruction
             elem = k * WARP + t
-        sectors = set((elem * width // SECTOR).tolist())
+        sectors = set((elem * width // granule).tolist())
         per_instr.append(len(sectors))
         union |= sectors
     return int(np.mean(per_instr)), len(union)
@@ -121,6 +130,8 @@ def stream_model(cfg: SimConfig, req: StreamRequest, asynchronous: bool = False,
     latency = cfg.path_latency.get(req.path, 0.0)
     if remote:
         latency += cfg.interconnect.latency
+    if asynchronous:
+        latency += tp.async_latency
     if lv is None:
         latency += cfg.dram.latency
         serving = "dram"
@@ -129,7 +140,8 @@ def stream_model(cfg: SimConfig, req: StreamRequest, asynchronous: bool = False,
         serving = lv.name
     limit = tp.inflight_async_sectors_per_sm if asynchronous and \
         tp.inflight_async_sectors_per_sm else tp.inflight_sectors_per_sm
-    inflight = warps * req.ilp * per_instr
+    per_thread = req.ilp if asynchronous or not tp.loads_per_thread else tp.loads_per_thread
+    inflight = warps * per_thread * per_instr
     if limit:
         inflight = min(inflight, limit)
     demand = active_sms * inflight * SECTOR / latency / fetch_ratio if latency > 0 \
@@ -145,6 +157,10 @@ def stream_model(cfg: SimConfig, req: StreamRequest, asynchronous: bool = False,
             # traffic into an L1 is what the warps ask for; below it, what the L1 fetches
             ratio = per_instr * req.ilp * SECTOR / useful if level.scope == "sm" else fetch_ratio
             caps[name] = level.bandwidth * scale / ratio
+        if level.requests_per_cycle:
+            caps[f"{name}.requests"] = _request_cap(level, req, l1_on_path, level is not lv,
+                                                    useful) * (active_sms if level.scope == "sm"
+                                                               else 1)
         if level is lv:
             break
     if lv is None and cfg.dram.bandwidth_gbs:
@@ -160,13 +176,31 @@ def stream_model(cfg: SimConfig, req: StreamRequest, asynchronous: bool = False,
         demand = math.inf  # stores are posted: no round trip holds them back
     elif req.kind == "copy":
         demand *= 2.0      # a load in flight is matched by a store of the same size
-    rate = demand
-    for cap in sorted(caps.values(), reverse=True):
-        rate = smooth_min(rate, cap, tp.sharpness)
+    # the DRAM's knee is where the bytes in flight meet its rate; then the other caps,
+    # tightest last
+    knee = cfg.dram.sharpness or tp.sharpness
+    rate = smooth_min(demand, caps["dram"], knee) if "dram" in caps else demand
+    for name, cap in sorted(caps.items(), key=lambda kv: -kv[1]):
+        if name != "dram":
+            rate = smooth_min(rate, cap, tp.sharpness)
     if math.isinf(rate):
         raise PointSkipped("nothing limits this stream in the config (set bandwidths)")
     return StreamModel(serving, warps, active_sms, inflight, latency, fetch_ratio, demand,
                        caps, rate)
+
+
+def _request_cap(level: CacheLevel, req: StreamRequest, l1_on_path: bool, misses: bool,
+                 useful: int) -> float:
+    """Useful bytes per cycle that ``level.requests_per_cycle`` lookups allow (per SM for an
+    SM-scope level): a warp's ``ilp`` instructions make one request per line each touches
+    (below an L1, one per distinct line: the L1 merges them), and a level that misses makes
+    one more lookup per line it fills."""
+    per_instr, distinct = warp_sectors(req.order, req.width, req.ilp, level.line)
+    below_l1 = l1_on_path and level.scope != "sm"
+    lookups = distinct if below_l1 else per_instr * req.ilp
+    if misses:
+        lookups += distinct
+    return level.requests_per_cycle * useful / lookups
 
 
 def stream_bytes(req: StreamRequest) -> int:
@@ -215,13 +249,13 @@ def smem_model(cfg: SimConfig, req: SmemRequest) -> tuple[float, float, int]:
 def dsmem_model(cfg: SimConfig, req: DsmemRequest) -> tuple[float, float]:
     """(latency in cycles, bytes per cycle per SM) of loads from a cluster block's shared
     memory: the block's own at the cluster-load latency (``cluster_latency``, else the
-    shared-memory latency) and bank rate, another's at the
-    remote latency, capped at the remote rate. Throughput follows Little's law per warp (a
-    warp keeps ``ilp`` coalesced 128-byte loads in flight) up to the cap."""
+    shared-memory latency) and bank rate, another's at the remote latency, capped at the
+    remote rate (for the cluster's size, where measured). Throughput follows Little's law
+    per warp (a warp keeps ``ilp`` coalesced 128-byte loads in flight) up to the cap."""
     sm = cfg.smem
     remote = req.distance > 0
     latency = sm.remote_latency if remote else (sm.cluster_latency or sm.latency)
-    cap = sm.remote_bytes_per_cycle if remote else sm.peak_bytes_per_cycle
+    cap = sm.remote_rate(req.cluster) if remote else sm.peak_bytes_per_cycle
     if req.kind == "latency":
         return latency, float("nan")
     per_warp = req.ilp * WARP * 4 / latency if latency > 0 else math.inf
@@ -232,20 +266,30 @@ def dsmem_model(cfg: SimConfig, req: DsmemRequest) -> tuple[float, float]:
 
 
 def bulk_model(cfg: SimConfig, req: BulkRequest) -> float:
-    """Bytes per cycle (whole GPU) of HBM -> shared memory bulk copies: every SM keeps
-    ``ctas_per_sm x stages x chunk`` bytes in flight for a bulk copy's round trip
-    (``throughput.bulk_latency``, else the DRAM latency; Little's law),
-    up to the DRAM's rate. The copy engine, not warps, issues, so the plain loads' limits on
-    sectors in flight and issue rate do not apply."""
+    """Bytes per cycle (whole GPU) of HBM -> shared memory bulk copies.
+
+    A chunk's round trip is the copy's latency (``throughput.bulk_latency``, else the DRAM
+    load latency) plus the time the SM's copy engine takes to move it
+    (``bulk_bytes_per_cycle``). A block keeps ``stages`` chunks in flight (Little's law), but
+    its one thread issues a copy at most every ``bulk_issue_cycles``; the SM's blocks add up,
+    and the GPU's rate meets what the DRAM sustains for bulk copies at the DRAM's knee. The
+    copy engine, not warps, issues, so the plain loads' limits on sectors in flight and issue
+    rate do not apply."""
     if req.inflight_per_sm > cfg.smem.size:
         raise PointSkipped(f"{req.inflight_per_sm} B of shared memory per SM exceed "
                            f"{cfg.smem.size} B")
-    latency = (cfg.throughput.bulk_latency
-               or cfg.path_latency.get("cg", 0.0) + cfg.dram.latency)
-    demand = cfg.sm_count * req.inflight_per_sm / latency if latency > 0 else math.inf
+    tp = cfg.throughput
+    latency = (tp.bulk_latency or cfg.path_latency.get("cg", 0.0) + cfg.dram.latency)
+    if tp.bulk_bytes_per_cycle:
+        latency += req.chunk / tp.bulk_bytes_per_cycle
+    per_block = req.stages * req.chunk / latency if latency > 0 else math.inf
+    if tp.bulk_issue_cycles:
+        per_block = smooth_min(per_block, req.chunk / tp.bulk_issue_cycles, tp.sharpness)
+    demand = cfg.sm_count * req.ctas_per_sm * per_block
     if not cfg.dram.bandwidth_gbs:
         if math.isinf(demand):
             raise PointSkipped("nothing limits this stream in the config (set bandwidths)")
         return demand
-    cap = cfg.dram.bandwidth_gbs * cfg.dram.efficiency * 1e9 / (cfg.clock_mhz * 1e6)
-    return smooth_min(demand, cap, cfg.throughput.sharpness)
+    efficiency = cfg.dram.bulk_efficiency or cfg.dram.efficiency
+    cap = cfg.dram.bandwidth_gbs * efficiency * 1e9 / (cfg.clock_mhz * 1e6)
+    return smooth_min(demand, cap, cfg.dram.sharpness or tp.sharpness)

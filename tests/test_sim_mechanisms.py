@@ -1,0 +1,159 @@
+"""The simulator's mechanisms for what the H200 shows (issue 19, item 2), each with planted
+ground truth: L2 lookups per cycle (the ILP drop by address order), plain loads bounded by
+their destination registers against cp.async groups, the DRAM's knee, bulk copies (engine
+rate, issue interval, their own DRAM ceiling), a hashed set index, and the distributed
+shared memory's rate by cluster size. Defaults change nothing."""
+
+from __future__ import annotations
+
+import dataclasses
+
+import pytest
+from gpumem.device import BulkRequest, DsmemRequest, StreamRequest
+from gpumem.sim import CacheLevel, Dram, SharedMemory, SimConfig, Throughput, TlbLevel
+from gpumem.sim.config import SetIndex, SimConfigError
+from gpumem.sim.throughput import bulk_model, dsmem_model, smooth_min, stream_model, warp_sectors
+
+CLOCK = 1000.0  # MHz: 1 byte/cycle = 1 GB/s
+
+
+def cfg(**kw) -> SimConfig:
+    base = dict(
+        name="m", arch="m", compute_capability="9.0", sm_count=4, clock_mhz=CLOCK,
+        caches=[CacheLevel("l1d", 16384, 128, 4, 30.0, sector=32),
+                CacheLevel("l2", 1 << 20, 128, 16, 200.0, sector=32, scope="gpu",
+                           translate=True)],
+        paths={"ca": ["l1d", "l2"], "cg": ["l2"]},
+        tlbs=[TlbLevel("tlb_l1", 2 << 20, 16, 16, 10.0)],
+        dram=Dram(500.0, bandwidth_gbs=400.0),
+        throughput=Throughput(max_warps_per_sm=64, max_ctas_per_sm=16,
+                              inflight_sectors_per_sm=1 << 20, sharpness=50.0),
+        smem=SharedMemory(size=1 << 17, latency=20.0, remote_latency=200.0,
+                          remote_bytes_per_cycle=16.0),
+        memory_bytes=1 << 32)
+    base.update(kw)
+    return SimConfig(**base).validate()
+
+
+def req(**kw) -> StreamRequest:
+    return StreamRequest(**{"footprint": 1 << 28, "ctas": 4, "threads": 1024, "ilp": 1,
+                            "width": 16, "path": "cg", "order": "coalesced", "kind": "read",
+                            **kw})
+
+
+def test_lines_per_instruction_by_order():
+    """A warp's 16-B loads: coalesced, 4 lines an instruction; per-thread contiguous K = 8,
+    each thread its own line (32), and the 8 instructions touch 32 lines between them."""
+    assert warp_sectors("coalesced", 16, 8, 128) == (4, 32)
+    assert warp_sectors("thread", 16, 8, 128) == (32, 32)
+    assert warp_sectors("thread", 16, 2, 128) == (8, 8)
+
+
+def test_l2_lookups_cap_per_thread_contiguous_loads_by_their_useful_bytes_per_request():
+    """An L2-resident stream with R lookups per cycle: coalesced loads carry 128 useful bytes
+    per request, per-thread contiguous K = 8 loads 16: the rate is R x that, not the DRAM's."""
+    c = cfg()
+    c.level("l2").requests_per_cycle = 2.0
+    small = 1 << 18
+    thread8 = stream_model(c, req(footprint=small, ilp=8, order="thread"))
+    assert thread8.caps["l2.requests"] == pytest.approx(2.0 * 16)
+    assert thread8.rate == pytest.approx(2.0 * 16, rel=0.01)
+    coalesced = stream_model(c, req(footprint=small, ilp=8))
+    assert coalesced.caps["l2.requests"] == pytest.approx(2.0 * 128)
+    # past the L2, every line the L2 fills costs one more look-up: 32 fills per 256 requests
+    hbm = stream_model(c, req(ilp=8, order="thread"))
+    assert hbm.caps["l2.requests"] == pytest.approx(2.0 * 4096 / (256 + 32))
+
+
+def test_no_lookup_limit_by_default():
+    c = cfg()
+    assert "l2.requests" not in stream_model(c, req(ilp=8, order="thread")).caps
+
+
+def test_plain_loads_in_flight_are_bounded_per_thread_cp_async_groups_are_not():
+    """loads_per_thread = 2: plain loads keep 2 per thread in flight whatever K; cp.async
+    keeps its K groups, so at low occupancy it overtakes plain loads by K / 2."""
+    c = cfg(throughput=Throughput(max_warps_per_sm=64, max_ctas_per_sm=16,
+                                  inflight_sectors_per_sm=1 << 20, sharpness=50.0,
+                                  loads_per_thread=2.0))
+    for k in (1, 4, 16):
+        plain = stream_model(c, req(threads=128, ilp=k))
+        assert plain.inflight_sectors_per_sm == 4 * 2 * 16  # 4 warps x 2 loads x 16 sectors
+        copy = stream_model(c, req(threads=128, ilp=k), asynchronous=True)
+        assert copy.inflight_sectors_per_sm == 4 * k * 16
+        assert copy.demand / plain.demand == pytest.approx(k / 2)
+
+
+def test_async_latency_lengthens_a_cp_async_round_trip_only():
+    base = cfg()
+    slow = dataclasses.replace(base, throughput=dataclasses.replace(base.throughput,
+                                                                    async_latency=100.0))
+    r = req(threads=128, ilp=2)
+    assert stream_model(slow, r).latency_cycles == stream_model(base, r).latency_cycles
+    assert stream_model(slow, r, asynchronous=True).latency_cycles == pytest.approx(
+        stream_model(base, r, asynchronous=True).latency_cycles + 100.0)
+
+
+def test_the_dram_knee_has_its_own_sharpness():
+    """dram.sharpness bends demand against the DRAM's rate only; the other caps keep the
+    throughput section's."""
+    soft = cfg(dram=Dram(500.0, bandwidth_gbs=400.0, sharpness=2.0))
+    m = stream_model(soft, req(threads=128, ilp=4))
+    assert m.rate == pytest.approx(smooth_min(m.demand, 400.0, 2.0), rel=1e-9)
+    assert stream_model(cfg(), req(threads=128, ilp=4)).rate == pytest.approx(
+        smooth_min(m.demand, 400.0, 50.0), rel=1e-9)
+
+
+def test_bulk_copies_engine_rate_issue_interval_and_their_own_ceiling():
+    c = cfg(throughput=Throughput(max_warps_per_sm=64, max_ctas_per_sm=16, sharpness=50.0,
+                                  bulk_latency=1000.0, bulk_bytes_per_cycle=32.0,
+                                  bulk_issue_cycles=500.0),
+            dram=Dram(500.0, bandwidth_gbs=400.0, efficiency=0.9, bulk_efficiency=0.5))
+    one = bulk_model(c, BulkRequest(footprint=1 << 26, chunk=1024, stages=1))
+    assert one == pytest.approx(4 * 1024 / (1000.0 + 1024 / 32.0), rel=0.01)  # Little
+    many = bulk_model(c, BulkRequest(footprint=1 << 26, chunk=1024, stages=8))
+    assert many == pytest.approx(4 * 1024 / 500.0, rel=0.02)  # one copy per 500 cycles
+    full = bulk_model(c, BulkRequest(footprint=1 << 26, chunk=16384, stages=4, ctas_per_sm=2))
+    assert full == pytest.approx(400.0 * 0.5, rel=0.01)  # bulk_efficiency, not efficiency
+
+
+def test_the_remote_rate_by_cluster_size():
+    c = cfg(smem=SharedMemory(size=1 << 17, latency=20.0, remote_latency=200.0,
+                              remote_bytes_per_cycle=16.0,
+                              remote_rate_by_cluster=[16.0, 12.0, 14.0]))
+    rates = [dsmem_model(c, DsmemRequest(cluster=n, distance=1, kind="throughput",
+                                         warps=32, ilp=8))[1] for n in (2, 4, 8)]
+    assert rates == pytest.approx([16.0, 12.0, 14.0], rel=0.01)
+    with pytest.raises(SimConfigError, match="remote_rate_by_cluster"):
+        cfg(smem=SharedMemory(remote_latency=200.0, remote_bytes_per_cycle=16.0,
+                              remote_rate_by_cluster=[1.0, 2.0, 3.0, 4.0]))
+
+
+def test_a_hashed_index_is_balanced_deterministic_and_round_trips_through_toml():
+    idx = SetIndex("hashed", seed=3)
+    table = idx.hashed_table(421, 1684)
+    assert len(table) == 8192 and table == SetIndex("hashed", seed=3).hashed_table(421, 1684)
+    counts = [table.count(s) for s in range(421)]
+    assert max(counts) - min(counts) <= 1               # every set equally often
+    assert table != SetIndex("hashed", seed=4).hashed_table(421, 1684)
+    c = cfg()
+    c.level("l1d").index = idx
+    again = SimConfig.from_toml(c.to_toml())
+    assert again.level("l1d").index == idx
+
+
+def test_a_hashed_l1_overflows_before_its_capacity(tmp_path):
+    """Balls in bins: a sequential footprint of 90 % of a 4-way hashed cache already misses
+    in the sets the hash loads most; a modulo cache holds it all."""
+    from gpumem.device import ChaseRequest
+    from gpumem.sim.device import SimDevice
+
+    def misses(function: str) -> float:
+        c = cfg()
+        c.level("l1d").index = SetIndex(function)
+        dev = SimDevice(c, "m")
+        r = dev.pointer_chase(ChaseRequest(footprint=int(16384 * 0.9) // 128 * 128, stride=128,
+                                           path="ca", warmup=1024, record=1024))
+        return float((r.latency > 100).mean())
+    assert misses("modulo") == 0.0
+    assert misses("hashed") > 0.05
