@@ -1,0 +1,141 @@
+"""The packaged hopper simulator against the H200 it was calibrated from (issue 19).
+
+    python benchmarks/sim_vs_h200.py [--markdown] [--doc] [--run DIR]
+
+Runs ``gpumem run --arch hopper all --device sim`` in a temporary folder (or reads the run in
+``--run DIR``) and compares it, finding by finding, with the committed H200 run its config
+was calibrated from (``tests/data/h200-reruns/run1``) and with the four other runs of that
+card (``run2``-``run5``, which the calibration did not see): ``gpumem compare HW SIM
+--reanalyze`` (every run analysed by this gpumem's analyses). The table lists every finding
+of the calibration run; the summary lines say how many agree (measured within 5 %,
+structural equal, undecided where the H200's own interval is wider than 5 % and holds the
+simulated value).
+
+``--markdown`` prints the block ``docs/h200-reference.md`` holds between the
+``<!-- sim_vs_h200:begin -->`` and ``<!-- sim_vs_h200:end -->`` lines; ``--doc`` writes it
+there. ``tests/test_sim_vs_h200.py`` checks that the document still says what the
+comparison gives.
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+from typing import Any
+
+from gpumem.compare import compare
+from gpumem.plugins import get_plugins
+
+ROOT = Path(__file__).resolve().parents[1]
+RUNS = ROOT / "tests" / "data" / "h200-reruns"
+CALIBRATION = "run1"
+HELD_OUT = ("run2", "run3", "run4", "run5")
+DOC = ROOT / "docs" / "h200-reference.md"
+BEGIN, END = "<!-- sim_vs_h200:begin -->", "<!-- sim_vs_h200:end -->"
+
+
+def simulate(out: Path) -> None:
+    subprocess.run([sys.executable, "-m", "gpumem", "run", "--arch", "hopper", "all",
+                    "--device", "sim", "--out", str(out)], check=True,
+                   stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+
+
+def comparisons(sim: Path) -> dict[str, dict[str, Any]]:
+    """Run label -> ``compare([that H200 run, sim], reanalyze=True)``."""
+    plugins = get_plugins()
+    return {name: compare(plugins, [RUNS / name, sim], False, reanalyze=True)
+            for name in (CALIBRATION, *HELD_OUT)}
+
+
+def summary_line(data: dict[str, Any]) -> str:
+    s = data["agreement"]
+    decided = s["measured"]
+    return (f"{s['measured_within']} of {decided} measured findings within "
+            f"{s['tolerance']:.0%}, {s['structural_equal']} of {s['structural']} structural "
+            f"equal, {len(s['undecided'])} undecided, {len(s['in_one_run_only'])} in one run "
+            f"only")
+
+
+def _fmt(v: Any) -> str:
+    if isinstance(v, list):
+        return "[" + ", ".join(_fmt(x) for x in v) + "]"
+    if isinstance(v, float):
+        return f"{v:.4g}"
+    return "-" if v is None else str(v)
+
+
+def _verdict(row: dict[str, Any]) -> str:
+    if "agrees" not in row:
+        return "in one run only"
+    if row["agrees"] is None:
+        return "undecided"
+    return "agrees" if row["agrees"] else "**differs**"
+
+
+def markdown(results: dict[str, dict[str, Any]], date: str) -> str:
+    data = results[CALIBRATION]
+    hw, sim = (r["label"] for r in data["runs"])
+    lines = [BEGIN,
+             f"`python benchmarks/sim_vs_h200.py --doc` ({date}): the packaged hopper "
+             f"`sim.toml` run through every experiment, against the H200 runs, "
+             f"`gpumem compare HW SIM --reanalyze`.", "",
+             f"**Against {CALIBRATION} (the calibration run): {summary_line(data)}.**", ""]
+    for name in HELD_OUT:
+        lines.append(f"- against {name} (held out): {summary_line(results[name])}")
+    lines += ["", "| experiment | finding | H200 (run1) | simulator | error | verdict |",
+              "|---|---|---|---|---|---|"]
+    for row in data["rows"]:
+        if hw not in row["values"]:
+            continue
+        err = row.get("error")
+        lines.append(f"| {row['experiment']} | {row['finding']} | "
+                     f"{_fmt(row['values'].get(hw))} | {_fmt(row['values'].get(sim))} | "
+                     f"{'-' if err is None else f'{err:.1%}'} | {_verdict(row)} |")
+    lines.append(END)
+    return "\n".join(lines)
+
+
+def doc_block(text: str) -> str:
+    if BEGIN not in text or END not in text:
+        return ""
+    return text[text.index(BEGIN):text.index(END) + len(END)]
+
+
+def run_comparisons(run: Path | None = None) -> dict[str, dict[str, Any]]:
+    if run is not None:
+        return comparisons(run)
+    with tempfile.TemporaryDirectory() as tmp:
+        sim = Path(tmp) / "sim"
+        simulate(sim)
+        return comparisons(sim)
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--markdown", action="store_true", help="print the document's block")
+    ap.add_argument("--doc", action="store_true", help=f"write the block into {DOC.name}")
+    ap.add_argument("--run", type=Path, help="a simulated run to use instead of a fresh one")
+    args = ap.parse_args(argv)
+    results = run_comparisons(args.run)
+    block = markdown(results, datetime.date.today().isoformat())
+    if args.doc:
+        text = DOC.read_text()
+        old = doc_block(text)
+        if not old:
+            print(f"{DOC}: no {BEGIN} ... {END} block", file=sys.stderr)
+            return 1
+        DOC.write_text(text.replace(old, block))
+    if args.markdown or args.doc:
+        print(block)
+    else:
+        for name, data in results.items():
+            print(f"{name}: {summary_line(data)}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

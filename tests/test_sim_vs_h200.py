@@ -1,0 +1,62 @@
+"""The packaged hopper simulator against the H200 it was calibrated from (issue 19, item 4).
+
+The config is ``gpumem export sim tests/data/h200-reruns/run1``; run through every
+experiment it must reproduce that run: every structural finding equal and at least 90 % of
+the measured findings the H200 can decide within 5 %, and about as well the four runs of
+the same card the calibration never saw. ``docs/h200-reference.md`` states the comparison;
+a change that moves it fails here until ``python benchmarks/sim_vs_h200.py --doc`` is rerun.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import re
+from pathlib import Path
+
+import pytest
+from gpumem.plugins import get_plugins
+from gpumem.sim.config import SimConfig
+
+ROOT = Path(__file__).resolve().parents[1]
+_spec = importlib.util.spec_from_file_location("sim_vs_h200",
+                                               ROOT / "benchmarks" / "sim_vs_h200.py")
+svh = importlib.util.module_from_spec(_spec)
+_spec.loader.exec_module(svh)
+
+
+@pytest.fixture(scope="module")
+def results() -> dict[str, dict]:
+    return svh.run_comparisons()
+
+
+def test_every_structural_finding_equal_and_nine_in_ten_measured_within_5_percent(results):
+    for name, data in results.items():
+        s = data["agreement"]
+        assert s["structural_equal"] == s["structural"] >= 15, name
+        share = s["measured_within"] / s["measured"]
+        # the calibration run by the issue's target; held-out runs of the card a little
+        # lower (their own noise: a TLB miss penalty of 8 against 10-11 cycles)
+        assert share >= (0.9 if name == svh.CALIBRATION else 0.85), (name, share)
+        assert s["measured"] >= 45 and len(s["undecided"]) <= 5, name
+
+
+def test_the_document_states_what_the_comparison_gives(results):
+    block = svh.doc_block(svh.DOC.read_text())
+    assert block, f"{svh.DOC} lacks the {svh.BEGIN} block"
+    fresh = svh.markdown(results, "DATE")
+    dated = re.compile(r"\(\d{4}-\d{2}-\d{2}\)")
+    assert dated.sub("(DATE)", block, count=1) == fresh, (
+        "docs/h200-reference.md is stale: run python benchmarks/sim_vs_h200.py --doc")
+
+
+def test_the_packaged_config_is_the_calibrated_one(tmp_path):
+    """Exporting the calibration run again from the packaged config changes no value: the
+    packaged file is a fixed point of the calibration."""
+    from gpumem.cli import main
+
+    out = tmp_path / "again.toml"
+    assert main(["export", "sim", str(svh.RUNS / svh.CALIBRATION), "--out", str(out)]) == 0
+    packaged = get_plugins().hook.gpumem_simulator_config(arch="hopper", simulator="sim")
+    again = SimConfig.load(out)
+    again.name, again.source = packaged.name, packaged.source
+    assert again.to_toml() == packaged.to_toml()
