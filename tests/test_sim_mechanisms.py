@@ -63,6 +63,9 @@ def test_l2_lookups_cap_per_thread_contiguous_loads_by_their_useful_bytes_per_re
     # past the L2, every line the L2 fills costs one more look-up: 32 fills per 256 requests
     hbm = stream_model(c, req(ilp=8, order="thread"))
     assert hbm.caps["l2.requests"] == pytest.approx(2.0 * 4096 / (256 + 32))
+    c.level("l2").fill_lookups = 1.5
+    hbm = stream_model(c, req(ilp=8, order="thread"))
+    assert hbm.caps["l2.requests"] == pytest.approx(2.0 * 4096 / (256 + 48))
 
 
 def test_no_lookup_limit_by_default():

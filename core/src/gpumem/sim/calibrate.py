@@ -252,9 +252,10 @@ def _fit_dram(cfg: SimConfig, src: Source, put: Callable[..., None]) -> None:
         if eff is not None else f"of the {peak:g} GB/s peak")
     write = _number(_value(src, "bandwidth", "bw.dram_write"))
     if write is not None:  # relative to a read stream's cap, as the model applies it
-        d.write_efficiency = round(min(1.0, write / (peak * d.efficiency)), 4)
+        wr = _solve(rate("write"), write, 0.01, 1.0)
+        d.write_efficiency = round(wr if wr is not None else 1.0, 4)
         put("dram.write_efficiency", d.write_efficiency, "bandwidth", "bw.dram_write",
-            "over the read cap")
+            "relative to the read cap, solved through the model at the sweep's busiest point")
     copied = _number(_value(src, "bandwidth", "bw.dram_copy"))
     if copied is not None:  # what a read/write mix loses beyond the two rates
         mix = _solve(rate("copy"), copied, 0.01, 1.0)
@@ -283,30 +284,46 @@ def _fit_bulk(cfg: SimConfig, src: Source, put: Callable[..., None]) -> None:
 
 
 def _fit_l2_requests(cfg: SimConfig, src: Source, put: Callable[..., None]) -> None:
-    """The L2's lookups per cycle from the ILP sweep's L2-resident, per-thread contiguous
-    K = 8 / K = 2 ratio: the model is solved for the rate that gives the measured ratio
-    (at K = 2 the L2's bandwidth limits, at K = 8 its lookups: 16 useful bytes per request)."""
-    target = _indexed(src, "ilp", "ilp.l2_k8_vs_k2", "thread")
+    """The L2's look-ups from the ILP sweep's per-thread contiguous K = 8 / K = 2 ratios, each
+    solved through the model: the rate per cycle from the L2-resident ratio (at K = 2 the
+    L2's bandwidth limits, at K = 8 its look-ups: 16 useful bytes per request), then the
+    look-ups a line filled from DRAM costs from the HBM-resident ratio (no fills at L2)."""
     level = next((lv for lv in cfg.caches if lv.scope == "gpu"), None)
-    if target is None or level is None or "cg" not in cfg.paths:
+    if level is None or "cg" not in cfg.paths:
         return
     from gpumem.experiments.loads import THREADS, WIDTH, WORK
 
-    def ratio(rate: float) -> float:
-        trial = copy.deepcopy(cfg)
-        trial.level(level.name).requests_per_cycle = rate
+    def ratio(footprint: int, attr: str) -> Callable[[float], float]:
+        def at(x: float) -> float:
+            trial = copy.deepcopy(cfg)
+            setattr(trial.level(level.name), attr, x)
 
-        def bw(k: int) -> float:
-            return stream_model(trial, StreamRequest(
-                footprint=level.size // 2, ctas=cfg.sm_count, threads=THREADS, ilp=k,
-                width=WIDTH, path="cg", order="thread", kind="read", work=WORK)).rate
-        return bw(8) / bw(2)
+            def bw(k: int) -> float:
+                return stream_model(trial, StreamRequest(
+                    footprint=footprint, ctas=cfg.sm_count, threads=THREADS, ilp=k,
+                    width=WIDTH, path="cg", order="thread", kind="read", work=WORK)).rate
+            return bw(8) / bw(2)
+        return at
 
-    rate = _solve(ratio, target, 1.0, 1e5)
-    if rate is not None:
-        put(f"cache:{level.name}.requests_per_cycle", round(rate, 1), "ilp", "ilp.l2_k8_vs_k2",
-            "the rate at which the model's L2-resident thread-ordered K=8/K=2 ratio is the "
-            "measured one")
+    l2 = _indexed(src, "ilp", "ilp.l2_k8_vs_k2", "thread")
+    rate = _solve(ratio(level.size // 2, "requests_per_cycle"), l2, 1.0, 1e5) \
+        if l2 is not None else None
+    if rate is None:
+        return
+    put(f"cache:{level.name}.requests_per_cycle", round(rate, 1), "ilp", "ilp.l2_k8_vs_k2",
+        "the rate at which the model's L2-resident thread-ordered K=8/K=2 ratio is the "
+        "measured one")
+    hbm = _indexed(src, "ilp", "ilp.k8_vs_k2", "thread")
+    beyond = 8 * sum(lv.size for lv in cfg.caches if lv.scope == "gpu")
+    # more look-ups per fill lower the ratio (solved on its negative, which rises), up to one
+    # per sector filled: beyond, K = 2's own fills cap it too and the ratio turns
+    most = level.line / level.sector_size
+    fill = _solve(lambda x: -ratio(beyond, "fill_lookups")(x), -hbm, 0.01, most) \
+        if hbm is not None else None
+    if fill is not None:
+        put(f"cache:{level.name}.fill_lookups", round(fill, 2), "ilp", "ilp.k8_vs_k2",
+            "look-ups per line filled from DRAM at which the model's HBM-resident "
+            "thread-ordered K=8/K=2 ratio is the measured one")
 
 
 _TABLE = re.compile(r"^\[\[?([\w.]+)\]\]?\s*$")

@@ -202,9 +202,10 @@ class CacheLevel:
     SM for an SM-scope level, in all for a GPU-scope one; 0 = no limit) caps the throughput
     model. ``requests_per_cycle`` (same scope; 0 = no limit) caps the tag lookups the level
     serves: one per line a warp's load instruction touches (one request carries a sector
-    mask), and one more per line it fills on a miss. It is why per-thread contiguous loads
-    lose bandwidth as each thread's run grows (an H200 at K = 8 reads 16 useful bytes per
-    request, a coalesced warp 128): the ILP drop of the H100 plain-load study.
+    mask), and ``fill_lookups`` more per line it fills on a miss. It is why per-thread
+    contiguous loads lose bandwidth as each thread's run grows (an H200 at K = 8 reads 16
+    useful bytes per request, a coalesced warp 128): the ILP drop of the H100 plain-load
+    study.
 
     Partitions: a GPU-scope level may be split in ``partitions`` (a power of two) homes
     chosen by the parity of ``address & partition_masks[i]``; an SM's near partition is
@@ -227,6 +228,7 @@ class CacheLevel:
     translate: bool = False
     bandwidth: float = 0.0
     requests_per_cycle: float = 0.0
+    fill_lookups: float = 1.0
     partitions: int = 1
     partition_masks: list[int] = field(default_factory=list)
     far_latency: float = 0.0
@@ -268,6 +270,8 @@ class CacheLevel:
             _fail(f"{where}.bandwidth", "must be >= 0 bytes per cycle (0 = unlimited)")
         if self.requests_per_cycle < 0:
             _fail(f"{where}.requests_per_cycle", "must be >= 0 lookups per cycle (0 = unlimited)")
+        if self.fill_lookups < 0:
+            _fail(f"{where}.fill_lookups", "must be >= 0 lookups per line filled")
         if not _is_pow2(self.partitions):
             _fail(f"{where}.partitions", "must be a power of two (1 = unpartitioned)")
         if self.sm_partition and self.partitions == 1:
@@ -486,7 +490,10 @@ class Throughput:
     registers: about 3 loads). cp.async has no destination register: its groups in flight
     are the code's, which is why it overtakes plain loads at low occupancy.
     ``async_latency``: what a cp.async round trip adds to a load's (the write into shared
-    memory, the commit and the wait).
+    memory, the commit and the wait). ``iteration_cycles``: what a streaming loop's iteration
+    adds to its K plain loads' round trip (the fold of the loaded values and the branch
+    before the next loads issue), shared by the K loads: the reason more loads per iteration
+    still help a little when the registers already bound those in flight.
     """
 
     max_warps_per_sm: int = 64
@@ -499,13 +506,14 @@ class Throughput:
     bulk_latency: float = 0.0
     loads_per_thread: float = 0.0
     async_latency: float = 0.0
+    iteration_cycles: float = 0.0
     bulk_bytes_per_cycle: float = 0.0
     bulk_issue_cycles: float = 0.0
 
     def validate(self, where: str = "throughput") -> None:
-        if self.loads_per_thread < 0 or self.async_latency < 0:
-            _fail(f"{where}.loads_per_thread", "loads_per_thread and async_latency must be "
-                  ">= 0 (0 = the code's ILP; no extra cycles)")
+        if self.loads_per_thread < 0 or self.async_latency < 0 or self.iteration_cycles < 0:
+            _fail(f"{where}.loads_per_thread", "loads_per_thread, async_latency and "
+                  "iteration_cycles must be >= 0 (0 = the code's ILP; no extra cycles)")
         if self.bulk_bytes_per_cycle < 0 or self.bulk_issue_cycles < 0:
             _fail(f"{where}.bulk_bytes_per_cycle", "bulk_bytes_per_cycle and "
                   "bulk_issue_cycles must be >= 0 (0 = no limit)")

@@ -14,7 +14,7 @@ uses, and without an L1 on the path (``cg``) every instruction fetches them agai
 traffic grows while DRAM traffic does not - the mechanism the H100 plain-load study suspects.
 
 Requests, not only bytes: a level with ``requests_per_cycle`` serves that many tag look-ups,
-one per line a warp's load instruction touches (plus one per line it fills on a miss), so
+one per line a warp's load instruction touches (plus ``fill_lookups`` per line it fills), so
 per-thread contiguous loads, which carry fewer useful bytes per request as each thread's run
 grows, lose bandwidth with K (the H100 study's ILP drop; an H200's L2: 76 look-ups per
 cycle). Plain loads keep at most ``loads_per_thread`` in flight per thread (their
@@ -132,6 +132,8 @@ def stream_model(cfg: SimConfig, req: StreamRequest, asynchronous: bool = False,
         latency += cfg.interconnect.latency
     if asynchronous:
         latency += tp.async_latency
+    elif req.kind != "write":
+        latency += tp.iteration_cycles / max(1, req.ilp)
     if lv is None:
         latency += cfg.dram.latency
         serving = "dram"
@@ -194,12 +196,12 @@ def _request_cap(level: CacheLevel, req: StreamRequest, l1_on_path: bool, misses
     """Useful bytes per cycle that ``level.requests_per_cycle`` lookups allow (per SM for an
     SM-scope level): a warp's ``ilp`` instructions make one request per line each touches
     (below an L1, one per distinct line: the L1 merges them), and a level that misses makes
-    one more lookup per line it fills."""
+    ``fill_lookups`` more per line it fills."""
     per_instr, distinct = warp_sectors(req.order, req.width, req.ilp, level.line)
     below_l1 = l1_on_path and level.scope != "sm"
     lookups = distinct if below_l1 else per_instr * req.ilp
     if misses:
-        lookups += distinct
+        lookups += distinct * level.fill_lookups
     return level.requests_per_cycle * useful / lookups
 
 
