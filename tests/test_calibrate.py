@@ -48,6 +48,22 @@ def test_every_calibrated_parameter_names_a_finding_of_the_run(exported):
         model = stream_model(cfg, _busiest_stream(cfg, kind)).rate * ghz
         assert model == pytest.approx(value[f"bandwidth/bw.dram_{kind}"], rel=0.002), kind
     assert 0.8 < cfg.dram.mix_efficiency < 1.0  # an H200's copy loses ~9 % to the mix
+    # the L2's look-ups: the model's per-thread contiguous K=8/K=2 ratios, L2-resident and
+    # HBM-resident, are the measured ones
+    from gpumem.device import StreamRequest
+
+    def ratio(footprint: int) -> float:
+        def bw(k: int) -> float:
+            return stream_model(cfg, StreamRequest(
+                footprint=footprint, ctas=cfg.sm_count, threads=1024, ilp=k, width=16,
+                path="cg", order="thread", kind="read", work=2 << 30)).rate
+        return bw(8) / bw(2)
+    def thread(name: str) -> float:
+        f = src.findings[("ilp", name)]
+        return f.value[list(f.index[1]).index("thread")]
+    l2, hbm = thread("ilp.l2_k8_vs_k2"), thread("ilp.k8_vs_k2")
+    assert ratio(cfg.level("l2").size // 2) == pytest.approx(l2, rel=0.01)
+    assert ratio(1 << 30) == pytest.approx(hbm, rel=0.01)
 
 
 def test_the_simulator_on_the_calibrated_config_reproduces_the_ladder(exported, tmp_path,

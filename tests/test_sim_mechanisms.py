@@ -160,3 +160,17 @@ def test_a_hashed_l1_overflows_before_its_capacity(tmp_path):
         return float((r.latency > 100).mean())
     assert misses("modulo") == 0.0
     assert misses("hashed") > 0.05
+
+
+def test_a_loop_iterations_cycles_are_shared_by_its_k_plain_loads():
+    """iteration_cycles g: a plain load's round trip grows by g / K (the fold and branch of
+    an iteration of K loads); writes are posted and cp.async copies pay async_latency."""
+    base = cfg()
+    looped = dataclasses.replace(base, throughput=dataclasses.replace(
+        base.throughput, iteration_cycles=160.0))
+    for k in (1, 2, 8):
+        r = req(threads=128, ilp=k)
+        assert stream_model(looped, r).latency_cycles == pytest.approx(
+            stream_model(base, r).latency_cycles + 160.0 / k)
+        assert stream_model(looped, r, asynchronous=True).latency_cycles == \
+            stream_model(base, r, asynchronous=True).latency_cycles
