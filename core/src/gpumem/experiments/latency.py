@@ -41,7 +41,7 @@ from gpumem.device import PLACEMENT_PADS, ChaseRequest, Device
 from gpumem.errors import ProbeUnsupported
 from gpumem.experiment import Axis, Experiment, Plan, RunContext, Var
 from gpumem.experiments.figures import LATENCY
-from gpumem.findings import Finding
+from gpumem.findings import Finding, unresolved
 from gpumem.presentation import Presentation, ReportFigure
 
 STRIDE = 128
@@ -259,8 +259,28 @@ class LatencyLadder(Experiment):
                 out.append(capacity("l2.size", l2_levels[0], "knee of the L2 plateau"))
             out.append(Finding("l2.partitions", min(len(l2_levels), 2), "1",
                                0.9, "distinct L2 latency plateaus"))
-        if i < len(levels):
+        reached = float(x.max())
+        if i < len(levels) and (levels[i].last_x > l2_bytes or
+                                (l2_bytes == float("inf") and i > 0)):
             lat("dram", levels[i], method + ", first plateau past the L2")
+        else:
+            # named only from evidence: a plateau that ends within the L2 is no DRAM level (a
+            # ladder cut short, as a slow simulator's: Accel-Sim reached 64 KiB and its L1
+            # plateau once came out as lat.dram at confidence 1.0)
+            if i < len(levels):
+                p = levels[i]
+                name = "l1" if i == 0 else "l2" if not l2_levels else ""
+                if name:
+                    out.append(unresolved(
+                        f"lat.{name}", "cycle", [round(p.latency, 2)], method,
+                        f"one plateau from {int(p.first_x)} to {int(p.last_x)} B with no "
+                        f"knee after it: the ladder ended there, so no capacity shows which "
+                        f"level serves it (the candidate is its latency)"))
+            within = (f"within the L2 ({int(l2_bytes)} B)" if l2_bytes != float("inf")
+                      else "and the L2's size is unknown")
+            out.append(unresolved("lat.dram", "cycle", [], method,
+                                  f"not reached: no plateau past the L2; the ladder's largest "
+                                  f"footprint is {int(reached)} B, {within}"))
         xr_, sr = _curve(raw, "random")
         if xr_.size and xr_.max() > 2 * l2_bytes:
             # every random chase from a quarter of the largest footprint up (and past twice
