@@ -101,6 +101,53 @@ def test_unavailable_says_why_on_one_line(no_binary, tmp_path, monkeypatch, qv10
         AccelSim().create_device("volta", qv100)
 
 
+def test_an_executable_that_does_not_run_as_accel_sim_is_not_available(tmp_path, monkeypatch,
+                                                                      qv100):
+    """Issue 20, item 5: the binary is run once before it is called available. A wrapper
+    whose binary's libraries are missing (exit 127), a program that is not Accel-Sim, and
+    one that hangs are each refused with what they did, on one line."""
+    from gpumem_accelsim import locate
+
+    def script(name: str, body: str) -> Path:
+        p = tmp_path / name / "accel-sim.out"
+        p.parent.mkdir()
+        p.write_text("#!/bin/sh\n" + body + "\n")
+        p.chmod(0o755)
+        return p
+
+    broken = script("broken", "echo 'accel-sim.out: error while loading shared libraries: "
+                              "libcudart.so.11.0: cannot open shared object file' >&2; exit 127")
+    other = script("other", "echo 'hello'")
+    for binary, said in ((broken, "exit 127: accel-sim.out: error while loading shared"),
+                         (other, "not Accel-Sim (exit 0: hello)")):
+        monkeypatch.setenv("GPUMEM_ACCELSIM", str(binary))
+        ok, why = AccelSim().available()
+        assert not ok and said in why and "\n" not in why, why
+        with pytest.raises(DeviceUnavailable, match="not Accel-Sim"):
+            AccelSim().create_device("volta", qv100)
+    monkeypatch.setattr(locate, "PROBE_TIMEOUT_S", 0.5)
+    monkeypatch.setenv("GPUMEM_ACCELSIM", str(script("hangs", "sleep 30")))
+    ok, why = AccelSim().available()
+    assert not ok and "did not stop within 0.5 s" in why
+
+
+def test_the_probe_reads_the_build_and_runs_once_per_binary(fake, tmp_path, monkeypatch):
+    from gpumem_accelsim import locate
+
+    calls = tmp_path / "calls"
+    counted = tmp_path / "counted" / "accel-sim.out"
+    counted.parent.mkdir()
+    counted.write_text(f'#!/bin/sh\necho run >> "{calls}"\nexec "{fake}" "$@"\n')
+    counted.chmod(0o755)
+    monkeypatch.setenv("GPUMEM_ACCELSIM", str(counted))
+    assert locate.probe(counted) == ("accelsim-commit-fake_modified_0.0", "")
+    for _ in range(3):
+        assert AccelSim().available() == (True, "")
+    assert calls.read_text().count("run") == 1  # cached while the file is unchanged
+    counted.touch()  # a rebuilt binary is run again
+    assert AccelSim().available() == (True, "") and calls.read_text().count("run") == 2
+
+
 # ---- configs ------------------------------------------------------------------------------
 
 def test_create_device_takes_a_config_a_path_or_nothing(fake, qv100, tmp_path):
@@ -334,6 +381,15 @@ def test_a_failed_run_fails_its_point_only(fake, qv100, monkeypatch):
                 assert reason.startswith("AccelSimRunError: Accel-Sim deadlocked")
             else:
                 assert status == POINT_OK and values["mean"] in (24.0, 172.0)
+
+
+def test_the_build_is_recorded_when_every_point_ran_in_a_worker(fake, qv100):
+    """With --workers the parent device simulates nothing, yet the run's provenance names
+    the build (from the binary's trial run), not an empty string."""
+    dev = _device(qv100)
+    _sweep(dev, 2)
+    assert dev.runs == 0
+    assert dev.provenance()["accelsim_build"] == "accelsim-commit-fake_modified_0.0"
 
 
 def test_workers_give_identical_results(fake, qv100):

@@ -287,7 +287,9 @@ class AccelSimDevice(Device):
     def provenance(self) -> dict[str, Any]:
         return {
             "accelsim_binary": self.setup.binary,
-            "accelsim_build": ", ".join(sorted(self._builds)),
+            # the simulations' logs say; where none ran here (every point in a worker
+            # process), the build line of the binary's trial run (locate.probe)
+            "accelsim_build": ", ".join(sorted(self._builds)) or self._probed_build(),
             "accelsim_config_name": self.config.name,
             "accelsim_config_source": self.config.source,
             "accelsim_config_sha256": self._digest,
@@ -298,6 +300,14 @@ class AccelSimDevice(Device):
             "accelsim_seconds": round(self.sim_seconds, 3),
             "sim_seed": self.seed,
         }
+
+    def _probed_build(self) -> str:
+        from gpumem_accelsim.locate import probe
+
+        try:
+            return probe(Path(self.setup.binary))[0]
+        except OSError:
+            return ""
 
     def reopen_spec(self) -> dict[str, Any]:
         return {"simulator": "accelsim", "arch": self.arch, "config": self.setup,

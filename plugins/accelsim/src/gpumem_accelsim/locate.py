@@ -3,7 +3,11 @@
 from __future__ import annotations
 
 import os
+import re
 import shutil
+import subprocess
+import tempfile
+from functools import lru_cache
 from pathlib import Path
 
 ENV = "GPUMEM_ACCELSIM"
@@ -13,20 +17,58 @@ BINARY = "accel-sim.out"
 LIMIT_ENV = "GPUMEM_ACCELSIM_MAX_WARP_INSTS"
 
 
+#: Seconds the one trial run may take (it only prints its build and stops for want of a
+#: config; loading a large binary from a slow disk takes a few seconds).
+PROBE_TIMEOUT_S = 60.0
+_BUILD = re.compile(r"Accel-Sim \[build ([^\]]+)\]")
+
+
 def find_binary() -> tuple[Path | None, str]:
-    """(path of an executable Accel-Sim binary, or None; why not)."""
+    """(path of an Accel-Sim binary that runs, or None; why not). An executable file is not
+    enough: the binary is run once (:func:`probe`), as a user's first run would, and must
+    print Accel-Sim's build line."""
     configured = os.environ.get(ENV, "").strip()
     if configured:
         p = Path(configured).expanduser()
-        if p.is_file() and os.access(p, os.X_OK):
-            return p, ""
         if not p.exists():
             return None, f"{ENV}={configured}: no such file"
-        return None, f"{ENV}={configured} is not an executable file"
-    found = shutil.which(BINARY)
-    if found:
-        return Path(found), ""
-    return None, f"Accel-Sim is not installed here (no {BINARY} on PATH; set {ENV})"
+        if not (p.is_file() and os.access(p, os.X_OK)):
+            return None, f"{ENV}={configured} is not an executable file"
+        found: Path | None = p
+    else:
+        which = shutil.which(BINARY)
+        if not which:
+            return None, f"Accel-Sim is not installed here (no {BINARY} on PATH; set {ENV})"
+        found = Path(which)
+    build, why = probe(found)
+    return (found, "") if build else (None, why)
+
+
+def probe(path: Path) -> tuple[str, str]:
+    """(Accel-Sim's build string, "") when ``path`` runs and says it is Accel-Sim, else
+    ("", why not). Run once per file version in a process (cached on path, size, mtime)."""
+    st = path.stat()
+    return _probe(str(path), st.st_size, st.st_mtime_ns)
+
+
+@lru_cache(maxsize=8)
+def _probe(path: str, _size: int, _mtime: int) -> tuple[str, str]:
+    try:
+        with tempfile.TemporaryDirectory(prefix="gpumem-accelsim-probe-") as empty:
+            done = subprocess.run([path], cwd=empty, capture_output=True, text=True,
+                                  errors="replace", timeout=PROBE_TIMEOUT_S,
+                                  stdin=subprocess.DEVNULL)
+    except subprocess.TimeoutExpired:
+        return "", f"{path} did not stop within {PROBE_TIMEOUT_S:g} s when run without a config"
+    except OSError as e:
+        return "", f"{path} cannot be run: {e.strerror or e}"
+    out = (done.stdout or "") + (done.stderr or "")
+    m = _BUILD.search(out)
+    if m:
+        return m.group(1), ""
+    said = next((ln.strip() for ln in out.splitlines() if ln.strip()), "")
+    return "", (f"{path} ran but is not Accel-Sim (exit {done.returncode}"
+                + (f": {said[:160]}" if said else ", no output") + ")")
 
 
 def max_warp_insts() -> int:
