@@ -18,10 +18,11 @@ from typing import Any
 
 import numpy as np
 import pytest
+import xarray as xr
 from gpumem.device import ChaseRequest, StreamRequest
 from gpumem.errors import DeviceUnavailable, PointSkipped, ProbeUnsupported, UsageError
 from gpumem.experiment import Axis, Experiment, Plan, RunContext, Var
-from gpumem.results.schema import POINT_FAILED, POINT_OK, point_key
+from gpumem.results.schema import POINT_COUNTS, POINT_FAILED, POINT_OK, point_key
 from gpumem.runner import PointRunner
 from gpumem_accelsim.config import AccelSimConfig
 from gpumem_accelsim.device import AccelSimDevice, AccelSimSetup
@@ -399,6 +400,14 @@ def test_workers_give_identical_results(fake, qv100):
     reopened = AccelSim().create_device("volta", pickle.loads(pickle.dumps(spec["config"])))
     assert reopened.info == dev.info
     one, two = _sweep(dev, 1), _sweep(_device(qv100), 2)
+    # what each point added to the simulator's counters (runs, deadlock re-runs) is the same
+    # wherever it ran; its simulator seconds are time, not data
+    for res in (one, two):
+        for _s, _r, values in res.values():
+            added = values.pop(POINT_COUNTS)
+            assert added["accelsim_runs"] >= 1 and added["accelsim_deadlock_reruns"] == 0
+            assert added.pop("accelsim_seconds") > 0
+            values["runs"] = added
     assert one == two and all(s == POINT_OK for s, _r, _v in one.values())
     assert one[point_key({"path": "cg", "footprint": 4096})][2]["mean"] == 172.0
 
@@ -446,6 +455,33 @@ def test_the_latency_ladder_runs_on_mean_chases(fake, cli, tmp_path):
               "--sim-config", str(QV100 / "gpgpusim.config"), "--out", str(tmp_path / "r"))
     assert res.code == 0, res.err
     assert "lat.dram" in res.out and " 330 " in res.out     # the fake binary's DRAM chase
+
+
+def test_provenance_and_deadlock_reruns_are_complete_with_workers(fake, cli, tmp_path,
+                                                                 monkeypatch):
+    """Issue 20, item 4: with --workers 2 the run's provenance counts the simulator runs and
+    deadlock re-runs the workers made (it said 0), and each point says how many it needed."""
+    monkeypatch.setenv("FAKE_ACCELSIM_FALSE_DEADLOCK_IF", "gpumem_chase_timed")
+    files = {}
+    for workers in ("1", "2"):
+        out = tmp_path / f"w{workers}"
+        res = cli("run", "--arch", "hopper", "latency", "--quick", "--device", "accelsim",
+                  "--sim-config", str(QV100 / "gpgpusim.config"), "--workers", workers,
+                  "--out", str(out))
+        assert res.code == 0, res.err
+        (nc,) = out.rglob("*.nc")
+        files[workers] = xr.open_dataset(nc).load()
+    one, two = files["1"], files["2"]
+    for ds in (one, two):
+        reruns = ds["point_accelsim_deadlock_reruns"]
+        ok = (ds["point_status"] == POINT_OK).values
+        assert int(reruns.sum()) == ds.attrs["after_accelsim_deadlock_reruns"] > 0
+        assert ds.attrs["after_accelsim_runs"] == int(ds["point_accelsim_runs"].sum()) > 0
+        assert ds.attrs["after_accelsim_seconds"] > 0
+        assert ds.attrs["after_accelsim_build"] == "accelsim-commit-fake_modified_0.0"
+        assert np.all(reruns.values[ok] >= 1)  # every timed chase was reported deadlocked
+    assert one["point_accelsim_runs"].equals(two["point_accelsim_runs"])
+    assert one["latency"].equals(two["latency"])
 
 
 def test_a_base_config_loses_what_the_build_rejects(fake, capsys):

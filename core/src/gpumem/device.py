@@ -389,6 +389,14 @@ class Device(ABC):
         power). Empty where nothing can change between points (simulators)."""
         return {}
 
+    def point_counters(self) -> dict[str, float]:
+        """Cumulative counts the device keeps (a simulator's runs, deadlock re-runs, seconds),
+        read before and after every point: what each point added is kept with the point,
+        and the run's provenance totals it over the points wherever they ran (a worker
+        process's device counts its own). A count named ``*_seconds`` is time: totalled, not
+        kept per point (it differs from run to run). Empty by default."""
+        return {}
+
     def reopen_spec(self) -> dict[str, Any] | None:
         """Picklable recipe to open this same device in a worker process, or ``None`` when the
         device must stay in this process (the runner then runs its points here, in order)."""

@@ -12,7 +12,13 @@ from typing import Any
 from gpumem.device import Device
 from gpumem.errors import PointSkipped, ProbeUnsupported
 from gpumem.experiment import Experiment, RunContext
-from gpumem.results.schema import POINT_FAILED, POINT_OK, POINT_SKIPPED, POINT_STATE
+from gpumem.results.schema import (
+    POINT_COUNTS,
+    POINT_FAILED,
+    POINT_OK,
+    POINT_SKIPPED,
+    POINT_STATE,
+)
 
 PointResult = tuple[int, str, Mapping[str, Any]]
 
@@ -20,7 +26,19 @@ PointResult = tuple[int, str, Mapping[str, Any]]
 def run_point(experiment: Experiment, device: Device, point: Mapping[str, Any],
               ctx: RunContext) -> PointResult:
     """One point, with its failure turned into data (ProbeUnsupported and Ctrl-C propagate).
-    The device's point state (clocks, throttling) before and after goes with the values."""
+    The device's point state (clocks, throttling) before and after goes with the values, and
+    what the point added to the device's counters with any result."""
+    counted = device.point_counters()
+    status, reason, values = _measure(experiment, device, point, ctx)
+    if counted:
+        now = device.point_counters()
+        values = {**values, POINT_COUNTS: {k: now[k] - v for k, v in counted.items()
+                                           if k in now}}
+    return status, reason, values
+
+
+def _measure(experiment: Experiment, device: Device, point: Mapping[str, Any],
+             ctx: RunContext) -> PointResult:
     try:
         before = device.point_state()
         values = experiment.measure(device, point, ctx)

@@ -60,6 +60,7 @@ from gpumem.results.schema import (
     global_attrs,
     now_iso,
     point_key,
+    point_totals,
     points,
 )
 from gpumem.results.store import ResultsWriteError, RunStore
@@ -501,6 +502,21 @@ def _release(store: RunStore, key: str, status: str, error: str) -> None:
         pass
 
 
+def _with_point_totals(before: Mapping[str, Any], after: dict[str, Any],
+                       totals: Mapping[str, float]) -> dict[str, Any]:
+    """``after`` with each counter the points added to (:func:`point_totals`) at least
+    ``before`` plus their sum: points run in worker processes counted there, where this
+    process's device, whose own count is ``after``, saw none of them."""
+    out = dict(after)
+    for k, added in totals.items():
+        v = before.get(k)
+        if isinstance(v, bool) or not isinstance(v, (int, float)):
+            continue
+        best = max(float(out.get(k, v)), v + added)
+        out[k] = int(round(best)) if isinstance(v, int) else round(best, 3)
+    return out
+
+
 def _measure_and_keep(plugins: Plugins, store: RunStore, device: Device, exp: Experiment,
                       plan: Plan, key: str, ctx: RunContext, expected: list[Expected],
                       runner: PointRunner, reporter: Reporter, argv: Sequence[str],
@@ -511,6 +527,7 @@ def _measure_and_keep(plugins: Plugins, store: RunStore, device: Device, exp: Ex
     axes = list(plan.axes)
     pts = points(axes)
     before = device.provenance()
+    results: dict[tuple, Any] = {}
     raw = _adaptive(exp, device, ctx, reporter)
     if raw is None:
         reporter.experiment_started(exp.name, len(pts))
@@ -530,6 +547,8 @@ def _measure_and_keep(plugins: Plugins, store: RunStore, device: Device, exp: Ex
     for k, v in plan.attrs.items():
         raw.attrs.setdefault(f"plan_{k}", attr_safe(v))
     after = device.provenance()
+    if results:
+        after = _with_point_totals(before, after, point_totals(results))
     owner = plugins.owner("experiments", exp.name)
     attrs = global_attrs(
         experiment=exp.name, experiment_version=exp.version, summary=exp.summary,

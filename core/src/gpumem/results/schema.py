@@ -31,6 +31,8 @@ CONVENTIONS = "CF-1.12"
 POINT_OK, POINT_SKIPPED, POINT_FAILED = 0, 1, 2
 #: Key of the device's per-point readings among a point's values (see Device.point_state).
 POINT_STATE = "__point_state__"
+#: Key of what a point added to the device's counters (see Device.point_counters).
+POINT_COUNTS = "__point_counts__"
 _STATE_UNITS = {"sm_clock_mhz": "MHz", "mem_clock_mhz": "MHz", "temperature_c": "degC",
                 "power_mw": "mW", "clock_event_reasons": "1", "throttled": "1"}
 
@@ -127,9 +129,40 @@ def assemble(plan: Plan, axes: list[Axis], results: Mapping[tuple, tuple[int, st
         "reasons": json.dumps(reasons, sort_keys=True),
     })
     _add_point_state(ds, axes, index, results)
+    _add_point_counts(ds, axes, index, results)
     for k, v in plan.attrs.items():
         ds.attrs[f"plan_{k}"] = attr_safe(v)
     return ds
+
+
+def _add_point_counts(ds: xr.Dataset, axes: list[Axis], index: dict,
+                      results: Mapping[tuple, tuple[int, str, Mapping]]) -> None:
+    """``point_<count>``: what each point, whatever its status, added to a device counter
+    (Accel-Sim's runs and deadlock re-runs: which points were affected); times
+    (``*_seconds``) are left to the provenance's totals, as they differ from run to run."""
+    shape = tuple(len(a.values) for a in axes)
+    dims = tuple(a.name for a in axes)
+    counts: dict[str, np.ndarray] = {}
+    for key, (_st, _reason, values) in results.items():
+        added = values.get(POINT_COUNTS)
+        if not added:
+            continue
+        pos = tuple(index[a.name][_scalar(v)] for a, v in zip(axes, key))
+        for name, v in added.items():
+            if not name.endswith("_seconds"):
+                counts.setdefault(name, np.full(shape, np.nan))[pos] = v
+    for name, arr in sorted(counts.items()):
+        ds[f"point_{name}"] = (dims, arr, {"units": "1", "long_name": f"device "
+                                           f"{name.replace('_', ' ')} during the point"})
+
+
+def point_totals(results: Mapping[tuple, tuple[int, str, Mapping]]) -> dict[str, float]:
+    """Each device counter summed over the points' additions (see Device.point_counters)."""
+    out: dict[str, float] = {}
+    for _st, _reason, values in results.values():
+        for name, v in (values.get(POINT_COUNTS) or {}).items():
+            out[name] = out.get(name, 0.0) + float(v)
+    return out
 
 
 def _add_point_state(ds: xr.Dataset, axes: list[Axis], index: dict,

@@ -284,6 +284,11 @@ class AccelSimDevice(Device):
         return k.gpu_sim_cycle
 
     # ---- contract ----------------------------------------------------------------------
+    def point_counters(self) -> dict[str, float]:
+        return {"accelsim_runs": float(self.runs),
+                "accelsim_deadlock_reruns": float(self.deadlock_reruns),
+                "accelsim_seconds": self.sim_seconds}
+
     def provenance(self) -> dict[str, Any]:
         return {
             "accelsim_binary": self.setup.binary,
