@@ -21,6 +21,8 @@ from typing import Any, Union, get_args, get_origin, get_type_hints
 
 import tomli_w
 
+from gpumem.chains import splitmix64
+
 if sys.version_info >= (3, 11):
     import tomllib
 else:  # pragma: no cover - exercised on 3.10 only
@@ -132,14 +134,8 @@ class SetIndex:
         ``blocks`` (a power of two), blocks ranked by a 64-bit mix of their number and the
         seed (splitmix64), the sets dealt round the ranking: balanced and deterministic."""
         period = 1 << max(10, (4 * blocks - 1).bit_length())
-        mask = (1 << 64) - 1
-
-        def mix(x: int) -> int:
-            x = (x + 0x9E3779B97F4A7C15) & mask
-            x = ((x ^ (x >> 30)) * 0xBF58476D1CE4E5B9) & mask
-            x = ((x ^ (x >> 27)) * 0x94D049BB133111EB) & mask
-            return x ^ (x >> 31)
-        order = sorted(range(period), key=lambda b: mix(b ^ (self.seed * 0x632BE59BD9B4E019)))
+        salt = self.seed * 0x632BE59BD9B4E019
+        order = sorted(range(period), key=lambda b: splitmix64(b ^ salt))
         table = [0] * period
         for rank, b in enumerate(order):
             table[b] = rank % sets
