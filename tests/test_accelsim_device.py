@@ -120,11 +120,11 @@ def test_an_executable_that_does_not_run_as_accel_sim_is_not_available(tmp_path,
                               "libcudart.so.11.0: cannot open shared object file' >&2; exit 127")
     other = script("other", "echo 'hello'")
     for binary, said in ((broken, "exit 127: accel-sim.out: error while loading shared"),
-                         (other, "not Accel-Sim (exit 0: hello)")):
+                         (other, "does not run as Accel-Sim (exit 0: hello)")):
         monkeypatch.setenv("GPUMEM_ACCELSIM", str(binary))
         ok, why = AccelSim().available()
         assert not ok and said in why and "\n" not in why, why
-        with pytest.raises(DeviceUnavailable, match="not Accel-Sim"):
+        with pytest.raises(DeviceUnavailable, match="does not run as Accel-Sim"):
             AccelSim().create_device("volta", qv100)
     monkeypatch.setattr(locate, "PROBE_TIMEOUT_S", 0.5)
     monkeypatch.setenv("GPUMEM_ACCELSIM", str(script("hangs", "sleep 30")))

@@ -67,8 +67,10 @@ def _probe(path: str, _size: int, _mtime: int) -> tuple[str, str]:
     if m:
         return m.group(1), ""
     said = next((ln.strip() for ln in out.splitlines() if ln.strip()), "")
-    return "", (f"{path} ran but is not Accel-Sim (exit {done.returncode}"
-                + (f": {said[:160]}" if said else ", no output") + ")")
+    # a wrapper that forgot LD_LIBRARY_PATH: "symbol lookup error" or "error while loading
+    # shared libraries", exit 127; another program: no build line
+    return "", (f"{path} does not run as Accel-Sim (exit {done.returncode}"
+                + (f": {said[:200]}" if said else ", no output") + ")")
 
 
 def max_warp_insts() -> int:
