@@ -24,6 +24,7 @@ from gpumem.api import Calibrated, Plugins, SimConfig, calibrate, load_source
 
 from gpumem_accelsim.config import AccelSimConfig
 from gpumem_accelsim.known_options import VERSIONS, unknown_options
+from gpumem_accelsim.simulator import build_fixes
 from gpumem_accelsim.translate import from_accelsim, translate
 
 DEFAULT_TARGET = VERSIONS[0]
@@ -63,14 +64,20 @@ def export_run(run: Path, base: AccelSimConfig, *, target: str = DEFAULT_TARGET,
         if path not in written:
             warn.append(f"{path} (measured: {how}) has no Accel-Sim option: the built-in "
                         f"simulator uses it, this config does not")
-    # the target build must know every option
+    # the target build must run the files as written: no option it does not register, no
+    # interconnect file it would look for, no partition indexing it asserts on
     for name in unknown_options(out.merged(), target):
-        for part in (out.gpgpusim, out.trace):
-            if name in part:
-                part.remove(name)
         comments.pop(name, None)
         warn.append(f"option {name} of the base config is unknown to {target} and was left "
                     f"out (that build exits with 'Unknown Option')")
+    fixed, notes = build_fixes(out, target)
+    for name in ("-network_mode", "-gpgpu_memory_partition_indexing"):
+        if fixed.merged().get(name) != out.merged().get(name):
+            note = next(n for n in notes if n.startswith(name))
+            comments[name] = f"for {target}: {note}"
+            warn.append(note)
+    fixed.name, fixed.source = out.name, out.source
+    out = fixed
     for name in out.merged():
         comments.setdefault(name, f"base: {base.name}")
     dev = src.device

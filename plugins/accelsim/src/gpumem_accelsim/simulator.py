@@ -70,44 +70,57 @@ class AccelSim(Simulator):
 VERSION_ENV = "GPUMEM_ACCELSIM_VERSION"
 
 
-def _for_build(config: AccelSimConfig) -> AccelSimConfig:
-    """``config`` without the options the installed build does not register (it would exit
-    with 'Unknown Option' at every point): the build is ``GPUMEM_ACCELSIM_VERSION`` (default:
-    the oldest version gpumem knows, the Accel-Sim ``dev`` of October 2024). What is left out
-    is said once, on stderr."""
-    import sys
+def build_fixes(config: AccelSimConfig, version: str) -> tuple[AccelSimConfig, list[str]]:
+    """``config`` as build ``version`` runs it, and one line per change: options it does not
+    register left out (it would exit with 'Unknown Option'), BookSim's interconnect (which
+    needs an ``.icnt`` file beside the config) replaced by the built-in crossbar, and a
+    partition indexing the build asserts on replaced by linear. Unchanged: the same object
+    and no lines."""
+    from gpumem_accelsim.known_options import unknown_options
 
-    from gpumem_accelsim.known_options import VERSIONS, unknown_options
-
-    version = os.environ.get(VERSION_ENV, "").strip() or VERSIONS[0]
-    if version not in VERSIONS:
-        raise UsageError(f"{VERSION_ENV}={version}: unknown Accel-Sim version (choose from: "
-                         f"{', '.join(VERSIONS)})")
     drop = unknown_options(config.merged(), version)
     booksim = config.merged().get("-network_mode", "1").strip() == "1"
     # partition indexing 6 came with the H100 config; older builds assert on it
     indexing = config.merged().get("-gpgpu_memory_partition_indexing", "0").strip()
     new_indexing = version == "accelsim-dev-2024-10" and indexing not in ("0", "1", "2", "4")
     if not drop and not booksim and not new_indexing:
-        return config
+        return config, []
     out = AccelSimConfig(config.gpgpusim.copy(), config.trace.copy(), name=config.name,
                          source=config.source)
-    if booksim:  # BookSim wants its .icnt file in the working directory; the probes run one
-        # CTA or stream through L2 slices, where the built-in crossbar does as well
+    notes = []
+    if booksim:  # the probes run one CTA or stream through L2 slices, where the built-in
+        # crossbar does as well
         out.gpgpusim["-network_mode"] = "2"
-        print(f"gpumem: warning: {config.name}: -network_mode 1 (BookSim, needs its .icnt "
-              f"file) replaced by 2 (the built-in local crossbar)", file=sys.stderr)
+        notes.append("-network_mode 1 (BookSim, needs its .icnt file) replaced by 2 (the "
+                     "built-in local crossbar)")
     if new_indexing:
         out.gpgpusim["-gpgpu_memory_partition_indexing"] = "0"
-        print(f"gpumem: warning: {config.name}: -gpgpu_memory_partition_indexing {indexing} "
-              f"is not in build {version} (0 linear, 1 XOR, 2 IPOLY for 16-64 channels, 4 "
-              f"random): linear (0) is used", file=sys.stderr)
+        notes.append(f"-gpgpu_memory_partition_indexing {indexing} is not in build {version} "
+                     f"(0 linear, 1 XOR, 2 IPOLY for 16-64 channels, 4 random): linear (0) is "
+                     f"used")
     for name in drop:
         for part in (out.gpgpusim, out.trace):
             if name in part:
                 part.remove(name)
     if drop:
-        print(f"gpumem: warning: {config.name}: left out {', '.join(drop)}: unknown to "
-              f"Accel-Sim build {version} (set {VERSION_ENV} for another build)",
-              file=sys.stderr)
+        notes.append(f"left out {', '.join(drop)}: unknown to Accel-Sim build {version}")
+    return out, notes
+
+
+def _for_build(config: AccelSimConfig) -> AccelSimConfig:
+    """``config`` as the installed build runs it (:func:`build_fixes`): the build is
+    ``GPUMEM_ACCELSIM_VERSION`` (default: the oldest version gpumem knows, the Accel-Sim
+    ``dev`` of October 2024). What changed is said once, on stderr."""
+    import sys
+
+    from gpumem_accelsim.known_options import VERSIONS
+
+    version = os.environ.get(VERSION_ENV, "").strip() or VERSIONS[0]
+    if version not in VERSIONS:
+        raise UsageError(f"{VERSION_ENV}={version}: unknown Accel-Sim version (choose from: "
+                         f"{', '.join(VERSIONS)})")
+    out, notes = build_fixes(config, version)
+    for note in notes:
+        extra = f" (set {VERSION_ENV} for another build)" if note.startswith("left out") else ""
+        print(f"gpumem: warning: {config.name}: {note}{extra}", file=sys.stderr)
     return out
