@@ -53,8 +53,7 @@ def comparisons(sim: Path) -> dict[str, dict[str, Any]]:
 
 def summary_line(data: dict[str, Any]) -> str:
     s = data["agreement"]
-    decided = s["measured"]
-    return (f"{s['measured_within']} of {decided} measured findings within "
+    return (f"{s['measured_within']} of {s['measured']} measured findings within "
             f"{s['tolerance']:.0%}, {s['structural_equal']} of {s['structural']} structural "
             f"equal, {len(s['undecided'])} undecided, {len(s['in_one_run_only'])} in one run "
             f"only")

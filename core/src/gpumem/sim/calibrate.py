@@ -216,12 +216,19 @@ def _solve(model: Callable[[float], float], target: float, lo: float, hi: float)
 
 
 def _busiest_stream(cfg: SimConfig, kind: str) -> StreamRequest:
-    """The bandwidth sweep's point of most bytes in flight (8 blocks of 1024 threads per SM,
-    8 loads each, 16 B wide, far past the L2): where its best median is measured."""
-    l2 = sum(lv.size for lv in cfg.caches if lv.scope == "gpu")
-    return StreamRequest(footprint=max(8 * l2, 256 << 20), ctas=8 * cfg.sm_count,
-                         threads=1024, ilp=8, width=16, path="cg", order="coalesced",
-                         kind=kind, work=2 << 30)
+    """The point of the bandwidth sweep's own plan (on a device of this config) with the most
+    bytes in flight, every axis at its largest: where its best median is measured."""
+    from gpumem.experiment import RunContext
+    from gpumem.experiments.bandwidth import Bandwidth
+    from gpumem.sim.device import sim_device_info
+
+    plan = Bandwidth().plan(RunContext(cfg.arch, sim_device_info(cfg)))
+    top = {a.name: max(a.values) for a in plan.axes if a.name != "kind"}
+    return StreamRequest(footprint=int(plan.attrs["footprint"]), ctas=int(top["ctas"]),
+                         threads=int(top["threads"]), ilp=int(top["ilp"]),
+                         width=int(top["width"]), path=str(plan.attrs["path"]),
+                         order=str(plan.attrs["order"]), kind=kind,
+                         work=int(plan.attrs["work_bytes"]))
 
 
 def _fit_dram(cfg: SimConfig, src: Source, put: Callable[..., None]) -> None:
@@ -295,19 +302,26 @@ def _fit_l2_requests(cfg: SimConfig, src: Source, put: Callable[..., None]) -> N
 
     def ratio(footprint: int, attr: str) -> Callable[[float], float]:
         def at(x: float) -> float:
-            trial = copy.deepcopy(cfg)
-            setattr(trial.level(level.name), attr, x)
+            setattr(level, attr, x)  # tried in place; solve() restores it
 
             def bw(k: int) -> float:
-                return stream_model(trial, StreamRequest(
+                return stream_model(cfg, StreamRequest(
                     footprint=footprint, ctas=cfg.sm_count, threads=THREADS, ilp=k,
                     width=WIDTH, path="cg", order="thread", kind="read", work=WORK)).rate
             return bw(8) / bw(2)
         return at
 
+    def solve(attr: str, model: Callable[[float], float], target: float | None,
+              lo: float, hi: float) -> float | None:
+        kept = getattr(level, attr)
+        try:
+            return _solve(model, target, lo, hi) if target is not None else None
+        finally:
+            setattr(level, attr, kept)
+
     l2 = _indexed(src, "ilp", "ilp.l2_k8_vs_k2", "thread")
-    rate = _solve(ratio(level.size // 2, "requests_per_cycle"), l2, 1.0, 1e5) \
-        if l2 is not None else None
+    rate = solve("requests_per_cycle", ratio(level.size // 2, "requests_per_cycle"), l2, 1.0,
+                 1e5)
     if rate is None:
         return
     put(f"cache:{level.name}.requests_per_cycle", round(rate, 1), "ilp", "ilp.l2_k8_vs_k2",
@@ -318,8 +332,8 @@ def _fit_l2_requests(cfg: SimConfig, src: Source, put: Callable[..., None]) -> N
     # more look-ups per fill lower the ratio (solved on its negative, which rises), up to one
     # per sector filled: beyond, K = 2's own fills cap it too and the ratio turns
     most = level.line / level.sector_size
-    fill = _solve(lambda x: -ratio(beyond, "fill_lookups")(x), -hbm, 0.01, most) \
-        if hbm is not None else None
+    fill = solve("fill_lookups", lambda x: -ratio(beyond, "fill_lookups")(x),
+                 -hbm if hbm is not None else None, 0.01, most)
     if fill is not None:
         put(f"cache:{level.name}.fill_lookups", round(fill, 2), "ilp", "ilp.k8_vs_k2",
             "look-ups per line filled from DRAM at which the model's HBM-resident "
