@@ -166,7 +166,7 @@ def stream_model(cfg: SimConfig, req: StreamRequest, asynchronous: bool = False,
         if level is lv:
             break
     if lv is None and cfg.dram.bandwidth_gbs:
-        dram = cfg.dram.bandwidth_gbs * cfg.dram.efficiency * 1e9 / (cfg.clock_mhz * 1e6)
+        dram = _dram_rate(cfg, cfg.dram.efficiency)
         if req.kind == "write":
             dram *= cfg.dram.write_efficiency
         elif req.kind == "copy":
@@ -180,8 +180,7 @@ def stream_model(cfg: SimConfig, req: StreamRequest, asynchronous: bool = False,
         demand *= 2.0      # a load in flight is matched by a store of the same size
     # the DRAM's knee is where the bytes in flight meet its rate; then the other caps,
     # tightest last
-    knee = cfg.dram.sharpness or tp.sharpness
-    rate = smooth_min(demand, caps["dram"], knee) if "dram" in caps else demand
+    rate = smooth_min(demand, caps["dram"], _dram_knee(cfg)) if "dram" in caps else demand
     for name, cap in sorted(caps.items(), key=lambda kv: -kv[1]):
         if name != "dram":
             rate = smooth_min(rate, cap, tp.sharpness)
@@ -189,6 +188,17 @@ def stream_model(cfg: SimConfig, req: StreamRequest, asynchronous: bool = False,
         raise PointSkipped("nothing limits this stream in the config (set bandwidths)")
     return StreamModel(serving, warps, active_sms, inflight, latency, fetch_ratio, demand,
                        caps, rate)
+
+
+def _dram_rate(cfg: SimConfig, efficiency: float) -> float:
+    """Bytes per core cycle the DRAM sustains at ``efficiency`` of its peak."""
+    return cfg.dram.bandwidth_gbs * efficiency * 1e9 / (cfg.clock_mhz * 1e6)
+
+
+def _dram_knee(cfg: SimConfig) -> float:
+    """Sharpness where the bytes in flight meet the DRAM's rate (its own, else the
+    throughput section's)."""
+    return cfg.dram.sharpness or cfg.throughput.sharpness
 
 
 def _request_cap(level: CacheLevel, req: StreamRequest, l1_on_path: bool, misses: bool,
@@ -293,5 +303,4 @@ def bulk_model(cfg: SimConfig, req: BulkRequest) -> float:
             raise PointSkipped("nothing limits this stream in the config (set bandwidths)")
         return demand
     efficiency = cfg.dram.bulk_efficiency or cfg.dram.efficiency
-    cap = cfg.dram.bandwidth_gbs * efficiency * 1e9 / (cfg.clock_mhz * 1e6)
-    return smooth_min(demand, cap, cfg.dram.sharpness or tp.sharpness)
+    return smooth_min(demand, _dram_rate(cfg, efficiency), _dram_knee(cfg))
