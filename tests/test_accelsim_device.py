@@ -54,6 +54,7 @@ def fake(tmp_path, monkeypatch) -> Path:
     wrapper.write_text(f'#!/bin/sh\nexec "{sys.executable}" "{FAKE}" "$@"\n')
     wrapper.chmod(0o755)
     monkeypatch.setenv("GPUMEM_ACCELSIM", str(wrapper))
+    monkeypatch.setenv("GPUMEM_ACCELSIM_PACE", "0")  # plans as for hardware (test_slow_plans)
     return wrapper
 
 
@@ -505,3 +506,118 @@ def test_a_base_config_loses_what_the_build_rejects(fake, capsys):
     merged = dev.setup.config.merged()
     assert "-gpgpu_n_chiplet_partition" not in merged and merged["-network_mode"] == "2"
     assert merged["-gpgpu_memory_partition_indexing"] == "0"   # 6 asserts in this build
+
+
+# ---- slow simulators: plans sized for them, priced up front (issue 20, item 1) ------------
+
+def test_a_declared_slow_pace_sizes_the_plan_and_prices_it_first(fake, cli, tmp_path,
+                                                                  monkeypatch):
+    """A slow device gets the ladder a slow device needs (64 accesses, one placement,
+    random chains only past twice the L2) and the run says what it will take before any
+    point runs; the estimate is kept with the data, beside the time it took."""
+    monkeypatch.setenv("GPUMEM_ACCELSIM_PACE", "2000,3000,1.5")
+    out = tmp_path / "r"
+    res = cli("run", "--arch", "hopper", "latency", "--device", "accelsim",
+              "--sim-config", str(QV100 / "gpgpusim.config"), "--out", str(out))
+    assert res.code == 0, res.err
+    assert "estimate: latency: " in res.err and "2,000 cycles/s per worker" in res.err
+    (nc,) = out.rglob("*.nc")
+    ds = xr.open_dataset(nc).load()
+    assert ds.attrs["plan_record"] == 64 and ds.attrs["plan_placements"] == 1
+    assert ds.attrs["gpumem_estimate_s"] >= ds.attrs["gpumem_estimate_first_pass_s"] > 0
+    random = ds.sel(order="random")
+    skipped = random["footprint"].values[random["point_status"].values != POINT_OK]
+    assert skipped.size and skipped.max() <= 2 * ds.attrs["l2_bytes"]
+    assert np.all(random["footprint"].values[random["point_status"].values == POINT_OK]
+                  > 2 * ds.attrs["l2_bytes"])
+    assert "lat.l1" in res.out and " 24 " in res.out  # the fake's L1 hit
+
+
+def test_the_pace_is_measured_once_and_kept(fake, qv100, tmp_path, monkeypatch):
+    monkeypatch.delenv("GPUMEM_ACCELSIM_PACE")
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
+    record = tmp_path / "runs.jsonl"
+    monkeypatch.setenv("FAKE_ACCELSIM_RECORD", str(record))
+    dev = _device(qv100)
+    assert len(record.read_text().splitlines()) == 3 and dev.runs == 0  # not the run's
+    assert dev.info.cycles_per_second > 0 and "measured" in dev.provenance()["accelsim_pace"]
+    kept = json.loads((tmp_path / "cache" / "gpumem" / "accelsim-pace.json").read_text())
+    (entry,) = kept.values()
+    assert entry["cycles_per_s"] == dev.info.cycles_per_second
+    again = _device(qv100)
+    assert len(record.read_text().splitlines()) == 3  # read back, not measured again
+    assert again.info == dev.info and again.setup.pace.cycles_per_s == entry["cycles_per_s"]
+    spec = pickle.loads(pickle.dumps(again.reopen_spec()))
+    assert spec["config"].pace == again.setup.pace  # workers reopen with it
+
+
+def test_the_price_of_a_chase_follows_its_parts(fake, qv100, monkeypatch):
+    """Starts, cycles of the lone chasing thread at the config's latency for the footprint
+    and of the L1 warm-up's one warp, and the warm-up's requests (L2 window once, L1 window
+    twice); what the probe refuses, the price refuses too."""
+    monkeypatch.setenv("GPUMEM_ACCELSIM_PACE", "1000,100,2")
+    dev = _device(qv100)
+    l1 = qv100.int("-gpgpu_l1_latency") + 4
+    cold = ChaseRequest(4096, 128, 100, path="ca", fine_grained=False)
+    assert dev.estimate_seconds(cold) == pytest.approx(2 + 100 * l1 / 1000)
+    warm = ChaseRequest(4096, 128, 100, warmup=32, path="ca", fine_grained=False)
+    l2 = l1 + qv100.int("-gpgpu_l2_rop_latency") + 10
+    # base and timed each wait for one warp's dependent load of 32 lines, L2 hits
+    assert dev.estimate_seconds(warm) == pytest.approx(2 + (100 * l1 + 2 * l2) / 1000
+                                                       + 3 * 32 / 100)
+    with pytest.raises(ProbeUnsupported):
+        dev.estimate_seconds(ChaseRequest(4096, 128, 100))  # fine-grained
+    dev.pointer_chase(warm)
+    assert dev.estimate_seconds(warm) == 0.0  # answered from memory
+
+
+def test_a_malformed_pace_is_one_line(fake, cli, tmp_path, monkeypatch):
+    monkeypatch.setenv("GPUMEM_ACCELSIM_PACE", "fast")
+    res = cli("run", "--arch", "hopper", "latency", "--device", "accelsim",
+              "--sim-config", str(QV100 / "gpgpusim.config"), "--out", str(tmp_path / "r"))
+    assert res.code != 0 and not (tmp_path / "r").exists()
+    assert res.err.strip().count("\n") == 0 and "GPUMEM_ACCELSIM_PACE='fast'" in res.err
+
+
+def test_streams_sized_for_a_slow_device_give_their_findings(fake, cli, tmp_path,
+                                                             monkeypatch):
+    """Issue 20: bandwidth, bandwidth_levels and ilp had no point small enough for Accel-Sim
+    (all skipped, no findings). Sized for a slow device (one pass, once, footprints just
+    past the L2 streamed from a cold L2), each gives its findings."""
+    monkeypatch.setenv("GPUMEM_ACCELSIM_PACE", "2000,3000,1.5")
+    out = tmp_path / "r"
+    res = cli("run", "--arch", "hopper", "bandwidth", "bandwidth_levels", "ilp",
+              "--device", "accelsim", "--sim-config", str(QV100 / "gpgpusim.config"),
+              "--out", str(out))
+    assert res.code == 0, res.err
+    for name in ("bandwidth", "bandwidth_levels", "ilp"):
+        assert f"estimate: {name}: " in res.err
+    from gpumem.findings import from_dataset
+    from gpumem.results.io import open_findings
+
+    found = {f.name for nc in out.rglob("*.nc") for f in from_dataset(open_findings(nc))}
+    assert {"bw.dram_read", "bw.dram_write", "bw.dram_copy", "bw.l2",
+            "ilp.best_k", "ilp.k8_vs_k2"} <= found
+    for nc in out.rglob("*.nc"):
+        ds = xr.open_dataset(nc)
+        assert ds.attrs["plan_repeats"] == 1 and ds.attrs["plan_work_bytes"] in (
+            0, ds.attrs.get("plan_footprint"))
+        assert (ds["point_status"] == POINT_OK).all()
+
+
+def test_estimate_only_prices_and_runs_nothing(fake, cli, tmp_path, monkeypatch):
+    monkeypatch.setenv("GPUMEM_ACCELSIM_PACE", "2000,3000,1.5")
+    record = tmp_path / "runs.jsonl"
+    monkeypatch.setenv("FAKE_ACCELSIM_RECORD", str(record))
+    out = tmp_path / "r"
+    res = cli("run", "--arch", "hopper", "latency", "ilp", "cache_structure", "--device",
+              "accelsim", "--sim-config", str(QV100 / "gpgpusim.config"), "--workers", "16",
+              "--out", str(out), "--estimate")
+    assert res.code == 0, res.err
+    assert "estimate: latency: " in res.err and "on 16 workers" in res.err
+    assert "estimate: ilp: " in res.err and "not priced" in res.err  # cache_structure
+    assert not out.exists() and not record.exists()  # nothing simulated, nothing written
+    monkeypatch.setenv("GPUMEM_ACCELSIM_PACE", "0")
+    res = cli("run", "--arch", "hopper", "latency", "--device", "accelsim",
+              "--sim-config", str(QV100 / "gpgpusim.config"), "--estimate")
+    assert res.code == 0 and "is not a slow device" in res.err

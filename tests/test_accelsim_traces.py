@@ -178,15 +178,53 @@ def test_chase_is_a_dependent_chain_over_the_chain_offsets(tmp_path):
     ts = chase_trace(tmp_path, req)
     assert [k.role for k in ts.kernels] == ["warmup", "base", "timed"]
     assert [ts.uid(r) for r in ("warmup", "base", "timed")] == [1, 2, 3]
-    kernels = _kernels(tmp_path)
+    _warm, base, timed = _kernels(tmp_path)
     want = GLOBAL_BASE + chain_offsets(8192, 64, "random", 7, count=64)
-    for k, n in zip(kernels, (24, 24, 64), strict=True):
-        (warp,), = k["ctas"]
-        loads = _loads(warp)
-        assert [x["addrs"][0] for x in loads] == want[:n].tolist()
-        assert all(x["dst"] == x["src"] == [2] and x["mask"] == 1 for x in loads)
-        assert all(x["op"] == "LDG.E" and x["width"] == 4 for x in loads)
+    (warp,), = timed["ctas"]
+    chase = _loads(warp)[1:]  # after the one warm-up load of 24 lanes
+    assert [x["addrs"] for x in chase] == [[int(a)] * 32 for a in want[24:]]
+    assert all(x["dst"] == x["src"] == [2] and x["mask"] == 0xFFFFFFFF for x in chase)
+    assert all(x["op"] == "LDG.E" and x["width"] == 4 for x in chase)
+    assert len(_loads(base["ctas"][0][0])) == 1  # base: the warm-up, no chase
     assert ts.accesses == 40
+
+
+def _warm_addrs(kernel: dict) -> list[int]:
+    """Addresses the warm-up loads of a kernel read (before any barrier), in slab order:
+    the k-th load of every warp, warp by warp, then the (k+1)-th."""
+    warps = [w for cta in kernel["ctas"] for w in cta]
+    loads = [[x for x in w[:next((i for i, x in enumerate(w) if x["op"].startswith("BAR")),
+                                 len(w))] if x["dst"] == [4]] for w in warps]
+    return [a for k in range(max(map(len, loads))) for w in loads if k < len(w)
+            for a in w[k]["addrs"]]
+
+
+def test_warmup_loads_in_parallel_what_a_chase_would_leave(tmp_path):
+    """The L2 warm-up kernel spreads over CTAs; base and timed warm L1 in one CTA and wait
+    (MOV of the loaded register, BAR) before the first warp chases; windows keep the last
+    positions only, in chain order."""
+    req = ChaseRequest(footprint=1 << 20, stride=128, record=5, warmup=8192)
+    ts = chase_trace(tmp_path, req, warm_ctas=4, l1_window=1000, l2_window=5000)
+    warm, base, timed = _kernels(tmp_path)
+    want = GLOBAL_BASE + chain_offsets(1 << 20, 128, "sequential", 0, count=8197)
+    assert len(warm["ctas"]) == 4 and _warm_addrs(warm) == want[8192 - 5000:8192].tolist()
+    for k in (base, timed):
+        assert len(k["ctas"]) == 1 and _warm_addrs(k) == want[8192 - 1000:8192].tolist()
+        for w in k["ctas"][0]:
+            ops = [x["op"] for x in w]
+            i = ops.index("BAR.SYNC.DEFER_BLOCKING")
+            assert ops[i - 1] == "MOV" and w[i - 1]["src"] == [4]
+            assert all(x["dst"] == [4] for x in w[:i - 1])  # one load in flight per warp
+    assert [x["addrs"][0] for x in _loads(timed["ctas"][0][0]) if x["dst"] == [2]] == \
+        want[8192:].tolist()
+
+
+def test_placement_moves_the_chain(tmp_path):
+    from gpumem.device import PLACEMENT_PADS
+
+    chase_trace(tmp_path, ChaseRequest(footprint=4096, stride=128, record=2, placement=2))
+    _base, timed = _kernels(tmp_path)
+    assert _loads(timed["ctas"][0][0])[0]["addrs"] == [GLOBAL_BASE + PLACEMENT_PADS[2]]
 
 
 def test_cold_chase_has_an_empty_base_kernel(tmp_path):

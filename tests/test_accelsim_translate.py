@@ -13,7 +13,7 @@ from gpumem_accelsim.export import export_run
 from gpumem_accelsim.formats import base_config
 from gpumem_accelsim.known_options import VERSIONS, unknown_options
 from gpumem_accelsim.options import OptionFile
-from gpumem_accelsim.translate import from_accelsim, to_accelsim
+from gpumem_accelsim.translate import PIPELINE, from_accelsim, to_accelsim
 
 DATA = Path(__file__).parent / "data" / "accelsim"
 REAL = ["SM2_GTX480", "SM3_KEPLER_TITAN", "SM7_QV100", "SM90_H100"]
@@ -152,10 +152,11 @@ def test_export_values_follow_the_findings(h200_export):
     f = {name: x.value for (exp, name), x in load_source(H200_RUN).findings.items()
          if exp in ("latency", "cache_structure")}
     cfg = h200_export.config
-    assert cfg.int("-gpgpu_l1_latency") == round(f["lat.l1"]) == 34
-    assert cfg.int("-gpgpu_l2_rop_latency") == round(f["lat.l2"] - f["lat.l1"])
-    assert cfg.int("-dram_latency") == round(f["lat.dram"] - f["lat.l2"])
-    assert 400 <= cfg.int("-dram_latency") <= 440               # about 704 - 281
+    p = PIPELINE[VERSIONS[0]]  # the cycles the target build adds, taken out
+    assert cfg.int("-gpgpu_l1_latency") == round(f["lat.l1"] - p.l1) == 34 - 4
+    assert cfg.int("-gpgpu_l2_rop_latency") == round(f["lat.l2"] - f["lat.l1"] - p.l2)
+    assert cfg.int("-dram_latency") == round(f["lat.dram"] - f["lat.l2"] - p.dram)
+    assert 400 <= cfg.int("-dram_latency") <= 440               # about 704 - 281 - 1
     assert cfg.sm_count == 132 and cfg.core_clock_mhz == 1980
     # the calibrated SimConfig's DRAM bandwidth (Accel-Sim sets it as a DRAM clock, to a
     # tenth of a MHz), the device's peak about
@@ -178,16 +179,22 @@ def test_export_is_the_calibrated_config_translated(h200_export):
 
     base = base_config(get_plugins(), "hopper")
     cal = calibrate(_packaged(), load_source(H200_RUN))
-    again = translate(cal.config, base, cal.sources).config.merged()
+    p = PIPELINE[VERSIONS[0]]
+    again = translate(cal.config, base, cal.sources, pipeline=p).config.merged()
     got = h200_export.config.merged()
     assert h200_export.params and set(h200_export.params) <= set(got)
     for option in h200_export.params:
         assert got[option] == again[option], option
     c = cal.config
     l1, l2, dram = c.level("l1d").hit_latency, c.level("l2").hit_latency, c.dram.latency
-    assert h200_export.config.int("-gpgpu_l1_latency") == round(l1)
-    assert h200_export.config.int("-gpgpu_l2_rop_latency") == round(l2 - l1)
-    assert h200_export.config.int("-dram_latency") == round(dram - l2)
+    assert h200_export.config.int("-gpgpu_l1_latency") == round(l1 - p.l1)
+    assert h200_export.config.int("-gpgpu_l2_rop_latency") == round(l2 - l1 - p.l2)
+    assert h200_export.config.int("-dram_latency") == round(dram - l2 - p.dram)
+    # read back for that build, the options give the calibrated latencies again
+    back, _ = from_accelsim(h200_export.config, "hopper", p)
+    assert back.level("l1d").hit_latency == round(l1)
+    assert back.level("l2").hit_latency == pytest.approx(l2, abs=1)  # options whole cycles
+    assert back.dram.latency == pytest.approx(dram, abs=1.5)
     # what Accel-Sim cannot take is named, one line per calibrated parameter
     assert any(w.startswith("dram.efficiency (measured: bandwidth/bw.dram_read")
                for w in h200_export.warnings)
@@ -197,7 +204,7 @@ def test_without_a_packaged_simconfig_the_base_is_calibrated():
     """An architecture that ships no built-in simulator config: its Accel-Sim base, read as
     a SimConfig, is what is calibrated."""
     done = export_run(H200_RUN, base_config(get_plugins(), "hopper"))
-    assert done.config.int("-gpgpu_l1_latency") == 34
+    assert done.config.int("-gpgpu_l1_latency") == 34 - PIPELINE[VERSIONS[0]].l1
     assert "assumed: the Accel-Sim base" in done.comments["-gpgpu_cache:dl2"]
 
 

@@ -62,6 +62,11 @@ class DeviceInfo:
     peak_bandwidth_gbs: float = 0.0
     smem_bank_modes: tuple[int, ...] = (4,)
     load_paths: tuple[str, ...] = ("ca", "cg", "nc")
+    #: Simulated cycles per wall-clock second of one worker, declared by a slow device (a
+    #: cycle-level simulator: an Accel-Sim H200 config runs about 2,000 while a thread waits
+    #: on memory); 0 for one fast enough that plans need no sizing (hardware, the built-in
+    #: simulator). Experiments size their plans down where it is set (``RunContext.slow``).
+    cycles_per_second: float = 0.0
     extra: dict[str, Any] = field(default_factory=dict, hash=False, compare=False)
 
     @property
@@ -388,6 +393,13 @@ class Device(ABC):
         (hardware: SM and memory clocks, clock-event reasons, ``throttled``, temperature,
         power). Empty where nothing can change between points (simulators)."""
         return {}
+
+    def estimate_seconds(self, request: Any) -> float | None:
+        """Wall seconds the probe call ``request`` will take here, for a device that
+        declares itself slow (``info.cycles_per_second``): the runner prices a plan with it
+        before running it (:mod:`gpumem.pace`). Raises what the probe would raise for a
+        request it refuses (``PointSkipped``, ``ProbeUnsupported``). ``None``: not known."""
+        return None
 
     def point_counters(self) -> dict[str, float]:
         """Cumulative counts the device keeps (a simulator's runs, deadlock re-runs, seconds),

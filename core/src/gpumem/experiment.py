@@ -91,6 +91,12 @@ class RunContext:
     quick: bool = False
     seed: int = 0
 
+    @property
+    def slow(self) -> bool:
+        """The device declares itself slow (a cycle-level simulator): plans choose the fewest
+        accesses, warm-ups and footprints that still decide their findings."""
+        return self.device.cycles_per_second > 0
+
 
 #: Timed runs per point of the repeated measurements (median, min and max kept), and with
 #: ``--quick``.
@@ -148,6 +154,11 @@ class Experiment(ABC):
     def refine(self, raw: xr.Dataset, ctx: RunContext) -> dict[str, list] | None:
         """Extra values for one axis after looking at the data so far, or ``None`` to stop."""
         return None
+
+    def refine_bound(self, ctx: RunContext) -> int:
+        """Most rounds :meth:`refine` can add on this device (for the time estimate of a
+        slow device, :mod:`gpumem.pace`); 0 for an experiment that does not refine."""
+        return 0
 
     def sweep(self, device: Device, ctx: RunContext, progress: Callable[[int], None]
               ) -> xr.Dataset | None:

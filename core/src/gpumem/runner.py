@@ -49,6 +49,7 @@ from gpumem.errors import (
 )
 from gpumem.experiment import Axis, Experiment, Plan, RunContext
 from gpumem.findings import Expected, Finding, evaluate, to_dataset
+from gpumem.pace import Estimate, estimate
 from gpumem.plugins import Plugins, load_plugins
 from gpumem.point import PointResult, run_point
 from gpumem.results.schema import (
@@ -443,9 +444,68 @@ def _adaptive(exp: Experiment, device: Device, ctx: RunContext, reporter: Report
     return raw
 
 
+def price_run(store: RunStore | None, device: Device, classes: Sequence[type[Experiment]],
+              ctx: RunContext, workers: int, resume: bool, reporter: Reporter
+              ) -> dict[str, Estimate]:
+    """On a slow device, what each experiment still to run will take, said before the first
+    point runs (one line each, and the total); empty on a fast device."""
+    if not ctx.slow:
+        return {}
+    out: dict[str, Estimate] = {}
+    unknown = []
+    for cls in classes:
+        exp = cls()
+        if set(exp.probes) - set(device.probes):
+            reporter.notice(f"estimate: {exp.name}: skipped (the device has no "
+                            f"{', '.join(sorted(set(exp.probes) - set(device.probes)))} "
+                            f"probe)")
+            continue
+        plan = exp.plan(ctx)
+        if store is not None and resume and store.is_complete(
+                store.entry_key(device.info.key, exp.name, plan.params_hash(exp)))[0]:
+            continue
+        est = estimate(exp, plan, points(plan.axes), device, ctx, workers)
+        if est is None:
+            unknown.append(exp.name)
+            continue
+        reporter.notice("estimate: " + est.describe())
+        if not est.skipped:
+            out[exp.name] = est
+    if out:
+        total = sum(e.wall_s for e in out.values())
+        reporter.notice(f"estimate: {device.info.kind} simulates about "
+                        f"{device.info.cycles_per_second:,.0f} cycles/s per worker; "
+                        f"{len(out)} experiment(s) priced, at most {total / 3600:.1f} h in all"
+                        + (f"; not priced (their next probe depends on the last answer, or "
+                           f"the device cannot price it): {', '.join(unknown)}"
+                           if unknown else ""))
+    return out
+
+
+def estimate_run(req: RunRequest, *, plugins: Plugins, reporter: Reporter
+                 ) -> dict[str, Estimate]:
+    """``gpumem run --estimate``: open the device, price what ``req`` would run on
+    ``req.workers`` workers (:func:`price_run`), and run nothing."""
+    arch_obj = resolve_arch(plugins, req.arch)
+    classes = resolve_experiments(plugins, req.arch, req.experiments)
+    if not classes:
+        raise UsageError(f"no experiment applies to '{req.arch}'")
+    device = open_device(plugins, resolve_device(plugins, arch_obj, req.device,
+                                                 req.sim_config), req.arch, req.seed)
+    try:
+        ctx = RunContext(req.arch, device.info, req.quick, req.seed)
+        if not ctx.slow:
+            reporter.notice(f"estimate: {device.info.key} is not a slow device (it declares "
+                            f"no simulated cycles per second): its plans are not priced")
+        return price_run(None, device, classes, ctx, req.workers, False, reporter)
+    finally:
+        device.close()
+
+
 def run_experiment(plugins: Plugins, store: RunStore, device: Device, cls: type[Experiment],
                    ctx: RunContext, expected: list[Expected], runner: PointRunner,
-                   reporter: Reporter, resume: bool, argv: Sequence[str]) -> Outcome:
+                   reporter: Reporter, resume: bool, argv: Sequence[str],
+                   priced: Estimate | None = None) -> Outcome:
     exp = cls()
     t0 = time.monotonic()
     plan: Plan = exp.plan(ctx)
@@ -474,7 +534,7 @@ def run_experiment(plugins: Plugins, store: RunStore, device: Device, cls: type[
         store.claim(key, device=device.info.key, experiment=exp.name, params_hash=phash,
                     arch=ctx.arch)
         return _measure_and_keep(plugins, store, device, exp, plan, key, ctx, expected,
-                                 runner, reporter, argv, t0)
+                                 runner, reporter, argv, t0, priced)
     except ProbeUnsupported as e:
         _release(store, key, "skipped", str(e))
         return Outcome(exp.name, "skipped", error=str(e), wall_s=time.monotonic() - t0)
@@ -520,7 +580,7 @@ def _with_point_totals(before: Mapping[str, Any], after: dict[str, Any],
 def _measure_and_keep(plugins: Plugins, store: RunStore, device: Device, exp: Experiment,
                       plan: Plan, key: str, ctx: RunContext, expected: list[Expected],
                       runner: PointRunner, reporter: Reporter, argv: Sequence[str],
-                      t0: float) -> Outcome:
+                      t0: float, priced: Estimate | None = None) -> Outcome:
     """Measure, analyse and write one claimed experiment (its caller ends the entry on
     any exception)."""
     phash = key.rsplit("/", 1)[1]
@@ -562,6 +622,9 @@ def _measure_and_keep(plugins: Plugins, store: RunStore, device: Device, exp: Ex
     )
     raw.attrs.update(attrs)
     raw.attrs["gpumem_executor"] = runner.where
+    if priced is not None:  # what was said up front, to hold against the wall_s it took
+        raw.attrs["gpumem_estimate_s"] = round(priced.wall_s, 1)
+        raw.attrs["gpumem_estimate_first_pass_s"] = round(priced.first_pass_s, 1)
     throttled = int((raw["point_throttled"] == 1).sum()) if "point_throttled" in raw else 0
     raw.attrs["gpumem_throttled_points"] = throttled
     if throttled:
@@ -666,13 +729,17 @@ def _run(req: RunRequest, *, plugins: Plugins, reporter: Reporter | None,
                          "pid": os.getpid(), "python": sys.version.split()[0]})
         ctx = RunContext(req.arch, device.info, req.quick, req.seed)
         expected = expected_values(plugins, req.arch, device.info)
+        workers = req.workers if client is None else max(1, len(
+            client.scheduler_info().get("workers", {})))
         runner = PointRunner(device, req.workers, client, reporter)
         client = None  # the runner owns it now
         try:
+            priced = price_run(store, device, classes, ctx, workers, req.resume, reporter)
             for cls in classes:
                 try:
                     outcome = run_experiment(plugins, store, device, cls, ctx, expected, runner,
-                                             reporter, req.resume, req.argv)
+                                             reporter, req.resume, req.argv,
+                                             priced.get(cls.name))
                 except KeyboardInterrupt as e:
                     kept = _kept(store, report)
                     what = "terminated (SIGTERM)" if isinstance(e, Terminated) else \

@@ -21,6 +21,7 @@ from gpumem.chains import chain_offsets
 from gpumem.compare import load_source
 from gpumem.cuda.device import generic_kernel_source
 from gpumem.device import (
+    PLACEMENT_PADS,
     BulkRequest,
     ChaseRequest,
     ChaseResult,
@@ -77,6 +78,7 @@ __all__ = [
     "__version__", "Architecture", "ArchitecturePlugin", "Axis", "BulkRequest", "CacheLevel",
     "Calibrated", "calibrate",
     "chain_offsets", "ChaseRequest", "ChaseResult", "Converted", "Device", "DeviceBackend",
+    "PLACEMENT_PADS",
     "DeviceInfo", "DeviceUnavailable", "Discovery", "Dram", "dram_copy_expected", "exact",
     "Expected", "Experiment", "Finding", "Format", "FormatError", "generic_kernel_source",
     "GpumemError", "hookimpl", "Interconnect", "KernelSource", "latency_pair", "load_plugins",

@@ -162,12 +162,20 @@ def run_cmd(
     check: bool = typer.Option(False, "--check",
                                help="Exit 1 when any finding fails its expected value; the "
                                     "failing rows are printed last (for a GPU fleet's CI)."),
+    estimate: bool = typer.Option(False, "--estimate",
+                                  help="On a slow simulator: say how long the run would take "
+                                       "on --workers workers, and run nothing."),
 ) -> None:
     """Run EXPERIMENTS (default: all) for ARCH on a GPU, or on the built-in simulator."""
     req = RunRequest(arch=arch, experiments=experiments or ["all"], device=device, out=out,
                      resume=resume, quick=quick, workers=workers, sim_config=sim_config,
                      seed=seed, argv=_state.argv, executor=executor, scheduler=scheduler)
     ps = plugins()
+    if estimate:
+        from gpumem.runner import estimate_run
+
+        estimate_run(req, plugins=ps, reporter=RichReporter())
+        return
     if devices is not None:
         _run_fleet(req, devices, ps, check)
         return

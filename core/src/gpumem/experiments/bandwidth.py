@@ -56,7 +56,16 @@ class Bandwidth(Experiment):
         else:
             ctas = tuple(sorted({max(1, sms * f // 4) for f in (1, 2, 4, 8, 16, 32)}))
             threads, ilps, widths = (64, 128, 256, 512, 1024), (1, 2, 4, 8), (4, 16)
-        repeats = repeat_count(ctx)
+        repeats, work = repeat_count(ctx), max(footprint, WORK)
+        if ctx.slow:
+            # a cycle-level simulator pays per memory request: a buffer a quarter larger
+            # than the L2 (a simulator runs each point from a cold L2, so every line comes
+            # from DRAM; Accel-Sim skips the warm-up pass there), one pass, once (it is
+            # deterministic), over the quick grid's full-width occupancies
+            ctas, threads, ilps, widths = (sms, 4 * sms), (1024,), (1, 4), (16,)
+            chunk = max(ctas) * max(threads) * max(ilps) * max(widths)  # the largest grid's
+            footprint = max(-(-5 * max(dev.l2_bytes, 1 << 20) // 4 // (1 << 20)) << 20, chunk)
+            repeats, work = 1, footprint
         return Plan(
             axes=[Axis("kind", KINDS, "1", "read, write or copy"),
                   Axis("width", widths, "byte", "bytes per load or store"),
@@ -68,7 +77,7 @@ class Bandwidth(Experiment):
                        Var("seconds", ("repeat",), "s", "time of one timed run")],
             inner={"repeat": np.arange(repeats)},
             attrs={"footprint": footprint, "order": "coalesced", "path": "cg",
-                   "repeats": repeats, "work_bytes": max(footprint, WORK)},
+                   "repeats": repeats, "work_bytes": work},
         )
 
     def measure(self, device: Device, point: Mapping[str, Any], ctx: RunContext

@@ -53,17 +53,24 @@ class BandwidthLevels(Experiment):
         lo = sms * THREADS * ILP * WIDTH  # one chunk of the smaller grid (the larger skips)
         hi = min(8 * l2, max(dev.memory_bytes // 4, lo))
         grid = [f for f in footprint_grid(lo, hi, 1 if ctx.quick else 2) if f >= lo]
+        ctas, work, repeats = (sms, 4 * sms), WORK, repeat_count(ctx)
+        if ctx.slow:
+            # a cycle-level simulator pays per memory request: only the footprints the two
+            # findings read (up to half the L2), one occupancy, one pass after the warm-up,
+            # once (it is deterministic)
+            grid = [f for f in footprint_grid(lo, max(lo, l2 // 2), 1) if f >= lo]
+            ctas, work, repeats = (sms,), 0, 1
         return Plan(
             axes=[Axis("path", tuple(p for p in ("ca", "cg") if p in dev.load_paths), "1",
                        "ca: loads cached in L1; cg: loads cached in L2 only"),
-                  Axis("ctas", (sms, 4 * sms), "1", "thread blocks: one per SM (small "
+                  Axis("ctas", ctas, "1", "thread blocks: one per SM (small "
                        "shares fit small L1s) or four (more loads in flight)"),
                   Axis("footprint", tuple(grid), "byte", "buffer streamed by all SMs")],
             variables=[Var("gbs", ("repeat",), "GB/s", "bytes read per second, 10^9 byte/s"),
                        Var("seconds", ("repeat",), "s", "time of one timed run")],
-            inner={"repeat": np.arange(repeat_count(ctx))},
+            inner={"repeat": np.arange(repeats)},
             attrs={"threads": THREADS, "ilp": ILP, "width": WIDTH,
-                   "work_bytes": WORK, "repeats": repeat_count(ctx),
+                   "work_bytes": work, "repeats": repeats,
                    "order": "coalesced"},
         )
 

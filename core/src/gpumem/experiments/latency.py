@@ -38,7 +38,7 @@ import xarray as xr
 from gpumem.analysis.plateaus import Plateau, find_plateaus, half_crossing, knee_bracket
 from gpumem.analysis.stats import median_interval
 from gpumem.device import PLACEMENT_PADS, ChaseRequest, Device
-from gpumem.errors import ProbeUnsupported
+from gpumem.errors import PointSkipped, ProbeUnsupported
 from gpumem.experiment import Axis, Experiment, Plan, RunContext, Var
 from gpumem.experiments.figures import LATENCY
 from gpumem.findings import Finding, unresolved
@@ -63,6 +63,9 @@ PLACEMENTS = len(PLACEMENT_PADS)  # allocations a footprint near the L2's knees 
 #: placements leaves a hashed level moves by more than that from process to process (an H200's
 #: near L2: 24.7-27.8 MB over three), and stride-exact bisection there cost 15 s a run.
 PLACED_RESOLUTION = 0.005
+#: On a slow device (``RunContext.slow``): accesses timed per chase, and how far knees are
+#: bisected (each round of a 60 MB knee costs Accel-Sim's H200 config about 3 minutes).
+SLOW_RECORD, SLOW_RESOLUTION = 64, 0.01
 
 
 def _round(x: float) -> int:
@@ -105,6 +108,17 @@ class LatencyLadder(Experiment):
             hi = min(max(MAX_FOOTPRINT, 4 * l2), mem_cap)
             per_octave, record = 2, 1024
         warm_cap = max(4 * l2 // STRIDE, 1 << 16)
+        attrs: dict[str, Any] = {}
+        if ctx.slow:
+            # a cycle-level simulator (Accel-Sim: about 0.1 s per L2 access of one thread):
+            # one point per octave, to past the L2 TLB's reach as --quick; a deterministic
+            # device's mean of 64 accesses is as good as of 1024; its addresses map to the
+            # same sets on every allocation, so one placement; knees bisected to 1 %, and
+            # random chains only where they decide lat.dram_tlb_miss (see measure)
+            hi = min(max(8 * l2, 512 << 20), mem_cap)
+            per_octave, record = 1, SLOW_RECORD
+            attrs = {"placements": 1, "knee_resolution": SLOW_RESOLUTION,
+                     "random_from": 2 * l2}
         return Plan(
             axes=[
                 Axis("order", ("sequential", "random"), "1", "chain order"),
@@ -121,7 +135,8 @@ class LatencyLadder(Experiment):
             inner={"access": np.arange(record)},
             attrs={"stride": STRIDE, "element": ELEMENT, "record": record,
                    "warmup_cap": warm_cap, "l2_bytes": l2, "path": "ca", "seed": ctx.seed,
-                   "placements": PLACEMENTS, "placed_from": l2 // 8, "placed_to": 2 * l2},
+                   "placements": PLACEMENTS, "placed_from": l2 // 8, "placed_to": 2 * l2,
+                   **attrs},
         )
 
     def measure(self, device: Device, point: Mapping[str, Any], ctx: RunContext
@@ -129,6 +144,11 @@ class LatencyLadder(Experiment):
         footprint = int(point["footprint"])
         plan_attrs = self.plan(ctx).attrs
         record = int(plan_attrs["record"])
+        if point["order"] == "random" and footprint <= plan_attrs.get("random_from", 0):
+            raise PointSkipped(f"on a slow device random chains run only past "
+                               f"{plan_attrs['random_from']} B, where they decide "
+                               f"lat.dram_tlb_miss; the sequential ones give every other "
+                               f"finding")
         lines = footprint // STRIDE
         if footprint <= 2 * int(plan_attrs["l2_bytes"]):  # a cache may hold it: one full pass
             warmup = int(min(lines, plan_attrs["warmup_cap"]))
@@ -139,13 +159,15 @@ class LatencyLadder(Experiment):
         req = ChaseRequest(footprint=footprint, stride=STRIDE, record=record, warmup=warmup,
                            order=str(point["order"]), path="ca", element=ELEMENT,
                            seed=ctx.seed ^ zlib.crc32(str(footprint).encode()))
-        placed = (point["order"] == "sequential" and record % PLACEMENTS == 0
+        placements = int(plan_attrs["placements"])
+        placed = (point["order"] == "sequential" and placements > 1
+                  and record % placements == 0
                   and plan_attrs["placed_from"] < footprint <= plan_attrs["placed_to"])
         try:
             if placed:
-                parts = [device.pointer_chase(replace(req, record=record // PLACEMENTS,
+                parts = [device.pointer_chase(replace(req, record=record // placements,
                                                       placement=k))
-                         for k in range(PLACEMENTS)]
+                         for k in range(placements)]
                 return {"latency": np.concatenate([r.latency for r in parts]),
                         "index": np.concatenate([r.index for r in parts]),
                         "timer_overhead": float(np.median([r.timer_overhead for r in parts])),
@@ -168,7 +190,18 @@ class LatencyLadder(Experiment):
         lo = float(attrs.get("plan_placed_from", 0))  # absent before version 2: none placed
         hi = float(attrs.get("plan_placed_to", 0))
         placed = int(attrs.get("plan_placements", 1)) > 1
-        return max(self.knee_resolution, PLACED_RESOLUTION if placed and lo < at <= hi else 0)
+        return max(self.knee_resolution, float(attrs.get("plan_knee_resolution", 0)),
+                   PLACED_RESOLUTION if placed and lo < at <= hi else 0)
+
+    def refine_bound(self, ctx: RunContext) -> int:
+        """Bisection rounds of a knee: from a grid step (an octave on a slow device, half
+        of one otherwise) down to the knee resolution, or one stride of the largest
+        footprint; the half crossings, to 1 %, bisect in the same rounds."""
+        attrs = self.plan(ctx).attrs
+        step = 1.0 if ctx.slow else 2 ** 0.5 - 1
+        finest = max(float(attrs.get("knee_resolution", 0)), HALF_RESOLUTION if ctx.slow
+                     else STRIDE / MAX_FOOTPRINT)
+        return int(np.ceil(np.log2(step / finest)))
 
     def refine(self, raw: xr.Dataset, ctx: RunContext) -> dict[str, list] | None:
         x, samples = _curve(raw, "sequential")

@@ -43,9 +43,16 @@ from gpumem.api import (
 )
 
 from gpumem_accelsim.config import GPGPUSIM, TRACE, AccelSimConfig, AccelSimConfigError
+from gpumem_accelsim.pace import Pace, PaceError
+from gpumem_accelsim.pace import cache_key as pace_key
+from gpumem_accelsim.pace import cached as cached_pace
+from gpumem_accelsim.pace import declared as declared_pace
+from gpumem_accelsim.pace import keep as keep_pace
 from gpumem_accelsim.stats import AccelSimLog, AccelSimRunError, parse_log
 from gpumem_accelsim.traces import (
+    L1_WARM_WARPS,
     MAX_WARP_INSTS,
+    WARP,
     TraceSet,
     TraceTooLarge,
     chase_trace,
@@ -69,6 +76,8 @@ TRACE_OPTION_PREFIXES = ("-specialized_unit_", "-trace_opcode_latency_initiation
 #: GPGPU-Sim's deadlock message, and the option that turns the check off (see _simulate).
 DEADLOCK_REPORT = "ERROR ** deadlock detected"
 DEADLOCK_OFF = ("-gpgpu_deadlock_detect", "0")
+#: Bytes of one memory request (a sector of GPGPU-Sim's sectored caches).
+SECTOR = 32
 
 
 @dataclass(frozen=True, eq=False)
@@ -82,6 +91,9 @@ class AccelSimSetup:
     max_warp_insts: int = MAX_WARP_INSTS
     timeout_s: float | None = None
     stream_warmup: bool = True
+    #: How fast it runs here (:mod:`gpumem_accelsim.pace`); ``None``: declared by
+    #: ``GPUMEM_ACCELSIM_PACE``, else measured once per machine, binary and config.
+    pace: Pace | None = None
 
 
 def check_config(config: AccelSimConfig) -> None:
@@ -105,7 +117,8 @@ def config_digest(config: AccelSimConfig) -> str:
     return h.hexdigest()
 
 
-def accelsim_device_info(config: AccelSimConfig, binary: str = "") -> DeviceInfo:
+def accelsim_device_info(config: AccelSimConfig, binary: str = "",
+                         cycles_per_second: float = 0.0) -> DeviceInfo:
     merged = config.merged()
     major = merged.int("-gpgpu_compute_capability_major", 0)
     minor = merged.int("-gpgpu_compute_capability_minor", 0)
@@ -124,6 +137,7 @@ def accelsim_device_info(config: AccelSimConfig, binary: str = "") -> DeviceInfo
         uuid=f"accelsim-{config_digest(config)[:16]}",
         peak_bandwidth_gbs=config.dram_bandwidth_gbs,
         load_paths=("ca", "cg", "nc"),
+        cycles_per_second=cycles_per_second,
         extra={"accelsim_binary": binary, "accelsim_config_source": config.source,
                "memory_bytes_nominal": 1},
     )
@@ -149,6 +163,100 @@ class AccelSimDevice(Device):
         self.runs = 0
         self.deadlock_reruns = 0
         self.sim_seconds = 0.0
+        pace = setup.pace or self._known_pace()
+        self.setup = setup = replace(setup, pace=pace)  # workers reopen with it, not measure
+        self.info = replace(self.info, cycles_per_second=pace.cycles_per_s)
+
+    # ---- pace --------------------------------------------------------------------------
+    def _known_pace(self) -> Pace:
+        """Declared, kept from an earlier measurement here, or measured now."""
+        try:
+            pace = declared_pace()
+        except PaceError as e:
+            raise AccelSimConfigError(str(e)) from None
+        if pace is not None:
+            return pace
+        key = pace_key(self.setup.binary, self._digest)
+        pace = cached_pace(key)
+        if pace is None:
+            pace = self._measure_pace()
+            keep_pace(key, pace, time.strftime("%Y-%m-%d"))
+        return pace
+
+    def _measure_pace(self) -> Pace:
+        """Three short runs (not counted as the run's): a one-access chase (the start), a
+        cold chase of 64 accesses (idle-waiting cycles) and a 32 K-line parallel warm-up
+        (requests)."""
+        counts = (self.runs, self.deadlock_reruns, self.sim_seconds)
+
+        def timed_run(req: ChaseRequest) -> tuple[float, float, int]:
+            l1, l2 = self._warm_windows(req)
+            with self._workdir() as d:
+                ts = chase_trace(d, req, binary_version=BINARY_VERSION, max_warp_insts=1 << 30,
+                                 warm_ctas=self.info.sm_count, l1_window=l1, l2_window=l2)
+                t0 = time.monotonic()
+                log = self._simulate(ts)
+                wall = time.monotonic() - t0
+            chase_cycles = sum(self._cycles(log, ts, k.role) for k in ts.kernels
+                               if k.role != "warmup")
+            return wall, float(chase_cycles), self._warm_requests(req)
+
+        try:
+            run_s, _c, _r = timed_run(ChaseRequest(4096, 128, 1, path="cg", fine_grained=False))
+            wall, cycles, _r = timed_run(ChaseRequest(4096, 128, 64, path="cg",
+                                                      fine_grained=False))
+            idle = cycles / max(wall - run_s, 1e-3)
+            wall, cycles, requests = timed_run(ChaseRequest(4 << 20, 128, 1, warmup=32768,
+                                                            fine_grained=False))
+            busy = requests / max(wall - run_s - cycles / idle, 1e-3)
+        finally:
+            self.runs, self.deadlock_reruns, self.sim_seconds = counts
+        return Pace(round(idle, 1), round(busy, 1), round(run_s, 3),
+                    f"measured {time.strftime('%Y-%m-%d')}")
+
+    def estimate_seconds(self, request: Any) -> float | None:
+        """Wall seconds of one probe call, from the pace: starts, the cycles a lone thread
+        waits (a chase's ``record`` accesses at the config's latency for its footprint)
+        and the memory requests of parallel work (the chase's warm-up; a stream's sectors
+        in its warm-up and timed runs). Refuses what the probe refuses; a repeat already
+        answered from memory is free."""
+        pace = self.setup.pace
+        if pace is None or not pace.slow:
+            return 0.0
+        if isinstance(request, ChaseRequest):
+            request = self._checked_chase(request)
+            if ("chase", request) in self._memo:
+                return 0.0
+            # the L1 warm-up is L1_WARM_WARPS warps' dependent loads, in base and in timed
+            l1_loads = 2 * -(-self._warm_windows_used(request)[0] // (WARP * L1_WARM_WARPS))
+            cycles = request.record * self._latency_guess(request) + l1_loads * \
+                self._latency_guess(replace(request, footprint=self.info.l2_bytes))
+            return pace.seconds(1, cycles, self._warm_requests(request))
+        if isinstance(request, StreamRequest):
+            self._check_path(request.path)
+            try:
+                _chunk, _chunks, iters = stream_shape(request)
+            except ValueError as e:
+                raise PointSkipped(str(e)) from None
+            if ("stream", replace(request, seed=0)) in self._memo:
+                return 0.0
+            moved = request.bytes_per_direction * (2 if request.kind == "copy" else 1)
+            runs = 2 if self._stream_warms(request) else 1
+            return pace.seconds(1, 0.0, runs * moved / SECTOR)
+        return None
+
+    def _latency_guess(self, request: ChaseRequest) -> float:
+        """Cycles per access the config gives a chase over ``request.footprint`` (L1, L2 or
+        DRAM by size; the +4 and +10 are the simulator's own pipeline cycles), for pricing."""
+        m = self.config
+        l1 = m.int("-gpgpu_l1_latency") + 4
+        l2 = m.int("-gpgpu_l2_rop_latency") + 10 + (l1 if request.path != "cg" else 0)
+        l1_bytes = self._l1_bytes()
+        if request.path != "cg" and l1_bytes and request.footprint <= l1_bytes:
+            return l1
+        if request.footprint <= self.info.l2_bytes:
+            return l2
+        return l2 + m.int("-dram_latency")
 
     @property
     def probes(self) -> frozenset[str]:
@@ -156,6 +264,21 @@ class AccelSimDevice(Device):
 
     # ---- probes ------------------------------------------------------------------------
     def pointer_chase(self, request: ChaseRequest) -> ChaseResult:
+        request = self._checked_chase(request)
+        key = ("chase", request)
+        if key in self._memo:
+            return self._memo[key]  # type: ignore[return-value]
+        l1_window, l2_window = self._warm_windows(request)
+        ts, cycles = self._timed("chase", "base", lambda d: chase_trace(
+            d, request, binary_version=BINARY_VERSION, max_warp_insts=self.setup.max_warp_insts,
+            warm_ctas=self.info.sm_count, l1_window=l1_window, l2_window=l2_window))
+        res = ChaseResult(latency=np.array([cycles / ts.accesses]),
+                          index=np.empty(0, np.int64), timer_overhead=0.0, sm=0)
+        self._memo[key] = res
+        return res
+
+    def _checked_chase(self, request: ChaseRequest) -> ChaseRequest:
+        """``request`` if this device can run it, else what the probe raises."""
         request.validate()
         if request.fine_grained:
             raise ProbeUnsupported(
@@ -168,15 +291,36 @@ class AccelSimDevice(Device):
         if request.footprint > self.info.memory_bytes:
             raise PointSkipped(f"footprint {request.footprint} B exceeds the nominal "
                                f"{self.info.memory_bytes} B of the Accel-Sim device")
-        key = ("chase", request)
-        if key in self._memo:
-            return self._memo[key]  # type: ignore[return-value]
-        ts, cycles = self._timed("chase", "base", lambda d: chase_trace(
-            d, request, binary_version=BINARY_VERSION, max_warp_insts=self.setup.max_warp_insts))
-        res = ChaseResult(latency=np.array([cycles / ts.accesses]),
-                          index=np.empty(0, np.int64), timer_overhead=0.0, sm=0)
-        self._memo[key] = res
-        return res
+        return request
+
+    def _warm_windows(self, request: ChaseRequest) -> tuple[int | None, int | None]:
+        """Warm-up positions worth loading into L1 and into L2 (see :func:`chase_trace`):
+        those spanning twice the cache's capacity; earlier ones it could not keep. A pattern
+        chase revisits its few offsets, so it loads all of them."""
+        if request.order == "pattern":
+            return None, None
+        l1 = self._l1_bytes()
+        return (-(-2 * l1 // request.stride) if l1 else None,
+                -(-2 * self.info.l2_bytes // request.stride) if self.info.l2_bytes else None)
+
+    def _l1_bytes(self) -> int:
+        """The most the config's L1 can hold (the unified L1 or the dl1 cache), 0 if none."""
+        try:
+            dl1 = self.config.cache("-gpgpu_cache:dl1")
+        except AccelSimConfigError:
+            dl1 = None
+        return max(self.config.unified_l1_bytes, dl1.size if dl1 is not None else 0)
+
+    def _warm_windows_used(self, request: ChaseRequest) -> tuple[int, int]:
+        """Positions a chase's warm-up loads into L1 and into L2."""
+        l1, l2 = self._warm_windows(request)
+        warm = request.warmup
+        return min(warm, l1 or warm), min(warm, l2 or warm)
+
+    def _warm_requests(self, request: ChaseRequest) -> int:
+        """Loads of a chase's warm-up: its L2 window once, its L1 window in base and timed."""
+        l1, l2 = self._warm_windows_used(request)
+        return l2 + 2 * l1
 
     def _timed(self, what: str, reference: str, make) -> tuple:
         """Simulate the traces ``make(dir)`` writes: (traces, cycles of the timed kernel
@@ -204,12 +348,19 @@ class AccelSimDevice(Device):
         if key in self._memo:
             return self._memo[key]  # type: ignore[return-value]
         ts, cycles = self._timed("stream", "empty", lambda d: stream_trace(
-            d, request, binary_version=BINARY_VERSION, warmup=self.setup.stream_warmup,
+            d, request, binary_version=BINARY_VERSION, warmup=self._stream_warms(request),
             max_warp_insts=self.setup.max_warp_insts))
         res = StreamResult(bytes=ts.bytes, seconds=cycles / (self.info.clock_mhz * 1e6),
                            cycles=float(cycles))
         self._memo[key] = res
         return res
+
+    def _stream_warms(self, request: StreamRequest) -> bool:
+        """Whether a stream runs a warm-up pass first: not over a buffer larger than the
+        L2, whose lines a streaming pass evicts before the next one reaches them (the
+        simulator starts from a cold L2, so every line comes from DRAM either way): there
+        the warm-up would only double the simulation."""
+        return self.setup.stream_warmup and request.footprint <= self.info.l2_bytes
 
     # ---- running the simulator ---------------------------------------------------------
     def _check_path(self, path: str) -> None:
@@ -303,6 +454,9 @@ class AccelSimDevice(Device):
             "accelsim_runs": self.runs,
             "accelsim_deadlock_reruns": self.deadlock_reruns,
             "accelsim_seconds": round(self.sim_seconds, 3),
+            "accelsim_pace": (f"{pace.cycles_per_s:g} cycles/s, {pace.requests_per_s:g} "
+                              f"requests/s, {pace.run_s:g} s per start ({pace.source})"
+                              if (pace := self.setup.pace) and pace.slow else "not slow"),
             "sim_seed": self.seed,
         }
 

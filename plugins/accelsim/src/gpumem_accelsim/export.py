@@ -25,7 +25,7 @@ from gpumem.api import Calibrated, Plugins, SimConfig, calibrate, load_source
 from gpumem_accelsim.config import AccelSimConfig
 from gpumem_accelsim.known_options import VERSIONS, unknown_options
 from gpumem_accelsim.simulator import build_fixes
-from gpumem_accelsim.translate import from_accelsim, translate
+from gpumem_accelsim.translate import NO_PIPELINE, PIPELINE, from_accelsim, translate
 
 DEFAULT_TARGET = VERSIONS[0]
 
@@ -50,13 +50,14 @@ def export_run(run: Path, base: AccelSimConfig, *, target: str = DEFAULT_TARGET,
     ``plugins``: the registry whose analyses derive the run's findings afresh from its raw
     data, as ``gpumem export sim`` does (None: the findings the run stores)."""
     src = load_source(run, reanalyze_with=plugins)
+    pipeline = PIPELINE.get(target, NO_PIPELINE)
     if sim is None:
-        sim, _lost = from_accelsim(base, src.arch or "accelsim")
+        sim, _lost = from_accelsim(base, src.arch or "accelsim", pipeline)
         start = f"the Accel-Sim base {base.name} read as a SimConfig"
     else:
         start = f"the packaged SimConfig '{sim.name}'"
     cal = calibrate(sim, src)
-    done = translate(cal.config, base, cal.sources, assumed=start)
+    done = translate(cal.config, base, cal.sources, assumed=start, pipeline=pipeline)
     out, comments, warn = done.config, done.comments, done.warnings
     out.name, out.source = src.label, f"gpumem export of {run}"
     written = {p for ps in done.params.values() for p in ps}
@@ -84,6 +85,9 @@ def export_run(run: Path, base: AccelSimConfig, *, target: str = DEFAULT_TARGET,
     header = (f"Accel-Sim config written by gpumem from the measured run {run}\n"
               f"device: {dev.name if dev else '?'}; architecture: {src.arch or '?'}; "
               f"target build: {target}\n"
+              + (f"Latency options are the measured latencies less the cycles that build "
+                 f"adds (L1 {pipeline.l1:g}, L2 {pipeline.l2:g}, DRAM {pipeline.dram:g}; "
+                 f"{pipeline.source}).\n" if pipeline.source else "") +
               f"The memory hierarchy is the built-in simulator's config calibrated from the "
               f"run (gpumem export sim; start: {start}), translated.\n"
               f"Per parameter an option is written from: 'measured: EXPERIMENT/FINDING' names "

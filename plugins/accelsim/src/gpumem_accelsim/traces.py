@@ -32,7 +32,13 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
-from gpumem.api import ChaseRequest, ProbeUnsupported, StreamRequest, chain_offsets
+from gpumem.api import (
+    PLACEMENT_PADS,
+    ChaseRequest,
+    ProbeUnsupported,
+    StreamRequest,
+    chain_offsets,
+)
 
 #: Binary versions (SASS opcode maps) Accel-Sim's trace-driven front end accepts.
 BINARY_VERSIONS = (35, 60, 61, 70, 75, 80, 86)
@@ -49,9 +55,11 @@ LOCAL_BASE = 0x00007F1000000000
 
 #: Chase loads unrolled per loop iteration (the PCs of a loop body repeat, as in a real loop).
 CHASE_UNROLL = 8
-#: Largest trace (warp instructions over all kernels) the generators write by default:
-#: a few seconds of simulation at the speeds seen (about 100 K thread-instructions/s).
-MAX_WARP_INSTS = 200_000
+#: Largest trace (warp instructions over all kernels) the generators write by default: about
+#: 150 MB of trace text, a single pass of 16-byte loads over a 75 MB buffer at K = 1 (a slow
+#: device's DRAM-resident stream, :mod:`gpumem.pace`). What a run will cost is priced before it
+#: runs; this only bounds the files.
+MAX_WARP_INSTS = 2_000_000
 
 _FORMAT_LINE = ("#traces format = [line_num] PC mask dest_num [reg_dests] opcode src_num "
                 "[reg_srcs] mem_width [adrrescompress?] [mem_addresses] immediate")
@@ -201,46 +209,130 @@ def _check_size(warp_insts: int, limit: int) -> None:
 
 # ---- pointer chase ------------------------------------------------------------------------
 
+#: Warps per CTA of the L2 warm-up kernel, and warps of the chase's own CTA. Loads issued
+#: together land in the cache in no set order, so what a cache keeps of a warm-up larger than
+#: itself is the latest part only to within one slab (``warps x 32`` positions): the L2
+#: kernel's 132 x 8 warps blur 7 % of an H200's L2 (a footprint up to 1.07 L2 may still hit
+#: in part), but 32 warps blurred 57 % of its L1 (a chase of 1.33 L1 hit half its lines, a
+#: level that is not there), so the L1's warm-up is one warp: chain order to 32 positions.
+WARM_WARPS, L1_WARM_WARPS = 8, 1
+#: Registers of a warm-up load: its address and its destination. Every warm-up load of a warp
+#: writes the same register, so the scoreboard lets one load (32 lines) per warp be in flight
+#: and the reading ``MOV`` after the last waits for all of them (GPGPU-Sim checks a pending
+#: write against an instruction's destinations as well as its sources).
+_WARM_ADDR, _WARM_DST, _WARM_SINK = 6, 4, 3
+
+
+def _slabs(addrs: np.ndarray, warps: int) -> list[list[np.ndarray]]:
+    """``addrs`` (chain order) as warp instructions of up to 32 lanes, dealt to ``warps``
+    warps slab by slab: the k-th instruction of every warp together load the k-th slab of
+    ``32 * warps`` consecutive chain positions, so loads run roughly in chain order."""
+    rows = [addrs[i:i + WARP] for i in range(0, addrs.size, WARP)]
+    return [rows[w::warps] for w in range(warps)]
+
+
+def _warm_lines(rows: list[np.ndarray], opcode: str, width: int) -> list[str]:
+    return [_mem_line(0x0, _lanes_mask(r.size), (_WARM_DST,), opcode, (_WARM_ADDR,), width, r)
+            for r in rows]
+
+
 def chase_trace(directory: str | Path, request: ChaseRequest, *, binary_version: int = 70,
                 base: int = GLOBAL_BASE, unroll: int = CHASE_UNROLL,
-                max_warp_insts: int = MAX_WARP_INSTS) -> TraceSet:
+                max_warp_insts: int = MAX_WARP_INSTS, warm_ctas: int = 1,
+                l1_window: int | None = None, l2_window: int | None = None) -> TraceSet:
     """Write the traces of a pointer chase into ``directory`` (created if missing).
 
-    One CTA of one thread: a chain of dependent loads (each load's destination register is
-    the next load's address register), over the byte offsets :func:`gpumem.chains.
-    chain_offsets` gives, at ``base + offset``. Loads are ``element`` bytes wide (``LDG.E``
-    or ``LDG.E.64``), through ``request.path`` (see :func:`load_opcode`); ``tex`` has no
-    trace form. ``unroll`` loads form one loop iteration, closed by a ``BRA``.
+    The timed part is one thread: a chain of dependent loads (each load's destination register
+    is the next load's address register) over the byte offsets :func:`gpumem.chains.
+    chain_offsets` gives, at ``base + PLACEMENT_PADS[placement] + offset``, ``element`` bytes
+    wide, through ``request.path`` (see :func:`load_opcode`); ``unroll`` loads form one loop
+    iteration, closed by a ``BRA``. It is the ``record`` accesses that follow the first
+    ``warmup`` positions of the chain.
+
+    The warm-up leaves the caches as a single thread's chase of those ``warmup`` positions
+    would, but is loaded in parallel: one thread's chase costs the simulator every idle cycle
+    of every SM (about 0.1 s per L2 hit on a 132-SM config), parallel loads only their
+    requests (a 60 MB warm-up: 2 minutes instead of 16 hours). ``warmup`` (a kernel of
+    ``warm_ctas`` CTAs of :data:`WARM_WARPS` warps) loads the last ``l2_window`` warm-up
+    positions into L2; ``base`` and ``timed`` (one CTA: the simulator flushes L1 between
+    kernels) load the last ``l1_window`` into that CTA's L1 with up to :data:`L1_WARM_WARPS`
+    warps, wait for them (``MOV`` of the loaded register, ``BAR.SYNC``), and then ``timed``'s
+    first thread chases the ``record`` positions. Loads run slab by slab in chain order, so
+    what a cache keeps of a warm-up larger than itself is, as after a chase, the latest part of
+    it. A window (in positions, ``None``: all) need only exceed what its cache can hold: the
+    positions before it would be evicted again. Mean latency: ``(cycles(timed) -
+    cycles(base)) / record``. A cold chase (``warmup`` 0) has no ``warmup`` kernel, and an
+    empty ``base``.
     """
     request.validate()
     _check_version(binary_version)
     opcode = load_opcode(request.element, request.path)
     warm, record = request.warmup, request.record
-    total = warm + record
     offsets = chain_offsets(request.footprint, request.stride, request.order, request.seed,
-                            total, element=request.element, pattern=request.pattern)
-    addrs = base + offsets
-    plan = ([("warmup", warm)] if warm else []) + [("base", warm), ("timed", total)]
-    n_insts = [n + -(-n // unroll) + 1 for _r, n in plan]
-    _check_size(sum(n_insts), max_warp_insts)
+                            warm + record, element=request.element, pattern=request.pattern)
+    addrs = base + PLACEMENT_PADS[request.placement] + offsets
+    l2_rows = addrs[max(0, warm - (warm if l2_window is None else l2_window)):warm]
+    l1_rows = addrs[max(0, warm - (warm if l1_window is None else l1_window)):warm]
+    first = 0x30  # the chase's PCs follow the warm-up's LDG, MOV and BAR
+    exit_pc = first + (unroll + 1) * 0x10
+
+    def chase(lanes: int) -> list[str]:
+        """The timed chase, every lane of the warp loading the same address (one request:
+        a warp's lanes are in lockstep and coalesce, so it is one thread's chase)."""
+        mask, out = _lanes_mask(lanes), []
+        for i in range(record):
+            slot = i % unroll
+            out.append(_mem_line(first + slot * 0x10, mask, (2,), opcode, (2,),
+                                 request.element, np.repeat(addrs[warm + i], lanes)))
+            if slot == unroll - 1 or i == record - 1:
+                out.append(_plain_line(first + unroll * 0x10, mask, "BRA"))
+        return out
+
+    def one_cta(timed: bool) -> tuple[int, list[list[tuple[int, list[str]]]]]:
+        """(threads, CTAs) of ``base`` or ``timed``: the L1 warm-up, then the chase."""
+        if not warm:
+            return 1, [[(1, [*(chase(1) if timed else []), _plain_line(exit_pc, 1, "EXIT")])]]
+        warps = max(1, min(L1_WARM_WARPS, -(-l1_rows.size // WARP)))
+        out = []
+        for w, rows in enumerate(_slabs(l1_rows, warps)):
+            lines = _warm_lines(rows, opcode, request.element)
+            if rows:
+                lines.append(f"{0x10:04x} {_lanes_mask(WARP):08x} 1 R{_WARM_SINK} MOV 1 "
+                             f"R{_WARM_DST} 0 0")
+            lines.append(_plain_line(0x20, _lanes_mask(WARP), "BAR.SYNC.DEFER_BLOCKING"))
+            if w == 0 and timed:
+                lines += chase(WARP)
+            lines.append(_plain_line(exit_pc, _lanes_mask(WARP), "EXIT"))
+            out.append((WARP, lines))
+        return WARP * warps, [out]
+
+    plan: list[tuple[str, int, list]] = []
+    if warm:
+        warps = max(1, -(-l2_rows.size // WARP))
+        ctas = max(1, min(warm_ctas, -(-warps // WARM_WARPS)))
+        per = -(-warps // ctas) if warps < ctas * WARM_WARPS else WARM_WARPS
+        slabs = _slabs(l2_rows, ctas * per)
+        grid = [[(WARP, [*_warm_lines(slabs[c * per + w], opcode, request.element),
+                         _plain_line(0x10, _lanes_mask(WARP), "EXIT")])
+                 for w in range(per)] for c in range(ctas)]
+        plan.append(("warmup", WARP * per, grid))
+    for role in ("base", "timed"):
+        threads, grid = one_cta(role == "timed")
+        plan.append((role, threads, grid))
+    counts = [sum(len(lines) for cta in grid for _l, lines in cta) for _r, _t, grid in plan]
+    _check_size(sum(counts), max_warp_insts)
     directory = Path(directory)
     directory.mkdir(parents=True, exist_ok=True)
     kernels = []
-    for uid, ((role, n), count) in enumerate(zip(plan, n_insts, strict=True), start=1):
-        lines = []
-        for i in range(n):
-            slot = i % unroll
-            lines.append(_mem_line(slot * 0x10, 1, (2,), opcode, (2,), request.element,
-                                   addrs[i:i + 1]))
-            if slot == unroll - 1 or i == n - 1:
-                lines.append(_plain_line(unroll * 0x10, 1, "BRA"))
-        lines.append(_plain_line((unroll + 1) * 0x10, 1, "EXIT"))
-        assert len(lines) == count
+    for uid, ((role, threads, grid), count) in enumerate(zip(plan, counts, strict=True),
+                                                         start=1):
         name = f"gpumem_chase_{role}"
         file = f"kernel-{uid}.traceg"
-        _write_kernel(directory / file, _header(name, uid, 1, 1, 16, binary_version),
-                      [[(1, lines)]])
-        kernels.append(TraceKernel(uid, role, name, file, count, count))
+        _write_kernel(directory / file,
+                      _header(name, uid, len(grid), threads, 16, binary_version), grid)
+        thread_insts = sum(bin(int(ln.split()[1], 16)).count("1")
+                           for cta in grid for _l, lines in cta for ln in lines)
+        kernels.append(TraceKernel(uid, role, name, file, count, thread_insts))
     _write_list(directory, kernels)
     return TraceSet(directory, tuple(kernels), accesses=record)
 

@@ -9,7 +9,10 @@ silence.
 
 Latencies: Accel-Sim adds them up (``-gpgpu_l1_latency``, then ``-gpgpu_l2_rop_latency`` on
 an L1 miss, then ``-dram_latency`` on an L2 miss, all in core cycles), where gpumem gives each
-level's load-to-use latency. So L2 = L1 + rop and DRAM = L2 + dram_latency.
+level's load-to-use latency. So L2 = L1 + rop and DRAM = L2 + dram_latency, plus the cycles
+the simulator's own pipeline adds at each level (:class:`PipelineCycles`, measured per build:
+an L1 hit takes ``-gpgpu_l1_latency`` + 4 cycles on the 2024-10 build), which a translation
+for a known build takes out so that the simulator reproduces the latencies.
 
 Provenance: :func:`translate` records, per option it writes, the SimConfig parameters
 (``cache:l1d.hit_latency``, as :class:`gpumem.api.Calibrated` names them) its value comes
@@ -41,13 +44,43 @@ _TEX = "-gpgpu_tex_cache:l1"
 # ---------------------------------------------------------------------------------------------
 
 
-def from_accelsim(cfg: AccelSimConfig, arch: str = "accelsim") -> tuple[SimConfig, list[str]]:
-    """The built-in simulator's config for ``cfg``, and what could not be carried over."""
+@dataclass(frozen=True)
+class PipelineCycles:
+    """Cycles a build of Accel-Sim adds to a dependent load beyond its latency options: an L1
+    hit takes ``-gpgpu_l1_latency + l1``, an L2 hit through L1 that plus
+    ``-gpgpu_l2_rop_latency + l2``, a DRAM access that plus ``-dram_latency + dram``.
+    ``source`` says where they were measured."""
+
+    l1: float = 0.0
+    l2: float = 0.0
+    dram: float = 0.0
+    source: str = ""
+
+
+#: None: the options' values are the latencies (the translation's default, and a build not
+#: measured).
+NO_PIPELINE = PipelineCycles()
+#: Per build (:data:`gpumem_accelsim.known_options.VERSIONS`), measured with the latency
+#: ladder on the H200 config exported without them (``-gpgpu_l1_latency 34``, rop 249,
+#: ``-dram_latency`` 400; means of 64 accesses, 2026-12-02): L1 37.84-37.89 (2-224 KiB), so
+#: +4; L2 292.81-292.86 (344 KiB-57 MiB) = 37.9 + 249 + 6; DRAM 693.83 (128-512 MiB) =
+#: 292.83 + 400 + 1. On QV100 (L1 20, rop 160) the same build gave L1 24.
+PIPELINE = {
+    "accelsim-dev-2024-10": PipelineCycles(
+        4.0, 6.0, 1.0,
+        "measured on Accel-Sim dev 73f9fac / GPGPU-Sim dev 667834c, 2026-12-02"),
+}
+
+
+def from_accelsim(cfg: AccelSimConfig, arch: str = "accelsim",
+                  pipeline: PipelineCycles = NO_PIPELINE) -> tuple[SimConfig, list[str]]:
+    """The built-in simulator's config for ``cfg``, and what could not be carried over.
+    ``pipeline``: the cycles the build adds (latencies then are what that build measures)."""
     warn: list[str] = []
     m = cfg.merged()
-    l1_lat = float(cfg.int("-gpgpu_l1_latency"))
-    l2_lat = l1_lat + cfg.int("-gpgpu_l2_rop_latency")
-    dram_lat = l2_lat + cfg.int("-dram_latency")
+    l1_lat = float(cfg.int("-gpgpu_l1_latency")) + pipeline.l1
+    l2_lat = l1_lat + cfg.int("-gpgpu_l2_rop_latency") + pipeline.l2
+    dram_lat = l2_lat + cfg.int("-dram_latency") + pipeline.dram
     caches: list[CacheLevel] = []
     dl1 = cfg.cache(_L1)
     if dl1 is not None:
@@ -183,11 +216,12 @@ _CLOCKS = ("-gpgpu_clock_domains",)
 
 
 def translate(sim: SimConfig, base: AccelSimConfig, sources: Mapping[str, str] | None = None,
-              *, assumed: str = "") -> Translated:
+              *, assumed: str = "", pipeline: PipelineCycles = NO_PIPELINE) -> Translated:
     """``base`` with the memory hierarchy of ``sim``. ``sources``: where each parameter of
     ``sim`` came from (a calibration's ``sources``); the comment of each option then names,
     for every parameter it is written from, the finding that measured it, or says the value
-    is ``assumed`` (the config ``sim`` was calibrated from)."""
+    is ``assumed`` (the config ``sim`` was calibrated from). ``pipeline``: the cycles the
+    target build adds at each level, taken out of the latency options."""
     out = AccelSimConfig(base.gpgpusim.copy(), base.trace.copy(),
                          name=sim.name, source=f"gpumem SimConfig {sim.name} on {base.name}")
     comments: dict[str, str] = {}
@@ -227,13 +261,18 @@ def translate(sim: SimConfig, base: AccelSimConfig, sources: Mapping[str, str] |
     l1_lat = (f"cache:{l1.name}.hit_latency", l1.hit_latency) if l1 else \
         (f"cache:{nearest.name}.hit_latency", near)
     l2_lat = (f"cache:{nearest.name}.hit_latency", near)
-    put.set("-gpgpu_l1_latency", int(round(l1_lat[1])),
-            why(("-gpgpu_l1_latency",), "L1 hit", l1_lat))
-    put.set("-gpgpu_l2_rop_latency", int(round(near - l1_lat[1])),
-            why(("-gpgpu_l2_rop_latency",), "L2 hit - L1 hit", l2_lat, l1_lat))
-    put.set("-dram_latency", int(round(sim.dram.latency - near)),
-            why(("-dram_latency",), "DRAM - L2 hit", ("dram.latency", sim.dram.latency),
-                l2_lat))
+    p = pipeline
+
+    def less(what: str, cycles: float) -> str:
+        return f"{what} - {cycles:g} cycles the build adds" if cycles else what
+
+    put.set("-gpgpu_l1_latency", int(round(l1_lat[1] - p.l1)),
+            why(("-gpgpu_l1_latency",), less("L1 hit", p.l1), l1_lat))
+    put.set("-gpgpu_l2_rop_latency", int(round(near - l1_lat[1] - p.l2)),
+            why(("-gpgpu_l2_rop_latency",), less("L2 hit - L1 hit", p.l2), l2_lat, l1_lat))
+    put.set("-dram_latency", int(round(sim.dram.latency - near - p.dram)),
+            why(("-dram_latency",), less("DRAM - L2 hit", p.dram),
+                ("dram.latency", sim.dram.latency), l2_lat))
     if sim.dram.bandwidth_gbs:
         put.dram_bandwidth(sim.dram.bandwidth_gbs,
                            why(_CLOCKS, "", ("dram.bandwidth_gbs", sim.dram.bandwidth_gbs)))

@@ -1,0 +1,112 @@
+"""How fast Accel-Sim runs one config on this machine: declared, or measured once and kept.
+
+Accel-Sim's cost has two parts that differ by orders of magnitude: while one thread waits on
+memory every SM and partition is still ticked (an H200 config: about 2,000 cycles/s on one
+core), and a busy grid costs per memory request (about 3,000 sector requests/s), plus a few
+seconds to start and read the config. :class:`Pace` holds the three; the device prices a
+probe call with them (``AccelSimDevice.estimate_seconds``) and declares the idle rate as its
+``cycles_per_second``, which makes experiments size their plans for it.
+
+``GPUMEM_ACCELSIM_PACE`` declares it (``CYCLES_PER_S,REQUESTS_PER_S,RUN_S``; ``0``: not slow,
+plans sized as for hardware). Otherwise the device measures it with three short runs (about
+30 s with an H200 config) and keeps it in ``$XDG_CACHE_HOME/gpumem/accelsim-pace.json``, per
+machine, binary version and config.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import platform
+from dataclasses import asdict, dataclass
+from pathlib import Path
+
+PACE_ENV = "GPUMEM_ACCELSIM_PACE"
+
+
+class PaceError(ValueError):
+    """A declared pace that cannot be read."""
+
+
+@dataclass(frozen=True)
+class Pace:
+    """Simulated cycles per second of one idle-waiting thread, memory requests per second of
+    a busy grid, and seconds per simulator start; ``source`` says where they came from."""
+
+    cycles_per_s: float
+    requests_per_s: float
+    run_s: float
+    source: str = "declared"
+
+    @property
+    def slow(self) -> bool:
+        return self.cycles_per_s > 0
+
+    def seconds(self, runs: int, cycles: float, requests: float) -> float:
+        if not self.slow:
+            return 0.0
+        return runs * self.run_s + cycles / self.cycles_per_s + requests / self.requests_per_s
+
+
+#: Not slow: what ``GPUMEM_ACCELSIM_PACE=0`` declares.
+FAST = Pace(0.0, 0.0, 0.0, "declared fast")
+
+
+def declared() -> Pace | None:
+    """The pace ``GPUMEM_ACCELSIM_PACE`` declares, or ``None`` where it is unset."""
+    text = os.environ.get(PACE_ENV, "").strip()
+    if not text:
+        return None
+    if text == "0":
+        return FAST
+    try:
+        parts = [float(x) for x in text.split(",")]
+    except ValueError:
+        parts = []
+    if len(parts) != 3 or min(parts) < 0 or parts[0] <= 0 or parts[1] <= 0:
+        raise PaceError(f"{PACE_ENV}={text!r}: give CYCLES_PER_S,REQUESTS_PER_S,RUN_S "
+                        f"(positive rates, e.g. 2100,3000,2.5), or 0 for a fast simulator")
+    return Pace(parts[0], parts[1], parts[2], f"declared by {PACE_ENV}")
+
+
+def cache_file() -> Path:
+    root = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
+    return Path(root) / "gpumem" / "accelsim-pace.json"
+
+
+def cache_key(binary: str, config_sha256: str) -> str:
+    """Machine, binary file version and config: what the pace depends on."""
+    try:
+        st = os.stat(binary)
+        version = f"{st.st_size}:{st.st_mtime_ns}"
+    except OSError:
+        version = "?"
+    return f"{platform.node()}|{os.path.realpath(binary)}|{version}|{config_sha256}"
+
+
+def cached(key: str) -> Pace | None:
+    try:
+        entry = json.loads(cache_file().read_text())[key]
+        return Pace(float(entry["cycles_per_s"]), float(entry["requests_per_s"]),
+                    float(entry["run_s"]), f"measured {entry.get('date', '')}".strip())
+    except (OSError, ValueError, KeyError, TypeError):
+        return None
+
+
+def keep(key: str, pace: Pace, date: str) -> None:
+    """Add ``pace`` to the cache; a cache that cannot be written only costs a re-measure."""
+    path = cache_file()
+    try:
+        data = json.loads(path.read_text()) if path.is_file() else {}
+        if not isinstance(data, dict):
+            data = {}
+    except (OSError, ValueError):
+        data = {}
+    data[key] = {**{k: v for k, v in asdict(pace).items() if k != "source"}, "date": date}
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        tmp = path.with_suffix(f".{os.getpid()}.tmp")
+        tmp.write_text(json.dumps(data, indent=1, sort_keys=True))
+        os.replace(tmp, path)
+    except OSError:
+        pass
