@@ -13,6 +13,7 @@ import os
 import pickle
 import sys
 from collections.abc import Mapping
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -561,7 +562,7 @@ def test_the_price_of_a_chase_follows_its_parts(fake, qv100, monkeypatch):
     cold = ChaseRequest(4096, 128, 100, path="ca", fine_grained=False)
     assert dev.estimate_seconds(cold) == pytest.approx(2 + 100 * l1 / 1000)
     warm = ChaseRequest(4096, 128, 100, warmup=32, path="ca", fine_grained=False)
-    l2 = l1 + qv100.int("-gpgpu_l2_rop_latency") + 10
+    l2 = l1 + qv100.int("-gpgpu_l2_rop_latency") + 6
     # base and timed each wait for one warp's dependent load of 32 lines, L2 hits
     assert dev.estimate_seconds(warm) == pytest.approx(2 + (100 * l1 + 2 * l2) / 1000
                                                        + 3 * 32 / 100)
@@ -621,3 +622,29 @@ def test_estimate_only_prices_and_runs_nothing(fake, cli, tmp_path, monkeypatch)
     res = cli("run", "--arch", "hopper", "latency", "--device", "accelsim",
               "--sim-config", str(QV100 / "gpgpusim.config"), "--estimate")
     assert res.code == 0 and "is not a slow device" in res.err
+
+
+def test_a_config_that_fails_its_pace_runs_is_one_line(fake, cli, tmp_path, monkeypatch):
+    monkeypatch.delenv("GPUMEM_ACCELSIM_PACE")
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
+    monkeypatch.setenv("FAKE_ACCELSIM_LOG", "error-unknown-option.log")
+    res = cli("run", "--arch", "hopper", "latency", "--device", "accelsim",
+              "--sim-config", str(QV100 / "gpgpusim.config"), "--out", str(tmp_path / "r"))
+    assert res.code != 0 and not (tmp_path / "r").exists()
+    assert res.err.strip().count("\n") == 0
+    assert "measuring how fast it runs (GPUMEM_ACCELSIM_PACE can declare it)" in res.err
+
+
+def test_a_stream_past_the_l2_warms_up_only_to_write(fake, qv100, monkeypatch):
+    """A read of a buffer larger than the L2 runs one pass from a cold L2 (every line from
+    DRAM either way); a write keeps its warm-up pass, so it writes into a dirty L2 as a
+    steady stream does. The price follows the passes."""
+    monkeypatch.setenv("GPUMEM_ACCELSIM_PACE", "1000,100,0")
+    dev = _device(qv100)
+    big = 2 * dev.info.l2_bytes
+    sectors = big / 32
+    read = StreamRequest(big, 80, 256, 1, 16)
+    assert dev.estimate_seconds(read) == pytest.approx(sectors / 100)
+    assert dev.estimate_seconds(replace(read, kind="write")) == pytest.approx(2 * sectors / 100)
+    small = replace(read, footprint=dev.info.l2_bytes // 2)
+    assert dev.estimate_seconds(small) == pytest.approx(2 * sectors / 4 / 100)

@@ -16,7 +16,6 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-
 from gpumem.chains import chain_offsets
 from gpumem.device import ChaseRequest, StreamRequest
 from gpumem.errors import ProbeUnsupported
@@ -205,6 +204,7 @@ def test_warmup_loads_in_parallel_what_a_chase_would_leave(tmp_path):
     positions only, in chain order."""
     req = ChaseRequest(footprint=1 << 20, stride=128, record=5, warmup=8192)
     ts = chase_trace(tmp_path, req, warm_ctas=4, l1_window=1000, l2_window=5000)
+    assert [k.role for k in ts.kernels] == ["warmup", "base", "timed"]
     warm, base, timed = _kernels(tmp_path)
     want = GLOBAL_BASE + chain_offsets(1 << 20, 128, "sequential", 0, count=8197)
     assert len(warm["ctas"]) == 4 and _warm_addrs(warm) == want[8192 - 5000:8192].tolist()

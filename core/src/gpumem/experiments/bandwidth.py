@@ -59,9 +59,10 @@ class Bandwidth(Experiment):
         repeats, work = repeat_count(ctx), max(footprint, WORK)
         if ctx.slow:
             # a cycle-level simulator pays per memory request: a buffer a quarter larger
-            # than the L2 (a simulator runs each point from a cold L2, so every line comes
-            # from DRAM; Accel-Sim skips the warm-up pass there), one pass, once (it is
-            # deterministic), over the quick grid's full-width occupancies
+            # than the L2 (a read pass from a cold L2 takes every line from DRAM: Accel-Sim
+            # runs no warm-up pass for it; a write pass follows one, so the L2 it writes into
+            # is full of dirty lines), one pass, once (it is deterministic), over the quick
+            # grid's full-width occupancies
             ctas, threads, ilps, widths = (sms, 4 * sms), (1024,), (1, 4), (16,)
             chunk = max(ctas) * max(threads) * max(ilps) * max(widths)  # the largest grid's
             footprint = max(-(-5 * max(dev.l2_bytes, 1 << 20) // 4 // (1 << 20)) << 20, chunk)

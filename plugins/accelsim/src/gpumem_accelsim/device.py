@@ -22,6 +22,7 @@ simulation, and give the same numbers a second run would.
 from __future__ import annotations
 
 import hashlib
+import os
 import subprocess
 import tempfile
 import time
@@ -43,7 +44,7 @@ from gpumem.api import (
 )
 
 from gpumem_accelsim.config import GPGPUSIM, TRACE, AccelSimConfig, AccelSimConfigError
-from gpumem_accelsim.pace import Pace, PaceError
+from gpumem_accelsim.pace import PACE_ENV, Pace, PaceError
 from gpumem_accelsim.pace import cache_key as pace_key
 from gpumem_accelsim.pace import cached as cached_pace
 from gpumem_accelsim.pace import declared as declared_pace
@@ -179,14 +180,18 @@ class AccelSimDevice(Device):
         key = pace_key(self.setup.binary, self._digest)
         pace = cached_pace(key)
         if pace is None:
-            pace = self._measure_pace()
+            try:
+                pace = self._measure_pace()
+            except AccelSimRunError as e:
+                raise AccelSimConfigError(f"measuring how fast it runs ({PACE_ENV} can "
+                                          f"declare it): {e}") from None
             keep_pace(key, pace, time.strftime("%Y-%m-%d"))
         return pace
 
     def _measure_pace(self) -> Pace:
         """Three short runs (not counted as the run's): a one-access chase (the start), a
-        cold chase of 64 accesses (idle-waiting cycles) and a 32 K-line parallel warm-up
-        (requests)."""
+        cold chase of 64 accesses (idle-waiting cycles) and a stream of two passes over
+        2 MiB (requests: 32-byte sectors, which price chase warm-ups and streams alike)."""
         counts = (self.runs, self.deadlock_reruns, self.sim_seconds)
 
         def timed_run(req: ChaseRequest) -> tuple[float, float, int]:
@@ -206,9 +211,15 @@ class AccelSimDevice(Device):
             wall, cycles, _r = timed_run(ChaseRequest(4096, 128, 64, path="cg",
                                                       fine_grained=False))
             idle = cycles / max(wall - run_s, 1e-3)
-            wall, cycles, requests = timed_run(ChaseRequest(4 << 20, 128, 1, warmup=32768,
-                                                            fine_grained=False))
-            busy = requests / max(wall - run_s - cycles / idle, 1e-3)
+            # a busy grid: two passes (warm-up, timed) of 16-byte loads over 2 MiB
+            req = StreamRequest(2 << 20, self.info.sm_count, 256, 1, 16, "cg")
+            with self._workdir() as d:
+                ts = stream_trace(d, req, binary_version=BINARY_VERSION, warmup=True,
+                                  max_warp_insts=1 << 30)
+                t0 = time.monotonic()
+                self._simulate(ts)
+                wall = time.monotonic() - t0
+            busy = 2 * req.bytes_per_direction / SECTOR / max(wall - run_s, 1e-3)
         finally:
             self.runs, self.deadlock_reruns, self.sim_seconds = counts
         return Pace(round(idle, 1), round(busy, 1), round(run_s, 3),
@@ -247,16 +258,21 @@ class AccelSimDevice(Device):
 
     def _latency_guess(self, request: ChaseRequest) -> float:
         """Cycles per access the config gives a chase over ``request.footprint`` (L1, L2 or
-        DRAM by size; the +4 and +10 are the simulator's own pipeline cycles), for pricing."""
+        DRAM by size, with the build's own pipeline cycles), for pricing."""
+        from gpumem_accelsim.known_options import VERSIONS
+        from gpumem_accelsim.simulator import VERSION_ENV
+        from gpumem_accelsim.translate import NO_PIPELINE, PIPELINE
+
+        p = PIPELINE.get(os.environ.get(VERSION_ENV, "").strip() or VERSIONS[0], NO_PIPELINE)
         m = self.config
-        l1 = m.int("-gpgpu_l1_latency") + 4
-        l2 = m.int("-gpgpu_l2_rop_latency") + 10 + (l1 if request.path != "cg" else 0)
+        l1 = m.int("-gpgpu_l1_latency") + p.l1
+        l2 = m.int("-gpgpu_l2_rop_latency") + p.l2 + (l1 if request.path != "cg" else 0)
         l1_bytes = self._l1_bytes()
         if request.path != "cg" and l1_bytes and request.footprint <= l1_bytes:
             return l1
         if request.footprint <= self.info.l2_bytes:
             return l2
-        return l2 + m.int("-dram_latency")
+        return l2 + m.int("-dram_latency") + p.dram
 
     @property
     def probes(self) -> frozenset[str]:
@@ -356,11 +372,14 @@ class AccelSimDevice(Device):
         return res
 
     def _stream_warms(self, request: StreamRequest) -> bool:
-        """Whether a stream runs a warm-up pass first: not over a buffer larger than the
-        L2, whose lines a streaming pass evicts before the next one reaches them (the
+        """Whether a stream runs a warm-up pass first: not for reads of a buffer larger than
+        the L2, whose lines a streaming pass evicts before the next one reaches them (the
         simulator starts from a cold L2, so every line comes from DRAM either way): there
-        the warm-up would only double the simulation."""
-        return self.setup.stream_warmup and request.footprint <= self.info.l2_bytes
+        the warm-up would only double the simulation. Writes keep it: it leaves the L2 full
+        of dirty lines, so the timed pass writes back as a steady stream does, where from a
+        clean L2 most of it would stay in the write-back L2."""
+        return self.setup.stream_warmup and (request.footprint <= self.info.l2_bytes
+                                             or request.kind != "read")
 
     # ---- running the simulator ---------------------------------------------------------
     def _check_path(self, path: str) -> None:
