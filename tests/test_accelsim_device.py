@@ -540,13 +540,13 @@ def test_the_pace_is_measured_once_and_kept(fake, qv100, tmp_path, monkeypatch):
     record = tmp_path / "runs.jsonl"
     monkeypatch.setenv("FAKE_ACCELSIM_RECORD", str(record))
     dev = _device(qv100)
-    assert len(record.read_text().splitlines()) == 3 and dev.runs == 0  # not the run's
+    assert len(record.read_text().splitlines()) == 4 and dev.runs == 0  # not the run's
     assert dev.info.cycles_per_second > 0 and "measured" in dev.provenance()["accelsim_pace"]
     kept = json.loads((tmp_path / "cache" / "gpumem" / "accelsim-pace.json").read_text())
     (entry,) = kept.values()
     assert entry["cycles_per_s"] == dev.info.cycles_per_second
     again = _device(qv100)
-    assert len(record.read_text().splitlines()) == 3  # read back, not measured again
+    assert len(record.read_text().splitlines()) == 4  # read back, not measured again
     assert again.info == dev.info and again.setup.pace.cycles_per_s == entry["cycles_per_s"]
     spec = pickle.loads(pickle.dumps(again.reopen_spec()))
     assert spec["config"].pace == again.setup.pace  # workers reopen with it
@@ -648,3 +648,15 @@ def test_a_stream_past_the_l2_warms_up_only_to_write(fake, qv100, monkeypatch):
     assert dev.estimate_seconds(replace(read, kind="write")) == pytest.approx(2 * sectors / 100)
     small = replace(read, footprint=dev.info.l2_bytes // 2)
     assert dev.estimate_seconds(small) == pytest.approx(2 * sectors / 4 / 100)
+
+
+def test_a_stream_is_priced_by_the_sectors_its_warps_ask_for(fake, qv100, monkeypatch):
+    monkeypatch.setenv("GPUMEM_ACCELSIM_PACE", "1000,100,0")
+    dev = _device(qv100)
+    big = 2 * dev.info.l2_bytes
+    coalesced = StreamRequest(big, 80, 256, 8, 16)
+    # lanes 8 x 16 bytes apart: each warp instruction asks for 32 sectors, not 16
+    assert dev.estimate_seconds(replace(coalesced, order="thread")) == pytest.approx(
+        2 * dev.estimate_seconds(coalesced))
+    assert dev.estimate_seconds(replace(coalesced, order="warp")) == pytest.approx(
+        dev.estimate_seconds(coalesced))

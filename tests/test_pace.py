@@ -73,7 +73,7 @@ def test_the_estimate_prices_every_point_with_the_experiments_own_requests():
             assert s == pytest.approx(64 + warm / 1000)
     assert est.first_pass_s == pytest.approx(makespan(est.seconds, 4))
     assert est.wall_s == pytest.approx(est.first_pass_s + 7 * max(est.seconds))
-    assert "at most" in est.describe() and "4 workers" in est.describe()
+    assert "at most 7 refinement rounds" in est.describe() and "4 workers" in est.describe()
 
 
 def test_what_cannot_be_priced_says_so():

@@ -10,7 +10,8 @@ one runs, by running the experiment's own :meth:`~gpumem.experiment.Experiment.m
 stand-in device that only adds up prices. What the points cost on ``workers`` workers is the
 longest-first schedule of their prices; refinement adds at most
 :meth:`~gpumem.experiment.Experiment.refine_bound` rounds, each priced as the dearest point of
-the first pass (an upper bound: the points it adds lie between points already priced).
+the first pass (the points it adds lie between points already priced). Measured against the
+real Accel-Sim (``plugins/accelsim/README.md``), runs took 0.4-2.3 times the estimate.
 """
 
 from __future__ import annotations
@@ -58,7 +59,7 @@ class Estimate:
 
     @property
     def refine_s(self) -> float:
-        """Upper bound of the refinement: each round no longer than the dearest point."""
+        """The refinement's bound: each round no longer than the dearest point."""
         return self.refine_rounds * max(self.seconds, default=0.0)
 
     @property
@@ -74,7 +75,7 @@ class Estimate:
                 f"{_span(max(self.seconds, default=0.0))}" if self.refine_rounds else "")
         return (f"{self.experiment}: {len(self.seconds)} points, {_span(self.cpu_s)} of "
                 f"simulation; about {_span(self.first_pass_s)} on {self.workers} worker"
-                f"{'s' if self.workers != 1 else ''}{more}: at most {_span(self.wall_s)}")
+                f"{'s' if self.workers != 1 else ''}{more}: about {_span(self.wall_s)} in all")
 
 
 def _span(seconds: float) -> str:

@@ -475,7 +475,7 @@ def price_run(store: RunStore | None, device: Device, classes: Sequence[type[Exp
         total = sum(e.wall_s for e in out.values())
         reporter.notice(f"estimate: {device.info.kind} simulates about "
                         f"{device.info.cycles_per_second:,.0f} cycles/s per worker; "
-                        f"{len(out)} experiment(s) priced, at most {total / 3600:.1f} h in all"
+                        f"{len(out)} experiment(s) priced, about {total / 3600:.1f} h in all"
                         + (f"; not priced (their next probe depends on the last answer, or "
                            f"the device cannot price it): {', '.join(unknown)}"
                            if unknown else ""))

@@ -57,6 +57,7 @@ from gpumem_accelsim.traces import (
     TraceSet,
     TraceTooLarge,
     chase_trace,
+    stream_elements,
     stream_shape,
     stream_trace,
 )
@@ -189,9 +190,9 @@ class AccelSimDevice(Device):
         return pace
 
     def _measure_pace(self) -> Pace:
-        """Three short runs (not counted as the run's): a one-access chase (the start), a
-        cold chase of 64 accesses (idle-waiting cycles) and a stream of two passes over
-        2 MiB (requests: 32-byte sectors, which price chase warm-ups and streams alike)."""
+        """Four short runs (not counted as the run's): a one-access chase (the start), a
+        cold chase of 64 accesses (idle-waiting cycles), a stream over 2 MiB from DRAM
+        (32-byte sectors) and a chase's parallel warm-up of 32 K lines (its lines)."""
         counts = (self.runs, self.deadlock_reruns, self.sim_seconds)
 
         def timed_run(req: ChaseRequest) -> tuple[float, float, int]:
@@ -211,19 +212,31 @@ class AccelSimDevice(Device):
             wall, cycles, _r = timed_run(ChaseRequest(4096, 128, 64, path="cg",
                                                       fine_grained=False))
             idle = cycles / max(wall - run_s, 1e-3)
-            # a busy grid: two passes (warm-up, timed) of 16-byte loads over 2 MiB
+            # a busy grid: one pass of 16-byte loads over 2 MiB from a cold L2, the dearest
+            # kind (DRAM-bound: more cycles per sector than L1 or L2 hits, so a priced
+            # stream of any level is an upper bound; an H200 config: 2,537-2,549 sectors/s
+            # with an L2-warm pass added, 1,389 from DRAM; QV100 10,380 and 7,103)
             req = StreamRequest(2 << 20, self.info.sm_count, 256, 1, 16, "cg")
             with self._workdir() as d:
-                ts = stream_trace(d, req, binary_version=BINARY_VERSION, warmup=True,
+                ts = stream_trace(d, req, binary_version=BINARY_VERSION, warmup=False,
                                   max_warp_insts=1 << 30)
                 t0 = time.monotonic()
                 self._simulate(ts)
                 wall = time.monotonic() - t0
-            busy = 2 * req.bytes_per_direction / SECTOR / max(wall - run_s, 1e-3)
+            busy = self._stream_sectors(req) / max(wall - run_s, 1e-3)
+            # a chase's parallel warm-up alone (no L1 window): 32 K lines into the L2
+            warm = ChaseRequest(4 << 20, 128, 1, warmup=32768, fine_grained=False)
+            with self._workdir() as d:
+                ts = chase_trace(d, warm, binary_version=BINARY_VERSION, max_warp_insts=1 << 30,
+                                 warm_ctas=self.info.sm_count, l1_window=0)
+                t0 = time.monotonic()
+                self._simulate(ts)
+                wall = time.monotonic() - t0
+            lines = warm.warmup / max(wall - run_s, 1e-3)
         finally:
             self.runs, self.deadlock_reruns, self.sim_seconds = counts
         return Pace(round(idle, 1), round(busy, 1), round(run_s, 3),
-                    f"measured {time.strftime('%Y-%m-%d')}")
+                    f"measured {time.strftime('%Y-%m-%d')}", round(lines, 1))
 
     def estimate_seconds(self, request: Any) -> float | None:
         """Wall seconds of one probe call, from the pace: starts, the cycles a lone thread
@@ -242,7 +255,7 @@ class AccelSimDevice(Device):
             l1_loads = 2 * -(-self._warm_windows_used(request)[0] // (WARP * L1_WARM_WARPS))
             cycles = request.record * self._latency_guess(request) + l1_loads * \
                 self._latency_guess(replace(request, footprint=self.info.l2_bytes))
-            return pace.seconds(1, cycles, self._warm_requests(request))
+            return pace.seconds(1, cycles, 0.0, self._warm_requests(request))
         if isinstance(request, StreamRequest):
             self._check_path(request.path)
             try:
@@ -251,10 +264,20 @@ class AccelSimDevice(Device):
                 raise PointSkipped(str(e)) from None
             if ("stream", replace(request, seed=0)) in self._memo:
                 return 0.0
-            moved = request.bytes_per_direction * (2 if request.kind == "copy" else 1)
             runs = 2 if self._stream_warms(request) else 1
-            return pace.seconds(1, 0.0, runs * moved / SECTOR)
+            return pace.seconds(1, 0.0, runs * self._stream_sectors(request))
         return None
+
+    @staticmethod
+    def _stream_sectors(request: StreamRequest) -> float:
+        """Sector requests of one pass: a warp instruction asks for each 32-byte sector its
+        lanes touch, so a per-thread contiguous order (lanes K x 16 bytes apart) asks twice
+        as often as a coalesced one for the same bytes."""
+        lanes = np.arange(min(WARP, request.threads), dtype=np.int64)
+        per_inst = np.mean([np.unique(stream_elements(request, lanes, 0, k) * request.width
+                                      // SECTOR).size for k in range(request.ilp)])
+        insts = request.bytes_per_direction / (lanes.size * request.width)
+        return insts * float(per_inst) * (2 if request.kind == "copy" else 1)
 
     def _latency_guess(self, request: ChaseRequest) -> float:
         """Cycles per access the config gives a chase over ``request.footprint`` (L1, L2 or
@@ -474,7 +497,8 @@ class AccelSimDevice(Device):
             "accelsim_deadlock_reruns": self.deadlock_reruns,
             "accelsim_seconds": round(self.sim_seconds, 3),
             "accelsim_pace": (f"{pace.cycles_per_s:g} cycles/s, {pace.requests_per_s:g} "
-                              f"requests/s, {pace.run_s:g} s per start ({pace.source})"
+                              f"sectors/s, {pace.run_s:g} s per start, "
+                              f"{pace.warm_lines_per_s:g} warm-up lines/s ({pace.source})"
                               if (pace := self.setup.pace) and pace.slow else "not slow"),
             "sim_seed": self.seed,
         }

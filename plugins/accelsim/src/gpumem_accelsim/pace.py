@@ -1,16 +1,18 @@
 """How fast Accel-Sim runs one config on this machine: declared, or measured once and kept.
 
 Accel-Sim's cost has two parts that differ by orders of magnitude: while one thread waits on
-memory every SM and partition is still ticked (an H200 config: about 2,000 cycles/s on one
-core), and a busy grid costs per memory request (about 3,000 sector requests/s), plus a few
-seconds to start and read the config. :class:`Pace` holds the three; the device prices a
-probe call with them (``AccelSimDevice.estimate_seconds``) and declares the idle rate as its
-``cycles_per_second``, which makes experiments size their plans for it.
+memory every SM and partition is still ticked (an H200 config: about 2,000-2,500 cycles/s on
+one core), and a busy grid costs per 32-byte sector it asks for (about 1,400 sectors/s when
+they come from DRAM, the dearest kind), plus a second or two to start and read the config.
+:class:`Pace` holds the three; the device prices a probe call with them
+(``AccelSimDevice.estimate_seconds``) and declares the idle rate as its ``cycles_per_second``,
+which makes experiments size their plans for it.
 
-``GPUMEM_ACCELSIM_PACE`` declares it (``CYCLES_PER_S,REQUESTS_PER_S,RUN_S``; ``0``: not slow,
+``GPUMEM_ACCELSIM_PACE`` declares it (``CYCLES_PER_S,SECTORS_PER_S,START_S[,WARM_LINES_PER_S]``;
+``0``: not slow,
 plans sized as for hardware). Otherwise the device measures it with three short runs (about
-30 s with an H200 config) and keeps it in ``$XDG_CACHE_HOME/gpumem/accelsim-pace.json``, per
-machine, binary version and config.
+a minute with an H200 config) and keeps it in ``$XDG_CACHE_HOME/gpumem/accelsim-pace.json``,
+per machine, binary version and config.
 """
 
 from __future__ import annotations
@@ -30,22 +32,29 @@ class PaceError(ValueError):
 
 @dataclass(frozen=True)
 class Pace:
-    """Simulated cycles per second of one idle-waiting thread, memory requests per second of
-    a busy grid, and seconds per simulator start; ``source`` says where they came from."""
+    """Simulated cycles per second of one idle-waiting thread, 32-byte sectors per second of
+    a busy grid streaming from DRAM, seconds per simulator start, and the lines per second a
+    chase's parallel warm-up loads (one sector each, about three times the stream's sectors
+    per second with an H200 config; 0: the stream's rate); ``source`` says where they came
+    from."""
 
     cycles_per_s: float
     requests_per_s: float
     run_s: float
     source: str = "declared"
+    warm_lines_per_s: float = 0.0
 
     @property
     def slow(self) -> bool:
         return self.cycles_per_s > 0
 
-    def seconds(self, runs: int, cycles: float, requests: float) -> float:
+    def seconds(self, runs: int, cycles: float, requests: float,
+                warm_lines: float = 0.0) -> float:
         if not self.slow:
             return 0.0
-        return runs * self.run_s + cycles / self.cycles_per_s + requests / self.requests_per_s
+        return (runs * self.run_s + cycles / self.cycles_per_s
+                + requests / self.requests_per_s
+                + warm_lines / (self.warm_lines_per_s or self.requests_per_s))
 
 
 #: Not slow: what ``GPUMEM_ACCELSIM_PACE=0`` declares.
@@ -63,10 +72,12 @@ def declared() -> Pace | None:
         parts = [float(x) for x in text.split(",")]
     except ValueError:
         parts = []
-    if len(parts) != 3 or min(parts) < 0 or parts[0] <= 0 or parts[1] <= 0:
-        raise PaceError(f"{PACE_ENV}={text!r}: give CYCLES_PER_S,REQUESTS_PER_S,RUN_S "
-                        f"(positive rates, e.g. 2100,3000,2.5), or 0 for a fast simulator")
-    return Pace(parts[0], parts[1], parts[2], f"declared by {PACE_ENV}")
+    if len(parts) not in (3, 4) or min(parts) < 0 or parts[0] <= 0 or parts[1] <= 0:
+        raise PaceError(f"{PACE_ENV}={text!r}: give CYCLES_PER_S,SECTORS_PER_S,START_S"
+                        f"[,WARM_LINES_PER_S] (positive rates, e.g. 2000,1400,1.5,4400), or 0 "
+                        f"for a fast simulator")
+    return Pace(parts[0], parts[1], parts[2], f"declared by {PACE_ENV}",
+                parts[3] if len(parts) == 4 else 0.0)
 
 
 def cache_file() -> Path:
@@ -88,7 +99,8 @@ def cached(key: str) -> Pace | None:
     try:
         entry = json.loads(cache_file().read_text())[key]
         return Pace(float(entry["cycles_per_s"]), float(entry["requests_per_s"]),
-                    float(entry["run_s"]), f"measured {entry.get('date', '')}".strip())
+                    float(entry["run_s"]), f"measured {entry.get('date', '')}".strip(),
+                    float(entry.get("warm_lines_per_s", 0.0)))
     except (OSError, ValueError, KeyError, TypeError):
         return None
 
