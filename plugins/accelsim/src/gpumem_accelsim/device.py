@@ -195,7 +195,7 @@ class AccelSimDevice(Device):
         (32-byte sectors) and a chase's parallel warm-up of 32 K lines (its lines)."""
         counts = (self.runs, self.deadlock_reruns, self.sim_seconds)
 
-        def timed_run(req: ChaseRequest) -> tuple[float, float, int]:
+        def timed_run(req: ChaseRequest) -> tuple[float, float]:
             l1, l2 = self._warm_windows(req)
             with self._workdir() as d:
                 ts = chase_trace(d, req, binary_version=BINARY_VERSION, max_warp_insts=1 << 30,
@@ -205,17 +205,16 @@ class AccelSimDevice(Device):
                 wall = time.monotonic() - t0
             chase_cycles = sum(self._cycles(log, ts, k.role) for k in ts.kernels
                                if k.role != "warmup")
-            return wall, float(chase_cycles), self._warm_requests(req)
+            return wall, float(chase_cycles)
 
         try:
-            run_s, _c, _r = timed_run(ChaseRequest(4096, 128, 1, path="cg", fine_grained=False))
-            wall, cycles, _r = timed_run(ChaseRequest(4096, 128, 64, path="cg",
-                                                      fine_grained=False))
+            run_s, _c = timed_run(ChaseRequest(4096, 128, 1, path="cg", fine_grained=False))
+            wall, cycles = timed_run(ChaseRequest(4096, 128, 64, path="cg", fine_grained=False))
             idle = cycles / max(wall - run_s, 1e-3)
-            # a busy grid: one pass of 16-byte loads over 2 MiB from a cold L2, the dearest
-            # kind (DRAM-bound: more cycles per sector than L1 or L2 hits, so a priced
-            # stream of any level is an upper bound; an H200 config: 2,537-2,549 sectors/s
-            # with an L2-warm pass added, 1,389 from DRAM; QV100 10,380 and 7,103)
+            # a busy grid: one pass of 16-byte loads over 2 MiB from a cold L2 (DRAM-bound:
+            # more cycles per sector than L1 or L2 hits; an H200 config: 1,389-1,773
+            # sectors/s, 2,537-2,549 with an L2-warm pass added; QV100 7,103-10,263). Longer
+            # DRAM streams took up to 2.3 times their price: their cycles are not priced yet
             req = StreamRequest(2 << 20, self.info.sm_count, 256, 1, 16, "cg")
             with self._workdir() as d:
                 ts = stream_trace(d, req, binary_version=BINARY_VERSION, warmup=False,
