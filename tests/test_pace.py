@@ -61,7 +61,7 @@ def test_the_estimate_prices_every_point_with_the_experiments_own_requests():
     exp, ctx = LatencyLadder(), RunContext("hopper", SLOW)
     plan = exp.plan(ctx)
     pts = points(plan.axes)
-    est = estimate(exp, plan, pts, PricedDevice(SLOW, "hopper"), ctx, workers=4)
+    est = estimate(exp, plan, PricedDevice(SLOW, "hopper"), ctx, workers=4)
     assert isinstance(est, Estimate) and len(est.seconds) == len(pts)
     for point, s in zip(pts, est.seconds, strict=True):
         f = int(point["footprint"])
@@ -85,11 +85,10 @@ def test_what_cannot_be_priced_says_so():
 
     exp = LatencyLadder()
     plan = exp.plan(ctx)
-    assert estimate(exp, plan, points(plan.axes), Unpriced(SLOW, "hopper"), ctx, 2) is None
+    assert estimate(exp, plan, Unpriced(SLOW, "hopper"), ctx, 2) is None
     adaptive = CacheStructure()  # its next probe depends on the last answer
     plan = adaptive.plan(ctx)
-    assert estimate(adaptive, plan, points(plan.axes), PricedDevice(SLOW, "hopper"), ctx,
-                    2) is None
+    assert estimate(adaptive, plan, PricedDevice(SLOW, "hopper"), ctx, 2) is None
 
 
 def test_an_experiment_the_device_cannot_run_is_priced_as_skipped():
@@ -105,6 +104,6 @@ def test_an_experiment_the_device_cannot_run_is_priced_as_skipped():
 
     exp, ctx = L2SmMap(), RunContext("hopper", SLOW)
     plan = exp.plan(ctx)
-    est = estimate(exp, plan, points(plan.axes), MeansOnly(SLOW, "hopper"), ctx, 2)
+    est = estimate(exp, plan, MeansOnly(SLOW, "hopper"), ctx, 2)
     assert est.skipped == "means only" and est.wall_s == 0
     assert est.describe() == "l2_sm_map: will be skipped (means only)"

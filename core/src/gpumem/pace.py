@@ -17,7 +17,7 @@ real Accel-Sim (``plugins/accelsim/README.md``), runs took 0.4-2.3 times the est
 from __future__ import annotations
 
 import heapq
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -118,15 +118,17 @@ class _Pricing(Device):
         return StreamResult(bytes=request.bytes_per_direction, seconds=1.0, cycles=1.0)
 
 
-def estimate(experiment: Experiment, plan: Plan, points: Sequence[Mapping[str, Any]],
-             device: Device, ctx: RunContext, workers: int) -> Estimate | None:
-    """The price of ``points`` of ``plan`` on ``device`` (see the module docstring), or
+def estimate(experiment: Experiment, plan: Plan, device: Device, ctx: RunContext,
+             workers: int) -> Estimate | None:
+    """The price of the points of ``plan`` on ``device`` (see the module docstring), or
     ``None`` where it cannot be known before running: an adaptive experiment (its next probe
     depends on the last answer), or a probe the device does not price."""
+    from gpumem.results.schema import points
+
     if type(experiment).sweep is not Experiment.sweep:
         return None
     seconds = []
-    for point in points:
+    for point in points(plan.axes):
         pricing = _Pricing(device)
         try:
             experiment.measure(pricing, point, ctx)

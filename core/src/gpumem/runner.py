@@ -464,7 +464,7 @@ def price_run(store: RunStore | None, device: Device, classes: Sequence[type[Exp
         if store is not None and resume and store.is_complete(
                 store.entry_key(device.info.key, exp.name, plan.params_hash(exp)))[0]:
             continue
-        est = estimate(exp, plan, points(plan.axes), device, ctx, workers)
+        est = estimate(exp, plan, device, ctx, workers)
         if est is None:
             unknown.append(exp.name)
             continue

@@ -119,8 +119,7 @@ def config_digest(config: AccelSimConfig) -> str:
     return h.hexdigest()
 
 
-def accelsim_device_info(config: AccelSimConfig, binary: str = "",
-                         cycles_per_second: float = 0.0) -> DeviceInfo:
+def accelsim_device_info(config: AccelSimConfig, binary: str = "") -> DeviceInfo:
     merged = config.merged()
     major = merged.int("-gpgpu_compute_capability_major", 0)
     minor = merged.int("-gpgpu_compute_capability_minor", 0)
@@ -139,7 +138,6 @@ def accelsim_device_info(config: AccelSimConfig, binary: str = "",
         uuid=f"accelsim-{config_digest(config)[:16]}",
         peak_bandwidth_gbs=config.dram_bandwidth_gbs,
         load_paths=("ca", "cg", "nc"),
-        cycles_per_second=cycles_per_second,
         extra={"accelsim_binary": binary, "accelsim_config_source": config.source,
                "memory_bytes_nominal": 1},
     )
