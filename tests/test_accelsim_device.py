@@ -26,7 +26,7 @@ from gpumem.experiment import Axis, Experiment, Plan, RunContext, Var
 from gpumem.results.schema import POINT_COUNTS, POINT_FAILED, POINT_OK, point_key
 from gpumem.runner import PointRunner
 from gpumem_accelsim.config import AccelSimConfig
-from gpumem_accelsim.device import AccelSimDevice, AccelSimSetup
+from gpumem_accelsim.device import WARP_CYCLE_SECTORS, AccelSimDevice, AccelSimSetup
 from gpumem_accelsim.simulator import AccelSim
 from gpumem_accelsim.stats import AccelSimRunError
 
@@ -550,6 +550,14 @@ def test_the_pace_is_measured_once_and_kept(fake, qv100, tmp_path, monkeypatch):
     assert again.info == dev.info and again.setup.pace.cycles_per_s == entry["cycles_per_s"]
     spec = pickle.loads(pickle.dumps(again.reopen_spec()))
     assert spec["config"].pace == again.setup.pace  # workers reopen with it
+    # a rate kept for the earlier cost model (streams priced by sectors alone, no
+    # "model" in the entry) is measured again, not misread
+    path = tmp_path / "cache" / "gpumem" / "accelsim-pace.json"
+    path.write_text(json.dumps({k: {f: v for f, v in e.items() if f != "model"}
+                                for k, e in kept.items()}))
+    _device(qv100)
+    assert len(record.read_text().splitlines()) == 8
+    assert all(e["model"] == 2 for e in json.loads(path.read_text()).values())
 
 
 def test_the_price_of_a_chase_follows_its_parts(fake, qv100, monkeypatch):
@@ -638,8 +646,10 @@ def test_a_config_that_fails_its_pace_runs_is_one_line(fake, cli, tmp_path, monk
 def test_a_stream_past_the_l2_warms_up_only_to_write(fake, qv100, monkeypatch):
     """A read of a buffer larger than the L2 runs one pass from a cold L2 (every line from
     DRAM either way); a write keeps its warm-up pass, so it writes into a dirty L2 as a
-    steady stream does. The price follows the passes."""
+    steady stream does. The price follows the passes (sectors alone here: the resident
+    warps' cycles are the next test's)."""
     monkeypatch.setenv("GPUMEM_ACCELSIM_PACE", "1000,100,0")
+    monkeypatch.setattr("gpumem_accelsim.device.WARP_CYCLE_SECTORS", 0.0)
     dev = _device(qv100)
     big = 2 * dev.info.l2_bytes
     sectors = big / 32
@@ -650,8 +660,27 @@ def test_a_stream_past_the_l2_warms_up_only_to_write(fake, qv100, monkeypatch):
     assert dev.estimate_seconds(small) == pytest.approx(2 * sectors / 4 / 100)
 
 
+def test_a_stream_is_priced_by_its_resident_warps_cycles(fake, qv100, monkeypatch):
+    """Same sectors, same bytes: twice the resident warps cost WARP_CYCLE_SECTORS per extra
+    warp per cycle the pass takes at the config's DRAM bandwidth (on SM7_QV100 a 20 MiB
+    write by 5,120 warps took 2.2 times as long as by 2,560); CTAs that cannot be resident
+    at once (2,048 threads per SM) add nothing."""
+    monkeypatch.setenv("GPUMEM_ACCELSIM_PACE", "1000,100,0")
+    dev = _device(qv100)
+    big = 4 * dev.info.l2_bytes
+    one = StreamRequest(big, 80, 1024, 1, 16)  # one CTA of 32 warps per SM
+    two = replace(one, ctas=160)  # two per SM: all resident
+    many = replace(one, ctas=640)  # still two per SM at a time
+    cycles = big / (qv100.dram_bandwidth_gbs * 1e3 / qv100.core_clock_mhz)
+    extra = WARP_CYCLE_SECTORS * 80 * 32 * cycles / 100
+    assert extra > 0.1 * dev.estimate_seconds(one)  # it matters
+    assert dev.estimate_seconds(two) - dev.estimate_seconds(one) == pytest.approx(extra)
+    assert dev.estimate_seconds(many) == pytest.approx(dev.estimate_seconds(two))
+
+
 def test_a_stream_is_priced_by_the_sectors_its_warps_ask_for(fake, qv100, monkeypatch):
     monkeypatch.setenv("GPUMEM_ACCELSIM_PACE", "1000,100,0")
+    monkeypatch.setattr("gpumem_accelsim.device.WARP_CYCLE_SECTORS", 0.0)
     dev = _device(qv100)
     big = 2 * dev.info.l2_bytes
     coalesced = StreamRequest(big, 80, 256, 8, 16)

@@ -11,7 +11,7 @@ stand-in device that only adds up prices. What the points cost on ``workers`` wo
 longest-first schedule of their prices; refinement adds at most
 :meth:`~gpumem.experiment.Experiment.refine_bound` rounds, each priced as the dearest point of
 the first pass (the points it adds lie between points already priced). Measured against the
-real Accel-Sim (``plugins/accelsim/README.md``), runs took 0.4-2.3 times the estimate.
+real Accel-Sim (``plugins/accelsim/README.md``), runs took about 0.5-2.3 times the estimate.
 """
 
 from __future__ import annotations

@@ -81,6 +81,14 @@ DEADLOCK_OFF = ("-gpgpu_deadlock_detect", "0")
 #: Bytes of one memory request (a sector of GPGPU-Sim's sectored caches).
 SECTOR = 32
 
+#: What a resident warp costs the simulator per cycle, in streamed DRAM sectors (its
+#: scheduler, operand and memory pipelines are ticked whether it issues or waits). Fitted on
+#: nine SM7_QV100 streams (2-20 MiB; reads, writes, copies; 640-5,120 resident warps;
+#: 2026-12-02, one process): 0.0045, with which each run took 0.71-1.40 times its price,
+#: against 0.73-1.82 when sectors alone were priced (a write of 20 MiB by 5,120 warps took
+#: 2.2 times as long as by 2,560, with the same sectors and cycles).
+WARP_CYCLE_SECTORS = 0.0045
+
 
 @dataclass(frozen=True, eq=False)
 class AccelSimSetup:
@@ -211,16 +219,19 @@ class AccelSimDevice(Device):
             idle = cycles / max(wall - run_s, 1e-3)
             # a busy grid: one pass of 16-byte loads over 2 MiB from a cold L2 (DRAM-bound:
             # more cycles per sector than L1 or L2 hits; an H200 config: 1,389-1,773
-            # sectors/s, 2,537-2,549 with an L2-warm pass added; QV100 7,103-10,263). Longer
-            # DRAM streams took up to 2.3 times their price: their cycles are not priced yet
+            # sectors/s, 2,537-2,549 with an L2-warm pass added; QV100 7,103-10,263), its
+            # resident warps' cycles counted as WARP_CYCLE_SECTORS each
             req = StreamRequest(2 << 20, self.info.sm_count, 256, 1, 16, "cg")
             with self._workdir() as d:
                 ts = stream_trace(d, req, binary_version=BINARY_VERSION, warmup=False,
                                   max_warp_insts=1 << 30)
                 t0 = time.monotonic()
-                self._simulate(ts)
+                log = self._simulate(ts)
                 wall = time.monotonic() - t0
-            busy = self._stream_sectors(req) / max(wall - run_s, 1e-3)
+            cycles = sum(self._cycles(log, ts, k.role) for k in ts.kernels)
+            work = self._stream_sectors(req) + \
+                WARP_CYCLE_SECTORS * self._resident_warps(req) * cycles
+            busy = work / max(wall - run_s, 1e-3)
             # a chase's parallel warm-up alone (no L1 window): 32 K lines into the L2
             warm = ChaseRequest(4 << 20, 128, 1, warmup=32768, fine_grained=False)
             with self._workdir() as d:
@@ -238,9 +249,9 @@ class AccelSimDevice(Device):
     def estimate_seconds(self, request: Any) -> float | None:
         """Wall seconds of one probe call, from the pace: starts, the cycles a lone thread
         waits (a chase's ``record`` accesses at the config's latency for its footprint)
-        and the memory requests of parallel work (the chase's warm-up; a stream's sectors
-        in its warm-up and timed runs). Refuses what the probe refuses; a repeat already
-        answered from memory is free."""
+        and the work of parallel loads (the chase's warm-up lines; a stream's sectors and
+        its resident warps' cycles, :meth:`_stream_work`). Refuses what the probe refuses;
+        a repeat already answered from memory is free."""
         pace = self.setup.pace
         if pace is None or not pace.slow:
             return 0.0
@@ -261,9 +272,36 @@ class AccelSimDevice(Device):
                 raise PointSkipped(str(e)) from None
             if ("stream", replace(request, seed=0)) in self._memo:
                 return 0.0
-            runs = 2 if self._stream_warms(request) else 1
-            return pace.seconds(1, 0.0, runs * self._stream_sectors(request))
+            return pace.seconds(1, 0.0, self._stream_work(request))
         return None
+
+    def _stream_work(self, request: StreamRequest) -> float:
+        """What one simulation of ``request`` costs, in streamed DRAM sectors: the sectors
+        its warps ask for in each pass (warm-up and timed), and its resident warps times
+        the cycles the passes should take (the config's DRAM bandwidth, or one DRAM latency
+        per iteration where the grid is too small to reach it) at WARP_CYCLE_SECTORS."""
+        passes = 2 if self._stream_warms(request) else 1
+        _chunk, _chunks, iters = stream_shape(request)
+        moved = request.bytes_per_direction * (2 if request.kind == "copy" else 1)
+        bytes_per_cycle = self.config.dram_bandwidth_gbs * 1e3 / self.info.clock_mhz
+        far = ChaseRequest(2 * self.info.l2_bytes + (1 << 20), 128, 1, path=request.path,
+                           fine_grained=False)
+        cycles = max(moved / bytes_per_cycle, iters * self._latency_guess(far))
+        return passes * (self._stream_sectors(request) + WARP_CYCLE_SECTORS
+                         * self._resident_warps(request) * cycles)
+
+    def _resident_warps(self, request: StreamRequest) -> int:
+        """Warps of ``request``'s grid resident at once: CTAs per SM bounded by the config's
+        threads and CTAs per SM, times the SMs, at most the grid."""
+        m = self.config.merged()
+        try:
+            sm_threads = int(str(m.get("-gpgpu_shader_core_pipeline", "2048:32")).split(":")[0])
+            sm_ctas = m.int("-gpgpu_shader_cta", 8)
+        except ValueError:
+            sm_threads, sm_ctas = 2048, 8
+        per_sm = max(1, min(sm_threads // max(1, request.threads), sm_ctas))
+        ctas = min(request.ctas, per_sm * self.info.sm_count)
+        return ctas * -(-request.threads // WARP)
 
     @staticmethod
     def _stream_sectors(request: StreamRequest) -> float:

@@ -3,16 +3,18 @@
 Accel-Sim's cost has two parts that differ by orders of magnitude: while one thread waits on
 memory every SM and partition is still ticked (an H200 config: about 2,000-2,500 cycles/s on
 one core), and a busy grid costs per 32-byte sector it asks for (about 1,400 sectors/s when
-they come from DRAM, the dearest kind), plus a second or two to start and read the config.
+they come from DRAM, the dearest kind) and per cycle of each resident warp, plus a second or
+two to start and read the config.
 :class:`Pace` holds the three; the device prices a probe call with them
 (``AccelSimDevice.estimate_seconds``) and declares the idle rate as its ``cycles_per_second``,
 which makes experiments size their plans for it.
 
 ``GPUMEM_ACCELSIM_PACE`` declares it (``CYCLES_PER_S,SECTORS_PER_S,START_S[,WARM_LINES_PER_S]``;
 ``0``: not slow,
-plans sized as for hardware). Otherwise the device measures it with three short runs (about
+plans sized as for hardware). Otherwise the device measures it with four short runs (about
 a minute with an H200 config) and keeps it in ``$XDG_CACHE_HOME/gpumem/accelsim-pace.json``,
-per machine, binary version and config.
+per machine, binary version and config (and :data:`MODEL`: an entry measured for another
+cost model is measured again).
 """
 
 from __future__ import annotations
@@ -24,6 +26,9 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 
 PACE_ENV = "GPUMEM_ACCELSIM_PACE"
+#: The cost model the kept rates belong to: 2 counts a stream's resident warps' cycles in its
+#: sector rate (``device.WARP_CYCLE_SECTORS``); 1 (no ``model`` in the entry) did not.
+MODEL = 2
 
 
 class PaceError(ValueError):
@@ -33,7 +38,8 @@ class PaceError(ValueError):
 @dataclass(frozen=True)
 class Pace:
     """Simulated cycles per second of one idle-waiting thread, 32-byte sectors per second of
-    a busy grid streaming from DRAM, seconds per simulator start, and the lines per second a
+    a busy grid streaming from DRAM (each resident warp's cycle counted as
+    ``device.WARP_CYCLE_SECTORS`` sectors), seconds per simulator start, and the lines per second a
     chase's parallel warm-up loads (one sector each, about three times the stream's sectors
     per second with an H200 config; 0: the stream's rate); ``source`` says where they came
     from."""
@@ -98,6 +104,8 @@ def cache_key(binary: str, config_sha256: str) -> str:
 def cached(key: str) -> Pace | None:
     try:
         entry = json.loads(cache_file().read_text())[key]
+        if entry.get("model", 1) != MODEL:
+            return None
         return Pace(float(entry["cycles_per_s"]), float(entry["requests_per_s"]),
                     float(entry["run_s"]), f"measured {entry.get('date', '')}".strip(),
                     float(entry.get("warm_lines_per_s", 0.0)))
@@ -114,7 +122,8 @@ def keep(key: str, pace: Pace, date: str) -> None:
             data = {}
     except (OSError, ValueError):
         data = {}
-    data[key] = {**{k: v for k, v in asdict(pace).items() if k != "source"}, "date": date}
+    data[key] = {**{k: v for k, v in asdict(pace).items() if k != "source"}, "date": date,
+                 "model": MODEL}
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
         tmp = path.with_suffix(f".{os.getpid()}.tmp")
