@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
 from gpumem.analysis.structure import replay_evictions, way_weights
@@ -33,6 +33,8 @@ def _findings(planted, experiment):
 
 @PROPERTY
 @given(seed=SEEDS)
+@example(seed=2176)  # FIFO, 8 x 16 x 128 B: the count jumped at 256 B, and the line was
+                     # read as its 32-B sector (64 ways) before powers between were tried
 def test_lru_and_fifo_caches_are_recovered_exactly(seed):
     planted = random_cache(seed, policies=("lru", "fifo"))
     miss = recovered(_findings(planted, CacheStructure()), planted.truth)

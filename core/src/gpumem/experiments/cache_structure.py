@@ -536,10 +536,15 @@ def _components(bits: list[int], links: list[tuple[int, int]]
 
 
 def _line_candidates(jump: int | None, sector: int | None) -> list[int]:
-    """The jump; and when sets interleave in chunks (the chunk's lines look like sectors),
-    the smaller spacing."""
+    """The jump; then every power of two below it down to the sector spacing, largest first
+    (a FIFO cache whose count jumped at twice its line: 128-byte lines jumped at 256, and
+    the sector alone, next, read as a 32-byte line with four times the ways); when sets
+    interleave in chunks (the chunk's lines look like sectors), the smaller spacing."""
     out = [jump] if jump and jump & (jump - 1) == 0 else []
-    return out + ([sector] if sector and jump and sector < jump else [])
+    if not (sector and jump and sector < jump):
+        return out
+    below = [1 << k for k in range(jump.bit_length() - 1, 0, -1) if sector < 1 << k < jump]
+    return out + below + [sector]
 
 
 def _every_pass(c: Chase | None, rule: MissRule) -> bool:
