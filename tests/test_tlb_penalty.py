@@ -66,3 +66,9 @@ def test_the_grouped_median_moves_with_the_spread_not_by_whole_cycles():
     assert float(np.median(nudged)) == 9.0
     assert grouped_median([_chase(nudged)]) == pytest.approx(
         grouped_median([_chase(shifted)]), abs=0.1)
+
+
+def test_a_median_with_no_pair_near_it_is_the_median():
+    """Found by benchmarks/bench_recovery.py (TLB seed 153 with mis-timed accesses): pair
+    differences that leave the half-cycle class of their median empty divided by zero."""
+    assert grouped_median([_chase([1.2, 3.4, 7.9, 12.6])]) == pytest.approx(5.65)

@@ -208,6 +208,8 @@ def grouped_median(group: list[Chase]) -> float:
     m = float(np.median(x))
     below = int(np.count_nonzero(x < m - 0.5))
     within = int(np.count_nonzero(np.abs(x - m) <= 0.5))
+    if not within:  # no pair within half a cycle of the median (mis-timed, spread values)
+        return m
     return m - 0.5 + (x.size / 2 - below) / within
 
 
