@@ -406,6 +406,7 @@ class _Walk:
                 break
         if len(base) < 2:
             return
+        self.base = base
         self.noise = base_noise(base)
         n1 = self.l1()
         if n1 is None:
@@ -545,8 +546,7 @@ class _Walk:
         self.t1_se = self.noise.se(sum(c.record // 2 for c in group), len(group))
         self.t1_group = group
         err = float(np.hypot(self.t1_se, self.noise.level_se))
-        base = self.src.chases("base", 4, _stride(self.top))
-        penalty = grouped_median(group) - grouped_median(base)
+        penalty = grouped_median(group) - grouped_median(self.base)
         self.add(Finding("tlb_l1.miss_penalty", round(penalty, 2), "cycle", 0.9,
                          f"grouped median pair difference with {n1} pages {_mb(page)} apart "
                          f"minus the TLB-hit level's (first access of a page minus the next "

@@ -180,6 +180,18 @@ class AccelSimConfig:
                 * self.clocks_mhz[3] * 1e6 / 1e9)
 
     @property
+    def sm_threads_and_warp(self) -> tuple[int, int]:
+        """(threads per SM, warp size) from ``-gpgpu_shader_core_pipeline`` (default
+        2048:32)."""
+        pipe = self.merged().get("-gpgpu_shader_core_pipeline", "2048:32")
+        try:
+            threads, warp = (int(x) for x in str(pipe).split(":")[:2])
+        except ValueError:
+            raise AccelSimConfigError(f"{self.name}: -gpgpu_shader_core_pipeline must be "
+                                      f"THREADS:WARP, got {pipe!r}") from None
+        return threads, warp
+
+    @property
     def unified_l1_bytes(self) -> int:
         """Unified L1 + shared memory per SM (``-gpgpu_unified_l1d_size`` KB), 0 if none."""
         try:

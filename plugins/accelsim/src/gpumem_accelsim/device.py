@@ -201,45 +201,41 @@ class AccelSimDevice(Device):
         (32-byte sectors) and a chase's parallel warm-up of 32 K lines (its lines)."""
         counts = (self.runs, self.deadlock_reruns, self.sim_seconds)
 
-        def timed_run(req: ChaseRequest) -> tuple[float, float]:
-            l1, l2 = self._warm_windows(req)
+        def timed(make) -> tuple[float, dict[str, int]]:
+            """Wall seconds of simulating the traces ``make(dir)`` writes, and each
+            kernel's cycles by role."""
             with self._workdir() as d:
-                ts = chase_trace(d, req, binary_version=BINARY_VERSION, max_warp_insts=1 << 30,
-                                 warm_ctas=self.info.sm_count, l1_window=l1, l2_window=l2)
+                ts = make(d)
                 t0 = time.monotonic()
                 log = self._simulate(ts)
                 wall = time.monotonic() - t0
-            chase_cycles = sum(self._cycles(log, ts, k.role) for k in ts.kernels
-                               if k.role != "warmup")
-            return wall, float(chase_cycles)
+            return wall, {k.role: self._cycles(log, ts, k.role) for k in ts.kernels}
+
+        def chase(req: ChaseRequest, **windows: int | None):
+            windows = windows or dict(zip(("l1_window", "l2_window"),
+                                          self._warm_windows(req), strict=True))
+            return timed(lambda d: chase_trace(d, req, binary_version=BINARY_VERSION,
+                                               max_warp_insts=1 << 30,
+                                               warm_ctas=self.info.sm_count, **windows))
 
         try:
-            run_s, _c = timed_run(ChaseRequest(4096, 128, 1, path="cg", fine_grained=False))
-            wall, cycles = timed_run(ChaseRequest(4096, 128, 64, path="cg", fine_grained=False))
-            idle = cycles / max(wall - run_s, 1e-3)
+            run_s, _c = chase(ChaseRequest(4096, 128, 1, path="cg", fine_grained=False))
+            wall, cycles = chase(ChaseRequest(4096, 128, 64, path="cg", fine_grained=False))
+            idle = sum(c for role, c in cycles.items() if role != "warmup") / \
+                max(wall - run_s, 1e-3)
             # a busy grid: one pass of 16-byte loads over 2 MiB from a cold L2 (DRAM-bound:
             # more cycles per sector than L1 or L2 hits; an H200 config: 1,389-1,773
             # sectors/s, 2,537-2,549 with an L2-warm pass added; QV100 7,103-10,263), its
             # resident warps' cycles counted as WARP_CYCLE_SECTORS each
             req = StreamRequest(2 << 20, self.info.sm_count, 256, 1, 16, "cg")
-            with self._workdir() as d:
-                ts = stream_trace(d, req, binary_version=BINARY_VERSION, warmup=False,
-                                  max_warp_insts=1 << 30)
-                t0 = time.monotonic()
-                log = self._simulate(ts)
-                wall = time.monotonic() - t0
-            cycles = sum(self._cycles(log, ts, k.role) for k in ts.kernels)
+            wall, cycles = timed(lambda d: stream_trace(
+                d, req, binary_version=BINARY_VERSION, warmup=False, max_warp_insts=1 << 30))
             work = self._stream_sectors(req) + \
-                WARP_CYCLE_SECTORS * self._resident_warps(req) * cycles
+                WARP_CYCLE_SECTORS * self._resident_warps(req) * sum(cycles.values())
             busy = work / max(wall - run_s, 1e-3)
             # a chase's parallel warm-up alone (no L1 window): 32 K lines into the L2
             warm = ChaseRequest(4 << 20, 128, 1, warmup=32768, fine_grained=False)
-            with self._workdir() as d:
-                ts = chase_trace(d, warm, binary_version=BINARY_VERSION, max_warp_insts=1 << 30,
-                                 warm_ctas=self.info.sm_count, l1_window=0)
-                t0 = time.monotonic()
-                self._simulate(ts)
-                wall = time.monotonic() - t0
+            wall, _c = chase(warm, l1_window=0)
             lines = warm.warmup / max(wall - run_s, 1e-3)
         finally:
             self.runs, self.deadlock_reruns, self.sim_seconds = counts
@@ -293,11 +289,10 @@ class AccelSimDevice(Device):
     def _resident_warps(self, request: StreamRequest) -> int:
         """Warps of ``request``'s grid resident at once: CTAs per SM bounded by the config's
         threads and CTAs per SM, times the SMs, at most the grid."""
-        m = self.config.merged()
         try:
-            sm_threads = int(str(m.get("-gpgpu_shader_core_pipeline", "2048:32")).split(":")[0])
-            sm_ctas = m.int("-gpgpu_shader_cta", 8)
-        except ValueError:
+            sm_threads = self.config.sm_threads_and_warp[0]
+            sm_ctas = self.config.merged().int("-gpgpu_shader_cta", 8)
+        except ValueError:  # AccelSimConfigError, OptionFileError: priced as CC 9.0's limits
             sm_threads, sm_ctas = 2048, 8
         per_sm = max(1, min(sm_threads // max(1, request.threads), sm_ctas))
         ctas = min(request.ctas, per_sm * self.info.sm_count)

@@ -4,17 +4,15 @@ Accel-Sim's cost has two parts that differ by orders of magnitude: while one thr
 memory every SM and partition is still ticked (an H200 config: about 2,000-2,500 cycles/s on
 one core), and a busy grid costs per 32-byte sector it asks for (about 1,400 sectors/s when
 they come from DRAM, the dearest kind) and per cycle of each resident warp, plus a second or
-two to start and read the config.
-:class:`Pace` holds the three; the device prices a probe call with them
-(``AccelSimDevice.estimate_seconds``) and declares the idle rate as its ``cycles_per_second``,
-which makes experiments size their plans for it.
+two to start and read the config. :class:`Pace` holds these rates (and a chase warm-up's);
+the device prices a probe call with them (``AccelSimDevice.estimate_seconds``) and declares
+the idle rate as its ``cycles_per_second``, which makes experiments size their plans for it.
 
 ``GPUMEM_ACCELSIM_PACE`` declares it (``CYCLES_PER_S,SECTORS_PER_S,START_S[,WARM_LINES_PER_S]``;
-``0``: not slow,
-plans sized as for hardware). Otherwise the device measures it with four short runs (about
-a minute with an H200 config) and keeps it in ``$XDG_CACHE_HOME/gpumem/accelsim-pace.json``,
-per machine, binary version and config (and :data:`MODEL`: an entry measured for another
-cost model is measured again).
+``0``: not slow, plans sized as for hardware). Otherwise the device measures it with four
+short runs (about a minute with an H200 config) and keeps it in
+``$XDG_CACHE_HOME/gpumem/accelsim-pace.json``, per machine, binary version and config (and
+:data:`MODEL`: an entry measured for another cost model is measured again).
 """
 
 from __future__ import annotations

@@ -120,12 +120,7 @@ def from_accelsim(cfg: AccelSimConfig, arch: str = "accelsim",
     warn.append("Accel-Sim models no TLB: the config has no TLB levels (and no page walk)")
     warn.append("write policies, MSHR sizes, interconnect and DRAM timing have no "
                 "counterpart in gpumem's simulator and are dropped")
-    pipe = m.get("-gpgpu_shader_core_pipeline", "2048:32")
-    try:
-        threads, warp = (int(x) for x in pipe.split(":")[:2])
-    except ValueError:
-        raise AccelSimConfigError(f"{cfg.name}: -gpgpu_shader_core_pipeline must be "
-                                  f"THREADS:WARP, got {pipe!r}") from None
+    threads, warp = cfg.sm_threads_and_warp
     major = m.int("-gpgpu_compute_capability_major", 0)
     minor = m.int("-gpgpu_compute_capability_minor", 0)
     if not major:
