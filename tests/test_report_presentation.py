@@ -25,7 +25,7 @@ REPORT = Path(__file__).resolve().parents[1] / "core" / "src" / "gpumem" / "repo
 
 
 def core_experiments() -> dict:
-    """The registered experiments: core's and the in-tree plugins' (hopper's bulk_copy)."""
+    """The registered experiments: core's and the in-tree plugins'."""
     from gpumem.plugins import get_plugins
 
     return dict(get_plugins().experiments())

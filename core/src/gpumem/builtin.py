@@ -13,6 +13,7 @@ from gpumem import hookimpl
 def gpumem_register_experiments(register):
     from gpumem.experiments.bandwidth import Bandwidth
     from gpumem.experiments.bandwidth_levels import BandwidthLevels
+    from gpumem.experiments.bulk import BulkCopy
     from gpumem.experiments.cache_structure import CacheStructure
     from gpumem.experiments.dsmem import DsmemBandwidth, DsmemLatency
     from gpumem.experiments.l2_map import L2SmMap
@@ -25,7 +26,7 @@ def gpumem_register_experiments(register):
 
     for experiment in (LatencyLadder, Bandwidth, SmemLatency, SmemBandwidth, CacheStructure,
                        TlbStructure, Patterns, IlpSweep, AsyncCopy, L2SmMap,
-                       BandwidthLevels, PeerAccess, DsmemLatency, DsmemBandwidth):
+                       BandwidthLevels, PeerAccess, DsmemLatency, DsmemBandwidth, BulkCopy):
         register(experiment)
 
 

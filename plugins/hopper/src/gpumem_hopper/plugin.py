@@ -1,8 +1,8 @@
-"""The hopper plugin: the architecture, its own experiment and where its data live.
+"""The hopper plugin: the architecture and where its data live.
 
-gpumem.api.ArchitecturePlugin reads expected.py, sim.toml and accelsim/; ``experiments``
-adds ``bulk_copy`` (bulk.py: the TMA's bulk copies, with its report section and figure). The
-entry point names ``plugin``. A third party's architecture plugin starts from this file.
+gpumem.api.ArchitecturePlugin reads expected.py, sim.toml and accelsim/. Every experiment a
+Hopper GPU runs is core's (bulk copies and clusters included: any sm_90 device has them), so
+the plugin adds none. The entry point names ``plugin``.
 """
 
 from __future__ import annotations
@@ -15,12 +15,4 @@ ARCH = Architecture(
     compute_capabilities=("9.0",),
 )
 
-
-def experiments():
-    """Hopper's own experiments (imported when gpumem asks for them)."""
-    from gpumem_hopper.bulk import BulkCopy
-
-    return [BulkCopy]
-
-
-plugin = ArchitecturePlugin(ARCH, "gpumem_hopper", experiments=experiments)
+plugin = ArchitecturePlugin(ARCH, "gpumem_hopper")

@@ -44,6 +44,12 @@ CPASYNC = ReportSection(
     "cp.async copies into shared memory against plain loads of the same addresses, "
     "over the number of groups in flight per thread, at two occupancies.",
     600)
+BULK_COPY = ReportSection(
+    "bulk_copy", "TMA bulk copies",
+    "One thread per block keeps S bulk copies (cp.async.bulk) of a chunk in flight into "
+    "shared memory; the copy engine moves the data. By Little's law the bandwidth follows "
+    "the bytes each SM has in flight until HBM saturates.",
+    700)
 DSMEM = ReportSection(
     "dsmem", "Distributed shared memory",
     "Thread block clusters: loads from another block's shared memory (mapa + "

@@ -1,4 +1,4 @@
-"""``bulk_copy``: HBM -> shared memory with the TMA's 1-D bulk copies (Hopper), over chunk size
+"""``bulk_copy``: HBM -> shared memory with the TMA's 1-D bulk copies (sm_90+), over chunk size
 x copies in flight x blocks per SM.
 
 One thread per block issues ``cp.async.bulk`` copies of ``chunk`` bytes into ``stages``
@@ -13,8 +13,8 @@ device's theoretical peak), ``bulk.inflight_per_sm`` (fewest bytes in flight per
 5 % of the best), ``bulk.latency_estimate`` (cycles: bytes in flight over rate at the lowest
 concurrency, Little's law).
 
-The hopper plugin contributes it (an experiment of one architecture, with its report section
-and figure): the template of a third party's own experiment, written against gpumem.api only.
+Any device with the ``bulk_copy`` probe runs it (the TMA exists from compute capability 9.0:
+Hopper, Blackwell); others skip it with the reason.
 """
 
 from __future__ import annotations
@@ -24,34 +24,25 @@ from typing import Any
 
 import numpy as np
 import xarray as xr
-from gpumem.api import (
+
+from gpumem.device import BulkRequest, Device
+from gpumem.experiment import (
     Axis,
-    BulkRequest,
-    Device,
     Experiment,
-    Finding,
     Plan,
-    Presentation,
-    ReportFigure,
-    ReportSection,
     RunContext,
     Var,
     median_over_repeats,
     repeat_count,
     repeated,
 )
+from gpumem.experiments.figures import BULK_COPY
+from gpumem.findings import Finding
+from gpumem.presentation import Presentation, ReportFigure
 
 CHUNKS = (1024, 4096, 16384, 32768)
 STAGES = (1, 2, 4, 8)
 CTAS_PER_SM = (1, 2, 4)
-
-#: Its section of ``gpumem report``: after core's cp.async section (600), before dsmem (800).
-SECTION = ReportSection(
-    "bulk_copy", "TMA bulk copies",
-    "One thread per block keeps S bulk copies (cp.async.bulk) of a chunk in flight into "
-    "shared memory; the copy engine moves the data. By Little's law the bandwidth follows "
-    "the bytes each SM has in flight until HBM saturates.",
-    700)
 
 
 def _footprint(ctx: RunContext) -> int:
@@ -70,11 +61,11 @@ class BulkCopy(Experiment):
                   "Loads on the NVIDIA H100 (2026), for the plain-load and cp.async side")
 
     def presentation(self) -> Presentation:
-        return Presentation(SECTION, (
+        return Presentation(BULK_COPY, (
             ReportFigure("bulk_copy",
                          "Bandwidth over bytes in flight per SM, one marker per blocks per SM "
                          "(median of repeats).",
-                         draw_bulk_copy),
+                         "gpumem.experiments.figures.bulk:bulk_copy"),
         ))
 
     def plan(self, ctx: RunContext) -> Plan:
@@ -133,58 +124,3 @@ class BulkCopy(Experiment):
                                f"per cycle; a copy's whole round trip (issue, DRAM, mbarrier "
                                f"completion, the waiting thread's wake-up), not DRAM alone"))
         return out
-
-
-def draw_bulk_copy(series):
-    """TMA bulk-copy bandwidth over the bytes each SM has in flight (Little's law). The
-    helpers load matplotlib: imported here, so that ``gpumem run`` loads none."""
-    from gpumem.api.figures import (
-        bytes_axis,
-        finish,
-        legend,
-        masked,
-        panels,
-        plain_log,
-        series_handles,
-        with_raw,
-    )
-    from matplotlib.lines import Line2D
-
-    data = with_raw(series, "bulk_copy")
-    if not data:
-        return None
-    fig, axs = panels(1, 1, 7.0, 4.0)
-    ax = axs[0, 0]
-    markers = {1: "o", 2: "s", 4: "^", 8: "D", 16: "v"}
-    peaks = []
-    for s, ds in data:
-        med = median_over_repeats(masked(ds, "gbs"))
-        for c in ds["ctas_per_sm"].values:
-            xs, ys = [], []
-            for chunk in ds["chunk"].values:
-                for st in ds["stages"].values:
-                    v = float(med.sel(chunk=chunk, stages=st, ctas_per_sm=c))
-                    if np.isfinite(v):
-                        xs.append(int(chunk) * int(st) * int(c))
-                        ys.append(v)
-            order = np.argsort(xs)
-            ax.plot(np.array(xs)[order], np.array(ys)[order], ls="none",
-                    marker=markers.get(int(c), "o"), ms=4, color=s.colour, alpha=0.8)
-            peaks += ys
-        peak = float(ds.attrs.get("peak_bandwidth_gbs", 0) or 0)
-        if peak:
-            ax.axhline(peak, color=s.colour, ls="--", lw=0.8)
-    ax.set_xscale("log", base=2)
-    bytes_axis(ax)
-    ax.set_yscale("log")
-    plain_log(ax)
-    ax.set_xlabel("bytes in flight per SM (blocks x stages x chunk)")
-    ax.set_ylabel("HBM -> shared memory (GB/s, median)")
-    ax.set_title("TMA bulk copies (dashed: theoretical peak)")
-    ax.grid(True, alpha=0.3)
-    legend(ax, series_handles([s for s, _ in data]) +
-            [Line2D([], [], color="0.3", ls="none", marker=m, label=f"{c} block(s) per SM")
-             for c, m in markers.items() if c in {int(x) for _, d in data
-                                                  for x in d["ctas_per_sm"].values}],
-            loc="lower right")
-    return finish(fig)
