@@ -15,7 +15,10 @@ import pytest
     (["run", "--arch", "hopper", "--device", "accelsim"], "simulator 'accelsim' is not available here"),
     (["run", "--arch", "hopper", "--workers", "0"], "--workers"),
     (["run", "--arch", "hopper", "--sim-config", "/nonexistent.toml", "--device", "sim"], "no such file"),
-    (["run"], "Missing option '--arch'"),
+    # no --arch, no GPU: nothing to measure, and the line says how to simulate one instead
+    (["run"], "no GPU found (cuda: "),
+    (["run", "--device", "sim"], "--device sim without --arch needs --sim-config FILE"),
+    (["run", "--arch", "sm_9"], "unknown architecture 'sm_9' (choose from: "),
     (["run", "--arch", "hopper", "--bogus"], "No such option: --bogus"),
 ])
 def test_usage_errors_exit_2_with_one_line_and_write_nothing(cli, tmp_path, args, needle):

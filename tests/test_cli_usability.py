@@ -155,7 +155,8 @@ def test_run_help_lists_architectures_and_experiments(cli):
     res = cli("run", "--help")
     assert res.code == 0
     flat = _flat(res.out)
-    assert "Architectures: fermi, hopper, kepler, maxwell." in flat, res.out
+    assert "Architectures: fermi, hopper, kepler, maxwell; sm_XY for any GPU of compute " \
+           "capability X.Y." in flat, res.out
     for exp in ("latency", "bandwidth", "cache_structure", "tlb_structure"):
         assert re.search(rf"\b{exp}\b", flat.split("Experiments:")[1]), res.out
 

@@ -53,7 +53,7 @@ def test_devices_without_clusters_skip_dsmem(cli, tmp_path):
     r = cli("run", "--arch", "fermi", "dsmem_latency", "dsmem_bandwidth", "--device", "sim",
             "--out", str(tmp_path / "r"))
     assert r.code == 0, r.err
-    assert "no dsmem probe" in r.out
+    assert "needs thread block clusters" in r.out
 
 
 @pytest.mark.parametrize("kw, msg", [

@@ -88,7 +88,7 @@ def test_a_plugin_raising_in_simulator_config_does_not_break_another_architectur
     from gpumem import hookimpl
     from gpumem.errors import GpumemError
     from gpumem.plugins import PluginRecord, load_plugins
-    from gpumem.runner import simulator_config
+    from gpumem.resolve import simulator_config
 
     class Careless:
         @hookimpl

@@ -45,7 +45,7 @@ def test_ilp_and_cpasync_on_the_simulator(cli, tmp_path):
 def test_cpasync_needs_sm80(cli, tmp_path):
     res = cli("run", "--arch", "fermi", "cpasync", "--device", "sim", "--quick",
               "--out", str(tmp_path))
-    assert res.code == 0 and "no async_copy probe" in res.out
+    assert res.code == 0 and "needs cp.async (compute capability 8.0 or newer)" in res.out
 
 
 def _partitioned(sm_count: int) -> SimConfig:

@@ -205,7 +205,8 @@ def test_sections_have_figures_and_say_what_is_missing(report, page):
     html = (report / "index.html").read_text(encoding="utf-8")
     assert "NVIDIA H200 (h200-run)" in html and "sim gtx980 (maxwell-sim)" in html
     assert "Not shown for sim gtx980 (maxwell-sim): cache_structure not in this run." in html
-    assert "cpasync skipped: device has no async_copy probe" in html
+    assert "cpasync skipped: needs cp.async (compute capability 8.0 or newer), which sim " \
+           "gtx980 (compute capability 5.2) does not offer" in html
 
 
 def test_findings_table_has_values_expected_values_and_statuses(page):

@@ -1,7 +1,9 @@
 """Core's own plugin: registered first, exactly like an installed plugin.
 
 It contributes what does not belong to any one architecture: the device-agnostic
-experiments, the ``cuda`` device backend and the built-in ``sim`` simulator.
+experiments, the ``cuda`` device backend, the built-in ``sim`` simulator, and the expected
+values of the generic architecture ``sm_XY`` of a GPU no plugin describes
+(:mod:`gpumem.generic`).
 """
 
 from __future__ import annotations
@@ -28,6 +30,13 @@ def gpumem_register_experiments(register):
                        TlbStructure, Patterns, IlpSweep, AsyncCopy, L2SmMap,
                        BandwidthLevels, PeerAccess, DsmemLatency, DsmemBandwidth, BulkCopy):
         register(experiment)
+
+
+@hookimpl
+def gpumem_expected_values(arch, device):
+    from gpumem import generic
+
+    return generic.expected_values(device) if generic.is_generic(arch) else None
 
 
 @hookimpl

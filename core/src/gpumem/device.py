@@ -26,6 +26,18 @@ from gpumem.chains import ORDERS
 PROBES = ("pointer_chase", "stream", "async_copy", "smem", "peer_access", "dsmem",
           "bulk_copy")
 
+#: What each probe needs of the hardware, in the words of a skipped experiment's reason.
+PROBE_NEEDS = {
+    "pointer_chase": "timed dependent loads (pointer chases)",
+    "stream": "streaming loads",
+    "async_copy": "cp.async (compute capability 8.0 or newer)",
+    "smem": "shared-memory loads",
+    "peer_access": "another GPU of the node it can load from (peer access over NVLink or PCIe)",
+    "dsmem": "thread block clusters (distributed shared memory, compute capability 9.0 or "
+             "newer)",
+    "bulk_copy": "the TMA's bulk copies (compute capability 9.0 or newer)",
+}
+
 #: Address orderings of a streaming probe (which element each thread's k-th load reads):
 #: ``coalesced`` - a warp's threads read consecutive elements, the k-th load of a thread is
 #: a whole grid-slice further (each load instruction fully coalesced);
@@ -354,6 +366,14 @@ class Device(ABC):
     @abstractmethod
     def probes(self) -> frozenset[str]:
         """Names of the probes this device implements."""
+
+    def lacks(self, probes: set[str] | frozenset[str]) -> str:
+        """Why an experiment needing ``probes`` (those this device lacks) cannot run here:
+        one line for the skipped experiment ("needs cp.async (compute capability 8.0 or
+        newer), which sim SM7_QV100 (compute capability 7.0) does not offer")."""
+        needs = " and ".join(PROBE_NEEDS.get(p, f"the {p} probe") for p in sorted(probes))
+        return (f"needs {needs}, which {self.info.name} (compute capability "
+                f"{self.info.compute_capability}) does not offer")
 
     def pointer_chase(self, request: ChaseRequest) -> ChaseResult:
         """Fine-grained (or, with ``fine_grained=False``, mean) pointer chase."""

@@ -20,6 +20,8 @@ STATUSES = ("pass", "warn", "fail", "n/a", "unresolved")
 _ORDER = {"pass": 0, "n/a": 0, "warn": 1, "unresolved": 1, "fail": 2}
 
 Value = float | int | str | list
+#: ``Expected.bound``: a target value (""), or a limit the finding must stay below or above.
+BOUNDS = ("", "max", "min")
 
 
 @dataclass(frozen=True)
@@ -28,6 +30,9 @@ class Expected:
 
     A numeric finding passes within ``max(abs_tol, rel_tol * |value|)``, warns within twice
     that, and fails beyond. Structural values (sizes, ways, policies) use ``rel_tol=0``.
+    ``bound`` makes ``value`` a limit rather than a target: ``"max"`` (the finding must not
+    exceed it: a bandwidth above the theoretical peak), ``"min"``; the band is then the
+    tolerance beyond the limit.
     """
 
     name: str
@@ -36,6 +41,12 @@ class Expected:
     units: str = ""
     rel_tol: float = 0.05
     abs_tol: float = 0.0
+    bound: str = ""
+
+    def __post_init__(self) -> None:
+        if self.bound not in BOUNDS:
+            raise ValueError(f"Expected {self.name!r}: bound must be one of "
+                             f"{', '.join(repr(b) for b in BOUNDS)}, got {self.bound!r}")
 
 
 def exact(name: str, value: Value, source: str, units: str = "1") -> Expected:
@@ -82,6 +93,7 @@ class Finding:
     candidates: list | None = None
     interval: tuple[float, float] | None = None
     kind: str = ""
+    expected_bound: str = ""
 
     @property
     def resolved(self) -> bool:
@@ -89,9 +101,10 @@ class Finding:
 
     def with_expected(self, exp: Expected | None) -> Finding:
         if exp is None:
-            return replace(self, expected=None, expected_source="",
+            return replace(self, expected=None, expected_source="", expected_bound="",
                            status="n/a" if self.resolved else "unresolved")
         return replace(self, expected=exp.value, expected_source=exp.source,
+                       expected_bound=exp.bound,
                        status=status_of(self.value, exp, self.interval) if self.resolved
                        else "unresolved")
 
@@ -113,6 +126,8 @@ class Finding:
             d["candidates"] = _plain(list(self.candidates or []))
         if self.interval is not None:
             d["interval"] = _plain(list(self.interval))
+        if self.expected_bound:
+            d["expected_bound"] = self.expected_bound
         d["kind"] = kind_of(self)
         return d
 
@@ -165,13 +180,18 @@ def _status_scalar(v: Any, exp: Expected, e: Any, span: tuple[Any, Any] | None =
         return "n/a"
     tol = max(exp.abs_tol, exp.rel_tol * abs(fe))
     d = abs(fv - fe)
+    lo = hi = fv
     if span is not None:  # the measurement says the value lies in [lo, hi]: its distance
         try:             # from the expectation is the interval's, where that is less
             lo, hi = sorted((float(span[0]), float(span[1])))
         except (TypeError, ValueError):
             lo = hi = fv
-        if not (math.isnan(lo) or math.isnan(hi)):
-            d = min(d, 0.0 if lo <= fe <= hi else min(abs(lo - fe), abs(hi - fe)))
+        if math.isnan(lo) or math.isnan(hi):
+            lo = hi = fv
+    if exp.bound:  # a limit: only how far the value (or its interval) lies beyond it counts
+        d = max(0.0, min(fv, lo) - fe if exp.bound == "max" else fe - max(fv, hi))
+    else:
+        d = min(d, 0.0 if lo <= fe <= hi else min(abs(lo - fe), abs(hi - fe)))
     if d <= tol + 1e-12 * max(1.0, abs(fe)):
         return "pass"
     if d <= 2 * tol and tol > 0:
@@ -313,6 +333,8 @@ def to_dataset(findings: Sequence[Finding]) -> xr.Dataset:
         if f.expected is not None:
             attrs["expected"] = _attr_value(f.expected)
             attrs["expected_source"] = f.expected_source
+            if f.expected_bound:
+                attrs["expected_bound"] = f.expected_bound
         if f.note:
             attrs["note"] = f.note
         if f.interval is not None:  # (lo, hi), or (lo list, hi list) for a list value
@@ -408,6 +430,7 @@ def from_dataset(ds: xr.Dataset) -> list[Finding]:
             status=str(a.get("status", "n/a")),
             candidates=candidates,
             interval=_interval(a["interval"], value) if "interval" in a else None,
+            expected_bound=str(a.get("expected_bound", "")),
         )
         stored = str(a.get("kind", ""))
         out.append(replace(f, kind=stored) if stored and stored != kind_of(f) else f)

@@ -16,14 +16,16 @@ import signal
 import subprocess
 import sys
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
 from gpumem.errors import Interrupted, UsageError
+from gpumem.generic import AUTO
 from gpumem.plugins import Plugins
+from gpumem.resolve import choose_arch, default_out, resolve_arch
 from gpumem.results.store import RunStore
-from gpumem.runner import DEFAULT_RESULTS_ROOT, RunRequest, default_out, resolve_arch
+from gpumem.runner import DEFAULT_RESULTS_ROOT, RunRequest
 
 #: exit codes of a single-device ``gpumem run`` and what they mean for its GPU
 _STATUS = {0: "complete", 1: "failed", 2: "unavailable", 130: "interrupted"}
@@ -54,6 +56,7 @@ class FleetReport:
     run_dir: Path
     backend: str
     runs: list[DeviceRun] = field(default_factory=list)
+    arch: str = ""
 
     @property
     def failed(self) -> list[DeviceRun]:
@@ -127,11 +130,14 @@ def run_fleet(req: RunRequest, devices: str, *, plugins: Plugins,
     if req.workers != 1:
         raise UsageError("--workers applies to simulators; --devices already runs one "
                          "process per GPU")
+    if req.arch == AUTO:  # every GPU of the fleet is measured as the first one's kind
+        choice, _first = choose_arch(plugins, req.device, None)
+        req = replace(req, arch=choice.arch.name)
     backend, indices = resolve_fleet(plugins, req.arch, req.device, devices)
     out = req.out or default_out(results_root, req.arch, f"{backend}x{len(indices)}")
     RunStore.open(out)  # checks, creates, and reads an existing manifest before any launch
     (out / LOGS).mkdir(exist_ok=True)
-    report = FleetReport(out, backend)
+    report = FleetReport(out, backend, arch=req.arch)
     procs: list[tuple[DeviceRun, subprocess.Popen, Any, float]] = []
     child_env = {**os.environ, **(env or {})}
     try:

@@ -21,27 +21,24 @@ the run with one line (exit 1); worker processes leave Ctrl-C to this one.
 from __future__ import annotations
 
 import contextlib
+import multiprocessing as mp
 import os
 import pickle
-import re
 import signal
 import sys
 import threading
 import time
 import traceback
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from concurrent.futures import ProcessPoolExecutor
-from dataclasses import dataclass, field
-from datetime import datetime
+from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Any, Callable, Iterator, Mapping, Sequence
-
-import multiprocessing as mp
+from typing import Any
 
 import numpy as np
 
 from gpumem.device import Device, DeviceInfo
 from gpumem.errors import (
-    DeviceUnavailable,
     GpumemError,
     Interrupted,
     ProbeUnsupported,
@@ -49,9 +46,19 @@ from gpumem.errors import (
 )
 from gpumem.experiment import Axis, Experiment, Plan, RunContext
 from gpumem.findings import Expected, Finding, evaluate, to_dataset
+from gpumem.generic import AUTO
 from gpumem.pace import Estimate, estimate
 from gpumem.plugins import Plugins, load_plugins
 from gpumem.point import PointResult, run_point
+from gpumem.resolve import (
+    choose_arch,
+    default_out,
+    latest_run,
+    open_device,
+    resolve_arch,
+    resolve_device,
+    resolve_experiments,
+)
 from gpumem.results.schema import (
     POINT_FAILED,
     POINT_OK,
@@ -74,7 +81,7 @@ MAX_REFINE_ROUNDS = 32
 class RunRequest:
     """What the user asked for (the CLI's options, parsed)."""
 
-    arch: str
+    arch: str = AUTO
     experiments: Sequence[str] = ("all",)
     device: str = "auto"
     out: Path | None = None
@@ -124,156 +131,13 @@ class Reporter:
     def experiment_finished(self, outcome: Outcome) -> None: ...
 
 
-# ---------------------------------------------------------------------------------------------
-# Resolution (no side effects)
-# ---------------------------------------------------------------------------------------------
-
-_DEVICE_RE = re.compile(r"^(?P<backend>[A-Za-z][\w-]*):(?P<index>\d+)$")
-
-
-@dataclass
-class DeviceChoice:
-    """A resolved ``--device``: a backend index, or a simulator with its config."""
-
-    kind: str  # "backend" | "simulator"
-    name: str
-    index: int = 0
-    config: Any = None
-    notice: str = ""
-
-
-def _choices(names: Sequence[str]) -> str:
-    return ", ".join(sorted(names)) or "none"
-
-
-def resolve_arch(plugins: Plugins, arch: str) -> Any:
-    archs = plugins.architectures()
-    if arch not in archs:
-        raise UsageError(f"unknown architecture '{arch}' (choose from: {_choices(archs)})")
-    return archs[arch]
-
-
-def resolve_experiments(plugins: Plugins, arch: str, names: Sequence[str]) -> list[type[Experiment]]:
-    available = plugins.experiments()
-    applicable = {n: c for n, c in available.items() if c().applies_to(arch)}
-    names = list(names) or ["all"]
-    if "all" in names:
-        if len(names) > 1:
-            raise UsageError("give experiment names or 'all', not both")
-        return [applicable[n] for n in sorted(applicable)]
-    out = []
-    for n in names:
-        if n not in available:
-            raise UsageError(f"unknown experiment '{n}' (choose from: "
-                             f"{_choices(list(applicable) + ['all'])})")
-        if n not in applicable:
-            raise UsageError(f"experiment '{n}' does not apply to '{arch}' (it is for "
-                             f"{', '.join(available[n].archs or [])})")
-        if available[n] not in out:
-            out.append(available[n])
-    return out
-
-
-def simulator_config(plugins: Plugins, arch: str, simulator: Any,
-                     sim_config: Path | None) -> Any:
-    if sim_config is not None:
-        if not Path(sim_config).is_file():
-            raise UsageError(f"--sim-config {sim_config}: no such file")
-        try:
-            return simulator.load_config(Path(sim_config))
-        except GpumemError:
-            raise
-        except NotImplementedError as e:
-            raise UsageError(str(e)) from None
-    try:  # each plugin on its own: one that raises is named, and others still answer
-        cfg = plugins.first_result("gpumem_simulator_config", arch=arch,
-                                   simulator=simulator.name)
-    except Exception as e:  # noqa: BLE001 - a plugin's config is the plugin's bug
-        raise GpumemError(f"the '{simulator.name}' config that a plugin ships for '{arch}' "
-                          f"is invalid: {e}") from None
-    if cfg is None:
-        raise UsageError(f"no '{simulator.name}' config for architecture '{arch}' "
-                         f"(pass one with --sim-config FILE)")
-    return cfg
-
-
-def resolve_device(plugins: Plugins, arch_obj: Any, spec: str,
-                   sim_config: Path | None) -> DeviceChoice:
-    """Turn ``--device`` into a :class:`DeviceChoice` (discovers hardware for ``auto``)."""
-    sims = plugins.simulators()
-    backends = plugins.devices()
-    valid = ["auto", *(f"{b}:N" for b in backends), *sims]
-    if spec == "auto":
-        reasons = []
-        for bname, backend in backends.items():
-            found = backend.discover()
-            claimed = [d for d in found.devices if arch_obj.claims(d.compute_capability)]
-            if claimed:
-                return DeviceChoice("backend", bname, claimed[0].index)
-            if found.devices:
-                ccs = ", ".join(sorted({d.compute_capability for d in found.devices}))
-                reasons.append(f"{bname}: compute capability {ccs} is not "
-                               f"{arch_obj.name}'s ({', '.join(arch_obj.compute_capabilities)})")
-            elif found.message:
-                reasons.append(f"{bname}: {found.message}")
-        sim = sims.get("sim")
-        if sim is None:
-            raise UsageError("no device for --device auto and the built-in simulator is "
-                             "disabled")
-        cfg = simulator_config(plugins, arch_obj.name, sim, sim_config)
-        why = "; ".join(reasons) or "no device backend"
-        return DeviceChoice("simulator", "sim", config=cfg,
-                            notice=f"no {arch_obj.name} GPU found ({why}); running on the "
-                                   f"built-in simulator")
-    if spec in sims:
-        sim = sims[spec]
-        ok, why = sim.available()
-        if not ok:
-            raise UsageError(f"simulator '{spec}' is not available here: {why}")
-        return DeviceChoice("simulator", spec, config=simulator_config(
-            plugins, arch_obj.name, sim, sim_config))
-    m = _DEVICE_RE.match(spec)
-    if m and m["backend"] in backends:
-        if sim_config is not None:
-            raise UsageError("--sim-config applies only to a simulator device")
-        return DeviceChoice("backend", m["backend"], int(m["index"]))
-    raise UsageError(f"unknown device '{spec}' (choose from: {', '.join(valid)})")
-
-
-def open_device(plugins: Plugins, choice: DeviceChoice, arch: str, seed: int) -> Device:
-    if choice.kind == "simulator":
-        return plugins.simulators()[choice.name].create_device(arch, choice.config, seed=seed)
-    backend = plugins.devices()[choice.name]
-    try:
-        return backend.open(choice.index, arch, plugins.kernel_lookup(arch))
-    except DeviceUnavailable as e:
-        raise UsageError(f"device {choice.name}:{choice.index} is not available: {e}") from None
-
-
-def default_out(root: Path, arch: str, device_key: str) -> Path:
-    stamp = datetime.now().strftime("%Y%m%dT%H%M%S")
-    return root / f"{arch}-{device_key}-{stamp}"
-
-
-def latest_run(root: Path, arch: str, device_key: str) -> Path | None:
-    runs = sorted(p for p in root.glob(f"{arch}-{device_key}-*") if (p / "manifest.json").exists())
-    return runs[-1] if runs else None
-
-
-def list_devices(plugins: Plugins) -> dict[str, Any]:
-    """What ``gpumem devices`` prints: hardware per backend, and the simulators."""
-    out: dict[str, Any] = {"backends": [], "simulators": []}
-    for name, backend in plugins.devices().items():
-        found = backend.discover()
-        out["backends"].append({"name": name, "summary": backend.summary,
-                                "devices": [d.as_dict() for d in found.devices],
-                                "message": found.message})
-    for name, sim in plugins.simulators().items():
-        ok, why = sim.available()
-        out["simulators"].append({"name": name, "summary": sim.summary, "available": ok,
-                                  "reason": why,
-                                  "plugin": plugins.owner("simulators", name).name})
-    return out
+def with_arch(plugins: Plugins, req: RunRequest) -> tuple[RunRequest, str]:
+    """``req`` with ``--arch auto`` resolved (``--device auto`` to the device it chose), and
+    the line saying which architecture and why ("" where ``--arch`` named one)."""
+    if req.arch != AUTO:
+        return req, ""
+    choice, device = choose_arch(plugins, req.device, req.sim_config)
+    return replace(req, arch=choice.arch.name, device=device), choice.why
 
 
 # ---------------------------------------------------------------------------------------------
@@ -486,6 +350,9 @@ def estimate_run(req: RunRequest, *, plugins: Plugins, reporter: Reporter
                  ) -> dict[str, Estimate]:
     """``gpumem run --estimate``: open the device, price what ``req`` would run on
     ``req.workers`` workers (:func:`price_run`), and run nothing."""
+    req, why = with_arch(plugins, req)
+    if why:
+        reporter.notice(why)
     arch_obj = resolve_arch(plugins, req.arch)
     classes = resolve_experiments(plugins, req.arch, req.experiments)
     if not classes:
@@ -516,14 +383,14 @@ def run_experiment(plugins: Plugins, store: RunStore, device: Device, cls: type[
         if ok:
             entry = store.entry(key)
             assert entry is not None
-            from gpumem.results.io import open_findings
             from gpumem.findings import from_dataset
+            from gpumem.results.io import open_findings
 
             path = store.root / entry.data["file"]
             return Outcome(exp.name, "resumed", path, from_dataset(open_findings(path)))
     missing = set(exp.probes) - set(device.probes)
     if missing:
-        reason = f"device has no {', '.join(sorted(missing))} probe"
+        reason = device.lacks(missing)
         store.set_entry(key, device=device.info.key, experiment=exp.name, params_hash=phash,
                         status="skipped", error=reason)
         return Outcome(exp.name, "skipped", error=reason)
@@ -691,6 +558,7 @@ def _run(req: RunRequest, *, plugins: Plugins, reporter: Reporter | None,
                          "workers")
     if req.executor == "local" and req.scheduler:
         raise UsageError("--scheduler applies to --executor dask")
+    req, why = with_arch(plugins, req)
     arch_obj = resolve_arch(plugins, req.arch)
     classes = resolve_experiments(plugins, req.arch, req.experiments)
     if not classes:
@@ -722,11 +590,12 @@ def _run(req: RunRequest, *, plugins: Plugins, reporter: Reporter | None,
         store = RunStore.open(out)
         store.check_no_symlink(store.root / device.info.key)  # before measuring anything
         report = RunReport(out, device.info, req.arch)
-        for notice in ([choice.notice] if choice.notice else []) + store.stale:
+        for notice in [n for n in (why, choice.notice) if n] + store.stale:
             report.notices.append(notice)
             reporter.notice(notice)
         store.start_run({"argv": list(req.argv), "arch": req.arch, "device": device.info.key,
-                         "pid": os.getpid(), "python": sys.version.split()[0]})
+                         "pid": os.getpid(), "python": sys.version.split()[0],
+                         **({"arch_choice": why} if why else {})})
         ctx = RunContext(req.arch, device.info, req.quick, req.seed)
         expected = expected_values(plugins, req.arch, device.info)
         workers = req.workers if client is None else max(1, len(

@@ -68,6 +68,17 @@ def fmt_value(v: object) -> str:
     return str(v)
 
 
+#: How a limit (``Expected.bound``) reads in a table: "at most 4,814.3".
+BOUND_WORDS = {"max": "at most", "min": "at least"}
+
+
+def fmt_expected(value: object, bound: str = "") -> str:
+    """An expected value's cell: the value, or the limit it is ("at most 4,814.3")."""
+    text = fmt_value(value)
+    return f"{BOUND_WORDS[bound]} {text}" if bound in BOUND_WORDS and value is not None \
+        else text
+
+
 def fmt_finding(d: dict) -> str:
     """A finding's value cell from its ``as_dict()``: the value, or for an unresolved finding
     its candidates ("unresolved: 16777216 | 33554432")."""

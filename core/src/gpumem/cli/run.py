@@ -16,8 +16,8 @@ from gpumem.cli._common import (
     STATUS_STYLE,
     FitTable,
     escape_controls,
+    fmt_expected,
     fmt_finding,
-    fmt_value,
     name_column,
     plugins,
     print_check,
@@ -95,7 +95,8 @@ def summary_table(report: RunReport) -> FitTable:
             style = STATUS_STYLE.get(f.status, "")
             t.add_row(safe_text(o.experiment), safe_text(f.name),
                       safe_text(fmt_finding(f.as_dict())), safe_text(f.units),
-                      safe_text(fmt_value(f.expected)), safe_text(f.status, style))
+                      safe_text(fmt_expected(f.expected, f.expected_bound)),
+                      safe_text(f.status, style))
     return FitTable(t, drop=["expected", "units"])
 
 
@@ -121,7 +122,8 @@ def available_help() -> str:
 
     names = ", ".join(f"{n}{where(exps[n])}" for n in sorted(exps))
     return escape(escape_controls(
-        f"Architectures: {', '.join(archs) or '(none loaded)'}.")) + "\n\n" + escape(
+        f"Architectures: {', '.join(archs) or '(none loaded)'}; sm_XY for any GPU of compute "
+        f"capability X.Y.")) + "\n\n" + escape(
         escape_controls(f"Experiments: {names or '(none loaded)'}; 'all' runs every one that "
                         f"applies to --arch."))
 
@@ -138,7 +140,11 @@ class _RunCommand(TyperCommand):
 def run_cmd(
     experiments: Optional[list[str]] = typer.Argument(
         None, help="Experiments to run, or 'all' (the default)."),
-    arch: str = typer.Option(..., "--arch", "-a", help="Architecture plugin, e.g. hopper."),
+    arch: str = typer.Option(
+        "auto", "--arch", "-a",
+        help="Architecture: a plugin's (e.g. hopper), sm_XY (the generic architecture of a GPU "
+             "no plugin describes), or auto: the plugin that claims the device's compute "
+             "capability, else the generic one (on a simulator: what --sim-config names)."),
     device: str = typer.Option("auto", "--device", "-d",
                                help="auto | cuda:N | sim | a simulator's name."),
     out: Optional[Path] = typer.Option(None, "--out", "-o",
@@ -166,7 +172,8 @@ def run_cmd(
                                   help="On a slow simulator: say how long the run would take "
                                        "on --workers workers, and run nothing."),
 ) -> None:
-    """Run EXPERIMENTS (default: all) for ARCH on a GPU, or on the built-in simulator."""
+    """Run EXPERIMENTS (default: all) on a GPU, or on the built-in simulator (any GPU: no
+    plugin needed; --arch picks whose expected values judge the findings)."""
     req = RunRequest(arch=arch, experiments=experiments or ["all"], device=device, out=out,
                      resume=resume, quick=quick, workers=workers, sim_config=sim_config,
                      seed=seed, argv=_state.argv, executor=executor, scheduler=scheduler)
@@ -225,7 +232,7 @@ def _run_fleet(req: RunRequest, devices: str, ps, check: bool = False) -> None:
         raise UsageError("--devices runs one local process per GPU; --executor dask farms "
                          "out a simulator's points")
     report = run_fleet(req, devices, plugins=ps)
-    t = Table(title=f"gpumem {req.arch} on {len(report.runs)} {report.backend} device(s)")
+    t = Table(title=f"gpumem {report.arch} on {len(report.runs)} {report.backend} device(s)")
     for col in ("device", "status", "wall s", "log", "last message"):
         t.add_column(col)
     for r in report.runs:

@@ -17,6 +17,7 @@ from gpumem.cli._app import app
 from gpumem.cli._common import (
     FitTable,
     check_damage,
+    fmt_expected,
     fmt_finding,
     name_column,
     print_json,
@@ -122,8 +123,9 @@ def _print(data: dict[str, Any]) -> None:
         if f["findings"]:
             t = findings_table()
             for name, d in f["findings"].items():
+                want = fmt_expected(d["expected"], d.get("expected_bound", ""))
                 t.add_row(*(safe_text(c) for c in (
-                    name, fmt_finding(d), d["units"], str(d["expected"] or "-"), d["status"],
+                    name, fmt_finding(d), d["units"], want, d["status"],
                     f"{d['confidence']:.2f}", d["method"])))
             out.print(FitTable(t, drop=FINDINGS_DROP))
 

@@ -143,6 +143,13 @@ def _size_hint(v: Any, units: str) -> str:
     return ""
 
 
+def _expected_text(f: Any) -> str:
+    """The expected cell: the value, or the limit it is ("at most 4,814.3 GB/s")."""
+    text = format_value(f.expected, f.units)
+    words = {"max": "at most ", "min": "at least "}.get(getattr(f, "expected_bound", ""), "")
+    return words + text if f.expected is not None else text
+
+
 def format_value(v: Any, units: str = "") -> str:
     """A finding's value as the table shows it (long lists cut, sizes with a binary unit)."""
     if v is None:
@@ -283,7 +290,7 @@ def findings_table(s: Series, experiments: Sequence[str] | None = None,
             f'<tr id="{escape(_anchor(s, exp, f.name))}" data-finding="{escape(f.name)}">'
             f"<td>{escape(exp)}</td><td><code>{escape(f.name)}</code></td>"
             f'<td class="value">{escape(_value_text(f))}</td><td>{escape(f.units)}</td>'
-            f'<td class="value">{escape(format_value(f.expected, f.units))}</td>'
+            f'<td class="value">{escape(_expected_text(f))}</td>'
             f'{_status_cell(f.status)}<td class="source">{escape(f.expected_source)}</td>'
             f'<td class="num">{f.confidence:.2f}</td>'
             f'<td class="method">{escape(method)}</td></tr>')

@@ -1,0 +1,198 @@
+"""Any GPU: ``--arch auto`` picks the plugin that claims the device, else the generic ``sm_XY``
+architecture, which runs every experiment the device supports and expects only what the
+device's own properties say (issue "Any GPU")."""
+
+from __future__ import annotations
+
+import dataclasses
+from pathlib import Path
+
+import pytest
+
+from gpumem import hookimpl
+from gpumem.device import DeviceBackend, Discovery
+from gpumem.errors import DeviceUnavailable, UsageError
+from gpumem.generic import (
+    choose_architecture,
+    generic_architecture,
+    generic_name,
+    is_generic,
+)
+from gpumem.plugins import PluginRecord, load_plugins
+from gpumem.runner import RunRequest, run
+
+DATA = Path(__file__).parent / "data" / "accelsim"
+
+#: the sources a generic architecture's expected values may cite: the device's properties only
+PROPERTY_WORDS = ("device property", "theoretical memory bandwidth", "warps an SM")
+
+
+def test_generic_names_follow_cuda_targets():
+    assert generic_name("9.0") == "sm_90"
+    assert generic_name("8.9") == "sm_89"
+    assert generic_name("12.0") == "sm_120"
+    assert is_generic("sm_120") and not is_generic("hopper") and not is_generic("sm_9")
+    arch = generic_architecture("sm_120")
+    assert arch.generic and arch.claims("12.0") and not arch.claims("9.0")
+    with pytest.raises(ValueError):
+        generic_name("9")
+
+
+def test_a_plugin_that_claims_the_capability_wins_and_the_line_says_why():
+    hopper = load_plugins().architectures()["hopper"]
+    got = choose_architecture([("hopper", hopper)], "9.0", "cuda:0 (NVIDIA H200)")
+    assert got.arch is hopper
+    assert got.why == "architecture hopper: plugin 'hopper' claims compute capability 9.0 " \
+                      "of cuda:0 (NVIDIA H200)"
+    other = choose_architecture([("hopper", hopper)], "8.9", "cuda:0 (NVIDIA L40S)")
+    assert other.arch.name == "sm_89" and other.arch.generic
+    assert other.why.startswith("architecture sm_89 (generic): no installed plugin claims "
+                                "compute capability 8.9 of cuda:0 (NVIDIA L40S)")
+
+
+# ---- a node of fake GPUs, each the built-in simulator under another name ----------------------
+
+def _config(cc: str, name: str):
+    """The packaged H200 model under another name and capability (read from the package, so
+    that it is there with the hopper plugin disabled too)."""
+    from importlib.resources import files
+
+    from gpumem.sim import SimConfig
+
+    cfg = SimConfig.from_toml(files("gpumem_hopper").joinpath("sim.toml").read_text())
+    return dataclasses.replace(cfg, compute_capability=cc, name=name).validate()
+
+
+class FakeGpus(DeviceBackend):
+    """``fake:N``: GPUs given as (name, compute capability), simulated."""
+
+    name = "fake"
+    summary = "simulated GPUs under other names (test)"
+
+    def __init__(self, gpus: list[tuple[str, str]]) -> None:
+        self.gpus = gpus
+
+    def _info(self, i: int):
+        from gpumem.sim.device import sim_device_info
+
+        name, cc = self.gpus[i]
+        return dataclasses.replace(sim_device_info(_config(cc, name)), kind="fake", name=name,
+                                   index=i, uuid=f"fake-{i:08d}")
+
+    def discover(self) -> Discovery:
+        return Discovery([self._info(i) for i in range(len(self.gpus))])
+
+    def open(self, index: int, arch: str, kernel_source=None):
+        from gpumem.sim.device import SimDevice
+
+        if not 0 <= index < len(self.gpus):
+            raise DeviceUnavailable(f"no fake GPU {index}")
+        name, cc = self.gpus[index]
+        dev = SimDevice(_config(cc, name), arch)
+        dev.info = self._info(index)
+        return dev
+
+
+def _plugins(gpus, monkeypatch, disable: str = ""):
+    if disable:
+        monkeypatch.setenv("GPUMEM_DISABLE_PLUGINS", disable)
+    ps = load_plugins(warn=lambda _m: None)
+
+    class Node:
+        @hookimpl
+        def gpumem_register_devices(self, register):
+            register(FakeGpus(gpus))
+
+    assert ps.add(Node(), PluginRecord("fake-node", "test", "0"), lambda _m: None)
+    return ps
+
+
+def _expected_sources(report) -> list[str]:
+    return [f.expected_source for o in report.outcomes for f in o.findings
+            if f.expected is not None]
+
+
+def test_a_gpu_no_plugin_knows_is_measured_as_its_generic_architecture(monkeypatch, tmp_path):
+    ps = _plugins([("NVIDIA L40S", "8.9")], monkeypatch)
+    report = run(RunRequest(experiments=["latency", "smem_latency", "bulk_copy", "cpasync"],
+                            device="auto", quick=True, out=tmp_path / "r"), plugins=ps)
+    assert report.arch == "sm_89"
+    assert report.notices[0].startswith("architecture sm_89 (generic): no installed plugin "
+                                        "claims compute capability 8.9 of fake:0 (NVIDIA L40S)")
+    status = {o.experiment: o.status for o in report.outcomes}
+    assert status == {"bulk_copy": "skipped", "cpasync": "complete", "latency": "complete",
+                      "smem_latency": "complete"}
+    (bulk,) = [o for o in report.outcomes if o.experiment == "bulk_copy"]
+    assert bulk.error == "needs the TMA's bulk copies (compute capability 9.0 or newer), which " \
+                         "NVIDIA L40S (compute capability 8.9) does not offer"
+    sources = _expected_sources(report)
+    assert sources, "the L2 size the device reports is expected"
+    assert all(any(w in s for w in PROPERTY_WORDS) for s in sources), sources
+    found = {f.name: f for o in report.outcomes for f in o.findings}
+    assert found["l2.size"].status == "pass"
+    assert found["lat.l1"].expected is None and found["lat.l1"].status == "n/a"
+
+
+def test_hopper_disabled_an_h200_is_sm_90_and_with_hopper_it_is_hopper(monkeypatch, tmp_path):
+    gpus = [("NVIDIA L40S", "8.9"), ("NVIDIA H200", "9.0")]
+    with_hopper = _plugins(gpus, monkeypatch)
+    report = run(RunRequest(experiments=["smem_latency"], device="auto", quick=True,
+                            out=tmp_path / "a"), plugins=with_hopper)
+    # the GPU a plugin claims is the best device, though another comes first
+    assert (report.arch, report.device.index) == ("hopper", 1)
+    assert report.notices[0] == "architecture hopper: plugin 'hopper' claims compute " \
+                                "capability 9.0 of fake:1 (NVIDIA H200)"
+    without = _plugins(gpus, monkeypatch, disable="hopper")
+    report = run(RunRequest(experiments=["smem_latency"], device="fake:1", quick=True,
+                            out=tmp_path / "b"), plugins=without)
+    assert report.arch == "sm_90"
+    sources = _expected_sources(report)
+    assert not any("REFERENCE" in s or "gpu-benches" in s for s in sources), sources
+
+
+def test_an_explicit_generic_architecture_and_an_unknown_device(monkeypatch, tmp_path):
+    ps = _plugins([("NVIDIA L40S", "8.9")], monkeypatch)
+    report = run(RunRequest(arch="sm_89", experiments=["smem_latency"], device="fake:0",
+                            quick=True, out=tmp_path / "r"), plugins=ps)
+    assert report.arch == "sm_89" and not report.notices
+    with pytest.raises(UsageError, match=r"device fake:3 is not available: no such device"):
+        run(RunRequest(experiments=["smem_latency"], device="fake:3", out=tmp_path / "x"),
+            plugins=ps)
+    assert not (tmp_path / "x").exists()
+
+
+# ---- on the simulator the config names the architecture -------------------------------------
+
+def test_a_config_naming_a_plugins_architecture_runs_as_it(cli, tmp_path):
+    cfg = load_plugins().first_result("gpumem_simulator_config", arch="kepler", simulator="sim")
+    cfg.save(tmp_path / "kepler.toml")
+    r = cli("run", "smem_latency", "--device", "sim", "--sim-config",
+            str(tmp_path / "kepler.toml"), "--quick", "--out", str(tmp_path / "r"))
+    assert r.code == 0, r.err
+    assert f"architecture kepler: named by {tmp_path / 'kepler.toml'} (plugin 'kepler')" in r.err
+    assert "gpumem kepler on sim" in r.out
+
+
+@pytest.fixture(scope="module")
+def imported(tmp_path_factory):
+    """Each Accel-Sim config of the test data, imported (``gpumem import accelsim``)."""
+    from gpumem.cli import main
+    from gpumem.plugins import reset_plugins
+
+    out = tmp_path_factory.mktemp("imported")
+    paths = {}
+    for name in ("SM2_GTX480", "SM3_KEPLER_TITAN", "SM7_QV100", "SM90_H100"):
+        reset_plugins()
+        assert main(["import", "accelsim", str(DATA / name / "gpgpusim.config"), "--out",
+                     str(out / f"{name}.toml")]) == 0
+        paths[name] = out / f"{name}.toml"
+    return paths
+
+
+def test_an_imported_accelsim_config_needs_no_arch(cli, imported, tmp_path):
+    r = cli("run", "smem_latency", "--device", "sim", "--sim-config",
+            str(imported["SM7_QV100"]), "--quick", "--out", str(tmp_path / "r"))
+    assert r.code == 0, r.err
+    assert f"architecture sm_70 (generic): {imported['SM7_QV100']} names 'accelsim', which " \
+           f"no installed plugin provides; its compute capability is 7.0" in r.err
+    assert "gpumem sm_70 on sim SM7_QV100" in r.out
