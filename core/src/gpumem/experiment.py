@@ -26,6 +26,7 @@ import numpy as np
 import xarray as xr
 
 from gpumem.device import Device, DeviceInfo
+from gpumem.finding_names import declared, matches
 from gpumem.findings import Finding
 
 if TYPE_CHECKING:
@@ -134,9 +135,21 @@ class Experiment(ABC):
     probes: ClassVar[tuple[str, ...]] = ()
     #: Bump when the measurement changes meaning: old results then no longer resume.
     version: ClassVar[str] = "1"
+    #: Every finding name :meth:`analyze` can report, unresolved ones included: exact names,
+    #: or :mod:`fnmatch` patterns where names are generated (``lat.pattern.P[1-6]``; prefer
+    #: the names written out, e.g. with :func:`gpumem.finding_names.family`). Expected values
+    #: are checked against these (:func:`gpumem.finding_names.undeclared`), so a misspelt
+    #: name is caught instead of never being compared. An experiment that sets none (one
+    #: written before this existed) declares nothing: no name counts as its.
+    findings: ClassVar[tuple[str, ...]] = ()
 
     def applies_to(self, arch: str) -> bool:
         return self.archs is None or arch in self.archs
+
+    @classmethod
+    def declares(cls, name: str) -> bool:
+        """``name`` is one of :attr:`findings` or matches one of its patterns."""
+        return matches(name, declared(cls))
 
     @abstractmethod
     def plan(self, ctx: RunContext) -> Plan:

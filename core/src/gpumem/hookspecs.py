@@ -74,7 +74,9 @@ def gpumem_register_experiments(register: Callable[[type[Experiment]], None]) ->
 
     Register the class, not an instance; core instantiates it per run. An experiment limited to
     some architectures sets ``archs = ("hopper",)``; ``gpumem run --arch X all`` runs every
-    experiment whose ``archs`` is ``None`` or contains ``X``.
+    experiment whose ``archs`` is ``None`` or contains ``X``. ``findings`` declares every
+    finding name its analysis can report (exact names or ``fnmatch`` patterns); expected
+    values are checked against the declared names, and one that declares none covers none.
 
     :param register: call once per :class:`gpumem.Experiment` subclass.
 
@@ -86,6 +88,7 @@ def gpumem_register_experiments(register: Callable[[type[Experiment]], None]) ->
             name = "cpasync"
             summary = "cp.async against matched plain loads"
             archs = ("hopper",)
+            findings = ("cpasync.speedup",)
             ...
 
         @hookimpl

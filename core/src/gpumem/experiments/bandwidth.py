@@ -35,6 +35,7 @@ class Bandwidth(Experiment):
     summary = "DRAM read, write and copy bandwidth over CTAs x threads x ILP"
     probes = ("stream",)
     version = "1"
+    findings = ("bw.dram_read", "bw.dram_write", "bw.dram_copy", "bw.dram_read_fraction")
     references = ("Mei & Chu, IEEE TPDS 28(1), 2017, sec. 5.1 (global throughput); "
                   "RRZE gpu-benches gpu-stream")
 

@@ -36,6 +36,7 @@ class BandwidthLevels(Experiment):
     summary = "read bandwidth over footprint through L1 (.ca) and L2 (.cg): level plateaus"
     probes = ("stream",)
     version = "2"
+    findings = ("bw.l1", "bw.l2")
     references = "RRZE gpu-benches gpu-cache / gpu-l2-cache; Mei & Chu sec. 5"
 
     def presentation(self) -> Presentation:

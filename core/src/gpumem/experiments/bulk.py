@@ -56,6 +56,8 @@ class BulkCopy(Experiment):
     summary = "TMA bulk copies HBM -> shared memory over chunk x stages x blocks per SM"
     probes = ("bulk_copy",)
     version = "1"
+    findings = ("bw.dram_read_bulk", "bw.dram_read_bulk_fraction", "bulk.inflight_per_sm",
+                "bulk.latency_estimate")
     references = ("NVIDIA Hopper tuning guide, 'Tensor Memory Accelerator'; PTX ISA, "
                   "cp.async.bulk; Manjunath & Ramachandra, Concurrency Response of Plain Global "
                   "Loads on the NVIDIA H100 (2026), for the plain-load and cp.async side")

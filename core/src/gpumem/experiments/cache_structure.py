@@ -56,6 +56,7 @@ from gpumem.device import Device
 from gpumem.experiment import Experiment, Plan, RunContext
 from gpumem.experiments.chaselog import ChaseLog
 from gpumem.experiments.figures import CACHE_STRUCTURE
+from gpumem.finding_names import family
 from gpumem.findings import Finding, unresolved
 from gpumem.presentation import Presentation, ReportFigure
 
@@ -81,6 +82,9 @@ SCATTER_PASSES = 2
 SCATTER_MIN_BLOCKS = 8     # fewer blocks per pass than this: too few lines to count
 L2_SCATTER_BLOCKS = (32, 64, 128, 256, 512, 1024)
 L2_SCATTER_RECORD = 16384  # accesses recorded per L2 chase, after one untimed pass
+#: What the analysis reports of each level (``LEVEL.NAME``), where the evidence allows.
+LEVEL_FINDINGS = ("hit_latency", "overflow_size", "half_miss_size", "line", "sector", "ways",
+                  "sets", "index_bits", "policy", "way_weights")
 
 
 class CacheStructure(Experiment):
@@ -88,6 +92,9 @@ class CacheStructure(Experiment):
     summary = "fine-grained P-chase: size, line, sector, sets, ways, index bits, policy"
     probes = ("pointer_chase",)
     version = "1"
+    #: one family per level a path reaches (``l2`` where it is at least half the L2), the
+    #: unresolved ones included; ``conflict_onset`` is kept only as a note, never reported
+    findings = family((*LEVEL_OF_PATH.values(), "l2"), LEVEL_FINDINGS) + ("l2.fill_unit",)
     references = ("Mei & Chu, Dissecting GPU Memory Hierarchy through Microbenchmarking, "
                   "IEEE TPDS 28(1), 2017, sec. 4")
 

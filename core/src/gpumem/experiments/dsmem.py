@@ -51,6 +51,8 @@ class DsmemLatency(Experiment):
     summary = "distributed shared memory: load latency by cluster size and rank distance"
     probes = ("dsmem",)
     version = "1"
+    findings = ("lat.dsmem", "lat.dsmem_local", "dsmem.remote_extra",
+                "dsmem.latency_by_distance")
     references = REFERENCES
 
     def presentation(self) -> Presentation:
@@ -116,6 +118,7 @@ class DsmemBandwidth(Experiment):
     summary = "distributed shared memory: throughput per SM over warps x ILP, own vs remote"
     probes = ("dsmem",)
     version = "1"
+    findings = ("bw.dsmem", "bw.dsmem_local", "dsmem.remote_fraction", "dsmem.bw_by_cluster")
     references = REFERENCES
 
     def presentation(self) -> Presentation:

@@ -52,6 +52,8 @@ class L2SmMap(Experiment):
     summary = "per-SM L2 near/far map: the same chain chased from every SM"
     probes = ("pointer_chase",)
     version = "1"
+    findings = ("l2.sm_groups", "l2.sm_partition", "l2.sm_map_near_latency",
+                "l2.sm_map_far_latency", "l2.near_fraction")
     references = ("Manjunath & Ramachandra, Concurrency Response of Plain Global Loads on the "
                   "NVIDIA H100 (2026): a single SM's latency misses the L2 partitions; MT4G")
 

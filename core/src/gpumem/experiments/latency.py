@@ -83,6 +83,9 @@ class LatencyLadder(Experiment):
     summary = "pointer-chase latency ladder over footprint: L1, L2 near/far, DRAM, TLB miss"
     probes = ("pointer_chase",)
     version = "2"  # 2: sequential footprints from L2/8 to 2 L2 chased on PLACEMENTS allocations
+    findings = ("lat.l1", "lat.l1_ns", "lat.l2", "lat.l2_ns", "lat.l2_far", "lat.l2_far_ns",
+                "lat.dram", "lat.dram_ns", "lat.dram_tlb_miss", "lat.dram_tlb_miss_ns",
+                "l1d.size", "l2.near_size", "l2.size", "l2.partitions")
     references = ("Mei & Chu, Dissecting GPU Memory Hierarchy through Microbenchmarking, "
                   "IEEE TPDS 28(1), 2017; gpu-benches gpu-latency (RRZE)")
 

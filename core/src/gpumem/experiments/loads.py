@@ -127,6 +127,8 @@ class IlpSweep(Experiment):
                "direction x allocation size (the H100 study, with its missing experiment)")
     probes = ("stream",)
     version = "1"
+    findings = ("ilp.best_k", "ilp.k8_vs_k2", "ilp.k8_vs_k2_reverse",
+                "ilp.k8_vs_k2_by_footprint", "ilp.l2_best_k", "ilp.l2_k8_vs_k2")
     references = ("Manjunath & Ramachandra, Concurrency Response of Plain Global Loads on the "
                   "NVIDIA H100 (2026), sec. 4.2 (ILP response); stream.cu")
 
@@ -241,6 +243,7 @@ class AsyncCopy(Experiment):
     summary = "cp.async into shared memory against matched plain loads, 1..16 groups in flight"
     probes = ("stream", "async_copy")
     version = "1"
+    findings = ("cpasync.speedup", "cpasync.speedup_low_occupancy")
     references = ("Manjunath & Ramachandra, Concurrency Response of Plain Global Loads on the "
                   "NVIDIA H100 (2026): cp.async 2.1-2.9x faster than plain loads at 16 groups")
 

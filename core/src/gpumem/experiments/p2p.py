@@ -34,6 +34,8 @@ class PeerAccess(Experiment):
     summary = "latency and read bandwidth of loads from each GPU's memory (NVLink / PCIe)"
     probes = ("pointer_chase", "stream", "peer_access")
     version = "1"
+    findings = ("p2p.latency_l2", "p2p.latency_dram", "p2p.read_bw", "p2p.remote_latency_ratio",
+                "p2p.remote_bw_ratio")
     references = "new; peer reads as in NVIDIA's p2pBandwidthLatencyTest (github.com/NVIDIA/cuda-samples)"
 
     def plan(self, ctx: RunContext) -> Plan:

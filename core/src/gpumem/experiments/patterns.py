@@ -86,6 +86,8 @@ class Patterns(Experiment):
     summary = "Mei & Chu's global-memory access patterns P1-P6 (TLB x L2 hit/miss cases)"
     probes = ("pointer_chase",)
     version = "1"
+    findings = ("lat.pattern.P1", "lat.pattern.P2", "lat.pattern.P3", "lat.pattern.P4",
+                "lat.pattern.P5", "lat.pattern.P6")
     references = ("Mei & Chu, Dissecting GPU Memory Hierarchy through Microbenchmarking, "
                   "IEEE TPDS 28(1), 2017, sec. 5.2 (pattern_fermi.cu, pattern_kepler.cu)")
 

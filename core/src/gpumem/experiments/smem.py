@@ -44,6 +44,7 @@ class SmemLatency(Experiment):
     summary = "shared-memory latency over stride: bank conflicts, banks, bank width"
     probes = ("smem",)
     version = "2"
+    findings = ("lat.smem", "smem.banks", "smem.bank_width", "smem.conflict_latency")
     references = "Mei & Chu, IEEE TPDS 28(1), 2017, sec. 6.2 (shared_bankconflict.cu)"
 
     def presentation(self) -> Presentation:
@@ -116,6 +117,7 @@ class SmemBandwidth(Experiment):
     summary = "shared-memory throughput per SM over warps x ILP"
     probes = ("smem",)
     version = "2"
+    findings = ("bw.smem", "smem.peak_warps")
     references = "Mei & Chu, IEEE TPDS 28(1), 2017, sec. 6.1 (shared_bandwidth.cu)"
 
     def presentation(self) -> Presentation:

@@ -59,6 +59,7 @@ from gpumem.device import Device
 from gpumem.experiment import Experiment, Plan, RunContext
 from gpumem.experiments.chaselog import ChaseLog
 from gpumem.experiments.figures import TLB_STRUCTURE
+from gpumem.finding_names import family
 from gpumem.findings import Finding, unresolved
 from gpumem.presentation import Presentation, ReportFigure
 
@@ -91,6 +92,11 @@ class TlbStructure(Experiment):
     summary = "page size, TLB levels: entries, sets (unequal too), ways, miss penalties"
     probes = ("pointer_chase",)
     version = "3"
+    #: ``tlb.analysis``: a file of version 2, whose findings cannot be derived again
+    findings = ("tlb.page", "tlb.no_level_below", "tlb.analysis",
+                *family(("tlb_l1", "tlb_l2"), ("entries", "ways", "sets", "reach",
+                                               "miss_penalty")),
+                "tlb_l2.no_level_below")
     references = ("Mei & Chu, Dissecting GPU Memory Hierarchy through Microbenchmarking, "
                   "IEEE TPDS 28(1), 2017, sec. 4 (TLB)")
 

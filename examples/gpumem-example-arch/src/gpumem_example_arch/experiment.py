@@ -37,6 +37,8 @@ class PathLatency(Experiment):
     archs = ("gv100",)  # None would add it to every architecture's 'all'
     probes = ("pointer_chase",)
     version = "1"  # bump when a change makes old results incomparable
+    # every finding name analyze() can report; expected values are checked against them
+    findings = ("l1d.hit_latency", "ro.hit_latency", "tex_l1.hit_latency")
 
     def plan(self, ctx):
         paths = tuple(p for p in LEVEL if p in ctx.device.load_paths)
