@@ -55,6 +55,7 @@ from gpumem.experiment import (
 )
 from gpumem.findings import Expected, Finding, exact, latency_pair
 from gpumem.formats import Converted, Format, FormatError
+from gpumem.generic import expected_values as device_property_expected
 from gpumem.plugins import Plugins, load_plugins
 from gpumem.presentation import Presentation, ReportFigure, ReportSection
 from gpumem.runner import RunRequest, run
@@ -79,7 +80,7 @@ __all__ = [
     "Calibrated", "calibrate",
     "chain_offsets", "ChaseRequest", "ChaseResult", "Converted", "Device", "DeviceBackend",
     "PLACEMENT_PADS",
-    "DeviceInfo", "DeviceUnavailable", "Discovery", "Dram", "dram_copy_expected", "exact",
+    "DeviceInfo", "device_property_expected", "DeviceUnavailable", "Discovery", "Dram", "dram_copy_expected", "exact",
     "Expected", "Experiment", "Finding", "Format", "FormatError", "generic_kernel_source",
     "GpumemError", "hookimpl", "Interconnect", "KernelSource", "latency_pair", "load_plugins",
     "load_source", "median_over_repeats", "MEI_CHU", "mei_chu_data", "MEI_CHU_REPO",

@@ -17,6 +17,7 @@ from gpumem.cli import analyze as _analyze  # noqa: E402,F401  (registers comman
 from gpumem.cli import compare as _compare  # noqa: E402,F401
 from gpumem.cli import convert as _convert  # noqa: E402,F401
 from gpumem.cli import devices as _devices  # noqa: E402,F401
+from gpumem.cli import plugin as _plugin  # noqa: E402,F401
 from gpumem.cli import plugins as _plugins  # noqa: E402,F401
 from gpumem.cli import report as _report  # noqa: E402,F401
 from gpumem.cli import run as _run  # noqa: E402,F401

@@ -20,9 +20,10 @@ from __future__ import annotations
 
 import copy
 import re
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Callable
+from typing import TYPE_CHECKING, Any
 
 from gpumem.device import BulkRequest, StreamRequest
 from gpumem.errors import UsageError
@@ -344,9 +345,13 @@ _TABLE = re.compile(r"^\[\[?([\w.]+)\]\]?\s*$")
 _KEY = re.compile(r"^([\w]+)\s*=")
 
 
-def commented_toml(cal: Calibrated, run: Path, base_name: str) -> str:
-    """The config as TOML, each calibrated parameter's line commented with its finding."""
+def commented_toml(cal: Calibrated, run: Path | str, base_name: str,
+                   assumed: dict[str, str] | None = None) -> str:
+    """The config as TOML, each calibrated parameter's line commented with its finding.
+    ``assumed``: a base built from the run itself (:mod:`gpumem.sim.from_run`), whose
+    assumptions are commented on their lines instead of the packaged base's."""
     text = cal.config.to_toml()
+    assumed = assumed or {}
     table, names = "", {}
     lines = []
     for line in text.splitlines():
@@ -355,6 +360,8 @@ def commented_toml(cal: Calibrated, run: Path, base_name: str) -> str:
             table = m.group(1)
             names[table] = ""
             lines.append(line)
+            if table in assumed:
+                lines.append(f"# {assumed[table]}")
             continue
         k = _KEY.match(line)
         if k and k.group(1) == "name" and table in ("cache", "tlb"):
@@ -370,19 +377,49 @@ def commented_toml(cal: Calibrated, run: Path, base_name: str) -> str:
                 path = key
         if path in cal.sources:
             line = f"{line}  # measured: {cal.sources[path]}"
+        elif path in assumed:
+            line = f"{line}  # {assumed[path]}"
         lines.append(line)
+    if assumed:
+        base = ["# every other parameter is the run's device's own property, a geometry the",
+                "# run decided, or ASSUMED where commented so (no architecture plugin's base",
+                "# config: the model was built from the run, gpumem.sim.from_run)."]
+    else:
+        base = [f"# every other parameter is ASSUMED: the packaged '{base_name}' config's value "
+                f"(its own", "# file says where each came from)."]
     header = [
         f"# gpumem built-in simulator config calibrated from the measured run {run}",
         "# (gpumem export sim). A parameter commented 'measured' is set from the finding named;",
-        f"# every other parameter is ASSUMED: the packaged '{base_name}' config's value (its own",
-        "# file says where each came from). The findings are this gpumem's analyses of the run's",
-        "# raw data, as its simulated runs will get. Findings of the run not used to set a",
-        "# parameter (the model cannot express them yet, or they follow from those set):",
+        *base,
+        "# The findings are this gpumem's analyses of the run's raw data, as its simulated runs",
+        "# will get. Findings of the run not used to set a parameter (the model cannot express",
+        "# them yet, or they follow from those set):",
     ]
     left = cal.left
     for i in range(0, len(left), 4):
         header.append("#   " + ", ".join(left[i:i + 4]))
     return "\n".join(header) + "\n" + "\n".join(lines) + "\n"
+
+
+def calibrated(plugins: Plugins, src: Source, arch: str
+               ) -> tuple[Calibrated, str, dict[str, str]]:
+    """``src`` calibrated onto ``arch``'s packaged config, or, for an architecture that ships
+    none (the generic ``sm_XY`` of a GPU no plugin describes), onto a base built from the
+    run itself: (the calibration, the base's name, the base's assumptions by parameter)."""
+    from gpumem.sim.from_run import base_config
+
+    base = plugins.first_result("gpumem_simulator_config", arch=arch, simulator="sim")
+    assumed: dict[str, str] = {}
+    if not isinstance(base, SimConfig):
+        try:
+            base, assumed = base_config(src)
+        except (ValueError, SimConfigError) as e:
+            raise FormatError(f"architecture '{arch}' ships no built-in simulator config, "
+                              f"and none can be built from the run: {e}") from None
+    name = base.name
+    cal = calibrate(base, src)
+    cal.config.name = f"{name}-calibrated"
+    return cal, name, assumed
 
 
 class SimFormat(Format):
@@ -403,18 +440,14 @@ class SimFormat(Format):
         arch = arch or src.arch
         if not arch:
             raise UsageError(f"{run}: the run records no architecture (give --arch)")
-        base = plugins.first_result("gpumem_simulator_config", arch=arch, simulator="sim")
-        if not isinstance(base, SimConfig):
-            raise UsageError(f"architecture '{arch}' ships no built-in simulator config to "
-                             f"calibrate")
-        cal = calibrate(base, src)
-        cal.config.name = f"{base.name}-calibrated"
-        cal.config.source = f"calibrated from {run} by gpumem export sim; base: {base.name}"
+        cal, base_name, assumed = calibrated(plugins, src, arch)
+        cal.config.source = (f"calibrated from {run} by gpumem export sim; base: "
+                             f"{'built from the run' if assumed else base_name}")
         path = out if out.suffix == ".toml" else out / f"{cal.config.name}.toml"
         if path.parent.exists() and not path.parent.is_dir():
             raise UsageError(f"--out {out}: not a directory")
         path.parent.mkdir(parents=True, exist_ok=True)
-        write_text(path, commented_toml(cal, run, base.name))
+        write_text(path, commented_toml(cal, run, base_name, assumed))
         warnings = [f"{len(cal.sources)} parameter(s) set from the run; {len(cal.left)} "
                     f"finding(s) not used (listed in the file's header)"]
         return Converted([path], warnings)

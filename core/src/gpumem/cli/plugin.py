@@ -1,0 +1,86 @@
+"""``gpumem plugin new`` and ``gpumem plugin check``: a measured GPU becomes a plugin, and a
+plugin is checked against itself and gpumem (:mod:`gpumem.plugin_new`,
+:mod:`gpumem.plugin_check`)."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import Optional
+
+import typer
+
+from gpumem.cli._app import app
+from gpumem.cli._common import escape_controls, plugins, stderr, stdout
+from gpumem.errors import UsageError
+
+plugin_app = typer.Typer(help="Write a plugin from measured runs, or check one.",
+                         no_args_is_help=True)
+app.add_typer(plugin_app, name="plugin")
+
+
+def _say(message: str) -> None:
+    stderr().print(f"gpumem: {escape_controls(message)}", highlight=False, markup=False)
+
+
+@plugin_app.command("new")
+def new(
+    name: str = typer.Argument(..., help="The plugin's name (entry point, gpumem-NAME, "
+                                         "gpumem_NAME), e.g. a100."),
+    runs: list[Path] = typer.Option(..., "--from", help="Run directories of one kind of GPU "
+                                                        "(give --from once per run)."),
+    out: Optional[Path] = typer.Option(None, "--out", "-o",
+                                       help="Folder to write (default: ./gpumem-NAME); it "
+                                            "must not exist or be empty."),
+    workers: int = typer.Option(min(4, os.cpu_count() or 1), "--workers", "-j", min=1,
+                                help="Worker processes for simulating the calibrated config."),
+) -> None:
+    """Write a pip-installable plugin from measured runs: architecture, expected values
+    (the runs' medians, bands from their spread), the calibrated simulator config, a README
+    and tests."""
+    from gpumem.plugin_files import write_plugin
+    from gpumem.plugin_new import new_plugin
+
+    target = out or Path(f"gpumem-{name}")
+    if target.exists() and (not target.is_dir() or any(target.iterdir())):
+        raise UsageError(f"--out {target}: exists and is not an empty folder")
+    made = new_plugin(plugins(), name, runs, target, workers=workers, progress=_say)
+    write_plugin(made)
+    sim = sum(v.reproduced for v in made.values)
+    con = stdout()
+    con.print(escape_controls(
+        f"wrote {target}: plugin '{name}' for {', '.join(made.products)} (compute capability "
+        f"{made.compute_capability}): {len(made.values)} expected values from "
+        f"{len(made.runs_provenance)} run(s), {sim} reproduced by its calibrated simulator; "
+        f"{len(made.left)} finding(s) not expected (README.md says why)"),
+        highlight=False, markup=False)
+    con.print(escape_controls(
+        f"next: pip install {target} && gpumem plugin check {name}; a human should add "
+        f"published sources for the values (src/{made.package}/expected.py)"),
+        highlight=False, markup=False)
+
+
+@plugin_app.command("check")
+def check(
+    target: str = typer.Argument(..., metavar="NAME|PATH",
+                                 help="An installed plugin's name, or its source folder."),
+    workers: int = typer.Option(1, "--workers", "-j", min=1,
+                                help="Worker processes for the quick simulated run."),
+) -> None:
+    """Check a plugin on its own: it loads, its simulator config is its architecture's, a
+    quick simulated run meets its expected values, every expected value names a finding an
+    experiment reports and has a source, and it imports only gpumem.api. Exit 1 on any
+    problem."""
+    from gpumem.plugin_check import check_plugin
+
+    name, checks = check_plugin(target, workers=workers)
+    con = stdout()
+    for c in checks:
+        con.print(escape_controls(f"{'ok  ' if c.ok else 'FAIL'}  {c.what}"
+                                  + (f": {c.detail}" if c.detail else "")),
+                  highlight=False, markup=False)
+    bad = [c for c in checks if not c.ok]
+    if bad:
+        _say(f"plugin check {name}: {len(bad)} problem(s)")
+        raise typer.Exit(1)
+    _say(f"plugin check {name}: every check passes")

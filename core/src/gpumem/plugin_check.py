@@ -1,0 +1,244 @@
+"""``gpumem plugin check [NAME | PATH]``: is a plugin consistent with itself and with gpumem?
+
+The plugin is loaded in isolation (core and this plugin only, whatever else is installed),
+from its installed entry point (NAME) or from a source tree (PATH: the folder of its
+``pyproject.toml``), and checked, one line per check:
+
+* it loads and registers what it says;
+* each architecture's built-in simulator config validates and names that architecture and
+  one of its compute capabilities;
+* a quick simulated run of every experiment passes its own expected values (none fails);
+* every expected-value name is one some experiment declares (``Experiment.findings``): a
+  misspelt name (``lat.lat.l1``) would otherwise never be checked against anything;
+* every expected value has a source;
+* the package imports from gpumem only its public API (``gpumem.api``).
+
+A problem makes the command exit 1.
+"""
+
+from __future__ import annotations
+
+import ast
+import contextlib
+import dataclasses
+import os
+import sys
+import tempfile
+from collections.abc import Iterator
+from dataclasses import dataclass
+from importlib import metadata
+from pathlib import Path
+from typing import Any
+
+from gpumem.errors import UsageError
+from gpumem.plugins import GROUP, Plugins, entry_points, load_plugins
+
+if sys.version_info >= (3, 11):
+    import tomllib
+else:  # pragma: no cover - exercised on 3.10 only
+    import tomli as tomllib
+
+#: What a plugin may import from gpumem (tests may also use gpumem.testing).
+ALLOWED_IMPORTS = frozenset({"gpumem.api", "gpumem.api.figures"})
+ALLOWED_IN_TESTS = ALLOWED_IMPORTS | {"gpumem.testing"}
+
+
+@dataclass
+class Check:
+    """One line of the report: what was checked, whether it holds, and the evidence."""
+
+    what: str
+    ok: bool
+    detail: str = ""
+
+
+def gpumem_imports(source: str) -> list[tuple[int, str]]:
+    """(line, module) of every import of a gpumem module in ``source``, anywhere in it."""
+    out = []
+    for node in ast.walk(ast.parse(source)):
+        if isinstance(node, ast.Import):
+            out += [(node.lineno, a.name) for a in node.names
+                    if a.name == "gpumem" or a.name.startswith("gpumem.")]
+        elif isinstance(node, ast.ImportFrom) and not node.level and node.module:
+            if node.module == "gpumem" or node.module.startswith("gpumem."):
+                out.append((node.lineno, node.module))
+    return out
+
+
+def imports_past_api(folder: Path, allowed: frozenset[str] = ALLOWED_IMPORTS,
+                     root: Path | None = None) -> list[str]:
+    """``path:line imports module`` for every import of gpumem beyond ``allowed`` under
+    ``folder`` (build trees and caches left out)."""
+    bad = []
+    for path in sorted(folder.rglob("*.py")):
+        if "build" in path.parts or "__pycache__" in path.parts:
+            continue
+        for line, module in gpumem_imports(path.read_text(encoding="utf-8")):
+            if module not in allowed:
+                bad.append(f"{path.relative_to(root or folder)}:{line} imports {module}")
+    return bad
+
+
+# ---- loading one plugin on its own ----------------------------------------------------------
+
+@contextlib.contextmanager
+def _alone() -> Iterator[None]:
+    """The allow and block lists of the environment do not apply to the plugin checked."""
+    saved = {k: os.environ.pop(k) for k in ("GPUMEM_LOAD_PLUGINS", "GPUMEM_DISABLE_PLUGINS")
+             if k in os.environ}
+    try:
+        yield
+    finally:
+        os.environ.update(saved)
+
+
+def _from_tree(path: Path) -> metadata.EntryPoint:
+    """The ``gpumem`` entry point a source tree's pyproject.toml declares; its ``src/`` (or
+    the tree itself) goes first on ``sys.path`` so that this tree's code is what loads."""
+    try:
+        project = tomllib.loads((path / "pyproject.toml").read_text(encoding="utf-8"))
+    except (OSError, tomllib.TOMLDecodeError) as e:
+        raise UsageError(f"{path}: no readable pyproject.toml ({e})") from None
+    eps = project.get("project", {}).get("entry-points", {}).get(GROUP, {})
+    if len(eps) != 1:
+        raise UsageError(f"{path}/pyproject.toml declares {len(eps)} entry points in the "
+                         f"'{GROUP}' group; a plugin declares one")
+    (name, value), = eps.items()
+    code = path / "src" if (path / "src").is_dir() else path
+    sys.path.insert(0, str(code))
+    return metadata.EntryPoint(name=name, value=str(value), group=GROUP)
+
+
+def load_alone(target: str) -> tuple[Plugins, metadata.EntryPoint, Path | None]:
+    """(core and this plugin only, its entry point, its source tree or None)."""
+    path = Path(target)
+    if path.is_dir():
+        ep, tree = _from_tree(path), path
+    else:
+        found = [ep for ep in entry_points() if ep.name == target]
+        if not found:
+            names = sorted(ep.name for ep in entry_points())
+            raise UsageError(f"no plugin named '{target}' is installed (installed: "
+                             f"{', '.join(names) or 'none'}), and no such folder")
+        ep, tree = found[0], None
+    with _alone():
+        plugins = load_plugins(eps=[ep], warn=lambda _m: None)
+    return plugins, ep, tree
+
+
+def _package_dir(ep: metadata.EntryPoint) -> Path | None:
+    """The folder of the top-level package the entry point names (``pkg.plugin:plugin``)."""
+    top = sys.modules.get(ep.value.split(":")[0].split(".")[0].strip())
+    where = getattr(top, "__file__", None)
+    return Path(where).parent if where else None
+
+
+# ---- the checks -------------------------------------------------------------------------------
+
+def _loads(plugins: Plugins, name: str) -> Check:
+    (rec,) = [r for r in plugins.records if r.name == name] or [None]
+    if rec is None or rec.status != "ok":
+        return Check("loads", False, rec.error if rec else "not loaded")
+    gave = "; ".join(f"{k}: {', '.join(v)}" for k, v in rec.contributes.items() if v)
+    return Check("loads", True, f"{rec.distribution} {rec.version}: {gave or 'nothing'}")
+
+
+def _sim_config(plugins: Plugins, arch: Any) -> tuple[Check, Any]:
+    from gpumem.sim import SimConfig
+
+    what = f"{arch.name}: simulator config"
+    try:
+        cfg = plugins.first_result("gpumem_simulator_config", arch=arch.name, simulator="sim")
+    except Exception as e:  # noqa: BLE001 - the plugin's config is what is checked
+        return Check(what, False, f"invalid: {e}"), None
+    if not isinstance(cfg, SimConfig):
+        return Check(what, False, "none (ship a sim.toml: gpumem plugin new writes one)"), None
+    problems = []
+    if cfg.arch != arch.name:
+        problems.append(f"names architecture '{cfg.arch}', not '{arch.name}'")
+    if cfg.compute_capability not in arch.compute_capabilities:
+        problems.append(f"compute capability {cfg.compute_capability} is not one the "
+                        f"architecture claims ({', '.join(arch.compute_capabilities)})")
+    return Check(what, not problems, "; ".join(problems) or
+                 f"'{cfg.name}', compute capability {cfg.compute_capability}"), cfg
+
+
+def _quick_run(plugins: Plugins, arch: Any, workers: int) -> Check:
+    from gpumem.runner import RunRequest, run
+
+    what = f"{arch.name}: quick simulated run meets its expected values"
+    with tempfile.TemporaryDirectory(prefix="gpumem-plugin-check-") as tmp:
+        report = run(RunRequest(arch=arch.name, device="sim", quick=True, workers=workers,
+                                out=Path(tmp) / "run"), plugins=plugins)
+    failed = [f"{o.experiment} ({o.error})" for o in report.failed]
+    checked = [(o.experiment, f) for o in report.outcomes for f in o.findings
+               if f.expected is not None]
+    bad = [f"{e}/{f.name} = {f.value} (expected {f.expected})" for e, f in checked
+           if f.status == "fail"]
+    counts = {s: sum(1 for _e, f in checked if f.status == s) for s in ("pass", "warn")}
+    if failed or bad or not checked:
+        return Check(what, False, "; ".join(failed + bad) or "no finding had an expected value")
+    return Check(what, True, f"{len(checked)} findings checked: {counts['pass']} pass, "
+                             f"{counts['warn']} warn")
+
+
+def _asked_devices(arch: Any, cfg: Any) -> list[Any]:
+    """The devices the expected values are asked for: the simulated card, and real cards
+    named as the config and the architecture describe them (values for one product)."""
+    from gpumem.sim.device import sim_device_info
+
+    if cfg is None:
+        return []
+    sim = sim_device_info(cfg)
+    names = {cfg.description, arch.description, *arch.description.split(", compute")[:1]}
+    return [sim, *(dataclasses.replace(sim, kind="cuda", name=n) for n in sorted(names) if n)]
+
+
+def _expected_names(plugins: Plugins, arch: Any, cfg: Any) -> tuple[Check, Check]:
+    from gpumem.finding_names import undeclared
+
+    values: dict[str, Any] = {}
+    for dev in _asked_devices(arch, cfg):
+        for e in plugins.expected_values(arch.name, dev, warn=lambda _m: None):
+            values.setdefault(e.name, e)
+    unknown = undeclared(sorted(values), plugins.experiments())
+    names = Check(f"{arch.name}: every expected value names a finding an experiment reports",
+                  not unknown, f"{len(values)} names" if not unknown else
+                  "no experiment reports: " + ", ".join(unknown))
+    bare = sorted(n for n, e in values.items() if not str(e.source).strip())
+    sources = Check(f"{arch.name}: every expected value has a source", not bare,
+                    f"{len(values)} values" if not bare else "no source: " + ", ".join(bare))
+    return names, sources
+
+
+def _imports(ep: metadata.EntryPoint, tree: Path | None) -> Check:
+    folder = _package_dir(ep)
+    what = "imports from gpumem only gpumem.api"
+    if folder is None:
+        return Check(what, False, "cannot find the plugin's package")
+    bad = imports_past_api(folder, ALLOWED_IMPORTS)
+    if tree is not None and (tree / "tests").is_dir():
+        bad += imports_past_api(tree / "tests", ALLOWED_IN_TESTS)
+    return Check(what, not bad, f"{folder}" if not bad else "; ".join(bad))
+
+
+def check_plugin(target: str, *, workers: int = 1) -> tuple[str, list[Check]]:
+    """The plugin's name and every check's result (see the module docstring)."""
+    plugins, ep, tree = load_alone(target)
+    name = ep.name
+    checks = [_loads(plugins, name)]
+    if not checks[0].ok:
+        return name, checks
+    rec = next(r for r in plugins.records if r.name == name)
+    archs = [plugins.architectures()[a] for a in rec.contributes["architectures"]]
+    if not archs:
+        checks.append(Check("architectures", True, "none: no simulator config or expected "
+                                                    "values to check"))
+    for arch in archs:
+        check, cfg = _sim_config(plugins, arch)
+        checks.append(check)
+        if cfg is not None:
+            checks.append(_quick_run(plugins, arch, workers))
+        checks += _expected_names(plugins, arch, cfg)
+    checks.append(_imports(ep, tree))
+    return name, checks

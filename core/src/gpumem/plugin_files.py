@@ -1,0 +1,304 @@
+"""The files of a plugin that ``gpumem plugin new`` writes (:class:`~gpumem.plugin_new.
+NewPlugin` in, a pip-installable package out).
+
+The package is laid out as the plugin guide's example: ``pyproject.toml`` with the entry
+point, ``plugin.py`` (the architecture), ``expected.py`` (the measured values as data, each
+with its source, and the rule of which devices they apply to), ``sim.toml`` (the calibrated
+config, every line commented with its finding or assumption), a README (the findings table,
+the provenance, what the simulator does not reproduce, what a human should add) and tests
+that pass as written. Everything it imports from gpumem is :mod:`gpumem.api` (tests:
+:mod:`gpumem.testing` too).
+"""
+
+from __future__ import annotations
+
+import json
+from datetime import date
+from pathlib import Path
+from typing import Any
+
+from gpumem.plugin_new import NewPlugin, Value
+from gpumem.safe_write import write_text
+
+
+def _py(v: Any) -> str:
+    """A Python literal of a finding value (lists, numbers, strings)."""
+    return json.dumps(v) if isinstance(v, str) else repr(v)
+
+
+def _gpumem_pin(version: str) -> str:
+    major, minor = (int(x) for x in version.split(".")[:2])
+    return f"gpumem-dissect>={major}.{minor},<{major}.{minor + 1}"
+
+
+def _products(p: NewPlugin) -> str:
+    return ", ".join(p.products)
+
+
+def pyproject(p: NewPlugin) -> str:
+    what = (f"gpumem architecture plugin: {_products(p)} (compute capability "
+            f"{p.compute_capability}), from gpumem's measurements")
+    return f'''[build-system]
+requires = ["setuptools>=68"]
+build-backend = "setuptools.build_meta"
+
+[project]
+name = "gpumem-{p.name}"
+version = "0.1.0"
+description = {_py(what)}
+readme = "README.md"
+requires-python = ">=3.10"
+dependencies = ["{_gpumem_pin(p.gpumem_version)}"]
+
+[project.optional-dependencies]
+test = ["pytest>=8"]
+
+# Group "gpumem": the plugin's name, and the object that implements its hooks.
+[project.entry-points.gpumem]
+{p.name} = "{p.package}.plugin:plugin"
+
+[tool.setuptools.packages.find]
+where = ["src"]
+
+[tool.setuptools.package-data]
+{p.package} = ["*.toml"]
+'''
+
+
+def init_py(p: NewPlugin) -> str:
+    return (f'"""gpumem architecture plugin {p.name}: {", ".join(p.products)}, written by '
+            f'gpumem plugin new."""\n\n__version__ = "0.1.0"\n')
+
+
+def plugin_py(p: NewPlugin) -> str:
+    what = f"{_products(p)}, compute capability {p.compute_capability} (measured by gpumem)"
+    return f'''"""The {p.name} plugin: its architecture and where its data live.
+
+gpumem.api.ArchitecturePlugin reads expected.py and sim.toml from this package. The entry
+point names ``plugin``.
+"""
+
+from __future__ import annotations
+
+from gpumem.api import Architecture, ArchitecturePlugin
+
+ARCH = Architecture(
+    name={_py(p.name)},
+    description={_py(what)},
+    compute_capabilities=({_py(p.compute_capability)},),
+)
+
+plugin = ArchitecturePlugin(ARCH, {_py(p.package)})
+'''
+
+
+def _row(v: Value) -> str:
+    return (f"    ({_py(v.name)}, {_py(v.value)}, {_py(v.units)}, {v.rel_tol!r}, "
+            f"{v.abs_tol!r}, {v.reproduced!r}, {v.index!r},\n     {_py(v.source)}),")
+
+
+def expected_py(p: NewPlugin) -> str:
+    rows = "\n".join(_row(v) for v in p.values)
+    today, n = date.today().isoformat(), len(p.runs_provenance)
+    return f'''"""Expected values for {p.name}: {_products(p)} as gpumem measured it, and what
+the device's own properties say of any GPU of compute capability {p.compute_capability}.
+
+Written by `gpumem plugin new {p.name}` (gpumem {p.gpumem_version}, {today}) from {n} run(s):
+{", ".join(p.runs)}. Each MEASURED value is the median of those runs,
+with a band from their spread and the finding's own interval (its source says which runs, which
+card, and how the band was chosen). They apply to a CUDA device of these products and, where
+the calibrated simulator reproduces them (``sim`` True), to this package's simulator config.
+Any other device of the compute capability gets the device-property values only.
+
+A human should still add: published sources (a datasheet, a paper, another tool's output) for
+the values they cover (replace or extend the source text), and runs from more cards.
+"""
+
+from __future__ import annotations
+
+from gpumem.api import DeviceInfo, Expected, device_property_expected
+
+#: The products (CUDA device names) the runs measured.
+PRODUCTS = {tuple(p.products)!r}
+#: This package's simulator config (sim.toml ``name``): a simulated device named after it.
+SIM_MODEL = {_py(p.name)}
+
+#: (finding, value, units, relative band, absolute band, reproduced by the simulator, the
+#: sweep coordinates of a list value's elements, source)
+MEASURED: tuple[tuple, ...] = (
+{rows}
+)
+
+
+def _applies(device: DeviceInfo, reproduced: bool) -> bool:
+    if device.kind == "sim":
+        model = device.name.removeprefix("sim ")
+        return reproduced and (model == SIM_MODEL or model.startswith(SIM_MODEL + "-"))
+    return device.name in PRODUCTS
+
+
+def expected_values(device: DeviceInfo) -> list[Expected]:
+    out = [Expected(name, value, source, units, rel_tol=rel, abs_tol=abs_, index=index)
+           for name, value, units, rel, abs_, sim, index, source in MEASURED
+           if _applies(device, sim)]
+    have = {{e.name for e in out}}
+    return out + [e for e in device_property_expected(device) if e.name not in have]
+'''
+
+
+def test_py(p: NewPlugin) -> str:
+    return f'''"""The plugin's own tests (``pip install -e '.[test]'``, then ``pytest``): it loads,
+its simulator config is its architecture's, a simulated run meets its own expected values,
+and the structure search recovers a planted cache under this architecture."""
+
+from __future__ import annotations
+
+import pytest
+from gpumem.api import RunRequest, load_plugins, run
+from gpumem.testing import random_cache, recovered
+
+NAME = {_py(p.name)}
+
+
+@pytest.fixture(scope="module")
+def plugins():
+    return load_plugins()  # every installed plugin, as `gpumem` itself loads them
+
+
+def test_the_plugin_loads_and_registers_its_architecture(plugins):
+    (me,) = [r for r in plugins.records if r.name == NAME]
+    assert me.status == "ok", me.error
+    assert me.contributes["architectures"] == [NAME]
+
+
+def test_its_simulator_config_is_this_architecture(plugins):
+    cfg = plugins.first_result("gpumem_simulator_config", arch=NAME, simulator="sim")
+    assert cfg.arch == NAME and cfg.compute_capability == {_py(p.compute_capability)}
+
+
+def test_a_quick_simulated_run_meets_its_expected_values(plugins, tmp_path):
+    report = run(RunRequest(arch=NAME, device="sim", quick=True, out=tmp_path / "run"),
+                 plugins=plugins)
+    assert not report.failed, [(o.experiment, o.error) for o in report.failed]
+    checked = {{f.name: f.status for o in report.outcomes for f in o.findings
+               if f.expected is not None}}
+    assert checked, "no finding was checked"
+    assert "fail" not in checked.values(), {{n: s for n, s in checked.items() if s == "fail"}}
+
+
+@pytest.mark.parametrize("seed", range(2))
+def test_a_planted_cache_is_recovered_under_this_architecture(plugins, tmp_path, seed):
+    planted = random_cache(seed)
+    planted.config.save(tmp_path / "planted.toml")
+    report = run(RunRequest(arch=NAME, experiments=["cache_structure"], device="sim",
+                            sim_config=tmp_path / "planted.toml", out=tmp_path / "run"),
+                 plugins=plugins)
+    assert not recovered(report.outcomes[0].findings, planted.truth), planted.description
+'''
+
+
+def _cell(v: Any) -> str:
+    text = json.dumps(v) if isinstance(v, (list, str)) else f"{v:g}" if isinstance(v, float) \
+        else str(v)
+    return text.replace("|", "\\|")
+
+
+def readme(p: NewPlugin) -> str:
+    rows = []
+    for v in p.values:
+        band = "exact" if not v.rel_tol and not v.abs_tol else \
+            f"{v.rel_tol:.1%}" + (f" or {v.abs_tol:g} cycles" if v.abs_tol else "")
+        sim = "yes" if v.reproduced else f"no ({_cell(v.simulated)})" \
+            if v.simulated is not None else "no (not simulated)"
+        rows.append(f"| `{v.name}` | {_cell(v.value)} | {v.units} | {band} | "
+                    f"{' / '.join(_cell(x) for x in v.runs)} | {sim} |")
+    left = [f"| `{x.name}` | {x.experiment} | {x.why} |" for x in p.left]
+    prov = [f"| {r['run']} | {r['device']} | {r['uuid']} | {r['driver']} | {r['arch']} |"
+            for r in p.runs_provenance]
+    off = [v for v in p.values if not v.reproduced]
+    n_sim = sum(v.reproduced for v in p.values)
+    return f"""# gpumem-{p.name}
+
+A gpumem architecture plugin for {", ".join(p.products)} (compute capability
+{p.compute_capability}), written by `gpumem plugin new {p.name} --from {" ".join(p.runs)}`
+(gpumem {p.gpumem_version}, {date.today().isoformat()}). It registers the architecture
+`{p.name}`, {len(p.values)} expected values measured on
+{len(p.cards)} card(s), and a built-in simulator config calibrated from the same runs.
+
+```sh
+pip install ./gpumem-{p.name}             # next to gpumem
+gpumem run --arch {p.name} all --check    # on a GPU of this product: does it match?
+gpumem run --arch {p.name} all --device sim --check   # the simulated card
+gpumem plugin check {p.name}              # the plugin's own consistency checks
+```
+
+`gpumem run all` (no `--arch`) picks this plugin for a GPU of compute capability
+{p.compute_capability} when no plugin that ships with gpumem claims it.
+
+## Which device each value applies to
+
+- A CUDA device named {" or ".join(f"`{x}`" for x in p.products)}: every measured value below.
+- The packaged simulator (`--device sim`): the {n_sim} of {len(p.values)} values it reproduces
+  (column "simulator").
+- Any other GPU of compute capability {p.compute_capability}: only what its own properties say
+  (its L2 size, its theoretical memory bandwidth as an upper bound, its warps per SM).
+
+## Findings
+
+Median of the runs; band: the relative tolerance of a pass (a warn is within twice it);
+runs: each run's value; simulator: whether the calibrated simulator reproduces it (its value
+where it does not).
+
+| finding | value | units | band | runs | simulator |
+|---|---|---|---|---|---|
+{chr(10).join(rows)}
+
+### Not expected
+
+| finding | experiment | why |
+|---|---|---|
+{chr(10).join(left) or "| - | - | - |"}
+
+## What the simulator does not reproduce
+
+{len(off)} measured value(s) apply to the hardware only: the calibrated model
+(`src/{p.package}/sim.toml`, each line commented with the finding that set it or the
+assumption it rests on) does not produce them within their band. They are listed above with
+the simulated value; mechanisms the model cannot learn from a run (plain loads in flight per
+thread, cp.async's and the copy engine's extra cycles, the DRAM's knee) stay at their
+defaults.
+
+## Provenance
+
+| run | device | UUID | driver | measured as |
+|---|---|---|---|---|
+{chr(10).join(prov)}
+
+## What a human should add
+
+- Published sources for the values they cover (a datasheet, a whitepaper, a paper, another
+  tool's output): `src/{p.package}/expected.py` gives each value's source as the runs; replace
+  or extend it, and widen a band where published numbers disagree.
+- Runs from more cards of the product (`gpumem plugin new` again with all runs): with
+  {len(p.runs_provenance)} run(s) on {len(p.cards)} card(s), the bands say how far these runs
+  stray, not how far another card may.
+- A licence file, and a version bump for each release.
+"""
+
+
+def write_plugin(p: NewPlugin) -> list[Path]:
+    """Write the package under ``p.out`` (which must not exist or be empty); the paths."""
+    src = p.out / "src" / p.package
+    files = {
+        p.out / "pyproject.toml": pyproject(p),
+        p.out / "README.md": readme(p),
+        src / "__init__.py": init_py(p),
+        src / "plugin.py": plugin_py(p),
+        src / "expected.py": expected_py(p),
+        src / "sim.toml": p.sim_toml,
+        p.out / "tests" / f"test_{p.package.removeprefix('gpumem_')}.py": test_py(p),
+    }
+    for path, text in files.items():
+        path.parent.mkdir(parents=True, exist_ok=True)
+        write_text(path, text)
+    return list(files)
