@@ -1,27 +1,52 @@
-"""``SimConfig``: the typed, validated description of a simulated GPU memory hierarchy.
+"""``SimConfig``: the typed, declared and validated description of a simulated GPU memory
+hierarchy.
 
 A config is plain data: loaded from and saved to TOML, embedded verbatim in every simulated
 dataset's attributes, and compiled into flat arrays by :mod:`gpumem.sim.engine` (latency)
-and read by :mod:`gpumem.sim.throughput` (bandwidth). TOML is converted field by field from
-the dataclasses' type hints, so a wrong type, a missing field or an unknown key fails with
-the field's path; :meth:`SimConfig.validate` then checks the rules between fields. Every
+and read by :mod:`gpumem.sim.throughput` (bandwidth).
+
+Every field is declared once, beside its type: ``Annotated[float, spec("meaning", "cycle",
+ge=0, unset="0: no limit", models=("bw.l1",))]`` gives its meaning in one line, its units,
+its range, what its unset value (0, an empty list) means and which findings it models. From
+the declarations come the range checks of loading and :meth:`SimConfig.validate`, the JSON
+Schema and the docs page (:mod:`gpumem.sim.schema`: ``sim-config.schema.json`` beside this
+module, ``docs/sim-config.md``) and :meth:`SimConfig.unmodelled`. TOML is converted field by
+field from the type hints, so a wrong type, a missing field or an unknown key fails with the
+field's path; then the declared ranges are checked, then the rules between fields. Every
 error starts with the path: ``cache[l1d].ways: must divide size / line = 128``.
+
+Why pydantic declarations on stdlib dataclasses. A declaration is a pydantic v2 ``Field``:
+its limits are annotated-types constraints (``Ge``, ``Gt``, ``MaxLen``, ...) that this
+module enforces and :mod:`gpumem.sim.schema` renders, and ``pydantic.TypeAdapter`` validates
+these very classes as a second, independent reading of the declarations (the tests do). It
+is pydantic rather than msgspec or attrs because ``Annotated`` metadata leaves stdlib
+dataclasses exactly as they are, its ``Field`` is the declaration vocabulary most readers
+know, and newer typer releases install it anyway. The classes stay stdlib dataclasses, not
+pydantic models or dataclasses: the engine, the calibration and the tests build them
+positionally, mutate them and ``dataclasses.replace`` them, and a config built in Python is
+checked when :meth:`SimConfig.validate` is called, with the same path-prefixed messages as a
+TOML file's; a pydantic class validates on construction and words its errors its own way.
 """
 
 from __future__ import annotations
 
 import dataclasses
+import functools
 import hashlib
 import math
 import sys
 import types
+from collections.abc import Iterator
 from dataclasses import MISSING, dataclass, field, fields
 from pathlib import Path
-from typing import Any, Union, get_args, get_origin, get_type_hints
+from typing import Annotated, Any, NamedTuple, Union, get_args, get_origin, get_type_hints
 
 import tomli_w
+from pydantic import Field
+from pydantic.fields import FieldInfo
 
 from gpumem.chains import splitmix64
+from gpumem.sim.noise import SPREADS
 
 if sys.version_info >= (3, 11):
     import tomllib
@@ -31,6 +56,7 @@ else:  # pragma: no cover - exercised on 3.10 only
 POLICIES = ("lru", "fifo", "random", "weighted")
 INDEX_FUNCTIONS = ("modulo", "bits", "xor", "table", "hashed")
 SCOPES = ("sm", "gpu")
+_UNIONS = (Union, getattr(types, "UnionType", Union))
 
 
 class SimConfigError(ValueError):
@@ -43,6 +69,229 @@ def _fail(where: str, rule: str) -> None:
 
 def _is_pow2(x: int) -> bool:
     return x > 0 and (x & (x - 1)) == 0
+
+
+# ---------------------------------------------------------------------------------------------
+# Declarations: spec() writes one, declared() reads it back
+# ---------------------------------------------------------------------------------------------
+
+
+def spec(meaning: str, units: str = "", *, unset: str = "", models: tuple[str, ...] = (),
+         enum: tuple[Any, ...] = (), pow2: bool = False, unset_value: Any = None,
+         omit_default: bool = False, **limits: Any) -> Any:
+    """One field's declaration, a pydantic ``Field``: ``meaning`` (one line), ``units``
+    (gpumem's spelling: cycle, byte, GB/s, byte/cycle; ``1`` for a plain number), ``limits``
+    (pydantic's ``ge``, ``gt``, ``le``, ``lt``, ``multiple_of``, ``min_length``,
+    ``max_length``), ``enum`` (the values allowed), ``pow2`` (a power of two).
+
+    ``unset``: what the field's unset value means (``"0: no limit"``); the unset value is
+    ``unset_value`` where given, else any false one (0, empty). ``models``: the findings the
+    field, once set, gives a model of (fnmatch patterns; ``{role}`` is ``l1`` on an SM-scope
+    cache level, ``l2`` on a GPU-scope one): a finding all of whose fields are unset is
+    :meth:`SimConfig.unmodelled`. ``omit_default``: a field added after configs were first
+    hashed, left out of the TOML a config writes while at its default, so every older
+    config keeps its text and digest."""
+    extra = {"units": units, "unset": unset, "models": list(models), "enum": list(enum),
+             "pow2": pow2, "unset_value": unset_value, "omit_default": omit_default}
+    return Field(description=meaning,
+                 json_schema_extra={k: v for k, v in extra.items()
+                                    if v is not None and v is not False and v != [] and v != ""},
+                 **limits)
+
+
+class Declared(NamedTuple):
+    """A declaration read back from a type hint: the type without its ``Annotated`` layers,
+    the meaning, spec()'s extras and the limits (annotated-types constraints, read by their
+    attribute: ``ge``, ``gt``, ``le``, ``lt``, ``multiple_of``, ``min_length``,
+    ``max_length``)."""
+
+    base: Any
+    meaning: str
+    extra: dict[str, Any]
+    limits: tuple[Any, ...]
+
+
+def declared(hint: Any) -> Declared:
+    """Read the declaration of a type hint (``Annotated[T, spec(...)]``; a plain ``T`` has
+    none). Nested ``Annotated`` layers (a declared alias such as :data:`Count`) merge."""
+    meaning, extra, limits = "", {}, []
+    while get_origin(hint) is Annotated:
+        for info in hint.__metadata__:
+            if isinstance(info, FieldInfo):
+                meaning = info.description or meaning
+                extra.update(info.json_schema_extra or {})
+                limits.extend(info.metadata)
+        hint = hint.__origin__
+    return Declared(hint, meaning, extra, tuple(limits))
+
+
+@functools.cache
+def declared_fields(cls: type) -> tuple[tuple[dataclasses.Field, Declared, Any], ...]:
+    """``(field, declaration, declared type hint)`` of each field of a config class, in
+    order; cached, since evaluating the hints builds every declaration anew."""
+    hints = get_type_hints(cls, include_extras=True)
+    return tuple((f, declared(hints[f.name]), hints[f.name]) for f in fields(cls))
+
+
+@functools.cache
+def _plain_hints(cls: type) -> dict[str, Any]:
+    """The type hints without declarations: what the TOML converter reads."""
+    return get_type_hints(cls)
+
+
+def _limit(c: Any) -> tuple[str, Any]:
+    """``(kind, bound)`` of one annotated-types constraint, by its attribute."""
+    for kind in ("ge", "gt", "le", "lt", "multiple_of", "min_length", "max_length"):
+        if hasattr(c, kind):
+            return kind, getattr(c, kind)
+    return "", None
+
+
+def _num(x: Any) -> str:
+    return f"{x:g}" if isinstance(x, float) else str(x)
+
+
+def range_text(d: Declared) -> str:
+    """A declaration's range in words, as errors and the docs say it: ``>= 0``,
+    ``in 1..4096``, ``in (0, 1]``, ``a power of two``, ``one of 4, 8``, ``at most 3
+    entries``."""
+    b = dict(_limit(c) for c in d.limits)
+    parts = []
+    lo, hi = ("gt" if "gt" in b else "ge"), ("lt" if "lt" in b else "le")
+    if lo in b and hi in b:
+        if lo == "ge" and hi == "le" and isinstance(b["ge"], int):
+            parts.append(f"in {b['ge']}..{b['le']}")
+        else:
+            parts.append(f"in {'(' if lo == 'gt' else '['}{_num(b[lo])}, {_num(b[hi])}"
+                         f"{')' if hi == 'lt' else ']'}")
+    else:
+        ops = {"ge": ">=", "gt": ">", "le": "<=", "lt": "<"}
+        parts += [f"{ops[k]} {_num(b[k])}" for k in (lo, hi) if k in b]
+    if "multiple_of" in b:
+        parts.append(f"a multiple of {b['multiple_of']}")
+    if d.extra.get("pow2"):
+        parts.append("a power of two")
+    if d.extra.get("enum"):
+        parts.append("one of " + ", ".join(repr(v) if v == "" else str(v)
+                                           for v in d.extra["enum"]))
+    if "min_length" in b:
+        parts.append(f"at least {b['min_length']} entr{'y' if b['min_length'] == 1 else 'ies'}")
+    if "max_length" in b:
+        parts.append(f"at most {b['max_length']} entries")
+    return ", ".join(parts)
+
+
+def _within(value: Any, c: Any) -> bool:
+    kind, bound = _limit(c)
+    if kind == "ge":
+        return value >= bound
+    if kind == "gt":
+        return value > bound
+    if kind == "le":
+        return value <= bound
+    if kind == "lt":
+        return value < bound
+    if kind == "multiple_of":
+        return value % bound == 0
+    return True
+
+
+def _gloss(d: Declared) -> str:
+    """`` (cycle; 0: no limit)``: the units of a bound and the unset value's meaning, for an
+    error."""
+    bounded = any(_limit(c)[0] in ("ge", "gt", "le", "lt") for c in d.limits)
+    units = d.extra.get("units", "") if bounded and d.extra.get("units") != "1" else ""
+    said = "; ".join(x for x in (units, d.extra.get("unset", "")) if x)
+    return f" ({said})" if said else ""
+
+
+def _check_limits(where: str, value: Any, d: Declared) -> None:
+    """One value against its own declaration (not its items'): enum, length, range."""
+    enum = d.extra.get("enum")
+    if enum and value not in enum:
+        _fail(where, f"must be {range_text(Declared(d.base, '', {'enum': enum}, ()))}")
+    if isinstance(value, (list, dict)):
+        for c in d.limits:
+            kind, n = _limit(c)
+            if (kind == "min_length" and len(value) < n) or (
+                    kind == "max_length" and len(value) > n):
+                _fail(where, f"must have {range_text(d)}, got {len(value)}")
+        return
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        return
+    if not all(_within(value, c) for c in d.limits) or (d.extra.get("pow2")
+                                                       and not _is_pow2(value)):
+        _fail(where, f"must be {range_text(d)}{_gloss(d)}, got {_num(value)}")
+
+
+def _union_member(hint: Any, value: Any) -> Any:
+    """The member of ``int | list[int]`` a value has the shape of (None: neither)."""
+    for opt in get_args(hint):
+        if (get_origin(declared(opt).base) is list) == isinstance(value, list):
+            return opt
+    return None
+
+
+def check_value(where: str, value: Any, hint: Any) -> None:
+    """A value, and each of its items, against the declarations of ``hint``. Config tables
+    (dataclasses) are walked by :func:`_leaves`, not here."""
+    if dataclasses.is_dataclass(value):
+        return
+    d = declared(hint)
+    _check_limits(where, value, d)
+    origin = get_origin(d.base)
+    if origin in _UNIONS:
+        member = _union_member(d.base, value)
+        if member is not None:
+            check_value(where, value, member)
+    elif origin is list and isinstance(value, list):
+        for i, v in enumerate(value):
+            check_value(f"{where}[{i}]", v, get_args(d.base)[0])
+    elif origin is dict and isinstance(value, dict):
+        for k, v in value.items():
+            check_value(f"{where}.{k}", v, get_args(d.base)[1])
+
+
+def _join(where: str, key: str) -> str:
+    return f"{where}.{key}" if where else key
+
+
+def _leaves(obj: Any, where: str = "", role: str = "") -> Iterator[
+        tuple[str, Any, Declared, Any, str]]:
+    """``(TOML path, value, declaration, hint, role)`` of every field below the config table
+    ``obj``, tables entered (a list of tables yields itself, then its items' fields), the
+    set index flattened onto its level as TOML writes it. ``role`` is ``l1`` inside an
+    SM-scope cache level, ``l2`` inside a GPU-scope one."""
+    for f, d, hint in declared_fields(type(obj)):
+        value = getattr(obj, f.name)
+        if isinstance(value, SetIndex):
+            for g, gd, ghint in declared_fields(SetIndex):
+                yield (_join(where, _INDEX_KEYS[g.name]), getattr(value, g.name), gd, ghint,
+                       role)
+        elif dataclasses.is_dataclass(value):
+            yield from _leaves(value, _join(where, _toml_key(f)), role)
+        else:
+            path = _join(where, _toml_key(f))
+            yield path, value, d, hint, role
+            for i, item in enumerate(value if isinstance(value, list) else ()):
+                if dataclasses.is_dataclass(item):
+                    sub = ("l1" if item.scope == "sm" else "l2") if isinstance(
+                        item, CacheLevel) else ""
+                    yield from _leaves(item, f"{path}[{getattr(item, 'name', '') or i}]", sub)
+
+
+def _check_declared(cfg: SimConfig) -> None:
+    """Every field of ``cfg`` within its declared range."""
+    for where, value, _d, hint, _role in _leaves(cfg):
+        check_value(where, value, hint)
+
+
+def _is_set(value: Any, d: Declared) -> bool:
+    """Does ``value`` set the field (not its declared unset value: 0, empty, or
+    ``unset_value``)?"""
+    if "unset_value" in d.extra:
+        return value != d.extra["unset_value"]
+    return bool(value)
 
 
 # Bounds that keep a simulation's memory and arithmetic sane whatever a config file says.
@@ -77,11 +326,11 @@ def state_bytes(cfg: SimConfig) -> tuple[int, str]:
     return sum(sizes.values()), biggest
 
 
-def _check_numbers(obj: Any, where: str) -> None:
-    """Every float anywhere in ``obj`` is finite and within :data:`MAX_NUMBER`, every int
-    fits an int64: NaN passes every ``<`` check that follows, and inf or a huge value makes
-    garbage latencies."""
-    if isinstance(obj, (bool, str)):
+def _check_number(where: str, obj: Any) -> None:
+    """Every float in ``obj`` (a field's value) is finite and within :data:`MAX_NUMBER`,
+    every int fits an int64: NaN passes every ``<`` check that follows, and inf or a huge
+    value makes garbage latencies."""
+    if isinstance(obj, (bool, str)) or dataclasses.is_dataclass(obj):
         return
     if isinstance(obj, int):
         if not -(1 << 63) <= obj < 1 << 63:
@@ -91,27 +340,36 @@ def _check_numbers(obj: Any, where: str) -> None:
             _fail(where, f"must be a finite number, got {obj}")
         if abs(obj) > MAX_NUMBER:
             _fail(where, f"{obj:g} is out of range (at most {MAX_NUMBER:.3g} in magnitude)")
-    elif dataclasses.is_dataclass(obj):
-        for f in fields(obj):
-            v = getattr(obj, f.name)
-            name = getattr(obj, "name", None)
-            sub = f"{where}[{name}]" if name and where in ("cache", "tlb") else where
-            _check_numbers(v, f"{sub}.{_toml_key(f)}" if sub else _toml_key(f))
     elif isinstance(obj, list):
         for i, v in enumerate(obj):
-            if dataclasses.is_dataclass(v):
-                _check_numbers(v, where)
-            else:
-                _check_numbers(v, f"{where}[{i}]")
+            _check_number(f"{where}[{i}]", v)
     elif isinstance(obj, dict):
         for k, v in obj.items():
-            _check_numbers(v, f"{where}.{k}")
+            _check_number(f"{where}.{k}", v)
+
+
+def _check_numbers(cfg: SimConfig) -> None:
+    for where, value, _d, _hint, _role in _leaves(cfg):
+        _check_number(where, value)
+
+
+#: A count of one or more (ways, entries, SMs): the declared alias the way lists use.
+Count = Annotated[int, Field(ge=1)]
+#: Ways per set: one number for equal sets, or one number per set for unequal sets.
+Ways = Count | Annotated[list[Count], Field(min_length=1)]
+#: A number that is not negative (cycles, weights).
+NonNegative = Annotated[float, Field(ge=0)]
+
+
+# ---------------------------------------------------------------------------------------------
+# The config's tables, each field declared
+# ---------------------------------------------------------------------------------------------
 
 
 @dataclass
 class SetIndex:
     """How an address picks a set (TOML keys ``index``, ``index_bits``, ``xor_masks``,
-    ``index_table`` on the level).
+    ``index_table``, ``index_seed`` on the level).
 
     ``modulo``: block number mod sets. ``bits``: the address bits listed (LSB first) form the
     set number, e.g. ``[7, 8]`` for the texture L1 of Fermi. ``xor``: set bit i is the parity
@@ -123,11 +381,19 @@ class SetIndex:
     93 % of the capacity its latency ladder shows, as balls in bins predict for 4 ways).
     """
 
-    function: str = "modulo"
-    bits: list[int] = field(default_factory=list)
-    masks: list[int] = field(default_factory=list)
-    table: list[int] = field(default_factory=list)
-    seed: int = 0
+    function: Annotated[str, spec("how an address picks a set", enum=INDEX_FUNCTIONS)] = \
+        "modulo"
+    bits: Annotated[list[Annotated[int, Field(ge=0, le=62)]], spec(
+        "index = 'bits': the address bits (LSB first) that form the set number",
+        unset="empty: only with another index")] = field(default_factory=list)
+    masks: Annotated[list[Count], spec(
+        "index = 'xor': one address mask per set-number bit, the bit being the parity of "
+        "address & mask", unset="empty: only with another index")] = \
+        field(default_factory=list)
+    table: Annotated[list[Annotated[int, Field(ge=0)]], spec(
+        "index = 'table': the set of each block number mod the table's length",
+        unset="empty: only with another index")] = field(default_factory=list)
+    seed: Annotated[int, spec("index = 'hashed': the seed of the pseudo-random mapping")] = 0
 
     def hashed_table(self, sets: int, blocks: int) -> list[int]:
         """The ``hashed`` function as a table: a period of at least four times the level's
@@ -142,26 +408,20 @@ class SetIndex:
         return table
 
     def validate(self, where: str, sets: int) -> None:
-        if self.function not in INDEX_FUNCTIONS:
-            _fail(f"{where}.index", f"must be one of {', '.join(INDEX_FUNCTIONS)}")
+        """The rules between the index and the level's set count (ranges are declared)."""
         if self.function == "bits":
             if not self.bits:
                 _fail(f"{where}.index_bits", "required when index = 'bits'")
-            if any(b < 0 or b > 62 for b in self.bits):
-                _fail(f"{where}.index_bits", "bits must be in 0..62")
             if 2 ** len(self.bits) != sets:
                 _fail(f"{where}.index_bits",
                       f"{len(self.bits)} bits select {2 ** len(self.bits)} sets, not {sets}")
-        if self.function == "xor":
-            if 2 ** len(self.masks) != sets:
-                _fail(f"{where}.xor_masks",
-                      f"{len(self.masks)} masks select {2 ** len(self.masks)} sets, not {sets}")
-            if any(m <= 0 for m in self.masks):
-                _fail(f"{where}.xor_masks", "masks must be positive address masks")
+        if self.function == "xor" and 2 ** len(self.masks) != sets:
+            _fail(f"{where}.xor_masks",
+                  f"{len(self.masks)} masks select {2 ** len(self.masks)} sets, not {sets}")
         if self.function == "table":
             if not self.table:
                 _fail(f"{where}.index_table", "required when index = 'table'")
-            if any(s < 0 or s >= sets for s in self.table):
+            if any(s >= sets for s in self.table):
                 _fail(f"{where}.index_table", f"entries must be set numbers 0..{sets - 1}")
             if sorted(set(self.table)) != list(range(sets)):
                 _fail(f"{where}.index_table", "every set must appear at least once")
@@ -169,67 +429,107 @@ class SetIndex:
 
 def _validate_ways(where: str, ways: int | list[int], units: int, unit_name: str) -> None:
     if isinstance(ways, list):
-        if not ways or any(w <= 0 for w in ways):
-            _fail(f"{where}.ways", "a list of ways needs one positive entry per set")
         if sum(ways) != units:
             _fail(f"{where}.ways", f"the ways add up to {sum(ways)}, not {unit_name} = {units}")
-    elif ways <= 0 or units % ways:
+    elif units % ways:
         _fail(f"{where}.ways", f"must divide {unit_name} = {units}")
 
 
 def _validate_policy(where: str, policy: str, weights: list[float], max_ways: int) -> None:
-    if policy not in POLICIES:
-        _fail(f"{where}.policy", f"must be one of {', '.join(POLICIES)}")
     if policy == "weighted":
         if len(weights) != max_ways:
             _fail(f"{where}.way_weights", f"needs one weight per way ({max_ways})")
-        if any(w < 0 for w in weights) or sum(weights) <= 0:
+        if sum(weights) <= 0:
             _fail(f"{where}.way_weights", "weights must be >= 0 with a positive sum")
+
+
+def default_partition_masks(partitions: int) -> list[int]:
+    """The balanced home hash of a level whose ``partition_masks`` are not given: mask ``i``
+    takes the parity of address bits ``12 + i``, ``17 + i`` and ``22 + i`` (for two
+    partitions 0x421000, the hash the hopper config assumes). Each mask has a lowest bit of
+    its own, so the masks are independent and every 2**(12 + log2(partitions)) aligned bytes
+    are shared equally by the partitions."""
+    return [(1 << (12 + i)) | (1 << (17 + i)) | (1 << (22 + i))
+            for i in range(partitions.bit_length() - 1)]
 
 
 @dataclass
 class CacheLevel:
     """One cache level, per SM (``scope = "sm"``) or shared by the GPU (``"gpu"``).
 
-    ``ways`` is an int for equal sets or a list (one entry per set) for unequal sets.
-    ``sector`` is the fill granularity (``line`` when unsectored). ``translate`` says the level
-    is looked up with a physical address, so the TLBs are consulted before it; a virtually
-    tagged level (Maxwell's L1) hits without translation. ``bandwidth`` (bytes per cycle, per
-    SM for an SM-scope level, in all for a GPU-scope one; 0 = no limit) caps the throughput
-    model. ``requests_per_cycle`` (same scope; 0 = no limit) caps the tag lookups the level
-    serves: one per line a warp's load instruction touches (one request carries a sector
-    mask), and ``fill_lookups`` more per line it fills on a miss. It is why per-thread
-    contiguous loads lose bandwidth as each thread's run grows (an H200 at K = 8 reads 16
-    useful bytes per request, a coalesced warp 128): the ILP drop of the H100 plain-load
-    study.
+    ``ways`` is a number for equal sets or a list (one entry per set) for unequal sets.
+    ``requests_per_cycle`` caps the tag lookups the level serves: one per line a warp's load
+    instruction touches (one request carries a sector mask), and ``fill_lookups`` more per
+    line it fills on a miss. It is why per-thread contiguous loads lose bandwidth as each
+    thread's run grows (an H200 at K = 8 reads 16 useful bytes per request, a coalesced warp
+    128): the ILP drop of the H100 plain-load study.
 
-    Partitions: a GPU-scope level may be split in ``partitions`` (a power of two) homes
-    chosen by the parity of ``address & partition_masks[i]``; an SM's near partition is
-    ``sm * partitions // sm_count`` and a hit in another partition costs ``far_latency``.
-    ``sm_offsets`` adds a per-SM latency (cyclic over SMs), as distance on the die does.
-    ``sm_partition`` gives each SM's near partition instead (cyclic over SMs), as an H200's
-    SMs alternate between the two in a pattern that follows the die, not their numbers.
+    **A partitioned L2** (a GPU-scope level): ``partitions`` homes, a line's home chosen by
+    ``partition_masks``, each SM near ``sm_partition[sm]``; a hit costs ``hit_latency`` in
+    the SM's partition and ``far_latency`` in another. With ``near_size`` the SM's partition
+    also keeps a copy of the lines the SM reads, as an H100/H200 does: a hit there costs
+    ``hit_latency``, and past it a line comes from its home partition (``home_latency`` in
+    the SM's own, ``far_latency`` in another); :meth:`SimConfig.validate` writes such a level
+    as the two levels the engine runs (:meth:`split_near_copy`). docs/sim-config.md, "A
+    partitioned L2", shows both forms. ``sm_offsets`` adds a per-SM latency (cyclic over
+    SMs), as distance on the die does.
     """
 
-    name: str
-    size: int
-    line: int
-    ways: int | list[int]
-    hit_latency: float
-    sector: int = 0
-    policy: str = "lru"
-    way_weights: list[float] = field(default_factory=list)
-    index: SetIndex = field(default_factory=SetIndex)
-    scope: str = "sm"
-    translate: bool = False
-    bandwidth: float = 0.0
-    requests_per_cycle: float = 0.0
-    fill_lookups: float = 1.0
-    partitions: int = 1
-    partition_masks: list[int] = field(default_factory=list)
-    far_latency: float = 0.0
-    sm_offsets: list[float] = field(default_factory=list)
-    sm_partition: list[int] = field(default_factory=list)
+    name: Annotated[str, spec("the level's name, as paths and findings use it (l1d, l2)")]
+    size: Annotated[int, spec("capacity (a multiple of line; for a partitioned level all "
+                              "partitions)", "byte", ge=1)]
+    line: Annotated[int, spec("line size", "byte", pow2=True)]
+    ways: Annotated[Ways, spec("ways per set: one number (equal sets, dividing size / line) "
+                               "or one number per set (adding up to size / line)", "1")]
+    hit_latency: Annotated[NonNegative, spec(
+        "whole latency of a load this level serves (partitioned: a hit in the SM's own "
+        "partition or, with near_size, in the near copy)", "cycle")]
+    sector: Annotated[int, spec("fill granularity (a power of two up to line)", "byte", ge=0,
+                                unset="0: the line (unsectored)")] = 0
+    policy: Annotated[str, spec("replacement policy", enum=POLICIES)] = "lru"
+    way_weights: Annotated[list[NonNegative], spec(
+        "policy = 'weighted': each way's eviction weight (one per way, positive sum)",
+        unset="empty: only with another policy")] = field(default_factory=list)
+    index: Annotated[SetIndex, spec("the set index, flattened onto the level")] = \
+        field(default_factory=SetIndex)
+    scope: Annotated[str, spec("'sm': one per SM; 'gpu': one shared by every SM",
+                               enum=SCOPES)] = "sm"
+    translate: Annotated[bool, spec(
+        "looked up with a physical address, so the TLBs are consulted first (false: "
+        "virtually tagged, hits without translation)")] = False
+    bandwidth: Annotated[float, spec(
+        "bytes per cycle the level serves (per SM at scope 'sm', in all at 'gpu')",
+        "byte/cycle", ge=0, unset="0: no limit", models=("bw.{role}",))] = 0.0
+    requests_per_cycle: Annotated[float, spec(
+        "tag lookups per cycle the level serves (same scope as bandwidth): one per line a "
+        "warp's load touches", "lookup/cycle", ge=0, unset="0: no limit",
+        models=("bw.{role}", "ilp.*"))] = 0.0
+    fill_lookups: Annotated[float, spec("lookups more per line filled on a miss", "lookup",
+                                        ge=0)] = 1.0
+    partitions: Annotated[int, spec("partitions of a GPU-scope level, each SM near one",
+                                    "1", pow2=True, unset="1: unpartitioned")] = 1
+    partition_masks: Annotated[list[int], spec(
+        "partitioned: bit i of a line's home partition is the parity of address & mask i "
+        "(log2(partitions) masks)",
+        unset="empty: bits 12+i, 17+i and 22+i (0x421000 for two partitions)")] = \
+        field(default_factory=list)
+    far_latency: Annotated[NonNegative, spec(
+        "partitioned: a hit in another partition than the SM's", "cycle",
+        unset="0: hit_latency")] = 0.0
+    sm_offsets: Annotated[list[float], spec(
+        "latency added to each SM's hits, cyclic over SMs (distance on the die)", "cycle",
+        unset="empty: none")] = field(default_factory=list)
+    sm_partition: Annotated[list[Annotated[int, Field(ge=0)]], spec(
+        "partitioned: each SM's near partition, cyclic over SMs",
+        unset="empty: sm * partitions // sm_count")] = field(default_factory=list)
+    near_size: Annotated[int, spec(
+        "partitioned: bytes of the SM's partition that keep a copy of every line the SM "
+        "reads (a multiple of line x ways, below size), hit at hit_latency", "byte", ge=0,
+        unset="0: no near copy, every hit is served by the line's home partition",
+        omit_default=True)] = 0
+    home_latency: Annotated[NonNegative, spec(
+        "with near_size: a hit past the near copy in the SM's own partition", "cycle",
+        unset="0: far_latency", omit_default=True)] = 0.0
 
     @property
     def sets(self) -> int:
@@ -245,62 +545,106 @@ class CacheLevel:
     def sector_size(self) -> int:
         return self.sector or self.line
 
+    @property
+    def home_masks(self) -> list[int]:
+        """The partition masks the engine uses: the given ones, else the balanced default."""
+        if self.partitions > 1 and not self.partition_masks:
+            return default_partition_masks(self.partitions)
+        return list(self.partition_masks)
+
     def validate(self, where: str) -> None:
+        """The rules between the level's fields (each field's range is declared)."""
         if not self.name or not self.name.replace("_", "").isalnum():
             _fail(f"{where}.name", "must be a non-empty identifier such as 'l1d'")
-        if not _is_pow2(self.line):
-            _fail(f"{where}.line", f"must be a power of two, got {self.line}")
         if not _is_pow2(self.sector_size) or self.sector_size > self.line:
             _fail(f"{where}.sector", f"must be a power of two no larger than line ({self.line})")
         if self.line // self.sector_size > 32:
             _fail(f"{where}.sector", "at most 32 sectors per line")
-        if self.size <= 0 or self.size % self.line:
+        if self.size % self.line:
             _fail(f"{where}.size", f"must be a positive multiple of line ({self.line})")
         _validate_ways(where, self.ways, self.size // self.line, "size / line")
         _validate_policy(where, self.policy, self.way_weights, _max_ways(self.ways))
-        if self.scope not in SCOPES:
-            _fail(f"{where}.scope", f"must be one of {', '.join(SCOPES)}")
-        if not self.hit_latency >= 0:
-            _fail(f"{where}.hit_latency", "must be >= 0 cycles")
-        if self.bandwidth < 0:
-            _fail(f"{where}.bandwidth", "must be >= 0 bytes per cycle (0 = unlimited)")
-        if self.requests_per_cycle < 0:
-            _fail(f"{where}.requests_per_cycle", "must be >= 0 lookups per cycle (0 = unlimited)")
-        if self.fill_lookups < 0:
-            _fail(f"{where}.fill_lookups", "must be >= 0 lookups per line filled")
-        if not _is_pow2(self.partitions):
-            _fail(f"{where}.partitions", "must be a power of two (1 = unpartitioned)")
+        self._validate_partitions(where)
+        self.index.validate(where, self.sets)
+
+    def _validate_partitions(self, where: str) -> None:
         if self.sm_partition and self.partitions == 1:
             _fail(f"{where}.sm_partition", "only a partitioned level has SM homes")
-        if self.partitions > 1:
-            if self.scope != "gpu":
-                _fail(f"{where}.partitions", "only a GPU-scope level can be partitioned")
-            if 2 ** len(self.partition_masks) != self.partitions:
-                _fail(f"{where}.partition_masks",
-                      f"needs log2(partitions) = {self.partitions.bit_length() - 1} masks")
-            if any(not 0 <= int(p) < self.partitions for p in self.sm_partition):
-                _fail(f"{where}.sm_partition", f"partitions are 0..{self.partitions - 1}")
-            if self.far_latency < self.hit_latency:
-                _fail(f"{where}.far_latency", "must be >= hit_latency")
-        self.index.validate(where, self.sets)
+        if self.partitions == 1:
+            return
+        if self.scope != "gpu":
+            _fail(f"{where}.partitions", "only a GPU-scope level can be partitioned")
+        if self.partition_masks and 2 ** len(self.partition_masks) != self.partitions:
+            _fail(f"{where}.partition_masks",
+                  f"needs log2(partitions) = {self.partitions.bit_length() - 1} masks "
+                  f"(or none: the balanced default)")
+        if any(p >= self.partitions for p in self.sm_partition):
+            _fail(f"{where}.sm_partition", f"partitions are 0..{self.partitions - 1}")
+        if self.far_latency < self.hit_latency:
+            _fail(f"{where}.far_latency", "must be >= hit_latency")
+
+    def check_near_copy(self, where: str, names: list[str]) -> None:
+        """The rules of ``near_size`` and ``home_latency``, on the level as declared (before
+        :meth:`split_near_copy` writes it as two)."""
+        if self.home_latency and not self.near_size:
+            _fail(f"{where}.home_latency", "only with near_size (without a near copy, "
+                  "hit_latency is the hit in the SM's own partition)")
+        if not self.near_size:
+            return
+        if self.partitions == 1:
+            _fail(f"{where}.near_size", "only a partitioned level (partitions > 1) keeps a "
+                  "near copy")
+        if isinstance(self.ways, list):
+            _fail(f"{where}.near_size", "needs equal sets (ways a number, not a list)")
+        if self.near_size % (self.line * self.ways) or self.near_size >= self.size:
+            _fail(f"{where}.near_size", f"must be a multiple of line x ways = "
+                  f"{self.line * self.ways}, below size ({self.size})")
+        if self.index.function not in ("modulo", "hashed"):
+            _fail(f"{where}.index", "a level with a near copy needs index 'modulo' or "
+                  "'hashed' (the copy and the whole level have different set counts)")
+        if self.far_latency < self.hit_latency:
+            _fail(f"{where}.far_latency", "must be >= hit_latency (the near copy is nearest)")
+        if self.home_latency and not (self.hit_latency <= self.home_latency
+                                      <= self.far_latency):
+            _fail(f"{where}.home_latency", "must lie between hit_latency and far_latency")
+        if f"{self.name}_far" in names:
+            _fail(f"{where}.near_size", f"the whole L2 would be level '{self.name}_far', "
+                  f"which the config names already")
+
+    def split_near_copy(self) -> tuple[CacheLevel, CacheLevel]:
+        """The two levels the engine runs for a level with a near copy: the copy (this name,
+        ``near_size`` bytes, hit at ``hit_latency``, with the bandwidth and request caps)
+        and the whole level (``NAME_far``, partitioned, homed hits at ``home_latency`` or
+        ``far_latency``, no caps of its own: every stream passes the copy first)."""
+        plain = dict(near_size=0, home_latency=0.0)
+        near = dataclasses.replace(self, size=self.near_size, partitions=1, partition_masks=[],
+                                   far_latency=0.0, sm_partition=[], **plain)
+        far = dataclasses.replace(
+            self, name=f"{self.name}_far", hit_latency=self.home_latency or self.far_latency,
+            bandwidth=0.0, requests_per_cycle=0.0, fill_lookups=1.0,
+            partition_masks=self.home_masks, **plain)
+        return near, far
 
 
 @dataclass
 class TlbLevel:
-    """One TLB level. ``entries`` = sum of ways; ``ways`` int (equal sets) or list per set.
+    """One TLB level. ``entries`` = sum of ways; ``ways`` a number (equal sets) or a list
+    (one entry per set). A miss adds ``miss_penalty``, cumulatively over levels: an access
+    missing both L1 and L2 TLBs pays both penalties."""
 
-    ``miss_penalty`` is added to an access's latency when this level misses (cumulative over
-    levels: an access missing both L1 and L2 TLBs pays both penalties).
-    """
-
-    name: str
-    page: int
-    entries: int
-    ways: int | list[int]
-    miss_penalty: float
-    policy: str = "lru"
-    way_weights: list[float] = field(default_factory=list)
-    index: SetIndex = field(default_factory=SetIndex)
+    name: Annotated[str, spec("the level's name (tlb_l1, tlb_l2, ...)")]
+    page: Annotated[int, spec("bytes one entry maps", "byte", pow2=True)]
+    entries: Annotated[int, spec("entries, the sum of the ways", "1", ge=1)]
+    ways: Annotated[Ways, spec("ways per set: one number (equal sets, dividing entries) or "
+                               "one number per set (adding up to entries)", "1")]
+    miss_penalty: Annotated[NonNegative, spec("cycles added to an access that misses this level",
+                                         "cycle")]
+    policy: Annotated[str, spec("replacement policy", enum=POLICIES)] = "lru"
+    way_weights: Annotated[list[NonNegative], spec(
+        "policy = 'weighted': each way's eviction weight (one per way, positive sum)",
+        unset="empty: only with another policy")] = field(default_factory=list)
+    index: Annotated[SetIndex, spec("the set index, flattened onto the level")] = \
+        field(default_factory=SetIndex)
 
     @property
     def sets(self) -> int:
@@ -313,104 +657,142 @@ class TlbLevel:
         return list(self.ways) if isinstance(self.ways, list) else [self.ways] * self.sets
 
     def validate(self, where: str) -> None:
-        if not _is_pow2(self.page):
-            _fail(f"{where}.page", f"must be a power of two, got {self.page}")
+        """The rules between the level's fields (each field's range is declared)."""
         _validate_ways(where, self.ways, self.entries, "entries")
         _validate_policy(where, self.policy, self.way_weights, _max_ways(self.ways))
-        if self.miss_penalty < 0:
-            _fail(f"{where}.miss_penalty", "must be >= 0 cycles")
         self.index.validate(where, self.sets)
+
+
+#: A fraction in (0, 1].
+Fraction = Annotated[float, Field(gt=0, le=1)]
 
 
 @dataclass
 class Dram:
-    """DRAM: unloaded latency (cycles), theoretical bandwidth (GB/s, 10^9 byte/s), the
-    fraction of it streams sustain (``efficiency``), writes' extra loss
-    (``write_efficiency``, relative to a read stream's) and what a stream mixing reads and
-    writes (a copy) loses beyond the two (``mix_efficiency``: the bus turning around; an
-    H200's copy reaches about 90 % of what its read and write rates predict).
-    ``bulk_efficiency``: the fraction of the peak that bulk (TMA) copies sustain, which need
-    not be the loads' (an H200's: 0.90 against 0.95; 0 = ``efficiency``). ``sharpness``:
-    the knee where the bytes in flight meet the DRAM's rate (0 = the throughput section's):
-    round trips lengthen as the DRAM's queues fill, so the rate bends well before Little's
-    law with the unloaded latency reaches the cap (an H200's loads, cp.async and bulk copies
-    all bend at about 2.5)."""
+    """DRAM: its unloaded latency, its theoretical peak and what streams sustain of it.
 
-    latency: float
-    bandwidth_gbs: float = 0.0
-    efficiency: float = 1.0
-    write_efficiency: float = 1.0
-    mix_efficiency: float = 1.0
-    bulk_efficiency: float = 0.0
-    sharpness: float = 0.0
+    ``mix_efficiency``: an H200's copy reaches about 90 % of what its read and write rates
+    predict (the bus turning around). ``bulk_efficiency``: bulk (TMA) copies need not
+    sustain what loads do (an H200's: 0.90 against 0.95). ``sharpness``: round trips
+    lengthen as the DRAM's queues fill, so the rate bends well before Little's law with the
+    unloaded latency reaches the cap (an H200's loads, cp.async and bulk copies all bend at
+    about 2.5)."""
+
+    latency: Annotated[NonNegative, spec("unloaded latency of a load DRAM serves", "cycle")]
+    bandwidth_gbs: Annotated[float, spec(
+        "theoretical peak (memory clock x bus width)", "GB/s", ge=0, unset="0: no limit",
+        models=("bw.dram_*", "bulk.inflight_per_sm"))] = 0.0
+    efficiency: Annotated[Fraction, spec(
+        "fraction of the peak read streams sustain", "1",
+        unset="1: the whole peak, which no real DRAM sustains", unset_value=1.0,
+        models=("bw.dram_read_fraction", "bw.dram_read_bulk_fraction"))] = 1.0
+    write_efficiency: Annotated[Fraction, spec(
+        "write streams' rate relative to read streams'", "1")] = 1.0
+    mix_efficiency: Annotated[Fraction, spec(
+        "what a stream mixing reads and writes (a copy) keeps of what the two rates predict",
+        "1")] = 1.0
+    bulk_efficiency: Annotated[float, spec(
+        "fraction of the peak bulk (TMA) copies sustain", "1", ge=0, le=1,
+        unset="0: efficiency", models=("bw.dram_read_bulk_fraction",))] = 0.0
+    sharpness: Annotated[float, spec(
+        "the knee where the bytes in flight meet the DRAM's rate (larger: sharper)", "1",
+        ge=0, unset="0: throughput.sharpness")] = 0.0
+
+
+#: A rate of events in [0, 1).
+Rate = Annotated[float, Field(ge=0, lt=1)]
 
 
 @dataclass
 class Timer:
     """What a clock read adds to each recorded latency, and the noise of real hardware.
 
-    ``overhead`` is reported by the device (as a CUDA device measures it) and subtracted by the
-    experiments. ``jitter`` is a Gaussian sigma in cycles; a fraction ``outlier_rate`` of the
-    accesses is mis-timed by an exponential delay of mean ``outlier_cycles``.
-    ``throughput_jitter`` is the relative sigma of a timed bandwidth run. Harder noise, for
-    robustness tests (:mod:`gpumem.sim.noise`): heavy-tailed mis-timings (``tail_*``), a
-    measured card's per-level latency spread (``spread``, e.g. ``"h200"``) and a clock step
-    after ``clock_step_after`` chases.
-    """
+    ``overhead`` is reported by the device (as a CUDA device measures it) and subtracted by
+    the experiments. The harder noise (``tail_*``, ``spread``, ``clock_step_*``) is for
+    robustness tests (:mod:`gpumem.sim.noise`)."""
 
-    overhead: float = 0.0
-    jitter: float = 0.0
-    outlier_rate: float = 0.0
-    outlier_cycles: float = 0.0
-    throughput_jitter: float = 0.0
-    tail_rate: float = 0.0
-    tail_cycles: float = 0.0
-    tail_shape: float = 1.5
-    spread: str = ""
-    clock_step_after: int = 0
-    clock_step_factor: float = 1.0
+    overhead: Annotated[NonNegative, spec("cycles a clock read adds to each recorded latency",
+                                     "cycle")] = 0.0
+    jitter: Annotated[NonNegative, spec("Gaussian sigma of each access's timing", "cycle",
+                                   unset="0: exact timings")] = 0.0
+    outlier_rate: Annotated[Rate, spec("fraction of accesses mis-timed by an exponential "
+                                       "delay", "1", unset="0: none")] = 0.0
+    outlier_cycles: Annotated[NonNegative, spec("mean of that delay", "cycle")] = 0.0
+    throughput_jitter: Annotated[float, spec("relative sigma of a timed bandwidth run", "1",
+                                             ge=0, unset="0: exact timings")] = 0.0
+    tail_rate: Annotated[Rate, spec("fraction of accesses delayed by a heavy-tailed (Lomax) "
+                                    "mis-timing", "1", unset="0: none")] = 0.0
+    tail_cycles: Annotated[NonNegative, spec("mean of that delay", "cycle")] = 0.0
+    tail_shape: Annotated[float, spec("Lomax shape of that delay (smaller: heavier tail)",
+                                      "1", gt=0)] = 1.5
+    spread: Annotated[str, spec("a measured card's per-level latency spread to resample",
+                                enum=("", *SPREADS), unset="'': none")] = ""
+    clock_step_after: Annotated[int, spec(
+        "chases after which every access past the path's first level takes "
+        "clock_step_factor times its cycles", "1", ge=0, unset="0: no clock step")] = 0
+    clock_step_factor: Annotated[float, spec("that factor", "1", gt=0)] = 1.0
+
+
+#: A bank width, in bytes.
+BankWidth = Annotated[int, spec("bank width", "byte", enum=(4, 8))]
 
 
 @dataclass
 class SharedMemory:
-    """Shared memory per SM: banks, bank width (and the widths the hardware can switch to),
-    the latency of a conflict-free access and what each extra conflicting way adds.
+    """Shared memory per SM: banks, their width, latency, bank conflicts and throughput.
 
     An access by a warp is split by bank; the number of *distinct* bank words hitting the
     busiest bank is the conflict degree n (threads reading one word share it: broadcast).
-    ``bytes_per_cycle`` caps an SM, ``warp_bytes_per_cycle`` one warp (its issue rate; 0 = no
-    limit), so throughput needs several warps whatever the ILP, as measured on real GPUs.
-    ``sharpness`` rounds the knee where many warps meet the SM cap (0: the throughput
-    section's); bank queues make it a soft knee on real GPUs (Kepler reaches 91 % of its
-    peak at 16 warps, 100 % at 32). Latency =
-    ``latency + conflict_cycles * (min(n, conflict_cap) - 1)`` (no cap when 0), or, when
+    Latency = ``latency + conflict_cycles * (min(n, conflict_cap) - 1)``, or, when
     ``conflict_latencies`` is given, that table's value for n = 1, 2, 4, ... (measured
     curves that are not straight lines, Kepler's; interpolated between powers of two).
-    ``remote_latency`` and ``remote_bytes_per_cycle``: loads from another block's shared
-    memory in a thread block cluster (distributed shared memory, Hopper); 0 = no clusters.
-    ``cluster_latency``: a cluster load (``ld.shared::cluster``) of the block's own shared
-    memory, which an H200 serves in 38 cycles against 27 for a plain shared load; 0 = the
-    shared-memory latency. ``remote_rate_by_cluster``: the remote rate measured for clusters
-    of 2, 4 and 8 blocks, in that order, where it depends on the cluster's size (an H200's:
-    17.0, 14.7 and 16.0 B/cycle per SM, as its SMs' network places the blocks); empty =
-    ``remote_bytes_per_cycle`` for every size.
+    ``bytes_per_cycle`` caps an SM, ``warp_bytes_per_cycle`` one warp, so throughput needs
+    several warps whatever the ILP, as on real GPUs; bank queues make the knee soft
+    (``sharpness``: Kepler reaches 91 % of its peak at 16 warps, 100 % at 32). ``remote_*``:
+    loads from another block's shared memory in a thread block cluster (distributed shared
+    memory, Hopper); ``cluster_latency``: a cluster load of the block's own shared memory,
+    which an H200 serves in 38 cycles against 27 for a plain shared load;
+    ``remote_rate_by_cluster``: an H200's remote rate is 17.0, 14.7 and 16.0 B/cycle per SM
+    for clusters of 2, 4 and 8, as its SMs' network places the blocks.
     """
 
-    size: int = 49152
-    banks: int = 32
-    bank_width: int = 4
-    modes: list[int] = field(default_factory=lambda: [4])
-    latency: float = 30.0
-    conflict_cycles: float = 2.0
-    conflict_cap: int = 0
-    conflict_latencies: list[float] = field(default_factory=list)
-    bytes_per_cycle: float = 0.0
-    warp_bytes_per_cycle: float = 0.0
-    sharpness: float = 0.0
-    remote_latency: float = 0.0
-    remote_bytes_per_cycle: float = 0.0
-    cluster_latency: float = 0.0
-    remote_rate_by_cluster: list[float] = field(default_factory=list)
+    size: Annotated[int, spec("shared memory per SM", "byte", ge=0)] = 49152
+    banks: Annotated[int, spec("banks", "1", pow2=True)] = 32
+    bank_width: Annotated[BankWidth, spec("bank width (the default mode)", "byte")] = 4
+    modes: Annotated[list[BankWidth], spec(
+        "bank widths the hardware can switch to (bank_width among them)", "byte",
+        min_length=1)] = field(default_factory=lambda: [4])
+    latency: Annotated[NonNegative, spec("a conflict-free access", "cycle")] = 30.0
+    conflict_cycles: Annotated[NonNegative, spec("cycles each more conflicting way adds",
+                                            "cycle")] = 2.0
+    conflict_cap: Annotated[int, spec("conflict degree past which no cycles are added", "1",
+                                      ge=0, unset="0: no cap")] = 0
+    conflict_latencies: Annotated[list[NonNegative], spec(
+        "measured cycles at 1, 2, 4, ... 32-way conflicts (non-decreasing)", "cycle",
+        max_length=6,
+        unset="empty: latency + conflict_cycles x (ways - 1)")] = field(default_factory=list)
+    bytes_per_cycle: Annotated[float, spec("bytes per cycle an SM's shared memory serves",
+                                           "byte/cycle", ge=0,
+                                           unset="0: banks x bank_width")] = 0.0
+    warp_bytes_per_cycle: Annotated[float, spec("bytes per cycle one warp issues",
+                                                "byte/cycle", ge=0,
+                                                unset="0: no limit")] = 0.0
+    sharpness: Annotated[float, spec("the knee where many warps meet the SM's cap", "1", ge=0,
+                                     unset="0: throughput.sharpness")] = 0.0
+    remote_latency: Annotated[NonNegative, spec(
+        "a load from another block's shared memory in a cluster", "cycle",
+        unset="0: no clusters, no dsmem probe",
+        models=("lat.dsmem*", "dsmem.*", "bw.dsmem*"))] = 0.0
+    remote_bytes_per_cycle: Annotated[float, spec(
+        "bytes per cycle per SM from another block's shared memory (with remote_latency)",
+        "byte/cycle", ge=0, unset="0: no clusters")] = 0.0
+    cluster_latency: Annotated[NonNegative, spec(
+        "a cluster load (ld.shared::cluster) of the block's own shared memory", "cycle",
+        unset="0: latency")] = 0.0
+    remote_rate_by_cluster: Annotated[list[Annotated[float, Field(gt=0)]], spec(
+        "the remote rate for clusters of 2, 4 and 8 blocks, in that order", "byte/cycle",
+        max_length=3, unset="empty: remote_bytes_per_cycle for every size")] = \
+        field(default_factory=list)
 
     def remote_rate(self, cluster: int) -> float:
         """Bytes per cycle per SM from another block's shared memory, clusters of ``cluster``."""
@@ -420,7 +802,7 @@ class SharedMemory:
         return self.remote_bytes_per_cycle
 
     def conflict_latency(self, ways: int) -> float:
-        """Cycles of one warp access with ``ways``-way bank conflicts."""
+        """NonNegative of one warp access with ``ways``-way bank conflicts."""
         if self.conflict_latencies:
             table = self.conflict_latencies
             pos = min(max(0.0, math.log2(ways)), len(table) - 1)
@@ -435,218 +817,163 @@ class SharedMemory:
         return self.bytes_per_cycle or float(self.banks * self.bank_width)
 
     def validate(self, where: str = "smem") -> None:
-        if not _is_pow2(self.banks):
-            _fail(f"{where}.banks", "must be a power of two")
-        if self.bank_width not in (4, 8):
-            _fail(f"{where}.bank_width", "must be 4 or 8 bytes")
-        if not self.modes or any(m not in (4, 8) for m in self.modes):
-            _fail(f"{where}.modes", "bank widths the hardware supports: a list of 4 and/or 8")
+        """The rules between shared memory's fields (each field's range is declared)."""
         if self.bank_width not in self.modes:
             _fail(f"{where}.modes", f"must include the default bank_width ({self.bank_width})")
-        if self.sharpness < 0:
-            _fail(f"{where}.sharpness", "must be >= 0 (0: the throughput section's)")
-        if self.cluster_latency < 0:
-            _fail(f"{where}.cluster_latency", "must be >= 0 cycles")
-        if self.remote_latency < 0 or self.remote_bytes_per_cycle < 0:
-            _fail(f"{where}.remote_latency", "remote_latency and remote_bytes_per_cycle must "
-                  "be >= 0 (0: no distributed shared memory)")
-        if len(self.remote_rate_by_cluster) > 3 or any(
-                not r > 0 for r in self.remote_rate_by_cluster):
-            _fail(f"{where}.remote_rate_by_cluster", "at most 3 positive rates (clusters of "
-                  "2, 4, 8)")
         if (self.remote_latency > 0) != (self.remote_bytes_per_cycle > 0):
             _fail(f"{where}.remote_bytes_per_cycle", "give both remote_latency and "
                   "remote_bytes_per_cycle, or neither")
-        if self.latency < 0 or self.conflict_cycles < 0 or self.conflict_cap < 0:
-            _fail(f"{where}.latency", "latency, conflict_cycles and conflict_cap must be >= 0")
         t = self.conflict_latencies
-        if t and (len(t) > 6 or any(b < a for a, b in zip(t, t[1:], strict=False)) or t[0] < 0):
+        if any(b < a for a, b in zip(t, t[1:], strict=False)):
             _fail(f"{where}.conflict_latencies",
                   "cycles for 1, 2, 4, ... 32 ways: at most 6 entries, non-decreasing")
 
 
 @dataclass
 class Throughput:
-    """Per-SM limits that shape bandwidth: occupancy and requests in flight.
+    """Per-SM limits that shape bandwidth: occupancy, requests in flight, the cp.async and
+    bulk-copy paths.
 
-    ``inflight_sectors_per_sm``: outstanding 32-byte sector requests an SM can track (its
-    MSHRs); ``inflight_async_sectors_per_sm`` the same for cp.async (0 = same limit).
-    ``issue_bytes_per_cycle``: what one SM's load path can issue per cycle. ``sharpness`` is
-    the exponent of the smooth minimum between demand and a cap (large = a sharp knee).
-    ``bulk_latency``: the round trip of a TMA bulk copy (issue, DRAM, the mbarrier's
-    completion and the waiting thread's wake-up: an H200's is about 1250 cycles against a
-    683-cycle load); 0 = the DRAM load latency. ``bulk_bytes_per_cycle``: what an SM's copy
-    engine moves into shared memory per cycle, so a chunk lands ``chunk / rate`` after its
-    first byte (0 = at once). ``bulk_issue_cycles``: the shortest time between two copies of
-    one block, whose single thread waits for a copy before it issues the next (0 = none).
-
-    ``loads_per_thread``: plain loads one thread keeps in flight whatever the code's own ILP
-    (0 = the code's): the compiler overlaps a streaming loop's independent iterations until
-    the loads' destination registers run out (an H200's 16-byte stream kernels hold 32
+    ``loads_per_thread``: the compiler overlaps a streaming loop's independent iterations
+    until the loads' destination registers run out (an H200's 16-byte stream kernels hold 32
     registers: about 3 loads). cp.async has no destination register: its groups in flight
     are the code's, which is why it overtakes plain loads at low occupancy.
-    ``async_latency``: what a cp.async round trip adds to a load's (the write into shared
-    memory, the commit and the wait). ``iteration_cycles``: what a streaming loop's iteration
-    adds to its K plain loads' round trip (the fold of the loaded values and the branch
-    before the next loads issue), shared by the K loads: the reason more loads per iteration
-    still help a little when the registers already bound those in flight.
+    ``iteration_cycles`` (the fold of the loaded values and the branch before the next loads
+    issue) is shared by the K loads of an iteration: the reason more loads per iteration
+    still help a little when the registers already bound those in flight. ``bulk_latency``
+    (an H200's is about 1250 cycles against a 683-cycle load) covers the issue, DRAM, the
+    mbarrier's completion and the waiting thread's wake-up; a chunk lands
+    ``chunk / bulk_bytes_per_cycle`` after its first byte; a block's single issuing thread
+    waits for a copy before it issues the next (``bulk_issue_cycles``).
     """
 
-    max_warps_per_sm: int = 64
-    max_ctas_per_sm: int = 32
-    max_threads_per_cta: int = 1024
-    inflight_sectors_per_sm: int = 0
-    inflight_async_sectors_per_sm: int = 0
-    issue_bytes_per_cycle: float = 0.0
-    sharpness: float = 8.0
-    bulk_latency: float = 0.0
-    loads_per_thread: float = 0.0
-    async_latency: float = 0.0
-    iteration_cycles: float = 0.0
-    bulk_bytes_per_cycle: float = 0.0
-    bulk_issue_cycles: float = 0.0
-
-    def validate(self, where: str = "throughput") -> None:
-        if self.loads_per_thread < 0 or self.async_latency < 0 or self.iteration_cycles < 0:
-            _fail(f"{where}.loads_per_thread", "loads_per_thread, async_latency and "
-                  "iteration_cycles must be >= 0 (0 = the code's ILP; no extra cycles)")
-        if self.bulk_bytes_per_cycle < 0 or self.bulk_issue_cycles < 0:
-            _fail(f"{where}.bulk_bytes_per_cycle", "bulk_bytes_per_cycle and "
-                  "bulk_issue_cycles must be >= 0 (0 = no limit)")
-        if self.bulk_latency < 0:
-            _fail(f"{where}.bulk_latency", "must be >= 0 cycles (0 = the DRAM latency)")
-        if self.max_warps_per_sm <= 0 or self.max_ctas_per_sm <= 0:
-            _fail(f"{where}.max_warps_per_sm", "occupancy limits must be >= 1")
-        if self.max_threads_per_cta <= 0 or self.max_threads_per_cta % 32:
-            _fail(f"{where}.max_threads_per_cta", "must be a positive multiple of 32")
-        if self.issue_bytes_per_cycle < 0:
-            _fail(f"{where}.issue_bytes_per_cycle", "must be >= 0 (0 = unlimited)")
-        if self.inflight_sectors_per_sm < 0 or self.inflight_async_sectors_per_sm < 0:
-            _fail(f"{where}.inflight_sectors_per_sm", "must be >= 0 (0 = unlimited)")
-        if self.sharpness <= 0:
-            _fail(f"{where}.sharpness", "must be > 0")
+    max_warps_per_sm: Annotated[int, spec("resident warps per SM", "1", ge=1)] = 64
+    max_ctas_per_sm: Annotated[int, spec("resident thread blocks per SM", "1", ge=1)] = 32
+    max_threads_per_cta: Annotated[int, spec("threads per thread block", "1", ge=32,
+                                             multiple_of=32)] = 1024
+    inflight_sectors_per_sm: Annotated[int, spec(
+        "32-byte sector requests an SM tracks in flight (its MSHRs)", "sector", ge=0,
+        unset="0: no limit")] = 0
+    inflight_async_sectors_per_sm: Annotated[int, spec(
+        "the same for cp.async copies", "sector", ge=0,
+        unset="0: inflight_sectors_per_sm", models=("cpasync.*",))] = 0
+    issue_bytes_per_cycle: Annotated[float, spec(
+        "bytes per cycle one SM's load path issues", "byte/cycle", ge=0, unset="0: no limit",
+        models=("bw.l1",))] = 0.0
+    sharpness: Annotated[float, spec(
+        "exponent of the smooth minimum between demand and a cap (larger: a sharper knee)",
+        "1", gt=0)] = 8.0
+    bulk_latency: Annotated[NonNegative, spec(
+        "round trip of a TMA bulk copy, to the waiting thread's wake-up", "cycle",
+        unset="0: the DRAM load latency", models=("bulk.latency_estimate",))] = 0.0
+    loads_per_thread: Annotated[float, spec(
+        "plain loads one thread keeps in flight whatever the code's ILP (its destination "
+        "registers)", "1", ge=0, unset="0: the code's ILP",
+        models=("ilp.*", "cpasync.*"))] = 0.0
+    async_latency: Annotated[NonNegative, spec(
+        "what a cp.async round trip adds to a load's (shared-memory write, commit, wait)",
+        "cycle", unset="0: nothing", models=("cpasync.*",))] = 0.0
+    iteration_cycles: Annotated[NonNegative, spec(
+        "what a streaming loop's iteration adds to the round trip of its K plain loads",
+        "cycle", unset="0: nothing", models=("ilp.*", "cpasync.*"))] = 0.0
+    bulk_bytes_per_cycle: Annotated[float, spec(
+        "bytes per cycle an SM's copy engine moves into shared memory", "byte/cycle", ge=0,
+        unset="0: a chunk lands at once")] = 0.0
+    bulk_issue_cycles: Annotated[NonNegative, spec(
+        "shortest time between two bulk copies of one thread block", "cycle",
+        unset="0: none")] = 0.0
 
 
 @dataclass
 class Interconnect:
-    """Other GPUs of a simulated node and the link to them (NVLink, PCIe).
+    """Other GPUs of a simulated node and the link to them (NVLink, PCIe). A load from a
+    peer's memory takes the peer's L2-only path (``cg``: remote data is cached in its
+    owner's L2, not in this GPU's caches) plus ``latency``; streams from a peer are capped at
+    ``bandwidth_gbs``."""
 
-    ``peers``: how many other GPUs (0: a lone GPU, no ``peer_access`` probe). A load from a
-    peer's memory takes the peer's L2-only path (``cg``: remote data is cached in its owner's
-    L2, not in this GPU's caches) plus ``latency`` cycles of link round trip; streams from a
-    peer are capped at ``bandwidth_gbs``.
-    """
-
-    peers: int = 0
-    latency: float = 0.0
-    bandwidth_gbs: float = 0.0
+    peers: Annotated[int, spec("other GPUs of the node", "1", ge=0, le=MAX_PEERS,
+                               unset="0: a lone GPU, no peer_access probe",
+                               models=("p2p.*",))] = 0
+    latency: Annotated[NonNegative, spec("the link's round trip, added to a peer's loads",
+                                    "cycle")] = 0.0
+    bandwidth_gbs: Annotated[float, spec("the link's bandwidth (needed with peers)", "GB/s",
+                                         ge=0)] = 0.0
 
     def validate(self, where: str = "interconnect") -> None:
-        if not 0 <= self.peers <= MAX_PEERS:
-            _fail(f"{where}.peers", f"must be in 0..{MAX_PEERS}")
-        if self.latency < 0 or self.bandwidth_gbs < 0:
-            _fail(f"{where}.latency", "latency and bandwidth_gbs must be >= 0")
+        """The rule between the link's fields (each field's range is declared)."""
         if self.peers and self.bandwidth_gbs <= 0:
             _fail(f"{where}.bandwidth_gbs", "a node with peers needs the link's bandwidth")
+
+
+#: The findings a config without TLB levels cannot give: translation is then free.
+_TLB_FINDINGS = ("tlb.*", "tlb_l1.*", "tlb_l2.*", "lat.dram_tlb_miss", "lat.dram_tlb_miss_ns")
 
 
 @dataclass
 class SimConfig:
     """A simulated GPU: SMs and clock, caches, load paths, TLBs, DRAM, shared memory,
-    throughput limits and timer behaviour.
+    throughput limits, the node's other GPUs and timer behaviour.
 
-    ``paths`` maps a load flavour (``ca``, ``cg``, ``nc``, ``tex``) to the cache levels it
-    looks up, in order; ``path_latency`` adds a fixed pipeline latency to every load of a
-    path (Fermi's texture pipeline adds about 100 cycles to hits and misses alike).
-    ``page_walk_latency`` is added when every TLB level misses.
+    ``paths`` maps a load flavour (``ca``: L1-cached global loads, ``cg``: L2 only, ``nc``:
+    read-only, ``tex``: texture) to the cache levels it looks up, in order; a flavour the
+    config leaves out is a probe the simulated GPU does not offer. ``path_latency`` adds a
+    fixed pipeline latency to every load of a path (Fermi's texture pipeline adds about 100
+    cycles to hits and misses alike).
     """
 
-    name: str
-    arch: str
-    compute_capability: str
-    sm_count: int
-    clock_mhz: float
-    caches: list[CacheLevel] = field(metadata={"toml": "cache"})
-    paths: dict[str, list[str]]
-    dram: Dram
-    tlbs: list[TlbLevel] = field(default_factory=list, metadata={"toml": "tlb"})
-    timer: Timer = field(default_factory=Timer)
-    smem: SharedMemory = field(default_factory=SharedMemory)
-    throughput: Throughput = field(default_factory=Throughput)
-    interconnect: Interconnect = field(default_factory=Interconnect)
-    path_latency: dict[str, float] = field(default_factory=dict)
-    page_walk_latency: float = 0.0
-    memory_bytes: int = 16 << 30
-    base_address: int = 1 << 40
-    description: str = ""
-    source: str = ""
-    seed: int = 0
+    name: Annotated[str, spec("short name of the simulated GPU (in device names)")]
+    arch: Annotated[str, spec("the architecture plugin whose expected values judge a run "
+                              "on this config (--arch auto)")]
+    compute_capability: Annotated[str, spec(
+        "CUDA compute capability 'major.minor': which probes exist (cp.async from 8.0, "
+        "clusters and TMA bulk copies from 9.0)")]
+    sm_count: Annotated[int, spec("streaming multiprocessors", "1", ge=1, le=MAX_SMS)]
+    clock_mhz: Annotated[float, spec("SM clock: cycles per microsecond", "MHz", gt=0)]
+    caches: Annotated[list[CacheLevel], spec(
+        "the cache levels, each a [[cache]] table", min_length=1)] = \
+        field(metadata={"toml": "cache"})
+    paths: Annotated[dict[str, Annotated[list[str], Field(min_length=1)]], spec(
+        "the levels each load flavour (ca, cg, nc, tex) looks up, in order")]
+    dram: Annotated[Dram, spec("DRAM")]
+    tlbs: Annotated[list[TlbLevel], spec(
+        "the TLB levels, each a [[tlb]] table, the smallest page first",
+        unset="empty: no TLB, translation is free", models=_TLB_FINDINGS)] = \
+        field(default_factory=list, metadata={"toml": "tlb"})
+    timer: Annotated[Timer, spec("the timer and the noise of real hardware")] = \
+        field(default_factory=Timer)
+    smem: Annotated[SharedMemory, spec("shared memory")] = field(default_factory=SharedMemory)
+    throughput: Annotated[Throughput, spec("limits that shape bandwidth")] = \
+        field(default_factory=Throughput)
+    interconnect: Annotated[Interconnect, spec("the node's other GPUs")] = \
+        field(default_factory=Interconnect)
+    path_latency: Annotated[dict[str, NonNegative], spec(
+        "cycles added to every load of a path (a texture pipeline)", "cycle",
+        unset="empty: none")] = field(default_factory=dict)
+    page_walk_latency: Annotated[NonNegative, spec(
+        "cycles added to an access that misses every TLB level", "cycle")] = 0.0
+    memory_bytes: Annotated[int, spec("device memory", "byte", ge=1)] = 16 << 30
+    base_address: Annotated[int, spec(
+        "address of the first allocation (aligned to the largest TLB page)", "byte",
+        ge=0)] = 1 << 40
+    description: Annotated[str, spec("what the config describes, in words")] = ""
+    source: Annotated[str, spec("where its values come from")] = ""
+    seed: Annotated[int, spec("seed of the replacement and noise streams (a 64-bit "
+                              "integer)")] = 0
 
     # ---- validation -------------------------------------------------------------------
     def validate(self) -> SimConfig:
-        _check_numbers(self, "")
-        if not 0 < self.sm_count <= MAX_SMS:
-            _fail("sm_count", f"must be in 1..{MAX_SMS}")
-        if self.clock_mhz <= 0:
-            _fail("clock_mhz", "must be > 0")
-        if not self.caches:
-            _fail("cache", "at least one cache level is required")
-        names = [c.name for c in self.caches]
-        for i, c in enumerate(self.caches):
-            c.validate(f"cache[{c.name or i}]")
-        dup = {n for n in names if names.count(n) > 1}
-        if dup:
-            _fail("cache", f"duplicate level names {sorted(dup)}")
-        if not self.paths:
-            _fail("paths", "at least one load path (e.g. ca = ['l1d', 'l2']) is required")
-        for p, levels in self.paths.items():
-            if not levels:
-                _fail(f"paths.{p}", "must list at least one cache level")
-            for lv in levels:
-                if lv not in names:
-                    _fail(f"paths.{p}", f"unknown cache level '{lv}' (levels: {', '.join(names)})")
-        for p in self.path_latency:
-            if p not in self.paths:
-                _fail(f"path_latency.{p}", f"no such path (paths: {', '.join(self.paths)})")
+        """Check every declared range, then the rules between fields, and write each level
+        with a near copy as its two levels (:meth:`CacheLevel.split_near_copy`). Returns
+        ``self``; raises :class:`SimConfigError`, whose message starts with the field."""
+        _check_numbers(self)
+        _check_declared(self)
+        self._split_near_copies()
+        self._validate_caches()
         for i, t in enumerate(self.tlbs):
             t.validate(f"tlb[{t.name or i}]")
         pages = [t.page for t in self.tlbs]
         if pages and any(p < pages[0] for p in pages):
             _fail("tlb", "the first TLB level must have the smallest page")
-        if self.dram.latency < 0 or self.dram.bandwidth_gbs < 0:
-            _fail("dram.latency", "latency and bandwidth_gbs must be >= 0")
-        if not 0 < self.dram.write_efficiency <= 1 or not 0 < self.dram.efficiency <= 1:
-            _fail("dram.efficiency", "efficiency and write_efficiency must be in (0, 1]")
-        if self.dram.sharpness < 0:
-            _fail("dram.sharpness", "must be >= 0 (0: the throughput section's)")
-        if not 0 <= self.dram.bulk_efficiency <= 1:
-            _fail("dram.bulk_efficiency", "must be in [0, 1] (0: efficiency)")
-        if not 0 < self.dram.mix_efficiency <= 1:
-            _fail("dram.mix_efficiency", "must be in (0, 1]")
-        if not 0 <= self.timer.outlier_rate < 1:
-            _fail("timer.outlier_rate", "must be in [0, 1)")
-        if self.timer.jitter < 0 or self.timer.throughput_jitter < 0:
-            _fail("timer.jitter", "jitter and throughput_jitter must be >= 0")
-        if not 0 <= self.timer.tail_rate < 1 or self.timer.tail_cycles < 0:
-            _fail("timer.tail_rate", "must be in [0, 1), with tail_cycles >= 0")
-        from gpumem.sim.noise import SPREADS
-
-        if self.timer.spread and self.timer.spread not in SPREADS:
-            _fail("timer.spread", f"unknown spread model '{self.timer.spread}' (choose from: "
-                  f"{', '.join(SPREADS)})")
-        if self.timer.clock_step_factor <= 0:
-            _fail("timer.clock_step_factor", "must be > 0")
-        if self.page_walk_latency < 0:
-            _fail("page_walk_latency", "must be >= 0 cycles")
-        for p, v in self.path_latency.items():
-            if v < 0:
-                _fail(f"path_latency.{p}", "must be >= 0 cycles")
-        if self.timer.overhead < 0 or self.timer.outlier_cycles < 0:
-            _fail("timer.overhead", "overhead and outlier_cycles must be >= 0 cycles")
-        if self.timer.tail_shape <= 0 or self.timer.clock_step_after < 0:
-            _fail("timer.tail_shape", "tail_shape must be > 0, clock_step_after >= 0")
-        if self.memory_bytes <= 0 or self.base_address < 0:
-            _fail("memory_bytes", "memory_bytes must be > 0 and base_address >= 0")
         if self.base_address + self.memory_bytes >= 1 << 62:
             _fail("base_address", "base_address + memory_bytes must stay below 2**62 "
                   "(the engine's addresses are 64-bit integers)")
@@ -657,11 +984,43 @@ class SimConfig:
                   f"{MAX_STATE_BYTES >> 20} MiB limit (about 16 million lines, e.g. a 2 GiB "
                   f"cache of 128 B lines)")
         self.smem.validate()
-        self.throughput.validate()
         self.interconnect.validate()
         if self.base_address % (max(pages) if pages else 4096):
             _fail("base_address", "must be aligned to the largest TLB page")
         return self
+
+    def _validate_caches(self) -> None:
+        """Each level's rules, unique names, and paths that name levels."""
+        names = [c.name for c in self.caches]
+        for i, c in enumerate(self.caches):
+            c.validate(f"cache[{c.name or i}]")
+        dup = {n for n in names if names.count(n) > 1}
+        if dup:
+            _fail("cache", f"duplicate level names {sorted(dup)}")
+        if not self.paths:
+            _fail("paths", "at least one load path (e.g. ca = ['l1d', 'l2']) is required")
+        for p, levels in self.paths.items():
+            for lv in levels:
+                if lv not in names:
+                    _fail(f"paths.{p}", f"unknown cache level '{lv}' (levels: {', '.join(names)})")
+        for p in self.path_latency:
+            if p not in self.paths:
+                _fail(f"path_latency.{p}", f"no such path (paths: {', '.join(self.paths)})")
+
+    def _split_near_copies(self) -> None:
+        """Write each level with a near copy (``near_size``) as the near copy and the whole
+        level behind it, which every path that names the level then looks up in turn: the
+        form the engine, the throughput model and the calibration know. New lists, so a
+        config that shares its lists with another (``dataclasses.replace``) leaves it be."""
+        names = [c.name for c in self.caches]
+        for i, c in enumerate(self.caches):
+            c.check_near_copy(f"cache[{c.name or i}]", names)
+        split = {c.name: c.split_near_copy() for c in self.caches if c.near_size}
+        if not split:
+            return
+        self.caches = [lv for c in self.caches for lv in split.get(c.name, (c,))]
+        self.paths = {p: [x for n in levels for x in ((n, f"{n}_far") if n in split else (n,))]
+                      for p, levels in self.paths.items()}
 
     # ---- derived facts ----------------------------------------------------------------
     def level(self, name: str) -> CacheLevel:
@@ -679,6 +1038,33 @@ class SimConfig:
     @property
     def page_bytes(self) -> int:
         return self.tlbs[0].page if self.tlbs else 0
+
+    def unmodelled(self) -> dict[str, str]:
+        """Findings this config cannot give, each with the reason in one line: every field
+        that would model it is unset (its declaration's ``models``), so the value a run
+        reports would be what the unset field leaves (an L1 with no ``bandwidth`` gives
+        ``bw.l1`` in the hundreds of TB/s, a throughput section with no ILP limits a flat
+        ``cpasync.speedup``), not a model of anything.
+
+        Keys are finding names or fnmatch patterns (``tlb_l1.*``), as experiments declare
+        their findings: ``{"bw.l1": "not modelled: the config sets none of
+        cache[l1d].bandwidth (0: no limit), ..."}``. The fields declaring one key are
+        alternatives (any one set models it); a finding that matches several keys needs
+        each (``bw.dram_read_fraction``: ``bw.dram_*``, the DRAM's peak, and its own, the
+        efficiency). A new field that models a finding declares it (``spec(models=...)``)
+        and joins the rule by itself."""
+        unset: dict[str, list[str]] = {}
+        modelled: set[str] = set()
+        for where, value, d, _hint, role in _leaves(self):
+            for pattern in d.extra.get("models", ()):
+                name = pattern.format(role=role)
+                if _is_set(value, d):
+                    modelled.add(name)
+                else:
+                    unset.setdefault(name, []).append(
+                        f"{where} ({d.extra['unset']})" if d.extra.get("unset") else where)
+        return {name: _unmodelled_reason(fields_) for name, fields_ in unset.items()
+                if name not in modelled}
 
     def digest(self) -> str:
         """SHA-256 of the canonical TOML: identifies the simulated device in result keys."""
@@ -726,10 +1112,17 @@ class SimConfig:
             raise SimConfigError(f"{p}: {e}") from None
 
 
+def _unmodelled_reason(unset: list[str]) -> str:
+    if len(unset) == 1:
+        return f"not modelled: the config does not set {unset[0]}"
+    return f"not modelled: the config sets none of {', '.join(unset)}"
+
+
 # ---------------------------------------------------------------------------------------------
 # TOML <-> dataclasses, driven by the type hints
 # ---------------------------------------------------------------------------------------------
 
+#: SetIndex field -> its TOML key on the level.
 _INDEX_KEYS = {"function": "index", "bits": "index_bits", "masks": "xor_masks",
                "table": "index_table", "seed": "index_seed"}
 
@@ -738,17 +1131,22 @@ def _toml_key(f: dataclasses.Field) -> str:
     return f.metadata.get("toml", f.name)
 
 
+def _omitted(f: dataclasses.Field, d: Declared, value: Any) -> bool:
+    """A field declared ``omit_default`` and at its default is left out of the TOML."""
+    return bool(d.extra.get("omit_default")) and value == f.default
+
+
 def _to_table(obj: Any) -> Any:
     if isinstance(obj, SetIndex):
         return {_INDEX_KEYS[k]: v for k, v in dataclasses.asdict(obj).items()
                 if k == "function" or v}
     if dataclasses.is_dataclass(obj):
         out: dict[str, Any] = {}
-        for f in fields(obj):
+        for f, d, _hint in declared_fields(type(obj)):
             v = getattr(obj, f.name)
             if isinstance(v, SetIndex):
                 out.update(_to_table(v))
-            else:
+            elif not _omitted(f, d, v):
                 out[_toml_key(f)] = _to_table(v)
         return out
     if isinstance(obj, list):
@@ -764,7 +1162,7 @@ def _type_name(tp: Any) -> str:
 
 def _convert(tp: Any, value: Any, where: str) -> Any:
     origin = get_origin(tp)
-    if origin in (Union, getattr(types, "UnionType", Union)):
+    if origin in _UNIONS:
         options = get_args(tp)
         for opt in options:  # int | list[int]: pick by the value's shape
             if get_origin(opt) is list and isinstance(value, list):
@@ -807,7 +1205,7 @@ def _from_table(cls: type, data: Any, where: str) -> Any:
     if not isinstance(data, dict):
         _fail(where.rstrip(".") or "config", "must be a table")
     data = dict(data)
-    hints = get_type_hints(cls)
+    hints = _plain_hints(cls)
     kwargs: dict[str, Any] = {}
     for f in fields(cls):
         hint = hints[f.name]
@@ -832,5 +1230,3 @@ def _from_table(cls: type, data: Any, where: str) -> Any:
     if data:
         _fail(f"{where}{sorted(data)[0]}", "unknown field")
     return cls(**kwargs)
-
-

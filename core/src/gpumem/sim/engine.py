@@ -85,7 +85,12 @@ def _log2(x: int) -> int:
 
 def compile_hierarchy(cfg: SimConfig, seed: int) -> tuple[Hierarchy, dict[str, int]]:
     """Flatten ``cfg``'s caches and TLBs; return the arrays and a level-name -> id map.
-    A config built in Python without ``validate()`` is still held to the state bound."""
+    A config built in Python without ``validate()`` is still held to the state bound, and
+    refused if a level still declares a near copy (``validate()`` splits it in two)."""
+    near = next((c.name for c in cfg.caches if c.near_size), None)
+    if near is not None:  # its paths name one level where the engine needs two
+        raise SimConfigError(f"cache[{near}].near_size: a near copy runs as two levels, "
+                             f"which SimConfig.validate() writes: validate the config first")
     need, biggest = state_bytes(cfg)
     if need > MAX_STATE_BYTES:
         raise SimConfigError(f"{biggest}: the caches and TLBs would need {need >> 20} MiB of "
@@ -109,8 +114,8 @@ def compile_hierarchy(cfg: SimConfig, seed: int) -> tuple[Hierarchy, dict[str, i
             far_cost[i] = lv.far_latency or lv.hit_latency
             m[PARTS] = lv.partitions
             m[PART_OFF] = len(params)
-            m[PART_LEN] = len(lv.partition_masks)
-            params.extend(int(x) for x in lv.partition_masks)
+            m[PART_LEN] = len(lv.home_masks)  # the given masks, else the balanced default
+            params.extend(int(x) for x in lv.home_masks)
             m[SMO_OFF] = len(weights)
             m[SMO_LEN] = len(lv.sm_offsets)
             weights.extend(float(x) for x in lv.sm_offsets)
