@@ -5,7 +5,6 @@ device's own properties say (issue "Any GPU")."""
 from __future__ import annotations
 
 import dataclasses
-from pathlib import Path
 
 import pytest
 
@@ -20,8 +19,6 @@ from gpumem.generic import (
 )
 from gpumem.plugins import PluginRecord, load_plugins
 from gpumem.runner import RunRequest, run
-
-DATA = Path(__file__).parent / "data" / "accelsim"
 
 #: the sources a generic architecture's expected values may cite: the device's properties only
 PROPERTY_WORDS = ("device property", "theoretical memory bandwidth", "warps an SM")
@@ -171,28 +168,3 @@ def test_a_config_naming_a_plugins_architecture_runs_as_it(cli, tmp_path):
     assert r.code == 0, r.err
     assert f"architecture kepler: named by {tmp_path / 'kepler.toml'} (plugin 'kepler')" in r.err
     assert "gpumem kepler on sim" in r.out
-
-
-@pytest.fixture(scope="module")
-def imported(tmp_path_factory):
-    """Each Accel-Sim config of the test data, imported (``gpumem import accelsim``)."""
-    from gpumem.cli import main
-    from gpumem.plugins import reset_plugins
-
-    out = tmp_path_factory.mktemp("imported")
-    paths = {}
-    for name in ("SM2_GTX480", "SM3_KEPLER_TITAN", "SM7_QV100", "SM90_H100"):
-        reset_plugins()
-        assert main(["import", "accelsim", str(DATA / name / "gpgpusim.config"), "--out",
-                     str(out / f"{name}.toml")]) == 0
-        paths[name] = out / f"{name}.toml"
-    return paths
-
-
-def test_an_imported_accelsim_config_needs_no_arch(cli, imported, tmp_path):
-    r = cli("run", "smem_latency", "--device", "sim", "--sim-config",
-            str(imported["SM7_QV100"]), "--quick", "--out", str(tmp_path / "r"))
-    assert r.code == 0, r.err
-    assert f"architecture sm_70 (generic): {imported['SM7_QV100']} names 'accelsim', which " \
-           f"no installed plugin provides; its compute capability is 7.0" in r.err
-    assert "gpumem sm_70 on sim SM7_QV100" in r.out

@@ -135,12 +135,13 @@ def _package_dir(ep: metadata.EntryPoint) -> Path | None:
 
 # ---- the checks -------------------------------------------------------------------------------
 
-def _loads(plugins: Plugins, name: str) -> Check:
+def _loads(plugins: Plugins, name: str, tree: Path | None) -> Check:
     (rec,) = [r for r in plugins.records if r.name == name] or [None]
     if rec is None or rec.status != "ok":
         return Check("loads", False, rec.error if rec else "not loaded")
     gave = "; ".join(f"{k}: {', '.join(v)}" for k, v in rec.contributes.items() if v)
-    return Check("loads", True, f"{rec.distribution} {rec.version}: {gave or 'nothing'}")
+    where = f"from {tree}" if tree is not None else f"{rec.distribution} {rec.version}"
+    return Check("loads", True, f"{where}: {gave or 'nothing'}")
 
 
 def _sim_config(plugins: Plugins, arch: Any) -> tuple[Check, Any]:
@@ -183,15 +184,21 @@ def _quick_run(plugins: Plugins, arch: Any, workers: int) -> Check:
 
 
 def _asked_devices(arch: Any, cfg: Any) -> list[Any]:
-    """The devices the expected values are asked for: the simulated card, and real cards
-    named as the config and the architecture describe them (values for one product)."""
+    """The devices the expected values are asked for: the simulated card (where there is a
+    config), and real cards of the architecture, named as the config and the architecture
+    describe them (values for one product)."""
+    from gpumem.device import DeviceInfo
     from gpumem.sim.device import sim_device_info
 
-    if cfg is None:
-        return []
-    sim = sim_device_info(cfg)
-    names = {cfg.description, arch.description, *arch.description.split(", compute")[:1]}
-    return [sim, *(dataclasses.replace(sim, kind="cuda", name=n) for n in sorted(names) if n)]
+    cc = (arch.compute_capabilities or ("0.0",))[0]
+    base = sim_device_info(cfg) if cfg is not None else DeviceInfo(
+        kind="cuda", name=arch.description, compute_capability=cc, sm_count=80,
+        l2_bytes=40 << 20, memory_bytes=80 << 30, clock_mhz=1500.0, memory_clock_mhz=1600.0,
+        memory_bus_bits=5120, peak_bandwidth_gbs=2048.0, extra={"max_warps_per_sm": 64})
+    names = {arch.description, *arch.description.split(", compute")[:1],
+             *([cfg.description] if cfg is not None else [])}
+    real = [dataclasses.replace(base, kind="cuda", name=n) for n in sorted(names) if n]
+    return ([base] if cfg is not None else []) + real
 
 
 def _expected_names(plugins: Plugins, arch: Any, cfg: Any) -> tuple[Check, Check]:
@@ -226,7 +233,7 @@ def check_plugin(target: str, *, workers: int = 1) -> tuple[str, list[Check]]:
     """The plugin's name and every check's result (see the module docstring)."""
     plugins, ep, tree = load_alone(target)
     name = ep.name
-    checks = [_loads(plugins, name)]
+    checks = [_loads(plugins, name, tree)]
     if not checks[0].ok:
         return name, checks
     rec = next(r for r in plugins.records if r.name == name)

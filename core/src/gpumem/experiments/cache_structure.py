@@ -82,6 +82,9 @@ SCATTER_PASSES = 2
 SCATTER_MIN_BLOCKS = 8     # fewer blocks per pass than this: too few lines to count
 L2_SCATTER_BLOCKS = (32, 64, 128, 256, 512, 1024)
 L2_SCATTER_RECORD = 16384  # accesses recorded per L2 chase, after one untimed pass
+L2_WAYS_PASSES = 8         # passes recorded per chase of lines one L2 capacity apart
+L2_WAYS_MOST = 512         # most such lines chased (ways searched up to this)
+CHAIN_SPAN = 16 << 30      # 4-byte chain elements index at most 2^32 of them
 #: What the analysis reports of each level (``LEVEL.NAME``), where the evidence allows.
 LEVEL_FINDINGS = ("hit_latency", "overflow_size", "half_miss_size", "line", "sector", "ways",
                   "sets", "index_bits", "policy", "way_weights")
@@ -132,6 +135,7 @@ class CacheStructure(Experiment):
         if "cg" in device.info.load_paths and device.info.l2_bytes > 0:
             _l2_fill_chase(log, device.info.l2_bytes, device.info.memory_bytes)
             _l2_scatter_chases(log, device.info.l2_bytes, device.info.memory_bytes)
+            _l2_ways_chases(log, device.info.l2_bytes, device.info.memory_bytes)
         return log.dataset()
 
     def analyze(self, raw: xr.Dataset) -> list[Finding]:
@@ -149,6 +153,9 @@ class CacheStructure(Experiment):
             line = _l2_line([c for c in chases if c.stage in ("l2hit", "l2scatter")])
             if line is not None:
                 out.append(line)
+        if not any(f.name == "l2.ways" for f in out):  # Kepler's ca path dissected it already
+            line_found = next((f.value for f in out if f.name == "l2.line"), None)
+            out += _l2_ways(chases, l2, line_found)
         return out
 
 
@@ -278,6 +285,83 @@ def _l2_line(chases: list[Chase]) -> Finding | None:
         f"accesses (over {miss_at:.0f} cycles: L2 hits reach {hit_hi:.0f}, DRAM "
         f"{miss:.0f}) stays on a plateau while the block is within a line and falls past it "
         f"({', '.join(f'{b} B {v:.0%}' for b, v in shares.items())})")
+
+
+# ---------------------------------------------------------------------------------------------
+# The L2's ways: lines one capacity apart share a set
+# ---------------------------------------------------------------------------------------------
+
+
+def _l2_ways_chases(log: ChaseLog, l2_bytes: int, memory: int) -> None:
+    """Chases through the L2-only path of N lines one L2 capacity C apart. Under an index
+    modulo the sets (C = S W b) they all fall in one set: N <= W hit, N = W + 1 miss on
+    every access (LRU). Each chase is N accesses a pass, so the search costs a few thousand
+    accesses where Mei & Chu's stride method would chase the whole L2 one access at a time.
+    N doubles until half the accesses go to DRAM (the L2 scattered chases' threshold), then
+    is bisected; the edge is chased again. A hashed index spreads the lines over the sets:
+    misses then ramp instead of jumping, and the analysis reports no ways."""
+    got = l2_scatter_shares(log.chases)
+    if got is None:
+        return
+    miss_at = got[1]
+    most = min(L2_WAYS_MOST, min(memory // 4, CHAIN_SPAN) // l2_bytes)
+
+    def share(n: int) -> float | None:
+        c = log.run(path="cg", stage="l2ways", footprint=n * l2_bytes, stride=l2_bytes,
+                    passes=L2_WAYS_PASSES, threshold=miss_at)
+        return None if c is None else c.ev_access.size / c.record
+
+    n, lo = 2, 1
+    while n <= most:
+        got_share = share(n)
+        if got_share is None:
+            return
+        if got_share >= 0.5:
+            break
+        lo, n = n, 2 * n
+    else:
+        return  # no set overflowed within the lines chased
+    hi = n
+    while hi - lo > 1:
+        mid = (lo + hi) // 2
+        s = share(mid)
+        if s is None:
+            return
+        lo, hi = (mid, hi) if s < 0.5 else (lo, mid)
+    for edge in (lo, hi):  # the decisive pair once more, from fresh chases
+        if share(edge) is None:
+            return
+
+
+def _l2_ways(chases: list[Chase], l2_bytes: float, line: Any) -> list[Finding]:
+    """``l2.ways`` (and ``l2.sets`` = C / (W b) with the line found) from the set-strided
+    chases: W is the most lines one capacity apart that hit, W + 1 the fewest that miss; the
+    edge must be a jump (at most 10 % misses below it, at least 90 % above, every chase of
+    it agreeing), else the index is not modulo the sets and nothing is reported."""
+    mine = [c for c in chases if c.stage == "l2ways" and c.stride > 0]
+    if not mine or not l2_bytes:
+        return []
+    shares: dict[int, list[float]] = {}
+    for c in mine:
+        shares.setdefault(c.footprint // c.stride, []).append(c.ev_access.size / c.record)
+    hit = [n for n, v in shares.items() if max(v) <= 0.1]
+    if not hit:
+        return []
+    w = max(hit)
+    over = shares.get(w + 1)
+    if over is None or min(over) < 0.9 or any(max(v) > 0.1 for n, v in shares.items()
+                                              if n < w):
+        return []
+    sure = len(shares[w]) >= 2 and len(over) >= 2
+    seen = ", ".join(f"{n}: {max(v):.0%}" for n, v in sorted(shares.items()))
+    how = (f"chases through 'cg' of N lines {int(l2_bytes)} B (one L2 capacity) apart: "
+           f"{w} lines hit, {w + 1} miss on {min(over):.0%} of accesses (misses by N: {seen}); "
+           f"an index modulo the sets puts them all in one set")
+    out = [Finding("l2.ways", int(w), "1", 0.9 if sure else 0.7, how)]
+    if isinstance(line, int) and line > 0 and l2_bytes % (w * line) == 0:
+        out.append(Finding("l2.sets", int(l2_bytes // (w * line)), "1", 0.9 if sure else 0.7,
+                           f"L2 capacity {int(l2_bytes)} B / ({w} ways x {line} B lines)"))
+    return out
 
 
 # ---------------------------------------------------------------------------------------------

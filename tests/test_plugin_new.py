@@ -1,0 +1,173 @@
+"""``gpumem plugin new`` and ``gpumem plugin check`` (issue "Any GPU", items 2 and 3): a
+measured GPU becomes a pip-installable plugin whose own checks and tests pass as written, and
+a plugin's mistakes (a misspelt finding, a value with no source, an import past gpumem.api)
+are each named."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import pytest
+
+from helpers import gpumem_subprocess
+
+ROOT = Path(__file__).resolve().parents[1]
+RERUNS = ROOT / "tests" / "data" / "h200-reruns"
+PLUGINS = ("fermi", "kepler", "maxwell", "hopper", "accelsim")
+
+
+def _install(src: Path, site: Path) -> None:
+    subprocess.run([sys.executable, "-m", "pip", "install", "-q", "--no-deps",
+                    "--no-build-isolation", "--target", str(site), str(src)], check=True,
+                   env={"PIP_NO_INDEX": "1", "PATH": "/usr/bin:/bin"})
+
+
+@pytest.fixture(scope="module")
+def made(tmp_path_factory):
+    """``gpumem plugin new h200x`` from three committed H200 runs, installed as a user
+    would (offline, into a folder of its own)."""
+    tmp = tmp_path_factory.mktemp("plugin-new")
+    out = tmp / "gpumem-h200x"
+    r = gpumem_subprocess(["plugin", "new", "h200x", *(f"--from={RERUNS / f'run{i}'}"
+                                                       for i in (1, 2, 3)),
+                           "--out", str(out), "--workers", "2"])
+    assert r.returncode == 0, r.stderr
+    site = tmp / "site"
+    _install(out, site)
+    return out, site, r
+
+
+@pytest.mark.slow
+def test_the_package_is_complete_and_says_what_it_is(made):
+    out, _site, r = made
+    pkg = out / "src" / "gpumem_h200x"
+    for f in ("pyproject.toml", "README.md", "tests/test_h200x.py"):
+        assert (out / f).is_file(), f
+    for f in ("__init__.py", "plugin.py", "expected.py", "sim.toml"):
+        assert (pkg / f).is_file(), f
+    assert 'h200x = "gpumem_h200x.plugin:plugin"' in (out / "pyproject.toml").read_text()
+    assert "wrote" in r.stdout and "plugin 'h200x' for NVIDIA H200" in r.stdout
+    readme = (out / "README.md").read_text()
+    assert "| `lat.l1` |" in readme and "GPU-e3cd7c15" in readme
+    assert "## What a human should add" in readme and "Published sources" in readme
+    from gpumem.plugin_check import ALLOWED_IMPORTS, imports_past_api
+
+    assert not imports_past_api(pkg, ALLOWED_IMPORTS)
+    cfg = (pkg / "sim.toml").read_text()
+    assert 'arch = "h200x"' in cfg and "# measured: latency/lat.l1" in cfg
+
+
+@pytest.mark.slow
+def test_each_value_is_the_runs_median_with_its_source(made):
+    out, site, _r = made
+    sys.path.insert(0, str(site))
+    try:
+        import importlib
+
+        expected = importlib.import_module("gpumem_h200x.expected")
+    finally:
+        sys.path.remove(str(site))
+    rows = {row[0]: row for row in expected.MEASURED}
+    name, value, units, rel, abs_, sim, index, source = rows["lat.l1"]
+    assert (value, units, abs_) == (34.0, "cycle", 2.0)
+    assert "median" in source and "3 runs" in source and "GPU-e3cd7c15" in source
+    assert rows["l1d.line"][1] == 128 and rows["l1d.line"][3] == 0.0  # structural: exact
+    assert rows["cpasync.speedup"][6] == ("groups", (1, 2, 4, 8, 16))
+    # which SMs sit near which L2 partition is the card's, not the product's
+    assert "l2.sm_partition" not in rows
+    assert "l2.sm_partition" in (out / "README.md").read_text()
+
+
+@pytest.mark.slow
+def test_installed_it_passes_its_check_its_tests_and_a_simulated_check(made, tmp_path):
+    out, site, _r = made
+    check = gpumem_subprocess(["plugin", "check", "h200x"], site=site)
+    assert check.returncode == 0, check.stdout + check.stderr
+    assert "every check passes" in check.stderr
+    assert check.stdout.count("\nok  ") + check.stdout.startswith("ok  ") == 6, check.stdout
+    run = gpumem_subprocess(["run", "--arch", "h200x", "all", "--device", "sim", "--check",
+                             "--out", str(tmp_path / "sim")], site=site)
+    assert run.returncode == 0, run.stdout[-3000:] + run.stderr
+    tests = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider",
+                            str(out / "tests")], capture_output=True, text=True,
+                           env={"PYTHONPATH": str(site), "PATH": "/usr/bin:/bin"}, cwd=out)
+    assert tests.returncode == 0, tests.stdout[-3000:]
+
+
+@pytest.mark.parametrize("args, needle", [
+    (["plugin", "new", "Bad Name", "--from", "x"], "plugin name 'Bad Name': use lower-case"),
+    (["plugin", "new", "sm_90", "--from", "x"], "is the generic architecture"),
+    (["plugin", "new", "hopper", "--from", "x"], "plugin name 'hopper' is taken"),
+    (["plugin", "new", "mine", "--from", "/nonexistent"], "--from /nonexistent: no such run"),
+    (["plugin", "check", "nonexistent-plugin"], "no plugin named 'nonexistent-plugin'"),
+])
+def test_bad_input_is_one_line_and_exit_2(cli, tmp_path, args, needle):
+    r = cli(*args, *(["--out", str(tmp_path / "o")] if args[1] == "new" else []))
+    assert r.code == 2, (r.out, r.err)
+    assert r.err.count("\n") == 1 and needle in r.err, r.err
+    assert not (tmp_path / "o").exists()
+
+
+def test_simulated_runs_do_not_make_a_plugin(cli, tmp_path):
+    assert cli("run", "--arch", "kepler", "smem_latency", "--device", "sim", "--quick",
+               "--out", str(tmp_path / "k")).code == 0
+    r = cli("plugin", "new", "mine", "--from", str(tmp_path / "k"), "--out",
+            str(tmp_path / "o"))
+    assert r.code == 2 and "a plugin describes hardware" in r.err
+
+
+# ---- plugin check ---------------------------------------------------------------------------
+
+@pytest.mark.slow
+@pytest.mark.parametrize("target", [*PLUGINS, "examples/gpumem-example-arch"])
+def test_every_in_tree_plugin_and_the_example_pass_the_check(cli, target):
+    r = cli("plugin", "check", str(ROOT / target) if "/" in target else target)
+    assert r.code == 0, r.out + r.err
+    assert "FAIL" not in r.out
+
+
+BROKEN = {
+    "pyproject.toml": """
+        [project]
+        name = "gpumem-broken-check"
+        version = "0.1.0"
+        [project.entry-points.gpumem]
+        brokencheck = "gpumem_brokencheck.plugin:plugin"
+    """,
+    "src/gpumem_brokencheck/__init__.py": "",
+    "src/gpumem_brokencheck/plugin.py": """
+        from gpumem.api import Architecture, ArchitecturePlugin
+        import gpumem.sim.engine  # past the API
+
+        plugin = ArchitecturePlugin(Architecture("brokencheck", "test", ("7.5",)),
+                                    "gpumem_brokencheck")
+    """,
+    "src/gpumem_brokencheck/expected.py": """
+        from gpumem.api import Expected, latency_pair
+
+        def expected_values(device):
+            return [*latency_pair("lat.l1", 30.0, "a paper", 1000.0, "base clock"),
+                    Expected("l2.line", 128, "  ", "byte", rel_tol=0.0)]
+    """,
+}
+
+
+def test_a_broken_plugin_is_told_each_problem(cli, tmp_path):
+    for rel, text in BROKEN.items():
+        path = tmp_path / "broken" / rel
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(textwrap.dedent(text))
+    r = cli("plugin", "check", str(tmp_path / "broken"))
+    assert r.code == 1, r.out + r.err
+    lines = {line.split(":")[0].strip(): line for line in r.out.splitlines()}
+    assert lines["ok    loads"]
+    assert "FAIL  brokencheck: simulator config: none" in r.out
+    assert "no experiment reports: lat.lat.l1, lat.lat.l1_ns" in r.out
+    assert "FAIL  brokencheck: every expected value has a source: no source: l2.line" in r.out
+    assert "plugin.py:3 imports gpumem.sim.engine" in r.out
+    assert "plugin check brokencheck: 4 problem(s)" in r.err
+    json.dumps(r.out)  # printable
