@@ -66,8 +66,9 @@ def _device(kind: str, name: str) -> DeviceInfo:
 
 @pytest.mark.parametrize("kind, name, reference", [("cuda", "NVIDIA H200", True),
                                                     ("cuda", "NVIDIA H100 80GB HBM3", False),
-                                                    ("sim", "h200", False)])
-def test_reference_values_apply_to_real_h200s_only(kind, name, reference):
+                                                    ("sim", "sim h200", True),
+                                                    ("sim", "sim gtx780", False)])
+def test_reference_values_apply_to_h200s_real_or_simulated_only(kind, name, reference):
     got = get_plugins().expected_values("hopper", _device(kind, name))
     assert any(e.source.startswith("REFERENCE") for e in got) == reference
     assert len({e.name for e in got}) == len(got)  # one expectation per name
@@ -113,9 +114,31 @@ def test_the_l1_is_measured_at_maximum_l1_the_condition_of_its_expected_value():
     assert "maximum L1" in l1.source
 
 
+#: REFERENCE findings on which the packaged simulator config is known to differ from the
+#: reference cards (docs/h200-reference.md, "The simulator against the H200"): the L1 half-miss
+#: points (the model's 240 KB), the L2-resident ILP response (no mechanism for the H200's
+#: climb to K = 5), and DSMEM and bulk-copy values within 5 % of the H200 but outside the
+#: cards' 1-3 % bands.
+SIM_DIFFERS = {"l1d.half_miss_size", "ro.half_miss_size", "ilp.l2_best_k", "ilp.l2_k8_vs_k2",
+               "bw.dsmem_local", "dsmem.remote_fraction", "bulk.latency_estimate"}
+
+
 def test_the_hopper_simulator_passes_its_own_expectations(cli, tmp_path):
-    """The README's first command on a machine without a GPU: every finding with an
-    expected value passes (before: l2.sm_groups failed, 1 against 2)."""
-    res = cli("run", "--arch", "hopper", "all", "--device", "sim", "--out",
-              str(tmp_path / "run"), "--check")
+    """The README's first command on a machine without a GPU: every finding with a
+    published or device-property expected value passes (before: l2.sm_groups failed, 1
+    against 2); judged by the reference cards' values too (a simulated H200), only the
+    findings where the model is known to differ miss them, and `--check` says which."""
+    run = tmp_path / "run"
+    res = cli("run", "--arch", "hopper", "all", "--device", "sim", "--out", str(run))
     assert res.code == 0, res.err + res.out[-3000:]
+    manifest = json.loads((run / "manifest.json").read_text())
+    found = {name: f for e in manifest["entries"].values()
+             for name, f in (e.get("findings") or {}).items()}
+    reference = {n for n, f in found.items() if f["expected_source"].startswith("REFERENCE")}
+    assert len(reference) >= 40
+    missed = {n: f["status"] for n, f in found.items() if f["status"] not in ("pass", "n/a")}
+    assert set(missed) <= SIM_DIFFERS & reference, missed
+    res = cli("compare", str(run), "--check", "--json")
+    failing = {f["finding"] for f in json.loads(res.out)["check"]["failing"]}
+    assert failing == {n for n, s in missed.items() if s == "fail"}
+    assert res.code == (1 if failing else 0)

@@ -12,8 +12,20 @@ Three kinds of source, each named in the value's ``source``:
   median of the five committed reruns (tests/data/h200-reruns, GPU-e3cd7c15), the band the
   largest deviation seen over those five and five more on a second card (GPU-4f78dd83),
   with a floor of 1 % or 2 cycles; docs/h200-reference.md lists every run's value. These
-  apply only to a CUDA device named H200: they say "this card behaves like the reference
-  cards", a fleet health check, not what Hopper must be.
+  say "this card behaves like the reference cards", a fleet health check, not what Hopper
+  must be, so they apply only to an H200 (:func:`models_reference_card`):
+
+  - a CUDA device whose name contains "H200";
+  - a built-in simulator device whose config models an H200: the config is named ``h200``
+    (the packaged ``sim.toml``) or its name begins with ``h200-`` (``gpumem export sim``
+    names the config it calibrates from an H200 run ``h200-calibrated``), case aside. The
+    simulated device is named ``sim NAME`` after its config. The simulated H200 is then
+    judged by the reference cards' values, each with its source unchanged: where the model
+    is known to differ from the H200 (docs/h200-reference.md, "The simulator against the
+    H200") its findings say so. ``gpumem export sim`` names its config after the packaged
+    one it calibrates, whatever card the run was made on: a config calibrated from another
+    Hopper card's run (an H100's) must be renamed (its ``name``), or it is judged as an
+    H200.
 
 Not expected, with the reason: ``lat.pattern.P6`` (676-828 cycles over the ten reference
 runs: a band that wide would hold P1's level too), ``l2.sm_partition`` (which SMs sit at
@@ -101,6 +113,25 @@ def is_reference_card(device: DeviceInfo) -> bool:
     return device.kind == "cuda" and "H200" in device.name.upper()
 
 
+#: the name of a built-in simulator config that models an H200: the packaged one, or one
+#: derived from it (``h200-calibrated``, what ``gpumem export sim`` writes from an H200 run)
+SIM_H200 = "h200"
+
+
+def is_simulated_h200(device: DeviceInfo) -> bool:
+    """A built-in simulator device whose config models an H200 (named ``h200``, or
+    ``h200-...``; the device's name is ``sim CONFIG``)."""
+    if device.kind != "sim":
+        return False
+    config = device.name.strip().lower().removeprefix("sim ").strip()
+    return config == SIM_H200 or config.startswith(SIM_H200 + "-")
+
+
+def models_reference_card(device: DeviceInfo) -> bool:
+    """Does ``device`` get the REFERENCE values: a real H200, or a simulated one."""
+    return is_reference_card(device) or is_simulated_h200(device)
+
+
 def expected_values(device: DeviceInfo) -> list[Expected]:
     out = [
         Expected("lat.l1", 32.0, GPU_BENCHES + ": 32.0-32.4 cycles", "cycle", rel_tol=0.15),
@@ -169,7 +200,7 @@ def expected_values(device: DeviceInfo) -> list[Expected]:
                      "partitions; gpu-benches: the near plateau ends near 26 MB on a GH200)",
                      "byte", rel_tol=0.20),
         ]
-    if is_reference_card(device):
+    if models_reference_card(device):
         out += [Expected(name, value, REFERENCE, units, rel_tol=rel, abs_tol=abs_)
                 for name, value, units, rel, abs_ in _REFERENCE]
     return out
