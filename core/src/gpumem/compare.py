@@ -7,6 +7,13 @@ after the first is compared with the first, finding by finding (``gpumem compare
 SIM2``: the GPU, the built-in simulator on the exported config, Accel-Sim on its export):
 each row's error per compared run, and one agreement summary per compared run
 (``agreements``; ``agreement`` too where there are exactly two runs).
+
+With the expected values (``--expected``), each run is judged by its own architecture's and
+its own device's values: a kepler run beside a hopper run, a real H200 beside an H100, or a
+run whose architecture no plugin knows (it has none). A row's ``expected``,
+``expected_source`` and ``tolerance`` are the first run's, as ever; where a run's own
+expectation differs from them, ``expected_per_run`` gives every run's that has the finding
+(:func:`run_expectation`).
 """
 
 from __future__ import annotations
@@ -187,19 +194,22 @@ def compare(plugins: Plugins, targets: list[Path], with_expected: bool,
     sources = [s for s, _p in pairs]
     labels = unique_labels([s.label for s in sources])
     keys = sorted({k for s in sources for k in s.findings})
-    expected: dict[str, Expected] = {}
+    own: list[dict[str, Expected]] = [{} for _s in sources]  # each run's, by finding
     if with_expected:
         first = sources[0]
         if not first.arch or first.device is None:
             raise UsageError(f"{targets[0]}: no architecture recorded: cannot look up "
                              f"expected values")
-        for e in expected_for(plugins, first.arch, first.device):
-            expected.setdefault(e.name, e)
+        for values, s in zip(own, sources, strict=True):
+            if s.arch and s.device is not None:  # a later run that records none has none
+                for e in expected_for(plugins, s.arch, s.device):
+                    values.setdefault(e.name, e)
+    expected = own[0]
     rows = []
     for exp, name in keys:
         row: dict[str, Any] = {"experiment": exp, "finding": name, "units": "",
                                "values": {}, "status": {}}
-        for label, s in zip(labels, sources, strict=True):
+        for label, s, values in zip(labels, sources, own, strict=True):
             f = s.findings.get((exp, name))
             if f is None:
                 continue
@@ -210,28 +220,59 @@ def compare(plugins: Plugins, targets: list[Path], with_expected: bool,
                 row.setdefault("intervals", {})[label] = [float(x) for x in f.interval]
             if not f.resolved:
                 row.setdefault("candidates", {})[label] = f.as_dict()["candidates"]
-            if name in expected:
-                row["status"][label] = status_of(f.value, expected[name], f.interval) \
+            e = values.get(name)
+            if e is not None:  # judged by its own architecture's and device's value
+                row["status"][label] = status_of(f.value, e, f.interval) \
                     if f.resolved else "unresolved"
-        if name in expected:
-            e = expected[name]
-            row["expected"] = e.value if not isinstance(e.value, tuple) else list(e.value)
-            row["expected_source"] = e.source
-            row["tolerance"] = {"rel": e.rel_tol, "abs": e.abs_tol}
+        if name in expected:  # the first run's, as rows have always given it
+            first_one = _expectation(expected[name])
+            row["expected"], row["expected_source"], row["tolerance"] = (
+                first_one["value"], first_one["source"], first_one["tolerance"])
+        # each run's own, where one of the runs that have the finding differs from it
+        mine = {label: values.get(name)
+                for label, s, values in zip(labels, sources, own, strict=True)
+                if (exp, name) in s.findings}
+        if any(e != expected.get(name) for e in mine.values()):
+            row["expected_per_run"] = {label: None if e is None else _expectation(e)
+                                       for label, e in mine.items()}
         vals = [v for v in row["values"].values() if isinstance(v, (int, float))]
         if len(vals) >= 2 and vals[0]:
             row["difference"] = vals[-1] - vals[0]
             row["relative_difference"] = (vals[-1] - vals[0]) / abs(vals[0])
         rows.append(row)
     out = {"runs": [{"label": lb, "arch": s.arch,
-                     "device": s.device.name if s.device else "", "path": p}
-                    for lb, (s, p) in zip(labels, pairs, strict=True)],
+                     "device": s.device.name if s.device else "", "path": p,
+                     **({"expected_values": len(values)} if with_expected else {})}
+                    for lb, (s, p), values in zip(labels, pairs, own, strict=True)],
            "expected": bool(with_expected), "rows": rows}
     if len(labels) >= 2:
         out["agreements"] = agreements(rows, labels)
         if len(labels) == 2:
             out["agreement"] = out["agreements"][0]
     return out
+
+
+def _expectation(e: Expected) -> dict[str, Any]:
+    """An expected value as plain data: value, source, tolerance (with the bound, for a
+    limit)."""
+    out = {"value": e.value if not isinstance(e.value, tuple) else list(e.value),
+           "source": e.source, "tolerance": {"rel": e.rel_tol, "abs": e.abs_tol}}
+    if e.bound:
+        out["tolerance"]["bound"] = e.bound
+    return out
+
+
+def run_expectation(row: dict[str, Any], label: str) -> dict[str, Any] | None:
+    """The expectation run ``label`` was judged by in ``row`` (``value``, ``source``,
+    ``tolerance``), ``None`` where it has none: its own entry in ``expected_per_run``, else
+    the row's (the first run's)."""
+    per_run = row.get("expected_per_run")
+    if per_run is not None and label in per_run:
+        return per_run[label]
+    if "expected" not in row:
+        return None
+    return {"value": row["expected"], "source": row.get("expected_source", ""),
+            "tolerance": row.get("tolerance", {})}
 
 
 def agreements(rows: list[dict[str, Any]], labels: list[str]) -> list[dict[str, Any]]:

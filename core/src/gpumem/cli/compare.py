@@ -7,6 +7,11 @@ Every string from a file is printed as text (:func:`safe_text`), never markup.
 Two runs: the second's difference from the first, and one agreement line. Three or more
 (``gpumem compare HW SIM1 SIM2``): each run after the first gets an ``error LABEL`` column,
 its error against the first run side by side, and one agreement line each.
+
+With ``--expected`` each run is judged by its own architecture's and device's expected
+values. Where they all agree the expected and source columns show the one; where a run's
+differs from the first run's, they show each run's, labelled (``kepler: 35; maxwell: 82``),
+and a note under the table says so. ``--check`` fails a run's finding by the run's own.
 """
 
 from __future__ import annotations
@@ -21,6 +26,7 @@ from gpumem.cli._common import (
     STATUS_STYLE,
     FitTable,
     check_damage,
+    fmt_expected,
     fmt_finding,
     fmt_value,
     name_column,
@@ -32,15 +38,15 @@ from gpumem.cli._common import (
     stdout,
     text_column,
 )
-from gpumem.compare import compare
+from gpumem.compare import compare, run_expectation
 
 
 @app.command("compare")
 def compare_cmd(
     targets: list[Path] = typer.Argument(..., help="Run directories or results files."),
     expected: bool = typer.Option(False, "--expected",
-                                  help="Add the expected values of the first run's "
-                                       "architecture, with status and source."),
+                                  help="Add the expected values, with status and source: "
+                                       "each run's own (its architecture's and device's)."),
     json_: bool = typer.Option(False, "--json", help="Print JSON."),
     check: bool = typer.Option(False, "--check",
                                help="Exit 1 when any finding fails its expected value (implies "
@@ -74,11 +80,34 @@ def compare_cmd(
 
 
 def failing_rows(data: dict) -> list[tuple[str, str, str, object, object, str]]:
-    """(run, experiment, finding, value, expected, source) of every failing row."""
-    return [(label, row["experiment"], row["finding"], row["values"].get(label),
-             row.get("expected"), row.get("expected_source", ""))
-            for row in data["rows"] for label, status in row["status"].items()
-            if status == "fail"]
+    """(run, experiment, finding, value, expected, source) of every failing row: the
+    expected value and source each run was judged by (its own)."""
+    out = []
+    for row in data["rows"]:
+        for label, status in row["status"].items():
+            if status != "fail":
+                continue
+            e = run_expectation(row, label) or {}
+            out.append((label, row["experiment"], row["finding"], row["values"].get(label),
+                        e.get("value"), e.get("source", "")))
+    return out
+
+
+def expected_cells(row: dict, labels: list[str]) -> tuple[str, str]:
+    """The expected and source cells of a row: the first run's (the one all share); where
+    runs are judged by different values, each run's, labelled ('-' for none)."""
+    per_run = row.get("expected_per_run")
+    if per_run is None:
+        return (fmt_expected(row.get("expected"), row.get("tolerance", {}).get("bound", "")),
+                row.get("expected_source", ""))
+    own = {lb: per_run[lb] for lb in labels if lb in per_run}
+    values = "; ".join(f"{lb}: " + ("-" if e is None else
+                                     fmt_expected(e["value"], e["tolerance"].get("bound", "")))
+                       for lb, e in own.items())
+    sources = list(dict.fromkeys(e["source"] for e in own.values() if e is not None))
+    source = sources[0] if len(sources) == 1 else "; ".join(
+        f"{lb}: {e['source']}" for lb, e in own.items() if e is not None)
+    return values, source
 
 
 def _print(data: dict, expected: bool) -> None:
@@ -120,11 +149,20 @@ def _print(data: dict, expected: bool) -> None:
             worst = next((s for s in ("fail", "unresolved", "warn", "pass") if s in statuses),
                          "n/a")
             style = STATUS_STYLE.get(worst, "dim")
-            cells += [safe_text(fmt_value(row.get("expected"))), safe_text(worst, style),
-                      safe_text(row.get("expected_source", ""))]
+            value, source = expected_cells(row, labels)
+            cells += [safe_text(value), safe_text(worst, style), safe_text(source)]
         t.add_row(*cells)
     # at 80 columns the names stay whole: source, then units and difference are left out
     stdout().print(FitTable(t, drop=["source", "units", "difference", "expected"]))
+    for r in data["runs"]:
+        if expected and r.get("expected_values") == 0:
+            stdout().print(safe_text(f"{r['label']}: no expected values for architecture "
+                                     f"'{r['arch'] or '?'}' on {r['device'] or '?'}"))
+    if expected and any("expected_per_run" in row for row in data["rows"]):
+        stdout().print(safe_text(
+            "each run is judged by its own architecture's and device's expected values; "
+            "where they differ, the expected column gives each run's (--json: "
+            "expected_per_run)"))
     for summary in data.get("agreements") or ([data["agreement"]] if data.get("agreement")
                                               else []):
         stdout().print(safe_text(agreement_line(summary)))
