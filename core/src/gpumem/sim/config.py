@@ -1043,7 +1043,7 @@ class SimConfig:
         """Findings this config cannot give, each with the reason in one line: every field
         that would model it is unset (its declaration's ``models``), so the value a run
         reports would be what the unset field leaves (an L1 with no ``bandwidth`` gives
-        ``bw.l1`` in the hundreds of TB/s, a throughput section with no ILP limits a flat
+        ``bw.l1`` of 74-302 TB/s, a throughput section with no ILP limits a flat
         ``cpasync.speedup``), not a model of anything.
 
         Keys are finding names or fnmatch patterns (``tlb_l1.*``), as experiments declare
