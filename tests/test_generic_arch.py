@@ -5,6 +5,7 @@ device's own properties say (issue "Any GPU")."""
 from __future__ import annotations
 
 import dataclasses
+from pathlib import Path
 
 import pytest
 
@@ -168,3 +169,26 @@ def test_a_config_naming_a_plugins_architecture_runs_as_it(cli, tmp_path):
     assert r.code == 0, r.err
     assert f"architecture kepler: named by {tmp_path / 'kepler.toml'} (plugin 'kepler')" in r.err
     assert "gpumem kepler on sim" in r.out
+
+
+# ---- on a real H200 (tests/data/h200-generic): the same card, with and without its plugin ------
+
+H200 = Path(__file__).parent / "data" / "h200-generic"
+
+
+def test_on_an_h200_the_generic_architecture_finds_what_hopper_finds():
+    """The issue's acceptance: with the hopper plugin disabled, ``gpumem run all`` on an H200
+    gives the findings ``--arch hopper`` gives on the same card (structural ones equal, at
+    least 95 % of the measured ones within 5 %), and no expectation but the device's own."""
+    from gpumem.compare import compare
+
+    data = compare(load_plugins(), [H200 / "hopper", H200 / "generic"], True)
+    (agree,) = data["agreements"]
+    assert [r["arch"] for r in data["runs"]] == ["hopper", "sm_90"]
+    assert agree["structural"] >= 19 and agree["structural_equal"] == agree["structural"]
+    assert agree["measured"] >= 50
+    assert agree["measured_within"] >= 0.95 * agree["measured"], agree
+    assert not agree["in_one_run_only"]
+    generic = [r["expected_per_run"]["generic"] for r in data["rows"]
+               if r.get("expected_per_run", {}).get("generic")]
+    assert generic and all(any(w in e["source"] for w in PROPERTY_WORDS) for e in generic)

@@ -6,6 +6,7 @@ are each named."""
 from __future__ import annotations
 
 import json
+import re
 import subprocess
 import sys
 import textwrap
@@ -171,3 +172,27 @@ def test_a_broken_plugin_is_told_each_problem(cli, tmp_path):
     assert "plugin.py:3 imports gpumem.sim.engine" in r.out
     assert "plugin check brokencheck: 4 problem(s)" in r.err
     json.dumps(r.out)  # printable
+
+
+@pytest.mark.slow
+def test_a_plugin_from_a_generic_run_models_the_card_from_the_run_alone(tmp_path):
+    """A GPU no plugin described (the H200 measured as sm_90): no base config to calibrate,
+    so the simulator config is built from the run's findings and the device's properties;
+    the package passes its check from its source folder, uninstalled."""
+    out = tmp_path / "gpumem-h200g"
+    r = gpumem_subprocess(["plugin", "new", "h200g", "--from",
+                           str(ROOT / "tests" / "data" / "h200-generic" / "generic"),
+                           "--out", str(out), "--workers", "2"])
+    assert r.returncode == 0, r.stderr
+    cfg = (out / "src" / "gpumem_h200g" / "sim.toml").read_text()
+    assert "no architecture plugin's base" in cfg
+    assert "# measured: latency/lat.l2" in cfg and "# ASSUMED 4 ways, index modulo" in cfg
+    n, sim = (int(x) for x in re.search(r"(\d+) expected values from 1 run\(s\), (\d+) "
+                                        r"reproduced", r.stdout).groups())
+    assert n >= 70 and sim >= 0.8 * n, r.stdout
+    readme = (out / "README.md").read_text()
+    assert "one run: 3% ASSUMED until more runs show the spread" in (
+        out / "src" / "gpumem_h200g" / "expected.py").read_text()
+    assert "`cpasync.speedup` |" in readme and "no: not modelled" in readme
+    check = gpumem_subprocess(["plugin", "check", str(out)])
+    assert check.returncode == 0, check.stdout + check.stderr

@@ -18,6 +18,7 @@ expectation differs from them, ``expected_per_run`` gives every run's that has t
 
 from __future__ import annotations
 
+import json
 from collections.abc import Callable, Collection
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -28,7 +29,15 @@ import xarray as xr
 
 from gpumem.device import DeviceInfo
 from gpumem.errors import ResultsFileError, UsageError
-from gpumem.findings import Expected, Finding, evaluate, from_dataset, kind_of, status_of
+from gpumem.findings import (
+    Expected,
+    Finding,
+    evaluate,
+    from_dataset,
+    kind_of,
+    not_modelled,
+    status_of,
+)
 from gpumem.results.io import open_findings, open_raw
 from gpumem.results.store import MANIFEST, RunStore
 
@@ -98,7 +107,16 @@ def analyze_file(plugins: Plugins, path: Path, experiment: str | None = None,
     arch = arch or str(raw.attrs.get("gpumem_arch", ""))
     if arch:
         findings = evaluate(findings, expected_for(plugins, arch, device_from_attrs(raw.attrs)))
-    return name, findings
+    return name, not_modelled(findings, unmodelled_of(raw.attrs))
+
+
+def unmodelled_of(attrs: dict[str, Any]) -> dict[str, str]:
+    """The findings a simulated run's device could not model, as the run recorded them."""
+    try:
+        got = json.loads(str(attrs.get("gpumem_unmodelled", "") or "{}"))
+    except ValueError:
+        return {}
+    return {str(k): str(v) for k, v in got.items()} if isinstance(got, dict) else {}
 
 
 @dataclass

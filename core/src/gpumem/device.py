@@ -367,6 +367,12 @@ class Device(ABC):
     def probes(self) -> frozenset[str]:
         """Names of the probes this device implements."""
 
+    def unmodelled(self) -> dict[str, str]:
+        """Findings this device cannot give a meaningful value for (finding name or fnmatch
+        pattern -> why): a simulator whose config leaves unset what would model them. A
+        run marks them ``not modelled``. Hardware models everything: empty."""
+        return {}
+
     def lacks(self, probes: set[str] | frozenset[str]) -> str:
         """Why an experiment needing ``probes`` (those this device lacks) cannot run here:
         one line for the skipped experiment ("needs cp.async (compute capability 8.0 or

@@ -16,8 +16,12 @@ from typing import Any, Sequence
 import numpy as np
 import xarray as xr
 
-STATUSES = ("pass", "warn", "fail", "n/a", "unresolved")
-_ORDER = {"pass": 0, "n/a": 0, "warn": 1, "unresolved": 1, "fail": 2}
+#: ``not modelled``: a simulated device whose config leaves unset what would give the
+#: finding (an L1 with no bandwidth: ``bw.l1`` is whatever "no limit" makes it), so its
+#: value is no model of anything: neither pass nor fail (:func:`not_modelled`).
+NOT_MODELLED = "not modelled"
+STATUSES = ("pass", "warn", "fail", "n/a", "unresolved", NOT_MODELLED)
+_ORDER = {"pass": 0, "n/a": 0, NOT_MODELLED: 0, "warn": 1, "unresolved": 1, "fail": 2}
 
 Value = float | int | str | list
 #: ``Expected.bound``: a target value (""), or a limit the finding must stay below or above.
@@ -262,6 +266,22 @@ def evaluate(findings: Sequence[Finding], expected: Sequence[Expected]) -> list[
     for exp in expected:
         by_name.setdefault(exp.name, exp)
     return [f.with_expected(by_name.get(f.name)) for f in findings]
+
+
+def not_modelled(findings: Sequence[Finding], reasons: dict[str, str]) -> list[Finding]:
+    """``findings`` with every one a device cannot model (``reasons``: finding name or
+    fnmatch pattern -> why, :meth:`gpumem.device.Device.unmodelled`) marked
+    :data:`NOT_MODELLED`, the reason in its note."""
+    from fnmatch import fnmatchcase
+
+    out = []
+    for f in findings:
+        why = next((r for pat, r in reasons.items() if fnmatchcase(f.name, pat)), None)
+        if why is not None:
+            f = replace(f, status=NOT_MODELLED,
+                        note=f"{f.note}; {why}" if f.note else why)
+        out.append(f)
+    return out
 
 
 def worst_status(findings: Sequence[Finding]) -> str:

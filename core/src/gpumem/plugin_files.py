@@ -208,8 +208,7 @@ def readme(p: NewPlugin) -> str:
     for v in p.values:
         band = "exact" if not v.rel_tol and not v.abs_tol else \
             f"{v.rel_tol:.1%}" + (f" or {v.abs_tol:g} cycles" if v.abs_tol else "")
-        sim = "yes" if v.reproduced else f"no ({_cell(v.simulated)})" \
-            if v.simulated is not None else "no (not simulated)"
+        sim = "yes" if v.reproduced else f"no: {v.why_not}".replace("|", "\\|")
         rows.append(f"| `{v.name}` | {_cell(v.value)} | {v.units} | {band} | "
                     f"{' / '.join(_cell(x) for x in v.runs)} | {sim} |")
     left = [f"| `{x.name}` | {x.experiment} | {x.why} |" for x in p.left]
@@ -246,8 +245,9 @@ gpumem plugin check {p.name}              # the plugin's own consistency checks
 ## Findings
 
 Median of the runs; band: the relative tolerance of a pass (a warn is within twice it);
-runs: each run's value; simulator: whether the calibrated simulator reproduces it (its value
-where it does not).
+runs: each run's value; simulator: whether the calibrated simulator reproduces it, in a full
+run and in the quick run that `gpumem plugin check` makes (else what it gives: a quick run's
+smaller grid cannot show some values; "not modelled": the config leaves unset what would).
 
 | finding | value | units | band | runs | simulator |
 |---|---|---|---|---|---|

@@ -29,7 +29,7 @@ from typing import Any
 
 from gpumem.compare import Source, analyze_file, load_sources
 from gpumem.errors import UsageError
-from gpumem.findings import Expected, Finding, kind_of, status_of
+from gpumem.findings import NOT_MODELLED, Expected, Finding, kind_of, status_of
 from gpumem.generic import is_generic
 from gpumem.plugins import Plugins
 
@@ -64,6 +64,7 @@ class Value:
     simulated: Any = None                           # the calibrated simulator's (full run)
     reproduced: bool = False                        # it passes in the full and quick runs
     index: tuple[str, tuple] | None = None          # a list's coordinates (sweep axis)
+    why_not: str = ""                               # how the simulator differs, if it does
 
     def expected(self) -> Expected:
         return Expected(self.name, self.value, self.source, self.units, rel_tol=self.rel_tol,
@@ -259,13 +260,25 @@ def simulate(plugins: Plugins, config_toml: str, arch: str, experiments: list[st
 
 
 def judge(values: list[Value], full: dict[str, Finding], quick: dict[str, Finding]) -> None:
-    """Mark each value the calibrated simulator reproduces (not ``fail`` in either run)."""
+    """Mark each value the calibrated simulator reproduces (not ``fail`` in either run) and
+    say, where it does not, which run differs and how."""
     for v in values:
         e = v.expected()
-        got = [run.get(v.name) for run in (full, quick)]
-        v.simulated = got[0].value if got[0] is not None and got[0].resolved else None
-        v.reproduced = all(f is not None and f.resolved and
-                           status_of(f.value, e, f.interval) != "fail" for f in got)
+        verdicts = []
+        for label, run in (("full", full), ("quick", quick)):
+            f = run.get(v.name)
+            if f is None or not f.resolved:
+                verdicts.append(f"the {label} run gives none")
+            elif f.status == NOT_MODELLED:
+                verdicts.append("not modelled")
+            elif status_of(f.value, e, f.interval, f.index) == "fail":
+                verdicts.append(f"the {label} run gives {f.value}")
+            else:
+                verdicts.append("")
+        got = full.get(v.name)
+        v.simulated = got.value if got is not None and got.resolved else None
+        v.reproduced = not any(verdicts)
+        v.why_not = "; ".join(dict.fromkeys(x for x in verdicts if x))
 
 
 def new_plugin(plugins: Plugins, name: str, runs: Sequence[Path], out: Path, *,

@@ -21,6 +21,7 @@ the run with one line (exit 1); worker processes leave Ctrl-C to this one.
 from __future__ import annotations
 
 import contextlib
+import json
 import multiprocessing as mp
 import os
 import pickle
@@ -45,7 +46,7 @@ from gpumem.errors import (
     UsageError,
 )
 from gpumem.experiment import Axis, Experiment, Plan, RunContext
-from gpumem.findings import Expected, Finding, evaluate, to_dataset
+from gpumem.findings import Expected, Finding, evaluate, not_modelled, to_dataset
 from gpumem.generic import AUTO
 from gpumem.pace import Estimate, estimate
 from gpumem.plugins import Plugins, load_plugins
@@ -500,8 +501,11 @@ def _measure_and_keep(plugins: Plugins, store: RunStore, device: Device, exp: Ex
     n_points = int(raw["point_status"].size)
     bad = int((raw["point_status"] == POINT_FAILED).sum())
     error = f"{bad} of {n_points} points failed" if bad else ""
+    unmodelled = device.unmodelled()
+    if unmodelled:  # kept, so that an analysis of the file again marks the same findings
+        raw.attrs["gpumem_unmodelled"] = json.dumps(unmodelled, sort_keys=True)
     try:
-        findings = evaluate(exp.analyze(raw), expected)
+        findings = not_modelled(evaluate(exp.analyze(raw), expected), unmodelled)
     except Exception as e:  # noqa: BLE001 - keep the raw data, report the analysis bug
         findings = []
         error = f"analysis failed: {type(e).__name__}: {e}"

@@ -54,7 +54,7 @@ def print_json(data: Any) -> None:
 
 
 STATUS_STYLE = {"pass": "green", "warn": "yellow", "fail": "red", "n/a": "dim",
-                "unresolved": "magenta"}
+                "unresolved": "magenta", "not modelled": "cyan"}
 
 
 def fmt_value(v: object) -> str:

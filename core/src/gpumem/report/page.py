@@ -206,7 +206,8 @@ def provenance_section(series: Sequence[Series], order: Sequence[str] = ()) -> s
 
 
 STATUSES = (("pass", "status-pass"), ("warn", "status-warn"), ("fail", "status-fail"),
-            ("unresolved", "status-unresolved"), ("n/a", "status-na"))
+            ("unresolved", "status-unresolved"), ("not modelled", "status-na"),
+            ("n/a", "status-na"))
 
 #: The headline numbers of the summary: (label, finding, companion finding shown in
 #: brackets), by the finding names of docs/findings.md, whichever experiment reports them:

@@ -440,6 +440,9 @@ class SimFormat(Format):
         arch = arch or src.arch
         if not arch:
             raise UsageError(f"{run}: the run records no architecture (give --arch)")
+        from gpumem.resolve import resolve_arch
+
+        resolve_arch(plugins, arch)  # a plugin's, or the generic sm_XY: else a usage error
         cal, base_name, assumed = calibrated(plugins, src, arch)
         cal.config.source = (f"calibrated from {run} by gpumem export sim; base: "
                              f"{'built from the run' if assumed else base_name}")

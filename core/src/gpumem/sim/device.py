@@ -67,6 +67,10 @@ class SimDevice(Device):
         self._tlb_first = len(config.caches)
         self._chases = 0  # chases served: when a configured clock step happens
 
+    def unmodelled(self) -> dict[str, str]:
+        """What the config leaves unset (:meth:`SimConfig.unmodelled`)."""
+        return self.config.unmodelled()
+
     @property
     def probes(self) -> frozenset[str]:
         probes = {"pointer_chase", "stream", "smem"}

@@ -23,7 +23,6 @@ from typing import TYPE_CHECKING, Any
 from gpumem.sim.config import (
     CacheLevel,
     Dram,
-    SetIndex,
     SharedMemory,
     SimConfig,
     Throughput,
@@ -90,19 +89,19 @@ def _l1(src: Source, level: str, prefix: str, assumed: Assumed) -> CacheLevel | 
         assumed[f"cache:{level}.line"] = "ASSUMED 128 B: no chase decided the line"
     sector = _int(_found(src, cs, f"{prefix}.sector")) or 0
     ways = _int(_found(src, cs, f"{prefix}.ways"))
-    index = SetIndex()
-    if ways is None:
-        ways = HASHED_WAYS
-        index = SetIndex("hashed")
-        assumed[f"cache:{level}.ways"] = (f"ASSUMED {HASHED_WAYS} ways of a hashed index: no "
-                                          f"chase could overflow one set (misses ramp)")
+    if ways is None:  # a hashed index (misses ramp): modulo keeps the ladder's knee where
+        ways = HASHED_WAYS  # the GPU's is; a hashed one of a few ways would miss far sooner
+        assumed[f"cache:{level}.ways"] = (f"ASSUMED {HASHED_WAYS} ways, index modulo the "
+                                          f"sets: no chase could overflow one set (misses "
+                                          f"ramp: a hashed index), and modulo puts the "
+                                          f"latency ladder's knee at the measured capacity")
     policy = str(_found(src, cs, f"{prefix}.policy") or "lru")
     if policy not in ("lru", "fifo", "random"):
         assumed[f"cache:{level}.policy"] = f"ASSUMED lru: measured '{policy}'"
         policy = "lru"
     return CacheLevel(level, _whole_sets(size, ways, line), line, ways, hit,
                       sector=sector if sector and sector < line else 0, policy=policy,
-                      index=index, scope="sm")
+                      scope="sm")
 
 
 def _same_cache(a: CacheLevel, b: CacheLevel) -> bool:

@@ -108,6 +108,40 @@ _REFERENCE: tuple[tuple[str, object, str, float, float], ...] = (
 )
 
 
+#: The sweep coordinates of the list values: a run on another grid (``--quick``) is
+#: compared on the coordinates it has.
+_ORDERS = ("order", ("coalesced", "thread", "warp"))
+_INDEX = {
+    "cpasync.speedup": ("groups", (1, 2, 4, 8, 16)),
+    "cpasync.speedup_low_occupancy": ("groups", (1, 2, 4, 8, 16)),
+    "dsmem.bw_by_cluster": ("cluster", (2, 4, 8)),
+    "dsmem.latency_by_distance": ("distance", tuple(range(8))),
+    "ilp.best_k": _ORDERS, "ilp.k8_vs_k2": _ORDERS, "ilp.k8_vs_k2_reverse": _ORDERS,
+    "ilp.l2_best_k": _ORDERS, "ilp.l2_k8_vs_k2": _ORDERS,
+    "ilp.k8_vs_k2_by_footprint": ("footprint", (503316480, 2013265920)),
+    "smem.conflict_latency": ("ways", (1, 2, 4, 8, 16, 32)),
+}
+
+#: REFERENCE values the packaged simulator does not reproduce, in a full run or in the quick
+#: run ``gpumem plugin check`` makes, each with what it gives instead and why: a simulated
+#: H200 is judged by every other one (tests/test_h200_reference.py keeps this list true).
+NOT_SIMULATED: dict[str, str] = {
+    "l1d.half_miss_size": "the model gives 240 KB: its L1 is indexed modulo the sets (the "
+                          "H200's is hashed), so half its accesses miss only past the capacity",
+    "ro.half_miss_size": "the model gives 240 KB (the read-only path shares the modulo L1)",
+    "ilp.l2_best_k": "the model gives [1, 1, 1]: it has no mechanism for the H200's "
+                     "warp-contiguous loads climbing to K = 5 from the L2",
+    "bw.dsmem_local": "the model gives 253 GB/s: a block's own shared memory through the "
+                      "cluster-wide load runs at the shared-memory rate, 4 % above the H200's",
+    "dsmem.remote_fraction": "the model gives 0.133 (its remote and local rates, above)",
+    "bulk.inflight_per_sm": "a quick run's grid (2 chunks x 2 stages x 2 blocks) puts the "
+                            "model's plateau at 128 KB in flight per SM; the full grid's 64 KB "
+                            "is the H200's",
+    "smem.peak_warps": "a quick run's grid (ILP 1 and 4 only) peaks at 16 warps; the full "
+                       "grid's 8 is the H200's",
+}
+
+
 def is_reference_card(device: DeviceInfo) -> bool:
     """A real H200: the cards the REFERENCE values were measured on are of this model."""
     return device.kind == "cuda" and "H200" in device.name.upper()
@@ -201,6 +235,9 @@ def expected_values(device: DeviceInfo) -> list[Expected]:
                      "byte", rel_tol=0.20),
         ]
     if models_reference_card(device):
-        out += [Expected(name, value, REFERENCE, units, rel_tol=rel, abs_tol=abs_)
-                for name, value, units, rel, abs_ in _REFERENCE]
+        simulated = is_simulated_h200(device)
+        out += [Expected(name, value, REFERENCE, units, rel_tol=rel, abs_tol=abs_,
+                         index=_INDEX.get(name))
+                for name, value, units, rel, abs_ in _REFERENCE
+                if not (simulated and name in NOT_SIMULATED)]
     return out
