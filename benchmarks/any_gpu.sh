@@ -3,7 +3,8 @@
 # its plugin (--arch hopper), then three times with that plugin disabled and no --arch (the
 # generic architecture sm_XY), and the first two runs are compared finding by finding.
 #   bash benchmarks/any_gpu.sh OUT_DIR
-# Then, on any machine: gpumem plugin new NAME --from OUT_DIR/runs/gen1 ... (see README).
+# Then, on any machine: gpumem plugin new NAME --from OUT_DIR/runs/gen1 ... and, back on the
+# GPU node, benchmarks/any_gpu_plugin.sh (docs/plugin-guide.md, "An H200 from scratch").
 set -uo pipefail
 out=${1:?usage: any_gpu.sh OUT_DIR}
 mkdir -p "$out/runs"
