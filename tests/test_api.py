@@ -14,6 +14,8 @@ import pytest
 from gpumem.arch_plugin import ArchitecturePlugin
 from gpumem.architecture import Architecture
 from gpumem.errors import PluginError
+from gpumem.plugin_check import ALLOWED_IMPORTS, gpumem_imports, imports_past_api
+from gpumem.plugin_check import ALLOWED_IN_TESTS as ALLOWED_TESTS
 from gpumem.plugins import PluginRecord, Plugins, first_party, get_plugins
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -21,32 +23,13 @@ ROOT = Path(__file__).resolve().parents[1]
 PLUGIN_SOURCES = sorted([*ROOT.glob("plugins/*/src/gpumem_*"),
                          ROOT / "examples" / "gpumem-example-arch" / "src" / "gpumem_example_arch"])
 PLUGIN_TESTS = sorted(ROOT.glob("examples/*/tests"))
-ALLOWED = {"gpumem.api", "gpumem.api.figures"}
-ALLOWED_IN_TESTS = {*ALLOWED, "gpumem.testing"}
+ALLOWED = ALLOWED_IMPORTS
+ALLOWED_IN_TESTS = ALLOWED_TESTS
 
 
-def gpumem_imports(source: str) -> list[tuple[int, str]]:
-    """(line, module) of every import of a gpumem module in ``source``, anywhere in it."""
-    out = []
-    for node in ast.walk(ast.parse(source)):
-        if isinstance(node, ast.Import):
-            out += [(node.lineno, a.name) for a in node.names
-                    if a.name == "gpumem" or a.name.startswith("gpumem.")]
-        elif isinstance(node, ast.ImportFrom) and not node.level and node.module:
-            if node.module == "gpumem" or node.module.startswith("gpumem."):
-                out.append((node.lineno, node.module))
-    return out
-
-
-def offending(folder: Path, allowed: set[str]) -> list[str]:
-    bad = []
-    for path in sorted(folder.rglob("*.py")):
-        if "build" in path.parts or "__pycache__" in path.parts:
-            continue
-        for line, module in gpumem_imports(path.read_text()):
-            if module not in allowed:
-                bad.append(f"{path.relative_to(ROOT)}:{line} imports {module}")
-    return bad
+def offending(folder: Path, allowed: frozenset[str]) -> list[str]:
+    """What ``gpumem plugin check`` reports of a plugin's imports, for a folder here."""
+    return imports_past_api(folder, allowed, root=ROOT)
 
 
 def test_the_checker_finds_an_import_past_the_api():

@@ -67,7 +67,22 @@ def device_from_attrs(attrs: dict[str, Any]) -> DeviceInfo:
         driver=str(attrs.get("cuda_driver_version", "")),
         peak_bandwidth_gbs=num("peak_bandwidth_gbs"),
         smem_bank_modes=bank_modes,
+        extra=_device_extra(attrs),
     )
+
+
+#: Global attributes named ``device_*`` that are DeviceInfo's own fields, not its ``extra``.
+_DEVICE_FIELDS = {"device_kind", "device_key", "device_name", "device_uuid", "device_index"}
+
+
+def _device_extra(attrs: dict[str, Any]) -> dict[str, Any]:
+    """``DeviceInfo.extra`` as the file stored it (``device_KEY``: the warps an SM holds, its
+    shared memory, ...), plain Python values; what expected values may be computed from."""
+    out: dict[str, Any] = {}
+    for k, v in attrs.items():
+        if k.startswith("device_") and k not in _DEVICE_FIELDS:
+            out[k.removeprefix("device_")] = v.tolist() if hasattr(v, "tolist") else v
+    return out
 
 
 def expected_for(plugins: Plugins, arch: str, device: DeviceInfo) -> list[Expected]:

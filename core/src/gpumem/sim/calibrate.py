@@ -440,9 +440,12 @@ class SimFormat(Format):
         arch = arch or src.arch
         if not arch:
             raise UsageError(f"{run}: the run records no architecture (give --arch)")
-        from gpumem.resolve import resolve_arch
+        from gpumem.generic import is_generic
 
-        resolve_arch(plugins, arch)  # a plugin's, or the generic sm_XY: else a usage error
+        if arch not in plugins.architectures() and not is_generic(arch):
+            raise UsageError(f"unknown architecture '{arch}' (choose from: "
+                             f"{', '.join(sorted(plugins.architectures())) or 'none'}); or "
+                             f"sm_XY, the generic architecture of compute capability X.Y")
         cal, base_name, assumed = calibrated(plugins, src, arch)
         cal.config.source = (f"calibrated from {run} by gpumem export sim; base: "
                              f"{'built from the run' if assumed else base_name}")
