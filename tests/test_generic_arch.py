@@ -192,3 +192,12 @@ def test_on_an_h200_the_generic_architecture_finds_what_hopper_finds():
     generic = [r["expected_per_run"]["generic"] for r in data["rows"]
                if r.get("expected_per_run", {}).get("generic")]
     assert generic and all(any(w in e["source"] for w in PROPERTY_WORDS) for e in generic)
+
+
+def test_gpumem_devices_says_what_each_gpu_is_measured_as(monkeypatch):
+    from gpumem.resolve import list_devices
+
+    ps = _plugins([("NVIDIA L40S", "8.9"), ("NVIDIA H200", "9.0")], monkeypatch)
+    (fake,) = [b for b in list_devices(ps)["backends"] if b["name"] == "fake"]
+    assert [(d["arch"], d["arch_generic"]) for d in fake["devices"]] == [
+        ("sm_89", True), ("hopper", False)]

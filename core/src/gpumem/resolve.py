@@ -245,9 +245,12 @@ def list_devices(plugins: Plugins) -> dict[str, Any]:
     out: dict[str, Any] = {"backends": [], "simulators": []}
     for name, backend in plugins.devices().items():
         found = backend.discover()
+        devices = []
+        for d in found.devices:  # with the architecture `gpumem run all` would measure it as
+            arch = choose_architecture(_claims(plugins), d.compute_capability, "").arch
+            devices.append({**d.as_dict(), "arch": arch.name, "arch_generic": arch.generic})
         out["backends"].append({"name": name, "summary": backend.summary,
-                                "devices": [d.as_dict() for d in found.devices],
-                                "message": found.message})
+                                "devices": devices, "message": found.message})
     for name, sim in plugins.simulators().items():
         ok, why = sim.available()
         out["simulators"].append({"name": name, "summary": sim.summary, "available": ok,

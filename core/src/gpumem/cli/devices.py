@@ -16,7 +16,8 @@ def _mib(n: int) -> str:
 
 @app.command("devices")
 def devices(json_: bool = typer.Option(False, "--json", help="Print JSON.")) -> None:
-    """List GPUs (name, compute capability, SMs, L2, memory, driver) and simulators."""
+    """List GPUs (name, compute capability, the architecture `gpumem run all` measures each
+    as, SMs, L2, memory, driver) and simulators."""
     data = list_devices(plugins())
     if json_:
         print_json(data)
@@ -28,11 +29,13 @@ def devices(json_: bool = typer.Option(False, "--json", help="Print JSON.")) -> 
                       highlight=False, markup=False)
             continue
         t = Table(title=f"{b['name']} devices")
-        for col in ("device", "name", "cc", "SMs", "L2", "memory", "SM clock", "driver"):
+        for col in ("device", "name", "cc", "arch", "SMs", "L2", "memory", "SM clock",
+                    "driver"):
             t.add_column(col)
         for d in b["devices"]:
+            arch = d["arch"] + (" (generic)" if d["arch_generic"] else "")
             t.add_row(f"{b['name']}:{d['index']}", safe_text(d["name"]),
-                      safe_text(d["compute_capability"]),
+                      safe_text(d["compute_capability"]), safe_text(arch),
                       str(d["sm_count"]), _mib(d["l2_bytes"]), _mib(d["memory_bytes"]),
                       f"{d['clock_mhz']:.0f} MHz", safe_text(d["driver"]))
         out.print(t)
