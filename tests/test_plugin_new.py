@@ -103,7 +103,7 @@ def test_installed_it_passes_its_check_its_tests_and_a_simulated_check(made, tmp
     (["plugin", "new", "Bad Name", "--from", "x"], "plugin name 'Bad Name': use lower-case"),
     (["plugin", "new", "sm_90", "--from", "x"], "is the generic architecture"),
     (["plugin", "new", "hopper", "--from", "x"], "plugin name 'hopper' is taken"),
-    (["plugin", "new", "mine", "--from", "/nonexistent"], "--from /nonexistent: no such run"),
+    (["plugin", "new", "mine", "--from", "/nonexistent"], "/nonexistent: no such file or direc"),
     (["plugin", "check", "nonexistent-plugin"], "no plugin named 'nonexistent-plugin'"),
 ])
 def test_bad_input_is_one_line_and_exit_2(cli, tmp_path, args, needle):
@@ -196,3 +196,17 @@ def test_a_plugin_from_a_generic_run_models_the_card_from_the_run_alone(tmp_path
     assert "`cpasync.speedup` |" in readme and "no: not modelled" in readme
     check = gpumem_subprocess(["plugin", "check", str(out)])
     assert check.returncode == 0, check.stdout + check.stderr
+
+
+def test_a_damaged_run_makes_no_plugin(cli, tmp_path):
+    import shutil
+
+    run = tmp_path / "run"
+    shutil.copytree(ROOT / "tests" / "data" / "h200-generic" / "generic", run)
+    f = next(run.glob("*/smem_latency-*.nc"))
+    data = bytearray(f.read_bytes())
+    data[len(data) // 2] ^= 0xFF
+    f.write_bytes(bytes(data))
+    r = cli("plugin", "new", "mine", "--from", str(run), "--out", str(tmp_path / "o"))
+    assert r.code == 1 and "damaged:" in r.err and "smem_latency" in r.err, r.err
+    assert "must rest on intact runs" in r.err and not (tmp_path / "o").exists()

@@ -11,8 +11,15 @@ from typing import Optional
 import typer
 
 from gpumem.cli._app import app
-from gpumem.cli._common import escape_controls, plugins, stderr, stdout
-from gpumem.errors import UsageError
+from gpumem.cli._common import (
+    check_damage,
+    escape_controls,
+    plugins,
+    require_paths,
+    stderr,
+    stdout,
+)
+from gpumem.errors import ResultsFileError, UsageError
 
 plugin_app = typer.Typer(help="Write a plugin from measured runs, or check one.",
                          no_args_is_help=True)
@@ -39,11 +46,16 @@ def new(
     (the runs' medians, bands from their spread), the calibrated simulator config, a README
     and tests."""
     from gpumem.plugin_files import write_plugin
-    from gpumem.plugin_new import new_plugin
+    from gpumem.plugin_new import check_name, new_plugin
 
     target = out or Path(f"gpumem-{name}")
     if target.exists() and (not target.is_dir() or any(target.iterdir())):
         raise UsageError(f"--out {target}: exists and is not an empty folder")
+    check_name(plugins(), name)
+    require_paths(runs)
+    if check_damage(runs):  # each damaged file named on stderr
+        raise ResultsFileError("a plugin's values must rest on intact runs: measure again or "
+                               "leave the damaged run out")
     made = new_plugin(plugins(), name, runs, target, workers=workers, progress=_say)
     write_plugin(made)
     sim = sum(v.reproduced for v in made.values)
