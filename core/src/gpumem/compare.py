@@ -143,6 +143,11 @@ class Source:
     device: DeviceInfo | None
     findings: dict[tuple[str, str], Finding] = field(default_factory=dict)  # (exp, name)
 
+    def value(self, experiment: str, name: str) -> Any:
+        """The value of a resolved finding, or ``None`` (absent or unresolved)."""
+        f = self.findings.get((experiment, name))
+        return f.value if f is not None and f.resolved else None
+
 
 def load_sources(target: Path, exclude: Collection[Path] = (),
                  analyze: Callable[[Path], list[Finding]] | None = None) -> list[Source]:

@@ -105,7 +105,7 @@ def _from_tree(path: Path) -> metadata.EntryPoint:
                          f"'{GROUP}' group; a plugin declares one")
     (name, value), = eps.items()
     code = path / "src" if (path / "src").is_dir() else path
-    sys.path.insert(0, str(code))
+    sys.path.insert(0, str(code))  # taken out again when the check ends (check_plugin)
     return metadata.EntryPoint(name=name, value=str(value), group=GROUP)
 
 
@@ -230,7 +230,16 @@ def _imports(ep: metadata.EntryPoint, tree: Path | None) -> Check:
 
 
 def check_plugin(target: str, *, workers: int = 1) -> tuple[str, list[Check]]:
-    """The plugin's name and every check's result (see the module docstring)."""
+    """The plugin's name and every check's result (see the module docstring). A source
+    tree is on ``sys.path`` only while it is checked."""
+    before = list(sys.path)
+    try:
+        return _check(target, workers)
+    finally:
+        sys.path[:] = before
+
+
+def _check(target: str, workers: int) -> tuple[str, list[Check]]:
     plugins, ep, tree = load_alone(target)
     name = ep.name
     checks = [_loads(plugins, name, tree)]

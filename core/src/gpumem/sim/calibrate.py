@@ -29,6 +29,7 @@ from gpumem.device import BulkRequest, StreamRequest
 from gpumem.errors import UsageError
 from gpumem.formats import Converted, Format, FormatError
 from gpumem.sim.config import SimConfig, SimConfigError
+from gpumem.sim.from_run import positive
 from gpumem.sim.throughput import bulk_model, stream_model
 
 if TYPE_CHECKING:
@@ -45,19 +46,6 @@ class Calibrated:
     sources: dict[str, str] = field(default_factory=dict)
     left: list[str] = field(default_factory=list)  # measured findings the model cannot take
     used: set[tuple[str, str]] = field(default_factory=set)
-
-
-def _value(src: Source, experiment: str, name: str) -> Any:
-    f = src.findings.get((experiment, name))
-    return f.value if f is not None and f.resolved else None
-
-
-def _number(v: Any) -> float | None:
-    try:
-        x = float(v)
-    except (TypeError, ValueError):
-        return None
-    return x if x == x and x > 0 else None
 
 
 def calibrate(base: SimConfig, src: Source) -> Calibrated:
@@ -96,12 +84,12 @@ def calibrate(base: SimConfig, src: Source) -> Calibrated:
                                                  f"x bus width")
     names = {lv.name for lv in cfg.caches}
     for level, finding in (("l1d", "lat.l1"), ("l2", "lat.l2")):
-        v = _number(_value(src, "latency", finding))
+        v = positive(src.value("latency", finding))
         if v is not None and level in names:
             put(f"cache:{level}.hit_latency", v, "latency", finding)
     far = next((lv for lv in cfg.caches if lv.partitions > 1), None)
-    near_lat = _number(_value(src, "l2_sm_map", "l2.sm_map_near_latency"))
-    far_lat = _number(_value(src, "l2_sm_map", "l2.sm_map_far_latency"))
+    near_lat = positive(src.value("l2_sm_map", "l2.sm_map_near_latency"))
+    far_lat = positive(src.value("l2_sm_map", "l2.sm_map_far_latency"))
     if far is not None and near_lat is not None and far_lat is not None and far_lat >= near_lat:
         put(f"cache:{far.name}.hit_latency", near_lat, "l2_sm_map", "l2.sm_map_near_latency",
             "a hit in the SM's own partition")
@@ -111,7 +99,7 @@ def calibrate(base: SimConfig, src: Source) -> Calibrated:
     partitioned = far.name if far is not None else None
     for level, name in (("l1d", "l1d.size"), ("l2", "l2.near_size"),
                         (partitioned or "", "l2.size")):
-        v = _number(_value(src, "latency", name))
+        v = positive(src.value("latency", name))
         if v is None or level not in names:
             continue
         lv = cfg.level(level)
@@ -120,16 +108,16 @@ def calibrate(base: SimConfig, src: Source) -> Calibrated:
         unit = lv.line * lv.ways
         put(f"cache:{level}.size", max(unit, int(round(v / unit)) * unit), "latency", name,
             f"rounded to whole sets of {lv.ways} x {lv.line} B")
-    homes = _value(src, "l2_sm_map", "l2.sm_partition")
+    homes = src.value("l2_sm_map", "l2.sm_partition")
     if (far is not None and isinstance(homes, (list, tuple)) and len(homes) == cfg.sm_count
             and all(isinstance(h, (int, float)) and 0 <= h < far.partitions for h in homes)):
         put(f"cache:{far.name}.sm_partition", [int(h) for h in homes], "l2_sm_map",
             "l2.sm_partition", "each SM's near partition")
-    v = _number(_value(src, "latency", "lat.dram"))
+    v = positive(src.value("latency", "lat.dram"))
     if v is not None:
         put("dram.latency", v, "latency", "lat.dram")
-    l1 = _number(_value(src, "cache_structure", "l1d.hit_latency"))
-    ro = _number(_value(src, "cache_structure", "ro.hit_latency"))
+    l1 = positive(src.value("cache_structure", "l1d.hit_latency"))
+    ro = positive(src.value("cache_structure", "ro.hit_latency"))
     if l1 is not None and ro is not None and ro > l1 and "nc" in cfg.paths:
         cfg.path_latency["nc"] = ro - l1
         out.sources["path_latency.nc"] = ("cache_structure/ro.hit_latency - "
@@ -138,39 +126,39 @@ def calibrate(base: SimConfig, src: Source) -> Calibrated:
     _fit_dram(cfg, src, put)
     ghz = cfg.clock_mhz / 1e3
     for level, name, per_sm in (("l1d", "bw.l1", True), ("l2", "bw.l2", False)):
-        v = _number(_value(src, "bandwidth_levels", name))
+        v = positive(src.value("bandwidth_levels", name))
         if v is not None and level in names and ghz > 0:
             per_cycle = v / ghz / (cfg.sm_count if per_sm else 1)
             put(f"cache:{level}.bandwidth", round(per_cycle, 1), "bandwidth_levels", name,
                 f"GB/s / {cfg.clock_mhz:g} MHz" + (f" / {cfg.sm_count} SMs" if per_sm else ""))
-    v = _number(_value(src, "bulk_copy", "bulk.latency_estimate"))
+    v = positive(src.value("bulk_copy", "bulk.latency_estimate"))
     if v is not None:
         put("throughput.bulk_latency", v, "bulk_copy", "bulk.latency_estimate")
     _fit_bulk(cfg, src, put)
     for level, name in (("l1d", "l1d.sector"), ("l2", "l2.fill_unit")):
-        v = _number(_value(src, "cache_structure", name))
+        v = positive(src.value("cache_structure", name))
         if v is not None and level in names and cfg.level(level).line % int(v) == 0:
             put(f"cache:{level}.sector", int(v), "cache_structure", name)
-    page = _number(_value(src, "tlb_structure", "tlb.page"))
+    page = positive(src.value("tlb_structure", "tlb.page"))
     for t in cfg.tlbs:  # levels named as the findings are: tlb_l1, tlb_l2
         if page is not None:
             put(f"tlb:{t.name}.page", int(page), "tlb_structure", "tlb.page")
-        v = _number(_value(src, "tlb_structure", f"{t.name}.miss_penalty"))
+        v = positive(src.value("tlb_structure", f"{t.name}.miss_penalty"))
         if v is not None:
             put(f"tlb:{t.name}.miss_penalty", v, "tlb_structure", f"{t.name}.miss_penalty")
-    v = _number(_value(src, "smem_latency", "lat.smem"))
+    v = positive(src.value("smem_latency", "lat.smem"))
     if v is not None:
         put("smem.latency", v, "smem_latency", "lat.smem")
-    conflicts = _value(src, "smem_latency", "smem.conflict_latency")
-    if isinstance(conflicts, (list, tuple)) and conflicts and all(_number(c) for c in conflicts):
+    conflicts = src.value("smem_latency", "smem.conflict_latency")
+    if isinstance(conflicts, (list, tuple)) and conflicts and all(positive(c) for c in conflicts):
         put("smem.conflict_latencies", [float(c) for c in conflicts], "smem_latency",
             "smem.conflict_latency")
     if cfg.smem.remote_latency > 0:  # the model has clusters: distributed shared memory
         for attr, name in (("cluster_latency", "lat.dsmem_local"), ("remote_latency", "lat.dsmem")):
-            v = _number(_value(src, "dsmem_latency", name))
+            v = positive(src.value("dsmem_latency", name))
             if v is not None:
                 put(f"smem.{attr}", v, "dsmem_latency", name)
-        v = _number(_value(src, "dsmem_bandwidth", "bw.dsmem"))
+        v = positive(src.value("dsmem_bandwidth", "bw.dsmem"))
         if v is not None and ghz > 0:
             put("smem.remote_bytes_per_cycle", round(v / ghz, 2), "dsmem_bandwidth", "bw.dsmem",
                 f"GB/s per SM / {cfg.clock_mhz:g} MHz")
@@ -181,7 +169,7 @@ def calibrate(base: SimConfig, src: Source) -> Calibrated:
             put("smem.remote_rate_by_cluster", by, "dsmem_bandwidth", "dsmem.bw_by_cluster",
                 "B/cycle per SM for clusters of 2, 4, 8")
     for attr, name in (("banks", "smem.banks"), ("bank_width", "smem.bank_width")):
-        v = _number(_value(src, "smem_latency", name))
+        v = positive(src.value("smem_latency", name))
         if v is not None:
             put(f"smem.{attr}", int(v), "smem_latency", name)
     _fit_l2_requests(cfg, src, put)
@@ -200,7 +188,7 @@ def _indexed(src: Source, experiment: str, name: str, label: str) -> float | Non
     if f is None or not f.resolved or f.index is None or not isinstance(f.value, list):
         return None
     labels = [str(v) for v in f.index[1]]
-    return _number(f.value[labels.index(label)]) if label in labels else None
+    return positive(f.value[labels.index(label)]) if label in labels else None
 
 
 def _solve(model: Callable[[float], float], target: float, lo: float, hi: float) -> float | None:
@@ -238,7 +226,7 @@ def _fit_dram(cfg: SimConfig, src: Source, put: Callable[..., None]) -> None:
     DRAM keeps the model's rate under its cap), writes (posted: at the cap), and a copy's
     mix of the two."""
     peak = cfg.dram.bandwidth_gbs
-    read = _number(_value(src, "bandwidth", "bw.dram_read"))
+    read = positive(src.value("bandwidth", "bw.dram_read"))
     if not peak or read is None or "cg" not in cfg.paths:
         return
     ghz = cfg.clock_mhz / 1e3
@@ -258,13 +246,13 @@ def _fit_dram(cfg: SimConfig, src: Source, put: Callable[..., None]) -> None:
     put("dram.efficiency", d.efficiency, "bandwidth", "bw.dram_read",
         f"of the {peak:g} GB/s peak, solved through the model at the sweep's busiest point"
         if eff is not None else f"of the {peak:g} GB/s peak")
-    write = _number(_value(src, "bandwidth", "bw.dram_write"))
+    write = positive(src.value("bandwidth", "bw.dram_write"))
     if write is not None:  # relative to a read stream's cap, as the model applies it
         wr = _solve(rate("write"), write, 0.01, 1.0)
         d.write_efficiency = round(wr if wr is not None else 1.0, 4)
         put("dram.write_efficiency", d.write_efficiency, "bandwidth", "bw.dram_write",
             "relative to the read cap, solved through the model at the sweep's busiest point")
-    copied = _number(_value(src, "bandwidth", "bw.dram_copy"))
+    copied = positive(src.value("bandwidth", "bw.dram_copy"))
     if copied is not None:  # what a read/write mix loses beyond the two rates
         mix = _solve(rate("copy"), copied, 0.01, 1.0)
         d.mix_efficiency = round(mix if mix is not None else 1.0, 4)
@@ -275,7 +263,7 @@ def _fit_dram(cfg: SimConfig, src: Source, put: Callable[..., None]) -> None:
 def _fit_bulk(cfg: SimConfig, src: Source, put: Callable[..., None]) -> None:
     """What the DRAM sustains for bulk copies, solved so that the model's rate with shared
     memory full of 32 KB copies in flight is the measured best."""
-    best = _number(_value(src, "bulk_copy", "bw.dram_read_bulk"))
+    best = positive(src.value("bulk_copy", "bw.dram_read_bulk"))
     if best is None or not cfg.dram.bandwidth_gbs or cfg.smem.size < 32768:
         return
     req = BulkRequest(footprint=1 << 30, chunk=32768, stages=min(16, cfg.smem.size // 32768))

@@ -46,11 +46,6 @@ class Assumed(dict):
     """Parameter path -> why its value is what it is (nothing measured it)."""
 
 
-def _found(src: Source, experiment: str, name: str) -> Any:
-    f = src.findings.get((experiment, name))
-    return f.value if f is not None and f.resolved else None
-
-
 def _int(v: Any) -> int | None:
     try:
         x = int(v)
@@ -59,7 +54,9 @@ def _int(v: Any) -> int | None:
     return x if x > 0 else None
 
 
-def _num(v: Any) -> float | None:
+def positive(v: Any) -> float | None:
+    """``v`` as a positive, finite number, or ``None`` (a finding's value, read for a
+    parameter: a missing or non-numeric one sets nothing)."""
     try:
         x = float(v)
     except (TypeError, ValueError):
@@ -76,26 +73,26 @@ def _l1(src: Source, level: str, prefix: str, assumed: Assumed) -> CacheLevel | 
     """The first level of a load path (``l1d`` for ``ca``, ``ro`` for ``nc``): its line,
     sector, ways and policy as the dissection decided, its size from the ladder."""
     cs = "cache_structure"
-    size = _int(_found(src, "latency", "l1d.size")) if prefix == "l1d" else None
-    size = size or _int(_found(src, cs, f"{prefix}.overflow_size")) or \
-        _int(_found(src, cs, f"{prefix}.half_miss_size"))
-    hit = _num(_found(src, cs, f"{prefix}.hit_latency")) or \
-        (_num(_found(src, "latency", "lat.l1")) if prefix == "l1d" else None)
+    size = _int(src.value("latency", "l1d.size")) if prefix == "l1d" else None
+    size = size or _int(src.value(cs, f"{prefix}.overflow_size")) or \
+        _int(src.value(cs, f"{prefix}.half_miss_size"))
+    hit = positive(src.value(cs, f"{prefix}.hit_latency")) or \
+        (positive(src.value("latency", "lat.l1")) if prefix == "l1d" else None)
     if size is None or hit is None:
         return None
-    line = _int(_found(src, cs, f"{prefix}.line"))
+    line = _int(src.value(cs, f"{prefix}.line"))
     if line is None:
         line = 128
         assumed[f"cache:{level}.line"] = "ASSUMED 128 B: no chase decided the line"
-    sector = _int(_found(src, cs, f"{prefix}.sector")) or 0
-    ways = _int(_found(src, cs, f"{prefix}.ways"))
+    sector = _int(src.value(cs, f"{prefix}.sector")) or 0
+    ways = _int(src.value(cs, f"{prefix}.ways"))
     if ways is None:  # a hashed index (misses ramp): modulo keeps the ladder's knee where
         ways = HASHED_WAYS  # the GPU's is; a hashed one of a few ways would miss far sooner
         assumed[f"cache:{level}.ways"] = (f"ASSUMED {HASHED_WAYS} ways, index modulo the "
                                           f"sets: no chase could overflow one set (misses "
                                           f"ramp: a hashed index), and modulo puts the "
                                           f"latency ladder's knee at the measured capacity")
-    policy = str(_found(src, cs, f"{prefix}.policy") or "lru")
+    policy = str(src.value(cs, f"{prefix}.policy") or "lru")
     if policy not in ("lru", "fifo", "random"):
         assumed[f"cache:{level}.policy"] = f"ASSUMED lru: measured '{policy}'"
         policy = "lru"
@@ -114,22 +111,22 @@ def _l2(src: Source, assumed: Assumed, device_l2: int) -> list[CacheLevel]:
     """The L2: one level, or a near level backed by a partitioned one where the ladder saw
     two L2 latencies (each SM near one partition)."""
     lat = "latency"
-    size = _int(_found(src, lat, "l2.size")) or device_l2
-    line = _int(_found(src, "cache_structure", "l2.line")) or 128
-    sector = _int(_found(src, "cache_structure", "l2.fill_unit")) or 32
-    ways = _int(_found(src, "cache_structure", "l2.ways"))
+    size = _int(src.value(lat, "l2.size")) or device_l2
+    line = _int(src.value("cache_structure", "l2.line")) or 128
+    sector = _int(src.value("cache_structure", "l2.fill_unit")) or 32
+    ways = _int(src.value("cache_structure", "l2.ways"))
     if ways is None:
         ways = L2_WAYS
         assumed["cache:l2.ways"] = f"ASSUMED {L2_WAYS}: the L2's ways were not measured"
-    hit = _num(_found(src, lat, "lat.l2")) or 200.0
+    hit = positive(src.value(lat, "lat.l2")) or 200.0
     sector = sector if sector <= line and line % sector == 0 else 0
-    near = _int(_found(src, lat, "l2.near_size"))
-    if _int(_found(src, lat, "l2.partitions")) != 2 or near is None:
+    near = _int(src.value(lat, "l2.near_size"))
+    if _int(src.value(lat, "l2.partitions")) != 2 or near is None:
         return [CacheLevel("l2", _whole_sets(size, ways, line), line, ways, hit, sector=sector,
                            scope="gpu", translate=True)]
-    far_hit = _num(_found(src, "l2_sm_map", "l2.sm_map_near_latency")) or \
-        _num(_found(src, lat, "lat.l2_far")) or 2 * hit
-    far_lat = _num(_found(src, "l2_sm_map", "l2.sm_map_far_latency")) or far_hit
+    far_hit = positive(src.value("l2_sm_map", "l2.sm_map_near_latency")) or \
+        positive(src.value(lat, "lat.l2_far")) or 2 * hit
+    far_lat = positive(src.value("l2_sm_map", "l2.sm_map_far_latency")) or far_hit
     assumed["cache:l2_far.partition_masks"] = ("ASSUMED: home = parity of address bits 12, "
                                                "17 and 22 (the GPU's hash is not measured; "
                                                "any balanced one behaves alike)")
@@ -142,16 +139,16 @@ def _l2(src: Source, assumed: Assumed, device_l2: int) -> list[CacheLevel]:
 
 def _tlbs(src: Source, assumed: Assumed) -> list[TlbLevel]:
     t = "tlb_structure"
-    page = _int(_found(src, t, "tlb.page"))
+    page = _int(src.value(t, "tlb.page"))
     out = []
     for level in ("tlb_l1", "tlb_l2"):
-        entries = _int(_found(src, t, f"{level}.entries"))
+        entries = _int(src.value(t, f"{level}.entries"))
         if page is None or entries is None:
             break
-        ways = _found(src, t, f"{level}.ways")
+        ways = src.value(t, f"{level}.ways")
         if not (isinstance(ways, list) and sum(ways) == entries) and _int(ways) is None:
             ways = entries
-        penalty = _num(_found(src, t, f"{level}.miss_penalty")) or 0.0
+        penalty = positive(src.value(t, f"{level}.miss_penalty")) or 0.0
         out.append(TlbLevel(level, page, entries, ways if isinstance(ways, list)
                             else int(ways), penalty))
     return out
@@ -161,14 +158,14 @@ def _smem(src: Source, dev: Any, clock_mhz: float) -> SharedMemory:
     s = "smem_latency"
     smem = SharedMemory(size=int(dev.extra.get("shared_memory_per_sm", 0) or 49152)
                         if dev is not None else 49152)
-    smem.banks = _int(_found(src, s, "smem.banks")) or smem.banks
-    smem.bank_width = _int(_found(src, s, "smem.bank_width")) or smem.bank_width
+    smem.banks = _int(src.value(s, "smem.banks")) or smem.banks
+    smem.bank_width = _int(src.value(s, "smem.bank_width")) or smem.bank_width
     smem.modes = [smem.bank_width]
-    bw = _num(_found(src, "smem_bandwidth", "bw.smem"))
+    bw = positive(src.value("smem_bandwidth", "bw.smem"))
     if bw is not None and clock_mhz:
         smem.bytes_per_cycle = round(bw / (clock_mhz / 1e3), 1)
-    remote = _num(_found(src, "dsmem_latency", "lat.dsmem"))
-    rate = _num(_found(src, "dsmem_bandwidth", "bw.dsmem"))
+    remote = positive(src.value("dsmem_latency", "lat.dsmem"))
+    rate = positive(src.value("dsmem_bandwidth", "bw.dsmem"))
     if remote is not None and rate is not None and clock_mhz:
         smem.remote_latency = remote
         smem.remote_bytes_per_cycle = round(rate / (clock_mhz / 1e3), 2)
@@ -199,7 +196,7 @@ def base_config(src: Source) -> tuple[SimConfig, Assumed]:
     caches += l2
     clock = float(dev.clock_mhz or 1000.0)
     slug = re.sub(r"[^a-z0-9]+", "-", (dev.name or "gpu").lower()).strip("-") or "gpu"
-    dram = Dram(latency=_num(_found(src, "latency", "lat.dram")) or 500.0,
+    dram = Dram(latency=positive(src.value("latency", "lat.dram")) or 500.0,
                 bandwidth_gbs=round(float(dev.peak_bandwidth_gbs or 0.0), 1))
     warps = int(dev.extra.get("max_warps_per_sm", 0) or 64)
     assumed["timer"] = ("ASSUMED: 1 cycle of timer jitter and rare mis-timed accesses, as on "
