@@ -6,14 +6,12 @@ are each named."""
 from __future__ import annotations
 
 import json
-import re
 import subprocess
 import sys
 import textwrap
 from pathlib import Path
 
 import pytest
-
 from helpers import gpumem_subprocess
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -175,34 +173,46 @@ def test_a_broken_plugin_is_told_each_problem(cli, tmp_path):
 
 
 @pytest.mark.slow
-def test_a_plugin_from_a_generic_run_models_the_card_from_the_run_alone(tmp_path):
-    """A GPU no plugin described (the H200 measured as sm_90): no base config to calibrate,
+def test_a_plugin_from_a_generic_run_models_the_card_from_the_run_alone(tmp_path, monkeypatch):
+    """A GPU no plugin described (an H200 run, read as the generic sm_90's: what
+    ``gpumem run all`` records with the hopper plugin disabled): no base config to calibrate,
     so the simulator config is built from the run's findings and the device's properties;
     the package passes its check from its source folder, uninstalled."""
+    import gpumem.plugin_new as pn
+    from gpumem.plugin_check import check_plugin
+    from gpumem.plugin_files import write_plugin
+    from gpumem.plugins import load_plugins
+
+    loaded = pn.load_runs
+
+    def as_generic(plugins, runs):
+        sources = loaded(plugins, runs)
+        for s in sources:
+            s.arch = "sm_90"
+        return sources
+
+    monkeypatch.setattr(pn, "load_runs", as_generic)
     out = tmp_path / "gpumem-h200g"
-    r = gpumem_subprocess(["plugin", "new", "h200g", "--from",
-                           str(ROOT / "tests" / "data" / "h200-generic" / "generic"),
-                           "--out", str(out), "--workers", "2"])
-    assert r.returncode == 0, r.stderr
+    made = pn.new_plugin(load_plugins(), "h200g", [RERUNS / "run1"], out, workers=2)
+    write_plugin(made)
     cfg = (out / "src" / "gpumem_h200g" / "sim.toml").read_text()
     assert "no architecture plugin's base" in cfg
     assert "# measured: latency/lat.l2" in cfg and "# ASSUMED 4 ways, index modulo" in cfg
-    n, sim = (int(x) for x in re.search(r"(\d+) expected values from 1 run\(s\), (\d+) "
-                                        r"reproduced", r.stdout).groups())
-    assert n >= 70 and sim >= 0.8 * n, r.stdout
-    readme = (out / "README.md").read_text()
+    n, sim = len(made.values), sum(v.reproduced for v in made.values)
+    assert n >= 70 and sim >= 0.8 * n, (n, sim)
     assert "one run: 3% ASSUMED until more runs show the spread" in (
         out / "src" / "gpumem_h200g" / "expected.py").read_text()
+    readme = (out / "README.md").read_text()
     assert "`cpasync.speedup` |" in readme and "no: not modelled" in readme
-    check = gpumem_subprocess(["plugin", "check", str(out)])
-    assert check.returncode == 0, check.stdout + check.stderr
+    name, checks = check_plugin(str(out))
+    assert name == "h200g" and all(c.ok for c in checks), checks
 
 
 def test_a_damaged_run_makes_no_plugin(cli, tmp_path):
     import shutil
 
     run = tmp_path / "run"
-    shutil.copytree(ROOT / "tests" / "data" / "h200-generic" / "generic", run)
+    shutil.copytree(RERUNS / "run1", run)
     f = next(run.glob("*/smem_latency-*.nc"))
     data = bytearray(f.read_bytes())
     data[len(data) // 2] ^= 0xFF
