@@ -260,7 +260,7 @@ def compare(plugins: Plugins, targets: list[Path], with_expected: bool,
                 row.setdefault("candidates", {})[label] = f.as_dict()["candidates"]
             e = values.get(name)
             if e is not None:  # judged by its own architecture's and device's value
-                row["status"][label] = status_of(f.value, e, f.interval) \
+                row["status"][label] = status_of(f.value, e, f.interval, f.index) \
                     if f.resolved else "unresolved"
         if name in expected:  # the first run's, as rows have always given it
             first_one = _expectation(expected[name])

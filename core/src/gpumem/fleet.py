@@ -21,11 +21,10 @@ from pathlib import Path
 from typing import Any
 
 from gpumem.errors import Interrupted, UsageError
-from gpumem.generic import AUTO
 from gpumem.plugins import Plugins
-from gpumem.resolve import choose_arch, default_out, resolve_arch
+from gpumem.resolve import default_out, resolve_arch
 from gpumem.results.store import RunStore
-from gpumem.runner import DEFAULT_RESULTS_ROOT, RunRequest
+from gpumem.runner import DEFAULT_RESULTS_ROOT, RunRequest, with_arch
 
 #: exit codes of a single-device ``gpumem run`` and what they mean for its GPU
 _STATUS = {0: "complete", 1: "failed", 2: "unavailable", 130: "interrupted"}
@@ -130,9 +129,8 @@ def run_fleet(req: RunRequest, devices: str, *, plugins: Plugins,
     if req.workers != 1:
         raise UsageError("--workers applies to simulators; --devices already runs one "
                          "process per GPU")
-    if req.arch == AUTO:  # every GPU of the fleet is measured as the first one's kind
-        choice, _first = choose_arch(plugins, req.device, None)
-        req = replace(req, arch=choice.arch.name)
+    # --arch auto: every GPU of the fleet is measured as the first one's architecture
+    req = replace(with_arch(plugins, req)[0], device=req.device)
     backend, indices = resolve_fleet(plugins, req.arch, req.device, devices)
     out = req.out or default_out(results_root, req.arch, f"{backend}x{len(indices)}")
     RunStore.open(out)  # checks, creates, and reads an existing manifest before any launch

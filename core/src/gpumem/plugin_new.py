@@ -61,7 +61,6 @@ class Value:
     abs_tol: float
     source: str
     runs: list[Any] = field(default_factory=list)   # each run's value
-    simulated: Any = None                           # the calibrated simulator's (full run)
     reproduced: bool = False                        # it passes in the full and quick runs
     index: tuple[str, tuple] | None = None          # a list's coordinates (sweep axis)
     why_not: str = ""                               # how the simulator differs, if it does
@@ -93,8 +92,6 @@ class NewPlugin:
     values: list[Value]
     left: list[Left]
     sim_toml: str
-    sim_config: Any
-    assumed: dict[str, str]
     gpumem_version: str
     runs_provenance: list[dict[str, str]] = field(default_factory=list)
 
@@ -275,8 +272,6 @@ def judge(values: list[Value], full: dict[str, Finding], quick: dict[str, Findin
                 verdicts.append(f"the {label} run gives {f.value}")
             else:
                 verdicts.append("")
-        got = full.get(v.name)
-        v.simulated = got.value if got is not None and got.resolved else None
         v.reproduced = not any(verdicts)
         v.why_not = "; ".join(dict.fromkeys(x for x in verdicts if x))
 
@@ -315,7 +310,7 @@ def new_plugin(plugins: Plugins, name: str, runs: Sequence[Path], out: Path, *,
         products=sorted({s.device.name for s in sources}),
         cards=sorted({s.device.uuid for s in sources}),
         runs=[str(r) for r in runs], values=values, left=left, sim_toml=toml,
-        sim_config=cfg, assumed=assumed, gpumem_version=__version__,
+        gpumem_version=__version__,
         runs_provenance=[_provenance(s) for s in sources])
 
 
