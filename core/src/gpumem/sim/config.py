@@ -453,6 +453,14 @@ def default_partition_masks(partitions: int) -> list[int]:
             for i in range(partitions.bit_length() - 1)]
 
 
+#: The replacement of a cache or TLB level, declared once for both.
+Policy = Annotated[str, spec("replacement policy", enum=POLICIES)]
+WayWeights = Annotated[list[NonNegative], spec(
+    "policy = 'weighted': each way's eviction weight (one per way, positive sum)",
+    unset="empty: only with another policy")]
+Index = Annotated[SetIndex, spec("the set index, flattened onto the level")]
+
+
 @dataclass
 class CacheLevel:
     """One cache level, per SM (``scope = "sm"``) or shared by the GPU (``"gpu"``).
@@ -486,12 +494,9 @@ class CacheLevel:
         "partition or, with near_size, in the near copy)", "cycle")]
     sector: Annotated[int, spec("fill granularity (a power of two up to line)", "byte", ge=0,
                                 unset="0: the line (unsectored)")] = 0
-    policy: Annotated[str, spec("replacement policy", enum=POLICIES)] = "lru"
-    way_weights: Annotated[list[NonNegative], spec(
-        "policy = 'weighted': each way's eviction weight (one per way, positive sum)",
-        unset="empty: only with another policy")] = field(default_factory=list)
-    index: Annotated[SetIndex, spec("the set index, flattened onto the level")] = \
-        field(default_factory=SetIndex)
+    policy: Policy = "lru"
+    way_weights: WayWeights = field(default_factory=list)
+    index: Index = field(default_factory=SetIndex)
     scope: Annotated[str, spec("'sm': one per SM; 'gpu': one shared by every SM",
                                enum=SCOPES)] = "sm"
     translate: Annotated[bool, spec(
@@ -639,12 +644,9 @@ class TlbLevel:
                                "one number per set (adding up to entries)", "1")]
     miss_penalty: Annotated[NonNegative, spec("cycles added to an access that misses this level",
                                          "cycle")]
-    policy: Annotated[str, spec("replacement policy", enum=POLICIES)] = "lru"
-    way_weights: Annotated[list[NonNegative], spec(
-        "policy = 'weighted': each way's eviction weight (one per way, positive sum)",
-        unset="empty: only with another policy")] = field(default_factory=list)
-    index: Annotated[SetIndex, spec("the set index, flattened onto the level")] = \
-        field(default_factory=SetIndex)
+    policy: Policy = "lru"
+    way_weights: WayWeights = field(default_factory=list)
+    index: Index = field(default_factory=SetIndex)
 
     @property
     def sets(self) -> int:
