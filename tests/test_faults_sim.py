@@ -192,6 +192,107 @@ def test_no_verifiable_folder_compiles_the_kernel_in_memory(
     assert _file_of(specialise._load(key)) == f"<{name}>"
 
 
+class _Payload:
+    """A pickle that, when loaded, leaves a marker file: what a planted Numba index runs."""
+
+    def __init__(self, marker: Path) -> None:
+        self.marker = str(marker)
+
+    def __reduce__(self):
+        return (exec, (f"open({self.marker!r}, 'w').write('pwned')",))
+
+
+def _chase_once(key_cfg: SimConfig, monkeypatch) -> object:
+    """Run one short chase through the specialised kernel of the l1d-l2 path (as a long
+    chase would), and return that kernel."""
+    monkeypatch.setattr(engine, "SPECIALISE_MIN", 0)
+    monkeypatch.setattr(specialise, "COMPILE_AFTER", 0)
+    h, ids = engine.compile_hierarchy(key_cfg, 0)
+    path_ids = np.array([ids["l1d"], ids["l2"]], np.int64)
+    engine.simulate_chase(
+        h, path_ids, len(key_cfg.caches), len(key_cfg.tlbs), 500.0,
+        base=key_cfg.base_address, footprint=8192, stride=64, page_walk=4.0, sm=0,
+        sm_count=1, element=4, order="sequential", seed=1, warmup=200, record=100,
+        overhead=3.0, jitter=1.0, outlier_rate=0.0, outlier_cycles=0.0, noise_seed=1,
+        pattern=(), scalar=False)
+    return specialise._CACHE[specialise.key_of(h, path_ids, len(key_cfg.caches),
+                                                len(key_cfg.tlbs))]
+
+
+@posix_only
+def test_a_planted_index_in_a_shared_numba_cache_dir_is_never_unpickled(
+        kernel_key, tmp_path, monkeypatch):
+    """Issue 29: with NUMBA_CACHE_DIR a shared folder, Numba looked for the kernel's cache
+    index (a pickle) in $NUMBA_CACHE_DIR/gpumem_chase_<hash>, a folder nothing checked; one
+    planted there by another user ran as the victim. Numba's cache of gpumem's kernels now
+    lives only in the verified private folder, whatever NUMBA_CACHE_DIR says."""
+    key, name, src = kernel_key
+    shared = tmp_path / "shared"
+    shared.mkdir()
+    shared.chmod(0o777)
+    monkeypatch.setattr(nb.config, "CACHE_DIR", str(shared))
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "home-cache"))
+    d = specialise._cache_dir()
+    assert d is not None and not str(d).startswith(str(shared))
+    for k in list(specialise._CACHE):  # this process must compile (and look up) afresh
+        monkeypatch.delitem(specialise._CACHE, k)
+    # where Numba's own locator would have looked, for exactly this kernel
+    from numba.core.caching import _CacheLocator
+    planted = shared / _CacheLocator.get_suitable_cache_subpath(str(d / f"{name}.py"))
+    planted.mkdir()
+    planted.chmod(0o777)
+    line = src.splitlines().index(next(x for x in src.splitlines() if x.startswith("@nb."))) + 1
+    tag = f"py{sys.version_info[0]}{sys.version_info[1]}{getattr(sys, 'abiflags', '')}"
+    marker = tmp_path / "marker"
+    import pickle
+    for f in (planted / f"{name}._chase-{line}.{tag}.nbi",
+              d / "__pycache__" / f"{name}._chase-{line}.{tag}.nbi.planted-copy"):
+        f.write_bytes(pickle.dumps(_Payload(marker)))
+
+    fn = _chase_once(_small_config(), monkeypatch)
+
+    assert not marker.exists()
+    assert fn._cache.cache_path == str(d / "__pycache__")
+    assert sorted(p.name for p in shared.rglob("*")) == sorted(
+        [planted.name, f"{name}._chase-{line}.{tag}.nbi"])  # nothing added to it
+
+
+@posix_only
+def test_the_compiled_kernel_is_cached_beside_its_verified_source(kernel_key, tmp_path,
+                                                                  monkeypatch):
+    """The private cache works: the first process compiles and saves, the next one loads
+    the machine code from the same private folder (a cache hit, no compile)."""
+    key, name, _src = kernel_key
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "home-cache"))
+    monkeypatch.setattr(specialise, "_roots", lambda: [tmp_path / "home-cache" / "gpumem"])
+    for k in list(specialise._CACHE):
+        monkeypatch.delitem(specialise._CACHE, k)
+    fn = _chase_once(_small_config(), monkeypatch)
+    pyc = tmp_path / "home-cache" / "gpumem" / "gpumem_chase" / "__pycache__"
+    assert fn.stats.cache_misses and list(pyc.glob(f"{name}._chase-*.nbi"))
+    # a "new process": the module and the compiled function forgotten
+    sys.modules.pop(f"gpumem_chase_kernels.{name}", None)
+    specialise._CACHE.clear()
+    again = _chase_once(_small_config(), monkeypatch)
+    assert again is not fn and sum(again.stats.cache_hits.values()) == 1
+
+
+@posix_only
+def test_no_private_folder_says_once_why_kernels_are_not_cached(kernel_key, tmp_path,
+                                                                monkeypatch, capsys):
+    """Caching off is said in one line, with the reason, once per process."""
+    key, name, _src = kernel_key
+    monkeypatch.setattr(specialise, "_roots", lambda: [tmp_path / "shared"])
+    (tmp_path / "shared").mkdir(mode=0o777)
+    (tmp_path / "shared").chmod(0o777)
+    monkeypatch.setattr(specialise, "_SAID", [])
+    specialise._load(key)
+    specialise._load(specialise.GENERIC)
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "not cached on disk" in err and "shared" in err
+    assert not (tmp_path / "shared" / "gpumem_chase").exists()  # nothing created there
+
+
 # ---------------------------------------------------------------------------------------------
 # 2. Absurd, non-finite and unreadable sim configs
 # ---------------------------------------------------------------------------------------------

@@ -385,7 +385,9 @@ def source(path_ids: Sequence[int] | None = None, path_keys: Sequence[tuple] = (
     :func:`gpumem.sim.specialise.level_key`) and TLB levels ``tlb_first ...`` (``tlb_keys``).
     Both take :data:`ARGS`; each ignores what it does not need."""
     s = Src()
-    s(HEADER, "", "@nb.njit(cache=True, boundscheck=False, nogil=True)", f"def _chase({ARGS}):")
+    # no cache=True: Numba would keep its cache wherever NUMBA_CACHE_DIR says; the private
+    # cache is attached by gpumem.sim.specialise
+    s(HEADER, "", "@nb.njit(boundscheck=False, nogil=True)", f"def _chase({ARGS}):")
     s.depth = 1
     s("n_elem = footprint // element", "s_elem = stride // element",
       "n_lines = footprint // stride", "s_per_block = stride // element",

@@ -125,7 +125,7 @@ def _parity1(typingctx, x):
     return sig, codegen
 
 
-@nb.njit(cache=True, inline="always")
+@nb.njit(inline="always")  # inlined: nothing to cache (see specialise)
 def _mix(z):
     """SplitMix64 output function."""
     z = (z ^ (z >> _U(30))) * _U(0xBF58476D1CE4E5B9)
@@ -133,7 +133,7 @@ def _mix(z):
     return z ^ (z >> _U(31))
 
 
-@nb.njit(cache=True, inline="always")
+@nb.njit(inline="always")  # inlined: nothing to cache (see specialise)
 def _permute(x, bits, k0, k1, k2, k3, n):
     """The permutation of :func:`gpumem.chains.permute_vec`, one value at a time."""
     mask = (_U(1) << _U(bits)) - _U(1)

@@ -6,12 +6,17 @@ A path's kernel has its level sequence unrolled and each level's static paramete
 literals, which removes the generic kernel's per-access bookkeeping (about twice as fast);
 the results are bit-identical, since both are written by the same fragments. Generated
 source is executed, so it is cached only in a folder only this user can write, and used only
-if byte-identical to what is generated here (docs/reliability.md).
+if byte-identical to what is generated here (docs/reliability.md). Numba's own cache of the
+compiled code (an index that is unpickled, and machine code) goes into that same folder's
+verified ``__pycache__`` (:func:`_private_cache_class`), whatever ``NUMBA_CACHE_DIR`` says:
+Numba's default locators would read it from ``$NUMBA_CACHE_DIR/gpumem_chase_<hash>``, a
+folder nothing checks.
 """
 
 from __future__ import annotations
 
 import hashlib
+import inspect
 import linecache
 import os
 import stat
@@ -23,6 +28,7 @@ from pathlib import Path
 
 import numba as nb
 import numpy as np
+from numba.core import caching as nb_caching
 
 from gpumem.sim import model as M
 
@@ -117,12 +123,23 @@ def _roots() -> list[Path]:
     return roots
 
 
+def _may_create(d: Path) -> bool:
+    """May ``d`` be created: are its nearest existing ancestor and every folder above it
+    trusted (:func:`_trusted_parents`)?"""
+    a = Path(os.path.abspath(d))
+    while not os.path.lexists(a) and a != a.parent:
+        a = a.parent
+    return _trusted_parents(a / "_")
+
+
 def _cache_dir() -> Path | None:
     """A folder for generated kernels that only this user can write, verified (see
     :func:`_private`, :func:`_trusted_parents`), with Numba's __pycache__ in it verified too;
     None if there is none: the kernel is then compiled in memory, without a disk cache."""
     for root in _roots():
         d = root / "gpumem_chase"
+        if not _may_create(d):  # checked first: nothing is created in a shared folder
+            continue
         try:
             d.mkdir(mode=0o700, parents=True, exist_ok=True)
             (d / "__pycache__").mkdir(mode=0o700, exist_ok=True)
@@ -174,6 +191,9 @@ def _load(key: tuple):
     name, src = _source(key)
     d = _cache_dir()
     path = d / f"{name}.py" if d is not None else None
+    why = "" if d is not None else (
+        "no folder only this user can write was found among "
+        + ", ".join(str(r / "gpumem_chase") for r in _roots()))
     if path is not None and not _holds(path, src):
         # written whole, then renamed: other processes see all or nothing
         try:
@@ -181,14 +201,15 @@ def _load(key: tuple):
             with os.fdopen(fd, "w") as f:
                 f.write(src)
             os.replace(tmp, path)
-        except OSError:  # a full disk, say: no disk cache this time
-            path = None
+        except OSError as e:  # a full disk, say: no disk cache this time
+            why, path = f"cannot write {d}: {e.strerror or e}", None
         if path is not None and not _holds(path, src):
-            path = None
+            why, path = f"{path} changed while it was written", None
     if path is None:  # no private folder: compile in memory, no disk cache
+        _say_uncached(why)
         linecache.cache[f"<{name}>"] = (len(src), None, src.splitlines(True), f"<{name}>")
         ns: dict = {"__name__": f"gpumem_chase_kernels.{name}"}
-        exec(compile(src.replace("cache=True", "cache=False"), f"<{name}>", "exec"), ns)
+        exec(compile(src, f"<{name}>", "exec"), ns)
         return ns["_chase"]
     modname = f"gpumem_chase_kernels.{name}"
     mod = sys.modules.get(modname)
@@ -196,8 +217,78 @@ def _load(key: tuple):
         mod = pytypes.ModuleType(modname)
         mod.__file__ = str(path)
         exec(compile(src, str(path), "exec"), mod.__dict__)
+        why = _attach_cache(mod._chase, src)
+        if why:
+            _say_uncached(f"Numba's cache cannot be kept in {d}: {why}")
         sys.modules[modname] = mod
     return mod._chase
+
+
+class _PrivateLocator(nb_caching._CacheLocator):
+    """Numba's cache files of one generated kernel: in the ``__pycache__`` beside its source,
+    the private folder :func:`_cache_dir` verified. The stamp is a hash of the source held in
+    memory, so a file changed on disk after the check cannot pass for the kernel."""
+
+    def __init__(self, py_func, py_file: str, src: str) -> None:
+        self._cache_path = str(Path(py_file).parent / "__pycache__")
+        self._lineno = py_func.__code__.co_firstlineno
+        self._stamp = hashlib.sha256(src.encode()).hexdigest()
+
+    def ensure_cache_path(self) -> None:
+        if not _private(Path(self._cache_path)):
+            raise OSError(f"{self._cache_path} is not private to this user")
+
+    def get_cache_path(self) -> str:
+        return self._cache_path
+
+    def get_source_stamp(self) -> str:
+        return self._stamp
+
+    def get_disambiguator(self) -> str:
+        return str(self._lineno)
+
+
+def _private_cache_class(src: str):
+    """A Numba ``FunctionCache`` whose only locator is :class:`_PrivateLocator` (Numba's
+    own list, and ``NUMBA_CACHE_LOCATOR_CLASSES``, are never consulted)."""
+
+    class Impl(nb_caching.CompileResultCacheImpl):
+        def __init__(self, py_func) -> None:  # noqa: D401 - Numba's constructor, replaced
+            py_file = inspect.getfile(py_func)
+            self._lineno = py_func.__code__.co_firstlineno
+            self._locator = _PrivateLocator(py_func, py_file, src)
+            self._locator.ensure_cache_path()
+            self._filename_base = self.get_filename_base(
+                f"{Path(py_file).stem}.{py_func.__qualname__}", getattr(sys, "abiflags", ""))
+
+    class Cache(nb_caching.FunctionCache):
+        _impl_class = Impl
+
+    return Cache
+
+
+def _attach_cache(dispatcher, src: str) -> str:
+    """Give the kernel's dispatcher the private disk cache; the reason if it cannot be
+    (another Numba than this was written for, or the folder changed since the check). The
+    kernel then compiles in memory: slower to start, never foreign code."""
+    try:
+        dispatcher._cache = _private_cache_class(src)(dispatcher.py_func)
+    except Exception as e:  # noqa: BLE001 - any failure: no disk cache, said once
+        return f"{type(e).__name__}: {e}"
+    return ""
+
+
+_SAID: list[str] = []
+
+
+def _say_uncached(why: str) -> None:
+    """One line, once per process, when kernels are compiled without a disk cache (each
+    costs 1-2 s of compiling in every process then), saying why."""
+    if _SAID:
+        return
+    _SAID.append(why)
+    print(f"gpumem: note: simulator kernels are compiled in memory, not cached on disk: "
+          f"{why}", file=sys.stderr)
 
 
 def kernel(key: tuple):
