@@ -186,7 +186,7 @@ def test_no_verifiable_folder_compiles_the_kernel_in_memory(
     key, name, _src = kernel_key
     monkeypatch.setattr(nb.config, "CACHE_DIR", str(tmp_path / "numba"))
     monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "home-cache"))
-    monkeypatch.setattr(specialise, "_uid", lambda: os.getuid() + 4242)
+    monkeypatch.setattr("gpumem.private_dir.uid", lambda: os.getuid() + 4242)
 
     assert specialise._cache_dir() is None
     assert _file_of(specialise._load(key)) == f"<{name}>"
@@ -291,6 +291,46 @@ def test_no_private_folder_says_once_why_kernels_are_not_cached(kernel_key, tmp_
     err = capsys.readouterr().err
     assert err.count("\n") == 1 and "not cached on disk" in err and "shared" in err
     assert not (tmp_path / "shared" / "gpumem_chase").exists()  # nothing created there
+
+
+@posix_only
+def test_cupy_never_loads_a_kernel_from_a_cache_folder_others_can_write(tmp_path, monkeypatch,
+                                                                         capsys):
+    """CuPy loads a cached cubin instead of compiling; one planted in a shared
+    CUPY_CACHE_DIR would run on the GPU as gpumem's kernel. Before gpumem compiles, a
+    folder that is not the user's own turns CuPy's disk cache off (CUPY_CACHE_IN_MEMORY=1,
+    read by CuPy at each compile), said once."""
+    from gpumem.cuda import cupy_cache
+    from gpumem.cuda.device import CudaDevice
+
+    shared = tmp_path / "shared"
+    shared.mkdir()
+    shared.chmod(0o777)
+    monkeypatch.setenv("CUPY_CACHE_DIR", str(shared))
+    monkeypatch.delenv("CUPY_CACHE_IN_MEMORY", raising=False)
+    monkeypatch.setattr(cupy_cache, "_SAID", [])
+    seen = []
+
+    class FakeCupy:  # records what CuPy would have read when compiling
+        @staticmethod
+        def RawModule(**kw):  # noqa: N802 - CuPy's name
+            seen.append(os.environ.get("CUPY_CACHE_IN_MEMORY"))
+            return object()
+
+    dev = CudaDevice.__new__(CudaDevice)
+    dev.cp, dev._modules, dev.kernel_sources, dev.kernel_source = FakeCupy, {}, {}, None
+    dev._module("pointer_chase")
+    dev._module("stream")
+    assert seen == ["1", "1"]
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "CuPy's kernel cache is off" in err and str(shared) in err
+
+    mine = tmp_path / "mine"  # the user's own folder (or one still to be made) is kept
+    monkeypatch.setenv("CUPY_CACHE_DIR", str(mine))
+    monkeypatch.delenv("CUPY_CACHE_IN_MEMORY")
+    assert cupy_cache.guard() == "" and "CUPY_CACHE_IN_MEMORY" not in os.environ
+    mine.mkdir(mode=0o700)
+    assert cupy_cache.guard() == ""
 
 
 # ---------------------------------------------------------------------------------------------

@@ -11,6 +11,7 @@ from typing import Any
 import numpy as np
 
 from gpumem.chains import chain_offsets, permutation_params, scatter_key
+from gpumem.cuda import cupy_cache
 from gpumem.device import (
     PLACEMENT_PADS,
     BulkRequest,
@@ -145,6 +146,7 @@ class CudaDevice(Device):
         key = (probe, names)
         if key not in self._modules:
             src = self._source(probe)
+            cupy_cache.guard()  # no cubin from a folder another user can write
             self._modules[key] = self.cp.RawModule(
                 code=src.code, options=tuple(src.options),
                 name_expressions=list(names) if names else None)

@@ -19,7 +19,6 @@ import hashlib
 import inspect
 import linecache
 import os
-import stat
 import sys
 import tempfile
 import threading
@@ -30,6 +29,7 @@ import numba as nb
 import numpy as np
 from numba.core import caching as nb_caching
 
+from gpumem.private_dir import may_create, private, trusted_parents
 from gpumem.sim import model as M
 
 _CACHE: dict[tuple, object] = {}
@@ -69,43 +69,6 @@ _STAMP = hashlib.sha256(b"".join(
                                    __file__))).hexdigest()[:16]
 
 
-def _uid() -> int:
-    return os.getuid() if hasattr(os, "getuid") else -1
-
-
-def _private(p: Path) -> bool:
-    """Can only this user (or root) change ``p``: not a symlink, owned by us, and not
-    writable by group or others? Generated kernels are executed, and Numba's cache files
-    next to them are unpickled, so a folder anyone else can write is a way to run code as us."""
-    try:
-        st = os.lstat(p)
-    except OSError:
-        return False
-    if stat.S_ISLNK(st.st_mode):
-        return False
-    if not hasattr(os, "getuid"):  # no POSIX owners and modes to check (Windows)
-        return True
-    return st.st_uid == _uid() and not st.st_mode & 0o022
-
-
-def _trusted_parents(d: Path) -> bool:
-    """Is every folder above ``d`` owned by us or root and writable by no one else (or
-    sticky, as /tmp is, so no one else can rename ``d`` away)? Otherwise ``d`` itself could
-    be swapped for another folder between our check and our use."""
-    if not hasattr(os, "getuid"):
-        return True
-    for parent in Path(os.path.abspath(d)).parents:
-        try:
-            st = os.stat(parent)
-        except OSError:
-            return False
-        if st.st_uid not in (_uid(), 0):
-            return False
-        if st.st_mode & 0o022 and not st.st_mode & stat.S_ISVTX:
-            return False
-    return True
-
-
 def _roots() -> list[Path]:
     """Where a kernel cache may live, best first: Numba's cache folder if the user set one,
     the package's __pycache__ (a user's own install), the per-user cache folder
@@ -123,30 +86,21 @@ def _roots() -> list[Path]:
     return roots
 
 
-def _may_create(d: Path) -> bool:
-    """May ``d`` be created: are its nearest existing ancestor and every folder above it
-    trusted (:func:`_trusted_parents`)?"""
-    a = Path(os.path.abspath(d))
-    while not os.path.lexists(a) and a != a.parent:
-        a = a.parent
-    return _trusted_parents(a / "_")
-
-
 def _cache_dir() -> Path | None:
     """A folder for generated kernels that only this user can write, verified (see
-    :func:`_private`, :func:`_trusted_parents`), with Numba's __pycache__ in it verified too;
+    gpumem.private_dir), with Numba's __pycache__ in it verified too;
     None if there is none: the kernel is then compiled in memory, without a disk cache."""
     for root in _roots():
         d = root / "gpumem_chase"
-        if not _may_create(d):  # checked first: nothing is created in a shared folder
+        if not may_create(d):  # checked first: nothing is created in a shared folder
             continue
         try:
             d.mkdir(mode=0o700, parents=True, exist_ok=True)
             (d / "__pycache__").mkdir(mode=0o700, exist_ok=True)
         except OSError:
             continue
-        if (os.access(d, os.W_OK) and _private(d) and _private(d / "__pycache__")
-                and _trusted_parents(d)):
+        if (os.access(d, os.W_OK) and private(d) and private(d / "__pycache__")
+                and trusted_parents(d)):
             return d
     return None
 
@@ -154,7 +108,7 @@ def _cache_dir() -> Path | None:
 def _holds(path: Path, src: str) -> bool:
     """Is ``path`` a private regular file whose text is exactly ``src``? A file with the
     right name but other content (planted, stale, truncated) is never executed."""
-    if not _private(path) or not path.is_file():
+    if not private(path) or not path.is_file():
         return False
     try:
         return path.read_bytes() == src.encode()
@@ -235,7 +189,7 @@ class _PrivateLocator(nb_caching._CacheLocator):
         self._stamp = hashlib.sha256(src.encode()).hexdigest()
 
     def ensure_cache_path(self) -> None:
-        if not _private(Path(self._cache_path)):
+        if not private(Path(self._cache_path)):
             raise OSError(f"{self._cache_path} is not private to this user")
 
     def get_cache_path(self) -> str:
