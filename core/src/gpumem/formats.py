@@ -11,14 +11,17 @@ silence.
 
 from __future__ import annotations
 
+import os
+import stat
 from abc import ABC
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from gpumem.errors import GpumemError, UsageError
+from gpumem.errors import GpumemError, ResultsFileError, UsageError
 
 if TYPE_CHECKING:
+    from gpumem.compare import Source
     from gpumem.plugins import Plugins
 
 
@@ -34,7 +37,7 @@ class Converted:
     warnings: list[str] = field(default_factory=list)
 
 
-class Format(ABC):
+class Format(ABC):  # noqa: B024 - a subclass overrides import_file, export_run or both
     """A foreign file format. Override :meth:`import_file`, :meth:`export_run` or both."""
 
     name: str = ""
@@ -56,6 +59,60 @@ class Format(ABC):
         """Write the other tool's files for the measured run directory ``run`` into ``out``;
         ``target`` names the other tool's version where its formats differ."""
         raise UsageError(f"format '{self.name}' cannot be exported")
+
+    # ---- helpers for the formats (reachable through gpumem.api.Format) ----------------------
+
+    @staticmethod
+    def refuse_existing(path: Path) -> None:
+        """An import or export writes a new file and never overwrites one (as ``gpumem import
+        mt4g`` refuses an occupied ``--out``): anything at ``path`` is a usage error, exit 2.
+        A symlink is the exception: it is replaced, its target never opened
+        (:mod:`gpumem.safe_write`), so a link planted there cannot redirect the write."""
+        from gpumem.safe_write import OutputError
+
+        try:
+            st = os.lstat(path)
+        except FileNotFoundError:
+            return
+        except OSError as e:
+            raise OutputError(f"--out {path}: cannot check it: {e.strerror or e}") from None
+        if not stat.S_ISLNK(st.st_mode):
+            raise OutputError(f"--out {path}: exists; gpumem does not overwrite it (remove it "
+                              f"or choose another name)")
+
+    @staticmethod
+    def load_run(run: Path, *, reanalyze_with: Plugins | None = None) -> Source:
+        """The run's one device and findings (:func:`gpumem.compare.load_source`), refusing a
+        damaged run: reading skips a results file it cannot open, and an export would then
+        quietly take the packaged config's value where the file's finding belongs. Every
+        entry is checked against the manifest first (missing, size, checksum, outside the
+        run); a :class:`ResultsFileError` (exit 1) names the first damaged file."""
+        from gpumem.compare import load_source
+        from gpumem.results.io import open_findings
+        from gpumem.results.store import MANIFEST, RunStore
+        from gpumem.results.verify import CHECKED, verify_target
+
+        run = Path(run)
+        damaged = verify_target(run)
+        if not damaged and run.is_dir() and (run / MANIFEST).is_file():
+            for e in RunStore(run).entries():  # no checksum recorded: the findings must open
+                if e.status in CHECKED and e.data.get("file") and not e.data.get("sha256"):
+                    try:
+                        open_findings(run / str(e.data["file"]))
+                    except ResultsFileError as err:
+                        raise ResultsFileError(f"{run}: cannot export a damaged run: "
+                                               f"{err}") from None
+        if damaged:
+            more = f" (and {len(damaged) - 1} more damaged)" if len(damaged) > 1 else ""
+            raise ResultsFileError(f"{run}: cannot export a damaged run: {damaged[0]}{more}")
+        return load_source(run, reanalyze_with=reanalyze_with)
+
+    @staticmethod
+    def shareable(path: Path | str) -> str:
+        """How a written file names a local file or folder: its own name only. A config is
+        meant to be shared; the user's home, run folder or checkout stay out of it."""
+        p = Path(path)
+        return (p.resolve() if p.name in ("", "..") else p).name or "/"
 
     @property
     def can_import(self) -> bool:

@@ -337,7 +337,10 @@ def commented_toml(cal: Calibrated, run: Path | str, base_name: str,
                    assumed: dict[str, str] | None = None) -> str:
     """The config as TOML, each calibrated parameter's line commented with its finding.
     ``assumed``: a base built from the run itself (:mod:`gpumem.sim.from_run`), whose
-    assumptions are commented on their lines instead of the packaged base's."""
+    assumptions are commented on their lines instead of the packaged base's. ``run``: how the
+    header names the run; a Path is named by its base name only (the file is shared)."""
+    if isinstance(run, Path):
+        run = Format.shareable(run)
     text = cal.config.to_toml()
     assumed = assumed or {}
     table, names = "", {}
@@ -419,12 +422,15 @@ class SimFormat(Format):
 
     def export_run(self, run: Path, out: Path, *, arch: str | None = None,
                    target: str | None = None, plugins: Plugins) -> Converted:
-        from gpumem.compare import load_source
         from gpumem.safe_write import write_text
 
         if target:
             raise UsageError("export sim takes no --target (one simulator, this gpumem)")
-        src = load_source(run, reanalyze_with=plugins)  # today's analyses, as the sim's runs
+        out = Path(out)
+        if out.suffix == ".toml":
+            self.refuse_existing(out)  # before the work; again before the write
+        # today's analyses, as the sim's runs will get; a damaged run is refused, not filled in
+        src = self.load_run(run, reanalyze_with=plugins)
         arch = arch or src.arch
         if not arch:
             raise UsageError(f"{run}: the run records no architecture (give --arch)")
@@ -435,13 +441,15 @@ class SimFormat(Format):
                              f"{', '.join(sorted(plugins.architectures())) or 'none'}); or "
                              f"sm_XY, the generic architecture of compute capability X.Y")
         cal, base_name, assumed = calibrated(plugins, src, arch)
-        cal.config.source = (f"calibrated from {run} by gpumem export sim; base: "
+        name = self.shareable(run)  # the file is shared: the run's name, not its local path
+        cal.config.source = (f"calibrated from the run {name} by gpumem export sim; base: "
                              f"{'built from the run' if assumed else base_name}")
         path = out if out.suffix == ".toml" else out / f"{cal.config.name}.toml"
         if path.parent.exists() and not path.parent.is_dir():
             raise UsageError(f"--out {out}: not a directory")
         path.parent.mkdir(parents=True, exist_ok=True)
-        write_text(path, commented_toml(cal, run, base_name, assumed))
+        self.refuse_existing(path)
+        write_text(path, commented_toml(cal, name, base_name, assumed))
         warnings = [f"{len(cal.sources)} parameter(s) set from the run; {len(cal.left)} "
                     f"finding(s) not used (listed in the file's header)"]
         return Converted([path], warnings)

@@ -20,7 +20,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from gpumem.api import Calibrated, Plugins, SimConfig, calibrate, load_source
+from gpumem.api import Calibrated, Format, Plugins, SimConfig, calibrate
 
 from gpumem_accelsim.config import AccelSimConfig
 from gpumem_accelsim.known_options import VERSIONS, unknown_options
@@ -49,7 +49,8 @@ def export_run(run: Path, base: AccelSimConfig, *, target: str = DEFAULT_TARGET,
     one, ``base`` read as a SimConfig): options, comments, warnings, file header.
     ``plugins``: the registry whose analyses derive the run's findings afresh from its raw
     data, as ``gpumem export sim`` does (None: the findings the run stores)."""
-    src = load_source(run, reanalyze_with=plugins)
+    src = Format.load_run(run, reanalyze_with=plugins)  # a damaged run: ResultsFileError
+    run_name = Format.shareable(run)  # the files are shared: the run's name, not its local path
     pipeline = PIPELINE.get(target, NO_PIPELINE)
     if sim is None:
         sim, _lost = from_accelsim(base, src.arch or "accelsim", pipeline)
@@ -59,7 +60,7 @@ def export_run(run: Path, base: AccelSimConfig, *, target: str = DEFAULT_TARGET,
     cal = calibrate(sim, src)
     done = translate(cal.config, base, cal.sources, assumed=start, pipeline=pipeline)
     out, comments, warn = done.config, done.comments, done.warnings
-    out.name, out.source = src.label, f"gpumem export of {run}"
+    out.name, out.source = src.label, f"gpumem export of the run {run_name}"
     written = {p for ps in done.params.values() for p in ps}
     for path, how in cal.sources.items():
         if path not in written:
@@ -82,7 +83,7 @@ def export_run(run: Path, base: AccelSimConfig, *, target: str = DEFAULT_TARGET,
     for name in out.merged():
         comments.setdefault(name, f"base: {base.name}")
     dev = src.device
-    header = (f"Accel-Sim config written by gpumem from the measured run {run}\n"
+    header = (f"Accel-Sim config written by gpumem from the measured run {run_name}\n"
               f"device: {dev.name if dev else '?'}; architecture: {src.arch or '?'}; "
               f"target build: {target}\n"
               + (f"Latency options are the measured latencies less the cycles that build "
@@ -94,7 +95,7 @@ def export_run(run: Path, base: AccelSimConfig, *, target: str = DEFAULT_TARGET,
               f"the finding that set it (the same as in gpumem export sim's file), 'assumed' "
               f"marks the start config's value;\n"
               f"'base: {base.name}' marks options of the architecture plugin's base Accel-Sim "
-              f"config ({base.source}).")
+              f"config.")
     if cal.left:
         header += "\nFindings of the run no parameter takes (as in gpumem export sim's file):"
         for i in range(0, len(cal.left), 4):

@@ -18,8 +18,8 @@ from gpumem.api import (
     OutputError,
     Plugins,
     SimConfig,
+    SimConfigError,
     UsageError,
-    load_source,
     write_text,
 )
 
@@ -40,6 +40,13 @@ def base_config(plugins: Plugins, arch: str) -> AccelSimConfig:
     return cfg
 
 
+def _shareable_config(source: Path) -> str:
+    """``SM90_H100`` for a config folder, ``SM90_H100/gpgpusim.config`` for a file in it."""
+    p = Path(source)
+    name = Format.shareable(p)
+    return name if p.is_dir() else f"{Format.shareable(p.resolve().parent)}/{name}"
+
+
 class AccelSimFormat(Format):
     name = "accelsim"
     summary = "Accel-Sim / GPGPU-Sim 4.x gpgpusim.config + trace.config"
@@ -52,6 +59,7 @@ class AccelSimFormat(Format):
 
         if out.suffix != ".toml":
             raise UsageError(f"{out}: the imported config is written as TOML (give FILE.toml)")
+        self.refuse_existing(out)  # as the other imports: a new file, never an overwrite
         try:
             cfg = AccelSimConfig.load(source)
             if not len(cfg.merged()):
@@ -61,6 +69,10 @@ class AccelSimFormat(Format):
             sim, warnings = from_accelsim(cfg, arch or "accelsim")
         except (OptionFileError, CacheStringError, AccelSimConfigError) as e:
             raise FormatError(str(e)) from None
+        except SimConfigError as e:  # a value the options hold but no SimConfig can
+            raise FormatError(f"{source}: {e}") from None
+        # the TOML is meant to be shared: the config's own name, not the user's local path
+        sim.source = f"Accel-Sim config {_shareable_config(source)}"
         if missing:
             warnings.insert(0, f"{source}: {', '.join(missing)} not set: the simulator's "
                                f"compiled-in defaults abort in 4.x builds")
@@ -83,7 +95,8 @@ class AccelSimFormat(Format):
         if target not in VERSIONS:
             raise UsageError(f"unknown Accel-Sim version '{target}' (choose from: "
                              f"{', '.join(VERSIONS)})")
-        arch = arch or load_source(run).arch
+        src = self.load_run(run)  # a damaged run is refused here, not filled with the base's
+        arch = arch or src.arch
         if not arch:
             raise UsageError(f"{run}: the run records no architecture (give --arch)")
         # the built-in simulator's packaged config, calibrated as gpumem export sim does
