@@ -232,12 +232,14 @@ def test_gpu_benches_numbers_out_of_range_are_one_line(cli, tmp_path, bench, mak
 
 @pytest.mark.parametrize("old, new, where", [
     ("-gpgpu_n_clusters 132", "-gpgpu_n_clusters " + "9" * 5000, "-gpgpu_n_clusters"),
-    ("-gpgpu_n_clusters 132", "-gpgpu_n_clusters " + "9" * 30, "sm_count"),
+    ("-gpgpu_cache:dl2 S:256", "-gpgpu_cache:dl2 S:" + "9" * 5000, "sets"),
+    ("-gpgpu_n_clusters 132", "-gpgpu_n_clusters " + "9" * 19, "sm_count"),
     ("-gpgpu_clock_domains 1980:", "-gpgpu_clock_domains 1e400:", "clock_mhz"),
-    ("-gpgpu_l1_latency 41", "-gpgpu_l1_latency " + "9" * 30, "hit_latency"),
+    ("-gpgpu_l1_latency 41", "-gpgpu_l1_latency " + "9" * 17, "hit_latency"),
 ])
 def test_import_accelsim_of_values_out_of_range_is_one_line(cli, tmp_path, old, new, where):
-    """Before: a ValueError (5000 digits) or SimConfigError traceback."""
+    """Before: a ValueError (int() of 5000 digits) or a SimConfigError traceback (a value
+    the options parse but no SimConfig holds)."""
     text = (H100_CFG / "gpgpusim.config").read_text()
     assert old in text
     cfg = tmp_path / "bad" / "gpgpusim.config"

@@ -161,7 +161,8 @@ class CacheString:
     @classmethod
     def parse(cls, text: str) -> CacheString:
         def fail(rule: str) -> CacheStringError:
-            return CacheStringError(f"cache string {text!r}: {rule}")
+            shown = text if len(text) <= 120 else text[:120] + "..."  # one readable line
+            return CacheStringError(f"cache string {shown!r}: {rule}")
 
         if not isinstance(text, str):
             raise TypeError(f"a cache string is a str, not {type(text).__name__}")
@@ -190,12 +191,15 @@ class CacheString:
                 if m is None:
                     pos = start
                     break
+                if len(m.group().lstrip("0")) > 20:  # int() refuses 4300; no field needs 20
+                    raise fail(f"{_field(len(values))} has {len(m.group())} digits: more "
+                               f"than a 64-bit integer holds")
                 values.append(int(m.group()))
                 pos = m.end()
         n = len(values)
         if n < 12:
-            raise fail(f"{_field(n)} is missing or malformed at {text[pos:]!r}: a cache string "
-                       f"needs at least 12 fields, <ct>:<nsets>:<line>:<assoc>,<rp>:<wp>:<ap>:"
+            raise fail(f"{_field(n)} is missing or malformed at {text[pos:][:60]!r}: a cache "
+                       f"string needs at least 12 fields, <ct>:<nsets>:<line>:<assoc>,<rp>:<wp>:<ap>:"
                        f"<wap>:<sif>,<mshr>:<N>:<merge>,<mq> (the simulator aborts)")
         if n == 12:
             raise fail("field 13 (miss_queue) is missing: the simulator accepts 12 fields but "

@@ -64,6 +64,16 @@ def _for(option: str) -> str:
     return f" for option {option}" if option else ""
 
 
+#: More digits than any 64-bit integer has: refused before ``int()`` (which raises for
+#: over 4300 digits, and a 64-bit simulator field could not hold the value anyway).
+MAX_DIGITS = 20
+
+
+def _clip(text: str, n: int = 40) -> str:
+    """A value as an error message quotes it: one line, at most ``n`` characters."""
+    return repr(text if len(text) <= n else text[:n] + "...")
+
+
 def _strip_base_prefix(text: str) -> tuple[str, int]:
     # option_parser.cc OptionRegistry<T>::fromString: a leading "0x" means hex, any other
     # leading "0" (in a string longer than one character) means octal.
@@ -92,8 +102,11 @@ def parse_number(text: str, *, option: str = "") -> int:
             why = "0x must be followed by hexadecimal digits"
         else:
             why = "it does not start with a number"
-        raise OptionFileError(f"cannot parse value {text!r}{_for(option)} as "
+        raise OptionFileError(f"cannot parse value {_clip(text)}{_for(option)} as "
                               f"{_BASE_NAMES[base]} integer: {why}")
+    if len(m.group().lstrip("0")) > MAX_DIGITS:
+        raise OptionFileError(f"value {_clip(text)}{_for(option)} has {len(m.group())} "
+                              f"digits: more than a 64-bit integer holds")
     return builtins.int(m.group(), base)
 
 
@@ -108,7 +121,7 @@ def parse_float(text: str, *, option: str = "") -> float:
     body, _ = _strip_base_prefix(text)
     m = _FLOAT.match(body)
     if m is None:
-        raise OptionFileError(f"cannot parse value {text!r}{_for(option)} as a number")
+        raise OptionFileError(f"cannot parse value {_clip(text)}{_for(option)} as a number")
     return builtins.float(m.group())
 
 
@@ -126,14 +139,16 @@ def parse_bool(text: object, *, option: str = "") -> bool:
         m = _INT_DIGITS[10].match(text)
         if m is None:
             raise OptionFileError(
-                f"cannot parse value {text!r}{_for(option)} as a bool: a bool takes 0 or 1 "
-                f"(the simulator would take the flag as 1 and {text!r} as the next option)")
-        value = builtins.int(m.group())
+                f"cannot parse value {_clip(text)}{_for(option)} as a bool: a bool takes 0 or "
+                f"1 (the simulator would take the flag as 1 and {_clip(text)} as the next "
+                f"option)")
+        value = builtins.int(m.group()) if len(m.group()) <= MAX_DIGITS else 2
     else:
         raise TypeError(f"a bool option value is a string, bool or int, not "
                         f"{type(text).__name__}")
     if value not in (0, 1):
-        raise OptionFileError(f"value {text!r}{_for(option)} is not a bool: a bool takes 0 or 1 "
+        shown = _clip(text) if isinstance(text, str) else repr(text)
+        raise OptionFileError(f"value {shown}{_for(option)} is not a bool: a bool takes 0 or 1 "
                               f"(the simulator aborts on an assert)")
     return value == 1
 
