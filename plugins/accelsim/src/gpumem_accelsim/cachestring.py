@@ -199,8 +199,8 @@ class CacheString:
         n = len(values)
         if n < 12:
             raise fail(f"{_field(n)} is missing or malformed at {text[pos:][:60]!r}: a cache "
-                       f"string needs at least 12 fields, <ct>:<nsets>:<line>:<assoc>,<rp>:<wp>:<ap>:"
-                       f"<wap>:<sif>,<mshr>:<N>:<merge>,<mq> (the simulator aborts)")
+                       f"string needs at least 12 fields, <ct>:<nsets>:<line>:<assoc>,<rp>:<wp>:"
+                       f"<ap>:<wap>:<sif>,<mshr>:<N>:<merge>,<mq> (the simulator aborts)")
         if n == 12:
             raise fail("field 13 (miss_queue) is missing: the simulator accepts 12 fields but "
                        "leaves the miss-queue size uninitialised; add ',<mq>'")
