@@ -210,5 +210,6 @@ def _write_one(store: RunStore, f: Imported, *, source: Source, tool: str, bench
     store.set_entry(key, device=device.key, experiment=f.experiment, params_hash=phash,
                     arch=arch, status="complete", started=started, finished=now_iso(),
                     pid=os.getpid(), error="", file=str(path.relative_to(store.root)),
-                    sha256=sha, size=path.stat().st_size, wall_s=0.0, points=f.points, throttled_points=0,
-                    imported_from=tool, findings={x.name: x.as_dict() for x in findings})
+                    sha256=sha, size=path.stat().st_size, wall_s=0.0, points=f.points,
+                    throttled_points=0, imported_from=tool,
+                    findings={x.name: x.as_dict() for x in findings})

@@ -40,12 +40,13 @@ in the comparison itself.
 
 from __future__ import annotations
 
+import hashlib
 import json
 import math
+import re
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import xarray as xr
@@ -96,6 +97,20 @@ _SIZE_FIELDS = {"size": "size", "lineSize": "line_size", "fetchGranularity": "fe
 _STATS = ("mean", "p50", "p95", "stdev")
 _RESULTS = (*_SIZE_FIELDS, "missPenalty", "readBandwidth", "writeBandwidth")
 
+# Bounds on what a file may hold, so that a hostile or broken one is one line, never a
+# RecursionError, an OverflowError or a file name the OS refuses
+#: levels of nesting (MT4G's files nest 5: memory.constant.l1.latency.mean)
+MAX_DEPTH = 32
+#: characters of the device name, which becomes the run's folder name (CUDA's and HIP's
+#: names are at most 255 bytes; the folder is "mt4g-" + the name's letters and digits)
+MAX_NAME = 200
+#: magnitude of any number read (bytes, cycles, MHz, GiB/s: all far below)
+MAX_NUMBER = 1e15
+#: bytes after unit conversion: exact in a float, and within a 64-bit netCDF attribute
+MAX_BYTES = 2**53
+_SURROGATE = re.compile("[\ud800-\udfff]")
+_META_NAME = re.compile(r"[A-Za-z0-9_]{0,40}")
+
 
 @dataclass
 class Level:
@@ -143,9 +158,16 @@ class Mt4gFormat(Format):
             "import_benchmark": "memory benchmarks (all groups in the file)",
             "import_source_file": src.path.name, "import_source_sha256": src.sha256,
             "import_device_name": parsed.device.name,
-            **{f"mt4g_meta_{k}": v for k, v in sorted(meta.items())
+            **{_meta_name(k): _meta_value(v) for k, v in sorted(meta.items())
                if isinstance(v, (str, int, float))},
         }
+        renamed = [k for k in sorted(meta) if _meta_name(k) != f"mt4g_meta_{k}"]
+        if renamed:
+            shown = ", ".join(f"{k[:40]!r} -> {_meta_name(k)}" for k in renamed[:5])
+            more = f", and {len(renamed) - 5} more" if len(renamed) > 5 else ""
+            parsed.warnings.append(f"{src.path}: meta key(s) netCDF cannot take as attribute "
+                                   f"names (only letters, digits and '_', at most 40) "
+                                   f"renamed: {shown}{more}")
         write_run(out, [f for f in files if f.findings], source=src, tool=TOOL,
                   benchmark="memory benchmarks", device=parsed.device, arch=arch,
                   provenance=provenance, references=REFERENCES, fmt=self.name, plugins=plugins)
@@ -167,9 +189,43 @@ def _bad(src: Source, where: str, want: str) -> FormatError:
 
 
 def _num(src: Source, x: Any, where: str) -> float:
+    """A number of the file: finite, at most :data:`MAX_NUMBER` in magnitude (JSON holds
+    integers of any length and, as Python reads it, NaN and Infinity)."""
     if isinstance(x, bool) or not isinstance(x, (int, float)):
         raise _bad(src, where, "a number")
-    return float(x)
+    try:
+        v = float(x)
+    except OverflowError:  # an integer beyond a float
+        v = math.inf
+    if not math.isfinite(v) or abs(v) > MAX_NUMBER:
+        raise _bad(src, where, f"a finite number of magnitude at most {MAX_NUMBER:g}")
+    return v
+
+
+def _bytes(src: Source, v: float, where: str) -> float:
+    """A size after unit conversion, refused beyond :data:`MAX_BYTES`."""
+    if abs(v) > MAX_BYTES:
+        raise _bad(src, where, f"a size of at most 2^53 bytes, not {v:.3g}")
+    return v
+
+
+def _meta_name(key: str) -> str:
+    """The attribute a ``meta`` key becomes: netCDF names hold no ``/`` or control
+    character and at most 256 bytes, so any other key is reduced to letters, digits and
+    ``_`` plus a hash of the original (two keys never meet on one name)."""
+    if _META_NAME.fullmatch(key):
+        return f"mt4g_meta_{key}"
+    slug = re.sub(r"[^A-Za-z0-9_]+", "_", key)[:32].strip("_")
+    return f"mt4g_meta_{slug}_{hashlib.sha256(key.encode()).hexdigest()[:8]}"
+
+
+def _meta_value(v: Any) -> Any:
+    """A ``meta`` value as an attribute: text, a 64-bit integer, a finite float; text
+    otherwise (a larger integer, NaN)."""
+    if isinstance(v, bool) or (isinstance(v, int) and abs(v) < 2**63) \
+            or (isinstance(v, float) and math.isfinite(v)):
+        return v
+    return str(v)
 
 
 def _unit(src: Source, d: dict, where: str) -> str:
@@ -182,6 +238,43 @@ def _unit(src: Source, d: dict, where: str) -> str:
 def load(src: Source) -> dict[str, Any]:
     """The JSON document, checked for MT4G's top-level shape."""
     return _load(src)[0]
+
+
+def _too_deep(src: Source) -> FormatError:
+    return FormatError(f"{src.path}: JSON nested too deeply (more than {MAX_DEPTH} levels; "
+                       f"MT4G's nest 5); expected {EXPECTED}")
+
+
+def _clean(src: Source, doc: Any) -> int:
+    """Walk ``doc`` without recursion: refuse nesting deeper than :data:`MAX_DEPTH`, and
+    replace each lone UTF-16 surrogate (a ``\\ud800`` escape JSON allows, UTF-8 and so no
+    file can hold) with U+FFFD in keys and strings; returns how many strings changed."""
+    fixed = 0
+
+    def text(x: str) -> str:
+        nonlocal fixed
+        if _SURROGATE.search(x):
+            fixed += 1
+            return _SURROGATE.sub("\ufffd", x)
+        return x
+
+    stack = [(doc, 1)]
+    while stack:
+        node, depth = stack.pop()
+        if depth > MAX_DEPTH:
+            raise _too_deep(src)
+        if isinstance(node, dict):
+            items = list(node.items())
+            node.clear()
+            for k, v in items:
+                node[text(k)] = text(v) if isinstance(v, str) else v
+        elif isinstance(node, list):
+            node[:] = [text(v) if isinstance(v, str) else v for v in node]
+        else:
+            continue
+        stack.extend((v, depth + 1) for v in (node.values() if isinstance(node, dict)
+                                              else node) if isinstance(v, (dict, list)))
+    return fixed
 
 
 def _around_json(text: str) -> tuple[Any, list[tuple[int, str]]] | None:
@@ -213,8 +306,13 @@ def _load(src: Source) -> tuple[dict[str, Any], str]:
     warning = ""
     try:
         doc = json.loads(text)
+    except RecursionError:
+        raise _too_deep(src) from None
     except json.JSONDecodeError as e:
-        found = _around_json(text)
+        try:
+            found = _around_json(text)
+        except RecursionError:
+            raise _too_deep(src) from None
         if found is None:
             raise FormatError(f"{src.path}: not JSON ({e.msg} at line {e.lineno} column "
                               f"{e.colno}); expected {EXPECTED}") from None
@@ -227,14 +325,23 @@ def _load(src: Source) -> tuple[dict[str, Any], str]:
             or not isinstance(doc.get("memory"), dict):
         raise FormatError(f"{src.path}: JSON of another shape: expected an object with "
                           f"'general' and 'memory' objects ({EXPECTED})")
-    if not isinstance(doc["general"].get("name"), str):
+    fixed = _clean(src, doc)
+    if fixed:
+        warning = "\n".join(w for w in (warning, (
+            f"{src.path}: {fixed} string(s) held lone UTF-16 surrogates (\\ud800-\\udfff "
+            f"escapes, which no UTF-8 file can store): each replaced with U+FFFD")) if w)
+    name = doc["general"].get("name")
+    if not isinstance(name, str):
         raise _bad(src, "general.name", "the device name (a string)")
+    if len(name) > MAX_NAME:  # the run's folder is named after it
+        raise _bad(src, "general.name", f"a device name of at most {MAX_NAME} characters, "
+                                        f"not {len(name)}")
     return doc, warning
 
 
 def parse(src: Source) -> Parsed:
     doc, skipped = _load(src)
-    warnings: list[str] = [skipped] if skipped else []
+    warnings: list[str] = skipped.split("\n") if skipped else []
     general, memory = doc["general"], doc["memory"]
     clock_mhz = 0.0
     if isinstance(general.get("clockRate"), dict):
@@ -310,7 +417,7 @@ def _level(src: Source, name: str, body: dict, clock_mhz: float,
             warnings.append(f"{where}.{fld} in '{u}': unknown unit, not mapped")
             continue
         note = "" if _BYTES[u] == 1 else f"converted from {u}"
-        lv.sizes[fld] = (v * _BYTES[u], conf, how, note)
+        lv.sizes[fld] = (_bytes(src, v * _BYTES[u], f"{where}.{fld}"), conf, how, note)
     for fld, table in (("missPenalty", _TIME), ("readBandwidth", _BW),
                        ("writeBandwidth", _BW)):
         d = body.get(fld)
@@ -331,7 +438,7 @@ def _level(src: Source, name: str, body: dict, clock_mhz: float,
             lv.values[fld] = (v * table[u], "" if u == "GiB/s" else f"converted from {u}")
     amount = body.get("amountPerMultiprocessor", body.get("amount"))
     if isinstance(amount, (int, float)) and not isinstance(amount, bool):
-        lv.amount = float(amount)
+        lv.amount = _num(src, amount, f"{where}.amountPerMultiprocessor")
     shared = body.get("sharedWith")
     if isinstance(shared, list):
         lv.shared_with = ", ".join(str(s) for s in shared)
@@ -344,7 +451,13 @@ def _device(src: Source, doc: dict, facts: dict[str, tuple[float, str]],
     compute = doc.get("compute") if isinstance(doc.get("compute"), dict) else {}
     meta = doc.get("meta") if isinstance(doc.get("meta"), dict) else {}
     cc = general.get("computeCapability")
-    ccs = f"{cc.get('major')}.{cc.get('minor')}" if isinstance(cc, dict) else ""
+    ccs = ""
+    if isinstance(cc, dict):
+        parts = (cc.get("major"), cc.get("minor"))
+        if not all(isinstance(p, int) and not isinstance(p, bool) and 0 <= p < 1000
+                   for p in parts):
+            raise _bad(src, "general.computeCapability", "{major, minor} as small integers")
+        ccs = f"{parts[0]}.{parts[1]}"
 
     def fact(key: str, scale: dict[str, float]) -> float:
         v = facts.get(key)
@@ -355,6 +468,8 @@ def _device(src: Source, doc: dict, facts: dict[str, tuple[float, str]],
     mem_mhz = fact("main.memoryClockRate", _CLOCK)
     bus = fact("main.memoryBusWidth", {"bit": 1, "bits": 1})
     sms = compute.get("multiProcessorCount", 0)
+    if isinstance(sms, (int, float)) and not isinstance(sms, bool):
+        sms = _num(src, sms, "compute.multiProcessorCount")
     vendor = str(general.get("vendor", ""))
     # DDR: two transfers per memory clock. Only NVIDIA reports that clock (HIP's is not, and
     # MT4G itself calls its theoretical bandwidth unreliable)
@@ -362,7 +477,8 @@ def _device(src: Source, doc: dict, facts: dict[str, tuple[float, str]],
     return DeviceInfo(
         kind="mt4g", name=general["name"], compute_capability=ccs,
         sm_count=int(sms) if isinstance(sms, (int, float)) else 0, l2_bytes=int(l2_bytes),
-        memory_bytes=int(fact("main.totalGlobalMem", _BYTES)), clock_mhz=clock_mhz,
+        memory_bytes=int(_bytes(src, fact("main.totalGlobalMem", _BYTES),
+                                "memory.main.totalGlobalMem")), clock_mhz=clock_mhz,
         memory_clock_mhz=mem_mhz, memory_bus_bits=int(bus),
         driver=str(meta.get("driver", "")), runtime=str(meta.get("runtime", "")),
         peak_bandwidth_gbs=round(peak, 2), extra={"vendor": vendor, "reported_by": TOOL})
