@@ -77,6 +77,9 @@ L1_STEP = 4.0          # next plateau this much slower: the first one is an NVID
 LEVEL_DROP = 1.5       # a later plateau this much lower: the first one is a cache level
 LEVEL_SPAN = 2.0       # a level spans at least this factor in footprint; shorter runs are
                        # steps of a gradual transition (an L40's L1 -> L2 passes 111, 171, 219)
+#: the largest number a row may hold: the rows' digits have no limit, and beyond it
+#: footprints in bytes would wrap in int64 (silently) and int() refuses 4300 digits
+MAX_NUMBER = 1e15
 KERNELS = ("init", "read", "scale", "triad", "stencil1d3pt", "stencil1d5pt")
 STREAMS = (1, 1, 2, 4, 2, 2)  # arrays whose bytes each kernel counts (gpu-stream main.cu)
 
@@ -208,6 +211,16 @@ def _clip(s: str, n: int = 60) -> str:
     return s if len(s) <= n else s[:n - 3] + "..."
 
 
+def _bounded(lines: Lines, a: np.ndarray, rows: list[int], what: str) -> None:
+    """Refuse a row holding a number beyond :data:`MAX_NUMBER` (``a``: the parsed columns
+    to check, one row per line number in ``rows``)."""
+    bad = ~(np.abs(a) <= MAX_NUMBER)
+    if bad.any():
+        k = int(np.argmax(bad.any(axis=1)))
+        raise FormatError(f"{lines.src.path}: line {rows[k]}: a number too large for {what} "
+                          f"(at most {MAX_NUMBER:g}); expected {EXPECTED}")
+
+
 def _increasing(lines: Lines, x: list[float], rows: list[int], what: str) -> None:
     for k in range(1, len(x)):
         if x[k] <= x[k - 1]:
@@ -242,11 +255,16 @@ def parse_latency(lines: Lines):
     for i, ln in lines.rows:
         m = _CLOCK.match(ln)
         if m:
-            clocks += [int(c) for c in m.group(1).split()]
+            read = m.group(1).split()
+            if any(len(c) > 15 for c in read):
+                raise FormatError(f"{lines.src.path}: line {i}: a clock reading too large "
+                                  f"(at most 15 digits); expected {EXPECTED}")
+            clocks += [int(c) for c in read]
             continue
         vals.append([float(g) for g in _LAT.match(ln).groups()])
         nums.append(i)
     a = np.array(vals)
+    _bounded(lines, a, nums, "a gpu-latency row")
     foot = np.round(a[:, 2] * 1024).astype(np.int64)
     _increasing(lines, foot.tolist(), nums, "footprint")
     clock = float(np.median(a[:, 1]))
@@ -317,9 +335,9 @@ def latency_findings(x: np.ndarray, med: np.ndarray, p5: np.ndarray, p95: np.nda
 
 
 def parse_stream(lines: Lines):
-    rows = [[float(g) for g in m.groups()] for _i, ln in lines.rows
-            if (m := _STREAM.match(ln))]
-    a = np.array(rows)
+    matched = [(i, m) for i, ln in lines.rows if (m := _STREAM.match(ln))]
+    a = np.array([[float(g) for g in m.groups()] for _i, m in matched])
+    _bounded(lines, a, [i for i, _m in matched], "a gpu-stream row")
     n = len(a)
     block, threads, per_sm = a[:, 0].astype(np.int64), a[:, 1].astype(np.int64), \
         a[:, 2].astype(np.int64)
@@ -388,6 +406,7 @@ def parse_l2(lines: Lines):
         vals.append([float(g) for g in m.groups()[:5]] + counters)
         nums.append(i)
     a = np.array(vals)
+    _bounded(lines, a[:, :5], nums, "a gpu-l2-cache row")  # the counters may be NaN
     foot = (a[:, 1] * 1024).astype(np.int64)
     _increasing(lines, foot.tolist(), nums, "data set")
     counter = "the tool's {} counter / time (0: built with its counter measurement off)"
