@@ -266,3 +266,26 @@ def test_empty_wrong_shaped_or_binary_files_are_one_line(cli, tmp_path, fmt, dat
     assert res.code == 1 and str(f) in _one_line(res)
     assert not out.exists()
 
+
+
+@pytest.mark.parametrize("fmt", ["mt4g", "gpu-benches"])
+def test_a_device_or_fifo_as_the_source_is_refused_at_once(cli, tmp_path, fmt):
+    """Before: /dev/zero was read until the memory ran out, a FIFO blocked for ever."""
+    import os
+
+    fifo = tmp_path / "fifo"
+    os.mkfifo(fifo)
+    for src in (fifo, Path("/dev/zero")):
+        if not src.exists():
+            continue
+        res = cli("import", fmt, str(src), "--out", str(tmp_path / "r"))
+        assert res.code == 2 and "not a regular file" in _one_line(res)
+    assert not (tmp_path / "r").exists()
+
+
+def test_a_source_over_64_mib_is_refused(cli, tmp_path):
+    big = tmp_path / "big.json"
+    with open(big, "wb") as f:
+        f.truncate((64 << 20) + 1)                       # sparse: no 64 MiB written
+    res = cli("import", "mt4g", str(big), "--out", str(tmp_path / "r"))
+    assert res.code == 2 and "larger than 64 MiB" in _one_line(res)

@@ -23,6 +23,7 @@ import hashlib
 import json
 import os
 import shutil
+import stat
 import sys
 import tempfile
 from dataclasses import dataclass, field
@@ -77,15 +78,32 @@ class Imported:
     points: int = 0
 
 
+#: The largest result file an importer reads (MT4G's JSON and gpu-benches' output are
+#: kilobytes; the whole file is kept in every results file as ``source_text``).
+MAX_SOURCE_BYTES = 64 << 20
+
+
 def read_source(path: Path) -> Source:
-    """Read the whole file; an unreadable path is a usage error (exit 2), like a missing one."""
+    """Read the whole file; an unreadable path is a usage error (exit 2), like a missing one.
+    Only a regular file of at most :data:`MAX_SOURCE_BYTES` is read: a FIFO would block and
+    ``/dev/zero`` would fill the memory."""
     path = Path(path)
     try:
-        data = path.read_bytes()
+        fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0))  # a FIFO: no wait
+        with open(fd, "rb", buffering=0) as f:
+            mode = os.fstat(f.fileno()).st_mode
+            if stat.S_ISDIR(mode):
+                raise IsADirectoryError
+            if not stat.S_ISREG(mode):
+                raise UsageError(f"{path}: not a regular file (give the tool's result file)")
+            data = f.read(MAX_SOURCE_BYTES + 1)
     except IsADirectoryError:
         raise UsageError(f"{path}: is a directory (give the tool's result file)") from None
     except OSError as e:
         raise UsageError(f"{path}: cannot read it ({e.strerror or e})") from None
+    if len(data) > MAX_SOURCE_BYTES:
+        raise UsageError(f"{path}: larger than {MAX_SOURCE_BYTES >> 20} MiB: not a tool's "
+                         f"result file")
     return Source(path, data, hashlib.sha256(data).hexdigest())
 
 
