@@ -53,10 +53,12 @@ def run_findings(run_dir: Path, plugins: Plugins) -> dict[tuple[str, str], Findi
     from gpumem.results.store import RunStore
 
     out: dict[tuple[str, str], Finding] = {}
-    for e in RunStore(run_dir).entries():
+    store = RunStore(run_dir)
+    for e in store.entries():
         if e.status != "complete" or not e.data.get("file"):
             continue
-        name, findings = analyze_file(plugins, run_dir / e.data["file"])
+        # only a file inside the run (a file elsewhere: ResultsFileError naming it)
+        name, findings = analyze_file(plugins, store.path_of(e.data))
         out.update({(name, f.name): f for f in findings})
     return out
 

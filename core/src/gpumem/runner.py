@@ -387,7 +387,7 @@ def run_experiment(plugins: Plugins, store: RunStore, device: Device, cls: type[
             from gpumem.findings import from_dataset
             from gpumem.results.io import open_findings
 
-            path = store.root / entry.data["file"]
+            path = store.path_of(entry.data)  # inside the run: is_complete checked it
             return Outcome(exp.name, "resumed", path, from_dataset(open_findings(path)))
     missing = set(exp.probes) - set(device.probes)
     if missing:

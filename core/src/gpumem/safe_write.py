@@ -9,21 +9,23 @@ is flushed and fsync'ed, and is then renamed onto the destination with :func:`os
 Chosen behaviour: a symlink at the destination is *replaced* (the link itself, not its
 target), exactly as an existing regular file is; its target is never opened. A reader sees
 the old file or the new one, never half of one. A directory at the destination is refused.
-Failures are one-line :class:`OutputError` s (exit 2): the destination the user named cannot
-take the file.
+Failures are one line each: :class:`OutputError` (exit 2) when the destination the user named
+cannot take the file (a folder there, no permission), :class:`WriteFailed` (exit 1) when the
+file system fails the write itself (full, over quota, over the file-size limit, I/O error).
 """
 
 from __future__ import annotations
 
+import errno
 import os
 import secrets
 import stat
 from pathlib import Path
 
-from gpumem.errors import UsageError
+from gpumem.errors import GpumemError, UsageError
 
-__all__ = ["EXCLUSIVE_FLAGS", "OutputError", "fsync_dir", "replace_file", "write_bytes",
-           "write_text"]
+__all__ = ["EXCLUSIVE_FLAGS", "OutputError", "WriteFailed", "fsync_dir", "os_cause",
+           "replace_file", "write_bytes", "write_text"]
 
 #: A new file only: never an existing one, never through a symlink.
 EXCLUSIVE_FLAGS = os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_NOFOLLOW", 0) \
@@ -34,8 +36,34 @@ class OutputError(UsageError):
     """An output file cannot be written where the user asked (names the path and why)."""
 
 
+class WriteFailed(GpumemError):
+    """The file system failed a write (disk full, quota, file-size limit, I/O error): not the
+    user's choice of path, so exit 1, not 2."""
+
+
+#: errnos that mean the medium failed the write, not that the path was a bad choice
+MEDIUM_ERRNOS = frozenset({errno.ENOSPC, errno.EDQUOT, errno.EFBIG, errno.EIO})
+
+
+def os_cause(e: OSError) -> str:
+    """An OSError's cause in words: 'No space left on device (ENOSPC)' (and what the raiser
+    added as ``gpumem_detail``)."""
+    name = errno.errorcode.get(e.errno or 0)
+    text = e.strerror or str(e)
+    out = f"{text} ({name})" if name else text
+    detail = getattr(e, "gpumem_detail", "")
+    return f"{out}; {detail}" if detail else out
+
+
 def _why(e: OSError) -> str:
     return e.strerror or str(e)
+
+
+def _failed(path: Path, e: OSError) -> GpumemError:
+    """The one-line error for ``e`` while writing ``path``."""
+    if e.errno in MEDIUM_ERRNOS:
+        return WriteFailed(f"cannot write {path}: {os_cause(e)}")
+    return OutputError(f"{path}: cannot write: {_why(e)}")
 
 
 def _check_destination(path: Path) -> None:
@@ -78,7 +106,7 @@ def write_bytes(path: str | Path, data: bytes) -> Path:
         except FileExistsError:
             continue
         except OSError as e:
-            raise OutputError(f"{path}: cannot write: {_why(e)}") from None
+            raise _failed(path, e) from None
     else:  # pragma: no cover - 100 collisions of 48 random bits
         raise OutputError(f"{path}: cannot create a temporary file beside it")
     try:
@@ -89,7 +117,7 @@ def write_bytes(path: str | Path, data: bytes) -> Path:
         os.replace(tmp, path)
     except OSError as e:
         tmp.unlink(missing_ok=True)
-        raise OutputError(f"{path}: cannot write: {_why(e)}") from None
+        raise _failed(path, e) from None
     except BaseException:
         tmp.unlink(missing_ok=True)
         raise

@@ -9,8 +9,8 @@ from typing import Optional
 import typer
 
 from gpumem.cli._app import app
-from gpumem.cli._common import escape_controls, plugins, require_paths
-from gpumem.errors import UsageError
+from gpumem.cli._common import check_damage, escape_controls, plugins, require_paths
+from gpumem.errors import ResultsFileError, UsageError
 from gpumem.formats import Converted, Format
 
 
@@ -60,9 +60,17 @@ def export(
     target: Optional[str] = typer.Option(None, "--target",
                                          help="Version of the other tool to write for."),
 ) -> None:
-    """Write another tool's input files from a measured run (e.g. an Accel-Sim config)."""
+    """Write another tool's input files from a measured run (e.g. an Accel-Sim config).
+    Refused (exit 1, each damaged entry named) if any results file fails its manifest check."""
     f = _format(fmt, "export")
     require_paths([run])  # missing: a usage error, exit 2 (see require_paths)
     if not run.is_dir():
         raise UsageError(f"{run}: not a directory (give a gpumem run directory)")
+    # A format reads what it can and fills the rest from packaged values, so an export of a
+    # damaged run would silently describe another GPU: verify the whole run first (missing,
+    # size, checksum, a file outside the run), name each damaged entry, and write nothing.
+    if check_damage([run]):
+        raise ResultsFileError(f"{run}: damaged results (listed above); nothing exported (the "
+                               f"files would not describe the measured GPU; re-measure them: "
+                               f"gpumem run ... --resume --out {run})")
     _report(f.export_run(run, out, arch=arch, target=target, plugins=plugins()))

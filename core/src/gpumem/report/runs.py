@@ -21,7 +21,7 @@ from gpumem.compare import unique_labels
 from gpumem.errors import ResultsFileError
 from gpumem.findings import Finding, from_dataset
 from gpumem.results.io import open_findings, open_raw
-from gpumem.results.store import MANIFEST, RunStore
+from gpumem.results.store import MANIFEST, RunStore, file_of
 
 #: One colour per series (matplotlib's tab10, as hex, so the page can use them too).
 COLOURS = ("#1f77b4", "#ff7f0e", "#2ca02c", "#d62728", "#9467bd", "#8c564b", "#e377c2",
@@ -53,7 +53,7 @@ class Series:
         if entry is None:
             return None
         try:
-            ds = open_raw(self.run_dir / entry["file"])
+            ds = open_raw(file_of(self.run_dir, entry.get("file")))  # only inside the run
         except ResultsFileError as e:
             self.missing[experiment] = str(e)
             del self.entries[experiment]
@@ -67,7 +67,8 @@ class Series:
             entry = self.entries.get(experiment)
             if entry is not None:
                 try:
-                    out = from_dataset(open_findings(self.run_dir / entry["file"]))
+                    out = from_dataset(open_findings(file_of(self.run_dir,
+                                                             entry.get("file"))))
                 except ResultsFileError:
                     out = []
             self._findings[experiment] = out
@@ -120,7 +121,10 @@ def _finished(entry: dict[str, Any]) -> str:
 def _choose(entries: list[dict[str, Any]], root: Path) -> tuple[dict[str, Any] | None, str]:
     """(entry to plot, why none) among one device's entries of one experiment."""
     def usable(e: dict[str, Any]) -> bool:
-        return bool(e.get("file")) and (root / e["file"]).is_file()
+        try:
+            return bool(e.get("file")) and file_of(root, e["file"]).is_file()
+        except ResultsFileError:  # outside the run: not this run's result
+            return False
 
     for status in ("complete", "failed"):
         cands = [e for e in entries if e.get("status") == status and usable(e)]

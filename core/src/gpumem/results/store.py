@@ -24,10 +24,12 @@ is written through a symlink below the run directory.
 from __future__ import annotations
 
 import errno
+import gc
 import hashlib
 import json
 import os
 import re
+import resource
 import socket
 import uuid
 from dataclasses import dataclass
@@ -41,8 +43,8 @@ from filelock import FileLock
 from gpumem.errors import GpumemError, ResultsFileError, UsageError
 from gpumem.results.io import FINDINGS_GROUP, defer_signals, open_findings, open_raw
 from gpumem.results.schema import now_iso
+from gpumem.safe_write import EXCLUSIVE_FLAGS, fsync_dir, os_cause
 from gpumem.units import encode
-from gpumem.safe_write import EXCLUSIVE_FLAGS, fsync_dir
 
 MANIFEST = "manifest.json"
 MANIFEST_VERSION = 1
@@ -55,6 +57,33 @@ _TMP_RE = re.compile(r"^\..+\.(?P<pid>\d+)@(?P<host>[0-9a-f]{8})\.[0-9a-f]{8}\.t
 
 class ResultsWriteError(GpumemError):
     """A results file or the manifest could not be written (disk full, permissions)."""
+
+
+class OutsideRun(ResultsFileError):
+    """A manifest entry names a file outside its run directory: it is not read."""
+
+
+def file_of(root: Path, name: Any) -> Path:
+    """The results file that a manifest entry's ``file`` (``name``) names in the run directory
+    ``root``. Only a relative name that stays inside ``root`` once symlinks are resolved is a
+    results file; anything else raises :class:`OutsideRun` (a :class:`ResultsFileError`), and
+    nothing is opened: an edited manifest must not make gpumem read (or resume from) another
+    run's file, or ``../victims/passwd``."""
+    root = Path(root)
+    if not isinstance(name, str) or not name or "\0" in name:
+        raise ResultsFileError(f"{root / MANIFEST}: an entry's 'file' is not a file name "
+                               f"({name!r})")
+    path = root / name
+    rel = Path(name)
+    try:
+        inside = not rel.is_absolute() and ".." not in rel.parts and \
+            path.resolve().is_relative_to(root.resolve())
+    except (OSError, RuntimeError):  # a symlink loop
+        inside = False
+    if not inside:
+        raise OutsideRun(f"{path}: the manifest names a file outside the run directory; it is "
+                         f"not read")
+    return path
 
 
 def _tmp_name(path: Path) -> Path:
@@ -117,8 +146,69 @@ def _same(a: xr.Dataset, b: xr.Dataset) -> bool:
     return True
 
 
+def free_bytes(folder: Path) -> int | None:
+    """Bytes an unprivileged writer can still use on ``folder``'s file system (None:
+    unknown)."""
+    try:
+        st = os.statvfs(folder)
+    except (OSError, AttributeError):
+        return None
+    return st.f_bavail * st.f_frsize
+
+
+def _netcdf_failure(e: RuntimeError, tmp: Path, need: int) -> OSError:
+    """netCDF's opaque ``RuntimeError`` ("NetCDF: HDF error") raised while writing ``tmp``, as
+    the ``OSError`` it stands for: a full disk (less free space than the ``need`` bytes being
+    written), the file-size limit (``ulimit -f``), or else netCDF's own words."""
+    try:
+        size = tmp.stat().st_size
+    except OSError:
+        size = 0
+    limit = resource.getrlimit(resource.RLIMIT_FSIZE)[0]
+    said = f"netCDF said: {e}"
+    if limit != resource.RLIM_INFINITY and size + need >= limit:
+        err = OSError(errno.EFBIG, os.strerror(errno.EFBIG))
+        err.gpumem_detail = f"the file-size limit (ulimit -f) is {limit} bytes; {said}"  # type: ignore[attr-defined]
+        return err
+    free = free_bytes(tmp.parent)
+    if free is not None and free < need:
+        err = OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
+        err.gpumem_detail = f"{free:,} bytes free on {tmp.parent}; {said}"  # type: ignore[attr-defined]
+        return err
+    return OSError(f"netCDF could not write it ({e})")
+
+
+def _discard(tmp: Path) -> None:
+    """Remove a failed temporary file and free its space now. netCDF keeps a file open when
+    closing it failed (a full disk), so removing the name frees nothing: the file is
+    truncated (its blocks freed), netCDF's handle closed where it can be (closing writes
+    netCDF's cached data back), truncated again, then removed."""
+    def truncate() -> None:
+        try:
+            os.truncate(tmp, 0)
+        except OSError:
+            pass
+
+    truncate()
+    try:
+        import netCDF4
+
+        for obj in gc.get_objects():
+            if isinstance(obj, netCDF4.Dataset):
+                try:
+                    if obj.isopen() and Path(obj.filepath()) == tmp:
+                        obj.close()
+                except Exception:  # noqa: BLE001 - best effort: truncating frees the space
+                    pass
+    except ImportError:  # pragma: no cover - netCDF4 is a dependency
+        pass
+    truncate()
+    tmp.unlink(missing_ok=True)
+
+
 def _write_tmp(path: Path, raw: xr.Dataset, findings: xr.Dataset) -> Path:
-    """Write and verify a temporary file next to ``path`` (removed again on any failure)."""
+    """Write and verify a temporary file next to ``path`` (removed again on any failure).
+    netCDF's ``RuntimeError`` becomes an ``OSError`` saying why (:func:`_netcdf_failure`)."""
     path.parent.mkdir(parents=True, exist_ok=True)
     raw, findings = encode(raw), encode(findings)  # CF units, long_name on every coordinate
     tmp = _tmp_name(path)
@@ -130,8 +220,15 @@ def _write_tmp(path: Path, raw: xr.Dataset, findings: xr.Dataset) -> Path:
             os.fsync(f.fileno())
         if not (_same(open_raw(tmp), raw) and _same(open_findings(tmp), findings)):
             raise OSError(f"verification of {tmp} failed: reopened data differ")
+    except RuntimeError as e:
+        if not str(e).startswith("NetCDF:"):
+            _discard(tmp)
+            raise
+        err = _netcdf_failure(e, tmp, raw.nbytes + findings.nbytes + (1 << 20))
+        _discard(tmp)
+        raise err from None
     except BaseException:
-        tmp.unlink(missing_ok=True)
+        _discard(tmp)
         raise
     return tmp
 
@@ -278,7 +375,7 @@ class RunStore:
                     os.fsync(f.fileno())
                 os.replace(tmp, self.manifest_path)
             except OSError as e:
-                raise ResultsWriteError(f"cannot write {self.manifest_path}: {_cause(e)}") \
+                raise ResultsWriteError(f"cannot write {self.manifest_path}: {os_cause(e)}") \
                     from None
             finally:
                 tmp.unlink(missing_ok=True)
@@ -313,8 +410,11 @@ class RunStore:
     def _released(self, e: dict[str, Any], status: str, error: str) -> dict[str, Any]:
         prev = e.get("previous")
         if isinstance(prev, dict) and prev.get("status") == "complete":
-            path = self.root / str(prev.get("file", ""))
-            if path.is_file() and sha256_file(path) == prev.get("sha256"):
+            try:
+                path: Path | None = self.path_of(prev)
+            except ResultsFileError:
+                path = None  # a result outside the run is not this run's to restore
+            if path is not None and path.is_file() and sha256_file(path) == prev.get("sha256"):
                 return {**prev, "updated": now_iso(),
                         "note": f"a re-run was {status} ({error}); this result was kept"}
         return {**{k: v for k, v in e.items() if k != "previous"}, "status": status,
@@ -349,6 +449,10 @@ class RunStore:
     def file_for(self, device_key: str, experiment: str, params_hash: str) -> Path:
         return self.root / device_key / f"{experiment}-{params_hash}.nc"
 
+    def path_of(self, data: dict[str, Any]) -> Path:
+        """The results file a manifest entry names, inside this run only (:func:`file_of`)."""
+        return file_of(self.root, data.get("file"))
+
     def is_complete(self, key: str) -> tuple[bool, str]:
         """(complete and intact?, why not). Checks the file exists and its checksum matches."""
         e = self.entry(key)
@@ -356,7 +460,10 @@ class RunStore:
             return False, "not in the manifest"
         if e.status != "complete":
             return False, f"status {e.status}"
-        path = self.root / e.data.get("file", "")
+        try:
+            path = self.path_of(e.data)
+        except ResultsFileError as err:
+            return False, str(err)
         if not path.is_file():
             return False, f"{path} is missing"
         if sha256_file(path) != e.data.get("sha256"):
@@ -376,7 +483,7 @@ class RunStore:
             try:
                 tmp = _write_tmp(path, raw, findings)
             except OSError as e:
-                raise ResultsWriteError(f"cannot write {path}: {_cause(e)}") from None
+                raise ResultsWriteError(f"cannot write {path}: {os_cause(e)}") from None
             try:
                 sha, size = sha256_file(tmp), tmp.stat().st_size
                 with self._lock:
@@ -389,7 +496,7 @@ class RunStore:
                             "sha256": sha, "size": size, "owner": self.owner, "pid": os.getpid(),
                             "host": HOST}))
             except OSError as e:
-                raise ResultsWriteError(f"cannot write {path}: {_cause(e)}") from None
+                raise ResultsWriteError(f"cannot write {path}: {os_cause(e)}") from None
             finally:
                 tmp.unlink(missing_ok=True)
         return path, sha
@@ -403,13 +510,6 @@ def _record(d: dict[str, Any], key: str, fields: dict[str, Any]) -> None:
     entry.pop("previous", None)
     entry.pop("note", None)
     entry.update(fields, updated=now_iso())
-
-
-def _cause(e: OSError) -> str:
-    """An OSError's cause in words: 'No space left on device (ENOSPC)'."""
-    name = errno.errorcode.get(e.errno or 0)
-    text = e.strerror or str(e)
-    return f"{text} ({name})" if name else text
 
 
 def _json_type(v: Any) -> str:
@@ -428,6 +528,12 @@ def _manifest_problem(data: Any) -> str:
     for key, e in data["entries"].items():
         if not isinstance(e, dict):
             return f"entry '{key}' is a JSON {_json_type(e)}, not an object"
+        for where, d in (("", e), ("previous ", e.get("previous"))):
+            name = d.get("file") if isinstance(d, dict) else None
+            if name is not None and not isinstance(name, str):
+                return f"entry '{key}': {where}'file' is a JSON {_json_type(name)}, not a string"
+            if isinstance(name, str) and "\0" in name:
+                return f"entry '{key}': {where}'file' holds a NUL character"
     if not isinstance(data.get("runs", []), list):
         return f"'runs' is a JSON {_json_type(data['runs'])}, not an array"
     return ""

@@ -22,7 +22,7 @@ from typing import Any
 
 from gpumem.errors import ResultsFileError
 from gpumem.results.io import open_raw
-from gpumem.results.store import MANIFEST, RunStore, sha256_file
+from gpumem.results.store import MANIFEST, OutsideRun, RunStore, file_of, sha256_file
 
 #: Entry statuses whose file the reading commands use.
 CHECKED = ("complete", "failed")
@@ -55,9 +55,13 @@ def verify_entry(root: Path, key: str, data: Any) -> Damage | None:
         return None
     path = Path(root) / str(data["file"])
     try:
-        if not path.resolve().is_relative_to(Path(root).resolve()):
-            return Damage(key, path, "outside", "the manifest names a file outside the run "
-                          "directory; it is not read")
+        path = file_of(root, data["file"])  # the one way to an entry's file
+    except OutsideRun:
+        return Damage(key, path, "outside", "the manifest names a file outside the run "
+                      "directory; it is not read")
+    except ResultsFileError as e:  # not a name (RunStore.read refuses such a manifest)
+        return Damage(key, path, "unreadable", str(e))
+    try:
         if not path.is_file():
             return Damage(key, path, "missing", "the results file is gone")
         size = next((data[k] for k in _SIZE_KEYS if isinstance(data.get(k), int)), None)
@@ -108,9 +112,17 @@ def verify_file(path: Path) -> list[Damage]:
     if not isinstance(entries, dict):
         return []
     return [d for key, data in sorted(entries.items())
-            if isinstance(data, dict) and data.get("file")
-            and (root / str(data["file"])).resolve() == target
+            if isinstance(data, dict) and isinstance(data.get("file"), str) and data["file"]
+            and _names(root, data["file"], target)
             and (d := verify_entry(root, key, data)) is not None]
+
+
+def _names(root: Path, name: str, target: Path) -> bool:
+    """Whether the manifest name ``name`` of run ``root`` leads to the file ``target``."""
+    try:
+        return (root / name).resolve() == target
+    except (OSError, RuntimeError, ValueError):
+        return False
 
 
 def verify_target(target: Path) -> list[Damage]:
