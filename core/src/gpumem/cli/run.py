@@ -174,6 +174,7 @@ def run_cmd(
 ) -> None:
     """Run EXPERIMENTS (default: all) on a GPU, or on the built-in simulator (any GPU: no
     plugin needed; --arch picks whose expected values judge the findings)."""
+    check_seed(seed)
     req = RunRequest(arch=arch, experiments=experiments or ["all"], device=device, out=out,
                      resume=resume, quick=quick, workers=workers, sim_config=sim_config,
                      seed=seed, argv=_state.argv, executor=executor, scheduler=scheduler)
@@ -212,6 +213,22 @@ def run_cmd(
         raise typer.Exit(1)
     if check and failing:
         raise typer.Exit(1)
+
+
+#: What --seed may be: a 64-bit integer, signed or not (it is stored in each results file
+#: as a netCDF attribute, whose integers are at most 64 bits).
+SEED_MIN, SEED_MAX = -(2**63), 2**64 - 1
+
+
+def check_seed(seed: int) -> None:
+    """Refuse a seed no results file can record, before anything is measured (it would
+    otherwise fail every experiment at write time)."""
+    if not SEED_MIN <= seed <= SEED_MAX:
+        from gpumem.errors import UsageError
+
+        text = str(seed)
+        shown = text if len(text) <= 30 else f"{text[:24]}... ({len(text)} digits)"
+        raise UsageError(f"--seed {shown}: must fit in 64 bits (-2**63 to 2**64-1)")
 
 
 def resumed_line(report: RunReport) -> str:
