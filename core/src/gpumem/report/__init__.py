@@ -17,10 +17,14 @@ The report knows no experiment: what the page shows comes from the registered ex
 The caller passes the registry in (``gpumem report`` passes the CLI's plugin set).
 
 Ownership: the report writes only its own files into ``OUT`` (``index.html``, the figures,
-and :data:`MANIFEST`, the list of the files it wrote) and never deletes a folder. Run again
-on the same ``OUT`` it replaces its own files in place and removes only the files its previous
-manifest lists that this run no longer writes; anything else in ``OUT`` is left alone. A
-non-empty ``OUT`` that holds no gpumem report is refused (exit 2). The figures and the page
+and :data:`MANIFEST`, the list of the files it wrote with the SHA-256 of each) and never
+deletes a folder. Run again on the same ``OUT`` it replaces its own files in place and
+removes a file its previous list names, and this run no longer writes, only if it is still
+what that report wrote: a name the report gives its files (``index.html``, ``NAME.png``,
+``NAME.svg``), a regular file, with the SHA-256 recorded for it. A list planted or edited by
+hand therefore removes nothing of the user's. Anything else in ``OUT`` is left alone. A
+non-empty ``OUT`` that holds no gpumem report is refused (exit 2). A write that fails (a full
+disk) is one line naming the file and the cause, exit 1. The figures and the page
 are drawn into a hidden scratch folder inside ``OUT`` first and renamed into place file by
 file (figures first, the page last), so a failed report leaves the previous page, and a
 symlink planted at an output's name is replaced, never written through.
@@ -29,6 +33,7 @@ symlink planted at an output's name is replaced, never written through.
 from __future__ import annotations
 
 import contextlib
+import json
 import os
 import shutil
 import stat
@@ -39,16 +44,25 @@ from pathlib import Path
 from typing import Any
 
 from gpumem import __version__
-from gpumem.errors import UsageError
+from gpumem.errors import GpumemError, UsageError
 from gpumem.report.page import render
 from gpumem.report.runs import load_runs
-from gpumem.report.sections import build_sections, page_sections
-from gpumem.safe_write import replace_file, write_text
+from gpumem.report.sections import _NAME, build_sections, page_sections
+from gpumem.results.store import sha256_file
+from gpumem.safe_write import os_cause, replace_file, write_text
 
 INDEX = "index.html"
-#: The files the last report wrote into OUT, one name a line: what a rerun may replace/remove.
+#: The files the last report wrote into OUT, one name a line after a header that records the
+#: SHA-256 of each: what a rerun may replace/remove.
 MANIFEST = ".gpumem-report"
+_HEADER = "# files written by gpumem report (replaced by the next)"
+_SUMS = "; SHA-256 of each: "
 _GENERATOR = b'<meta name="generator" content="gpumem'
+
+
+class ReportWriteError(GpumemError):
+    """A report file could not be written (disk full, I/O error): exit 1, the previous
+    report kept."""
 
 
 def _regular(path: Path) -> bool:
@@ -59,16 +73,53 @@ def _regular(path: Path) -> bool:
         return False
 
 
-def _recorded(out: Path) -> set[str] | None:
-    """The names the previous report recorded in ``OUT/MANIFEST``; None without one. Only
-    plain names inside ``OUT`` count, so an edited manifest cannot point anywhere else."""
+def _recorded(out: Path) -> dict[str, str | None] | None:
+    """The names the previous report recorded in ``OUT/MANIFEST``, each with its recorded
+    SHA-256 (None: none recorded, an older report or a hand-made line); None without a list.
+    Only plain names inside ``OUT`` count, so an edited list cannot point anywhere else."""
     if not _regular(out / MANIFEST):
         return None
     try:
         lines = (out / MANIFEST).read_text(encoding="utf-8").splitlines()
     except (OSError, UnicodeDecodeError):
         return None
-    return {n for n in lines[1:] if n and n == Path(n).name and not n.startswith(".")}
+    sums: dict = {}
+    if lines and _SUMS in lines[0]:
+        try:
+            sums = json.loads(lines[0].split(_SUMS, 1)[1])
+        except ValueError:
+            sums = {}
+        sums = sums if isinstance(sums, dict) else {}
+    return {n: (sums[n] if isinstance(sums.get(n), str) else None) for n in lines[1:]
+            if n and n == Path(n).name and not n.startswith(".")}
+
+
+def listing(out: Path) -> dict[str, str | None]:
+    """The files the report in ``out`` wrote, name -> recorded SHA-256 (empty: no report)."""
+    return _recorded(Path(out)) or {}
+
+
+def write_listing(out: Path, files: Mapping[str, str | None]) -> None:
+    """Write ``OUT/MANIFEST``: ``files`` (name -> SHA-256), one name a line, the checksums in
+    the header line (the names stay one a line for people and scripts)."""
+    sums = {n: h for n, h in files.items() if h}
+    write_text(Path(out) / MANIFEST, _HEADER + _SUMS + json.dumps(sums, sort_keys=True) + "\n"
+               + "".join(f"{n}\n" for n in files))
+
+
+def _own_output(out: Path, name: str, sha: str | None) -> bool:
+    """Whether ``OUT/name`` is a file an earlier report wrote and nobody changed since: a
+    name the report gives its files, a regular file, its recorded SHA-256. A planted list
+    (no checksums, or the user's file's name) makes nothing removable."""
+    stem, dot, ext = name.rpartition(".")
+    if not sha or not (name == INDEX or (dot and ext in ("png", "svg") and _NAME.match(stem))):
+        return False
+    if not _regular(out / name):
+        return False
+    try:
+        return sha256_file(out / name) == sha
+    except OSError:
+        return False
 
 
 def _is_report(out: Path) -> bool:
@@ -124,32 +175,50 @@ def build_report(targets: Sequence[Path], out: Path,
         out.mkdir(parents=True, exist_ok=True)
     except OSError as e:
         raise UsageError(f"--out {out}: cannot create it: {e.strerror or e}") from None
-    previous = _recorded(out) or set()
-    tmp = Path(tempfile.mkdtemp(prefix=".gpumem-report-", suffix=".tmp", dir=out))
+    previous = _recorded(out) or {}
+    try:
+        tmp = Path(tempfile.mkdtemp(prefix=".gpumem-report-", suffix=".tmp", dir=out))
+    except OSError as e:
+        raise _write_failed(out, out, e) from None
     try:
         sections = build_sections(series, tmp, specs)
         generated = datetime.now(timezone.utc).strftime("%Y-%m-%d %H:%M:%S UTC")
-        (tmp / INDEX).write_text(render(series, sections, __version__, generated),
-                                 encoding="utf-8")
+        page = render(series, sections, __version__, generated)
+        try:
+            (tmp / INDEX).write_text(page, encoding="utf-8")
+        except OSError as e:  # a failed write() names no file
+            raise OSError(e.errno, e.strerror or str(e), str(tmp / INDEX)) from None
         names = sorted(p.name for p in tmp.iterdir() if p.is_file() and p.name != INDEX)
         names.append(INDEX)
+        sums = {name: sha256_file(tmp / name) for name in names}
         for name in names:  # refuse before moving anything: a folder where a file goes
             if (out / name).is_dir() and not (out / name).is_symlink():
                 raise UsageError(f"--out {out}: {name} is a directory; the report writes a "
                                  f"file there")
         for name in names:
             replace_file(tmp / name, out / name)
-        write_text(out / MANIFEST, "# files written by gpumem report (replaced by the next)\n"
-                   + "".join(f"{n}\n" for n in names))
-    except BaseException:
+        write_listing(out, sums)
+    except BaseException as e:
         shutil.rmtree(tmp, ignore_errors=True)
         if created:
             with contextlib.suppress(OSError):
                 out.rmdir()  # only if still empty
+        if isinstance(e, OSError):
+            raise _write_failed(out, tmp, e) from None
         raise
     shutil.rmtree(tmp, ignore_errors=True)
-    for name in previous - set(names):  # the previous report's own files this one lacks
-        if _regular(out / name) or (out / name).is_symlink():
+    for name, sha in previous.items():  # the previous report's own files this one lacks
+        if name not in sums and _own_output(out, name, sha):
             with contextlib.suppress(OSError):
                 (out / name).unlink()
     return out / INDEX
+
+
+def _write_failed(out: Path, scratch: Path, e: OSError) -> ReportWriteError:
+    """One line for a write that failed (a full disk): the file as it would be named in
+    ``out`` (not the scratch folder it was drawn in) and the cause."""
+    where = Path(e.filename) if isinstance(e.filename, (str, os.PathLike)) else out
+    if where.parent == scratch:
+        where = out / where.name
+    return ReportWriteError(f"cannot write {where}: {os_cause(e)}; no report written "
+                            f"({out} is as it was)")

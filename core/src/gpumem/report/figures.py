@@ -331,11 +331,19 @@ def heatmap(ax, fig: Figure, values: np.ndarray, rows: Sequence, cols: Sequence,
 
 
 def save(fig: Figure, out_dir: Path, name: str) -> tuple[str, str]:
-    """Write ``name``.png and ``name``.svg into ``out_dir``; returns the two file names."""
+    """Write ``name``.png and ``name``.svg into ``out_dir``; returns the two file names. An
+    OSError (a full disk) names the file it was writing (matplotlib's does not)."""
     png, svg = f"{name}.png", f"{name}.svg"
     with matplotlib.rc_context({"svg.hashsalt": "gpumem", "svg.fonttype": "path"}):
-        fig.savefig(out_dir / png, dpi=PNG_DPI, metadata={"Software": None})
-        fig.set_layout_engine("none")  # keep the layout just computed: half the work
-        fig.savefig(out_dir / svg, metadata={"Date": None, "Creator": None})
+        for file, kw in ((png, {"dpi": PNG_DPI, "metadata": {"Software": None}}),
+                         (svg, {"metadata": {"Date": None, "Creator": None}})):
+            try:
+                fig.savefig(out_dir / file, **kw)
+            except OSError as e:
+                if e.filename:
+                    raise
+                named = OSError(e.errno, e.strerror or str(e), str(out_dir / file))
+                raise named from None
+            fig.set_layout_engine("none")  # keep the layout just computed: half the work
     return png, svg
 
