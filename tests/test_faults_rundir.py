@@ -174,6 +174,20 @@ def test_resume_redoes_an_entry_whose_file_is_outside_the_run(cli, tmp_path, toy
     assert res.code == 0, res.err
 
 
+def test_show_reads_no_results_file_through_a_link_out_of_the_run(cli, tmp_path, toy):
+    """A device folder planted as a symlink to another run: before, ``show`` described that
+    run's files as this run's."""
+    run, other = tmp_path / "run", tmp_path / "other"
+    assert cli("run", *TOY, "toy-chase", "--out", str(run)).code == 0
+    assert cli("run", *TOY, "toy-slow", "--out", str(other)).code == 0
+    device = next(p for p in other.iterdir() if p.is_dir())
+    (run / "planted").symlink_to(device, target_is_directory=True)
+    res = cli("show", str(run), "--json")
+    assert res.code == 0, res.err
+    files = [f["path"] for f in json.loads(res.out)["files"]]
+    assert len(files) == 1 and "/toy-chase-" in files[0], files
+
+
 # ---- low: a manifest file that is a number ---------------------------------------------------
 
 

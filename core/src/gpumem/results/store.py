@@ -75,12 +75,7 @@ def file_of(root: Path, name: Any) -> Path:
                                f"({name!r})")
     path = root / name
     rel = Path(name)
-    try:
-        inside = not rel.is_absolute() and ".." not in rel.parts and \
-            path.resolve().is_relative_to(root.resolve())
-    except (OSError, RuntimeError):  # a symlink loop
-        inside = False
-    if not inside:
+    if rel.is_absolute() or ".." in rel.parts or not _inside(path, root.resolve()):
         raise OutsideRun(f"{path}: the manifest names a file outside the run directory; it is "
                          f"not read")
     return path
@@ -502,7 +497,19 @@ class RunStore:
         return path, sha
 
     def result_files(self) -> list[Path]:
-        return sorted(p for p in self.root.glob("*/*.nc") if not p.name.startswith("."))
+        """The results files in the run's device folders; a symlink leading out of the run
+        (a planted device folder or file) is not one of them."""
+        root = self.root.resolve()
+        return sorted(p for p in self.root.glob("*/*.nc") if not p.name.startswith(".")
+                      and _inside(p, root))
+
+
+def _inside(path: Path, root: Path) -> bool:
+    """``path`` resolves (symlinks followed) to a place inside the resolved ``root``."""
+    try:
+        return path.resolve().is_relative_to(root)
+    except (OSError, RuntimeError):  # a symlink loop
+        return False
 
 
 def _record(d: dict[str, Any], key: str, fields: dict[str, Any]) -> None:
