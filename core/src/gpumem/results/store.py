@@ -29,7 +29,6 @@ import hashlib
 import json
 import os
 import re
-import resource
 import socket
 import uuid
 from dataclasses import dataclass
@@ -39,6 +38,11 @@ from typing import Any, Callable, Iterator
 import numpy as np
 import xarray as xr
 from filelock import FileLock
+
+try:
+    import resource
+except ImportError:  # pragma: no cover - not on Windows
+    resource = None  # type: ignore[assignment]
 
 from gpumem.errors import GpumemError, ResultsFileError, UsageError
 from gpumem.results.io import FINDINGS_GROUP, defer_signals, open_findings, open_raw
@@ -151,6 +155,14 @@ def free_bytes(folder: Path) -> int | None:
     return st.f_bavail * st.f_frsize
 
 
+def _os_error(code: int, detail: str) -> OSError:
+    """``OSError(code)`` whose one-line cause (:func:`~gpumem.safe_write.os_cause`) adds
+    ``detail``."""
+    err = OSError(code, os.strerror(code))
+    err.gpumem_detail = detail  # type: ignore[attr-defined]
+    return err
+
+
 def _netcdf_failure(e: RuntimeError, tmp: Path, need: int) -> OSError:
     """netCDF's opaque ``RuntimeError`` ("NetCDF: HDF error") raised while writing ``tmp``, as
     the ``OSError`` it stands for: a full disk (less free space than the ``need`` bytes being
@@ -159,17 +171,13 @@ def _netcdf_failure(e: RuntimeError, tmp: Path, need: int) -> OSError:
         size = tmp.stat().st_size
     except OSError:
         size = 0
-    limit = resource.getrlimit(resource.RLIMIT_FSIZE)[0]
+    limit = resource.getrlimit(resource.RLIMIT_FSIZE)[0] if resource else -1
     said = f"netCDF said: {e}"
-    if limit != resource.RLIM_INFINITY and size + need >= limit:
-        err = OSError(errno.EFBIG, os.strerror(errno.EFBIG))
-        err.gpumem_detail = f"the file-size limit (ulimit -f) is {limit} bytes; {said}"  # type: ignore[attr-defined]
-        return err
+    if resource and limit != resource.RLIM_INFINITY and size + need >= limit:
+        return _os_error(errno.EFBIG, f"the file-size limit (ulimit -f) is {limit} bytes; {said}")
     free = free_bytes(tmp.parent)
     if free is not None and free < need:
-        err = OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
-        err.gpumem_detail = f"{free:,} bytes free on {tmp.parent}; {said}"  # type: ignore[attr-defined]
-        return err
+        return _os_error(errno.ENOSPC, f"{free:,} bytes free on {tmp.parent}; {said}")
     return OSError(f"netCDF could not write it ({e})")
 
 
