@@ -289,3 +289,23 @@ def test_a_source_over_64_mib_is_refused(cli, tmp_path):
         f.truncate((64 << 20) + 1)                       # sparse: no 64 MiB written
     res = cli("import", "mt4g", str(big), "--out", str(tmp_path / "r"))
     assert res.code == 2 and "larger than 64 MiB" in _one_line(res)
+
+
+def test_the_format_refuses_an_unchecksummed_file_whose_findings_do_not_open(tmp_path,
+                                                                              small_run):
+    """An entry with no checksum (an older gpumem's) passes the manifest check when its raw
+    data opens; a file without its findings group was skipped by reading, in silence."""
+    manifest = json.loads((small_run / "manifest.json").read_text())
+    (key,) = [k for k in manifest["entries"] if "/latency/" in k]
+    entry = manifest["entries"][key]
+    for k in ("sha256", "size", "bytes"):
+        entry.pop(k, None)
+    (small_run / "manifest.json").write_text(json.dumps(manifest))
+    nc = small_run / entry["file"]
+    raw = open_raw(nc).load()
+    nc.unlink()
+    raw.to_netcdf(nc, engine="netcdf4")                  # the raw data only, no findings
+    plugins = get_plugins()
+    with pytest.raises(ResultsFileError, match=nc.name):
+        plugins.formats()["sim"].export_run(small_run, tmp_path / "x.toml", plugins=plugins)
+    assert not (tmp_path / "x.toml").exists()

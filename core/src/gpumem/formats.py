@@ -89,7 +89,7 @@ class Format(ABC):  # noqa: B024 - a subclass overrides import_file, export_run 
         run); a :class:`ResultsFileError` (exit 1) names the first damaged file."""
         from gpumem.compare import load_source
         from gpumem.results.io import open_findings
-        from gpumem.results.store import MANIFEST, RunStore
+        from gpumem.results.store import MANIFEST, RunStore, file_of
         from gpumem.results.verify import CHECKED, verify_target
 
         run = Path(run)
@@ -98,7 +98,7 @@ class Format(ABC):  # noqa: B024 - a subclass overrides import_file, export_run 
             for e in RunStore(run).entries():  # no checksum recorded: the findings must open
                 if e.status in CHECKED and e.data.get("file") and not e.data.get("sha256"):
                     try:
-                        open_findings(run / str(e.data["file"]))
+                        open_findings(file_of(run, e.data["file"]))
                     except ResultsFileError as err:
                         raise ResultsFileError(f"{run}: cannot export a damaged run: "
                                                f"{err}") from None
