@@ -10,8 +10,10 @@ from __future__ import annotations
 
 import json
 import math
+import numbers
+from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
-from typing import Any, Sequence
+from typing import Any
 
 import numpy as np
 import xarray as xr
@@ -54,6 +56,45 @@ class Expected:
         if self.bound not in BOUNDS:
             raise ValueError(f"Expected {self.name!r}: bound must be one of "
                              f"{', '.join(repr(b) for b in BOUNDS)}, got {self.bound!r}")
+
+
+def _scalar_ok(v: Any) -> bool:
+    return isinstance(v, (str, numbers.Real)) and not isinstance(v, bool)
+
+
+def expected_problem(e: Any) -> str:
+    """What makes ``e`` unusable as an expected value ("" when nothing): not an
+    :class:`Expected`, no name, a value that is no number, text or list of them, a tolerance
+    that is no finite number >= 0, text fields that are not text, an ``index`` that does not
+    label the value. Plugins' answers are checked with it where they are collected
+    (:meth:`gpumem.plugins.Plugins.expected_values`), so a status is never computed from
+    one."""
+    if not isinstance(e, Expected):
+        what = type(e).__name__
+        return f"a {what} ({str(e)[:40]!r}), not an Expected" if isinstance(e, str) \
+            else f"a {what}, not an Expected"
+    if not isinstance(e.name, str) or not e.name:
+        return "an Expected without a name"
+    v = e.value
+    if isinstance(v, (list, tuple)):
+        if not all(_scalar_ok(x) for x in v):
+            return f"{e.name!r}: a list value holding other than numbers and text"
+    elif not _scalar_ok(v):
+        return f"{e.name!r}: a value of type {type(v).__name__}, not a number or text"
+    for tol in ("rel_tol", "abs_tol"):
+        t = getattr(e, tol)
+        if not _scalar_ok(t) or isinstance(t, str) or not math.isfinite(t) or t < 0:
+            return f"{e.name!r}: {tol} {t!r:.40} is not a finite number >= 0"
+    for text in ("source", "units"):
+        if not isinstance(getattr(e, text), str):
+            return f"{e.name!r}: {text} is a {type(getattr(e, text)).__name__}, not text"
+    if e.index is not None:
+        ok = isinstance(e.index, tuple) and len(e.index) == 2 and \
+            isinstance(e.index[0], str) and isinstance(e.index[1], (list, tuple)) and \
+            isinstance(v, (list, tuple)) and len(e.index[1]) == len(v)
+        if not ok:
+            return f"{e.name!r}: index is not (dimension, coordinates of each element)"
+    return ""
 
 
 def exact(name: str, value: Value, source: str, units: str = "1") -> Expected:
@@ -448,7 +489,7 @@ def from_dataset(ds: xr.Dataset) -> list[Finding]:
     from gpumem.units import shown_units
 
     out = []
-    for vn, var in ds.data_vars.items():
+    for _vn, var in ds.data_vars.items():
         a = var.attrs
         name = a.get("gpumem_finding")
         if not name:

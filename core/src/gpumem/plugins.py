@@ -18,21 +18,39 @@ the group ``gpumem`` (sorted by name, after core's built-in plugin and gpumem's 
 ``strict=True`` (``--strict`` or ``GPUMEM_STRICT_PLUGINS=1``) turns any failure into a
 :class:`~gpumem.errors.PluginError` after everything was tried.
 
-A plugin that hangs must not hang every command (``list-plugins`` included): its import and
-its registration hooks run in a daemon thread that is given ``GPUMEM_PLUGIN_TIMEOUT`` seconds
-(default :data:`DEFAULT_TIMEOUT`; 0 = no limit). One that does not finish in time is reported
-as broken ("did not load within N s") and the command goes on without it; the thread is
-abandoned, not killed (Python cannot), so a plugin that later finishes changes nothing.
-``gpumem_expected_values`` is bounded the same way; the hooks a run calls on the plugins it
-chose (experiments, devices, simulator configs, kernel sources) are not: they are the run.
+A plugin that hangs must not hang every command (``list-plugins`` included): its import, its
+registration hooks and every later hook call (:meth:`Plugins.answers`: expected values,
+simulator configs, kernel sources) run on a daemon worker thread and are given
+``GPUMEM_PLUGIN_TIMEOUT`` seconds (default :data:`DEFAULT_TIMEOUT`; 0 = no time limit, still on
+the worker). An import or registration that does not finish in time makes the plugin broken
+("did not load within N s"); a later hook that does not answer in time is named in one
+warning, the plugin is left out of every later hook call of the command, and the next plugin
+answers. The worker is abandoned, not killed (Python cannot): a daemon thread, it never keeps
+the process alive, and a plugin that finishes later changes nothing. What a run calls on the
+objects plugins registered (an experiment's ``measure``, a device's or simulator's methods) is
+the run itself and is not timed.
+
+Plugin code runs off the main thread, where no signal is ever delivered: a KeyboardInterrupt
+(or SystemExit) raised there is the plugin's own raise, reported as its error
+(:class:`PluginAborted`), while the user's Ctrl-C interrupts the main thread's wait at once.
+A non-daemon thread a plugin starts during its import or a hook is remembered with the
+plugin's name (the threads alive before and after each call, compared):
+:func:`lingering_threads` tells ``gpumem`` which ones would keep the process from exiting.
+What a plugin registers is checked when it registers (an experiment must be an
+:class:`~gpumem.experiment.Experiment` subclass, ...), and its expected values when they are
+collected: a bad answer is dropped with one warning naming the plugin.
 """
 
 from __future__ import annotations
 
+import _thread
 import functools
 import os
+import queue
 import sys
 import threading
+import time
+import weakref
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from importlib import metadata
@@ -60,7 +78,18 @@ DEFAULT_TIMEOUT = 15.0  # seconds a plugin may take to import or register (GPUME
 
 
 class PluginTimeout(Exception):
-    """A plugin's import or hook did not return within the watchdog's limit."""
+    """A plugin's import or hook did not return within the watchdog's limit. ``again``: the
+    plugin had already timed out in this command and was not asked (no second warning)."""
+
+    def __init__(self, message: str, again: bool = False) -> None:
+        super().__init__(message)
+        self.again = again
+
+
+class PluginAborted(Exception):
+    """Plugin code raised KeyboardInterrupt, SystemExit or another BaseException. It ran on
+    the worker thread, and Python runs signal handlers on the main thread only, so this is
+    the plugin's own raise, never the user's Ctrl-C: it is reported like any plugin error."""
 
 
 def plugin_timeout(warn: Callable[[str], None] | None = None) -> float | None:
@@ -79,27 +108,118 @@ def plugin_timeout(warn: Callable[[str], None] | None = None) -> float | None:
     return value if 0 < value < float("inf") else None
 
 
+class _Job:
+    """One call handed to a worker; ``done`` is released when it returned or raised."""
+
+    __slots__ = ("fn", "done", "value", "error")
+
+    def __init__(self, fn: Callable[[], Any]) -> None:
+        self.fn = fn
+        self.done = _thread.allocate_lock()
+        self.done.acquire()
+        self.value: Any = None
+        self.error: BaseException | None = None
+
+
+class _Worker:
+    """A daemon thread running the plugin calls handed to it, one at a time: a bounded call
+    costs a hand-off to a waiting thread, not a thread start (hooks asked per probe). A call
+    that times out leaves its worker inside the plugin: the worker is dropped and ends when
+    (if ever) the plugin returns."""
+
+    def __init__(self) -> None:
+        self.jobs: queue.SimpleQueue[_Job | None] = queue.SimpleQueue()
+        threading.Thread(target=self._loop, name="gpumem-plugin worker", daemon=True).start()
+
+    def _loop(self) -> None:
+        while (job := self.jobs.get()) is not None:  # None: end (dropped, or one too many)
+            try:
+                job.value = job.fn()
+            except BaseException as e:  # noqa: BLE001 - handed to the caller
+                job.error = e
+            finally:
+                job.done.release()
+
+
+_idle: list[_Worker] = []   # workers waiting for a call (more than one only under nesting)
+_idle_lock = threading.Lock()
+_MAX_IDLE = 4
+
+
+def _forget_workers() -> None:
+    """In a forked child (the runner's worker processes) the workers' threads do not exist:
+    handing them a call would wait for nothing. The child starts its own."""
+    global _idle_lock
+    _idle.clear()
+    _idle_lock = threading.Lock()
+
+
+os.register_at_fork(after_in_child=_forget_workers)
+
+_SLICE = 0.1  # seconds: how late a Ctrl-C may be seen while a plugin call is waited for
+
+
+def _wait(done: Any, timeout: float | None) -> bool:
+    """Acquire ``done`` within ``timeout`` seconds (``None``: no limit), in slices: a SIGINT
+    that lands just before the wait blocks would only be seen when the wait ends (the
+    interpreter runs its handler between bytecodes), so each slice returns to Python."""
+    deadline = None if timeout is None else time.monotonic() + timeout
+    while True:
+        left = _SLICE if deadline is None else min(_SLICE, deadline - time.monotonic())
+        if done.acquire(timeout=max(left, 0.0)):
+            return True
+        if deadline is not None and time.monotonic() >= deadline:
+            return False
+
+
 def call_bounded(fn: Callable[[], Any], timeout: float | None, what: str) -> Any:
-    """``fn()`` in a daemon thread, waiting at most ``timeout`` seconds: its result, or its
-    exception re-raised here, or :class:`PluginTimeout` if it is still running."""
-    if timeout is None:
-        return fn()
-    box: dict[str, Any] = {}
-
-    def target() -> None:
-        try:
-            box["value"] = fn()
-        except BaseException as e:  # noqa: BLE001 - handed to the caller
-            box["error"] = e
-
-    t = threading.Thread(target=target, name=f"gpumem-plugin {what}", daemon=True)
-    t.start()
-    t.join(timeout)
-    if t.is_alive():
+    """``fn()`` on a worker thread, waiting at most ``timeout`` seconds (``None``: as long as
+    it takes; the main thread's wait still yields to Ctrl-C at once): its result, or its
+    exception re-raised here (a KeyboardInterrupt or SystemExit as :class:`PluginAborted`),
+    or :class:`PluginTimeout` if it is still running. A call made from inside a plugin call
+    (a hook that asks the plugins itself) takes another worker, never queues behind itself."""
+    with _idle_lock:
+        worker = _idle.pop() if _idle else None
+    worker = worker or _Worker()
+    job = _Job(fn)
+    worker.jobs.put(job)
+    if not _wait(job.done, timeout):
+        worker.jobs.put(None)  # it stays with the plugin and ends if that ever returns
         raise PluginTimeout(f"did not {what} within {timeout:g} s")
-    if "error" in box:
-        raise box["error"]
-    return box.get("value")
+    with _idle_lock:
+        if len(_idle) < _MAX_IDLE:
+            _idle.append(worker)
+        else:
+            worker.jobs.put(None)
+    if job.error is not None:
+        if not isinstance(job.error, Exception):
+            raise PluginAborted(f"raised {_describe(job.error)}") from job.error
+        raise job.error
+    return job.value
+
+
+# ---- threads a plugin leaves running ----------------------------------------------------
+#: non-daemon threads started during a plugin's import or hook call -> the plugin's name
+_thread_owners: weakref.WeakKeyDictionary[threading.Thread, str] = weakref.WeakKeyDictionary()
+
+
+def _foreground_threads() -> set[threading.Thread]:
+    return {t for t in threading.enumerate() if not t.daemon}
+
+
+def _attribute(before: set[threading.Thread], plugin: str) -> None:
+    """Remember the non-daemon threads started since ``before`` as ``plugin``'s."""
+    for t in _foreground_threads() - before:
+        _thread_owners.setdefault(t, plugin)
+
+
+def lingering_threads() -> list[tuple[threading.Thread, str | None]]:
+    """Non-daemon threads other than the main one (and the caller) still alive, each with
+    the plugin whose import or hook started it (``None`` where none is known): what would
+    keep the interpreter from exiting after the command is done."""
+    skip = {threading.main_thread(), threading.current_thread()}
+    return [(t, _thread_owners.get(t)) for t in threading.enumerate()
+            if not t.daemon and t.is_alive() and t not in skip]
 
 
 @dataclass
@@ -141,6 +261,7 @@ class Plugins:
         self.pm.add_hookspecs(hookspecs)
         self.records: list[PluginRecord] = []
         self.registry: dict[str, dict[str, Contribution]] = {k: {} for k in KINDS}
+        self.hung: dict[str, str] = {}  # plugin -> what it did not do in time (left out)
 
     @property
     def hook(self) -> Any:
@@ -165,61 +286,105 @@ class Plugins:
     def formats(self) -> dict[str, Any]:
         return {n: c.obj for n, c in sorted(self.registry["formats"].items())}
 
+    def call(self, plugin: str, fn: Callable[[], Any], what: str) -> Any:
+        """``fn()``, plugin code of ``plugin``, bounded by the watchdog (:func:`call_bounded`);
+        the non-daemon threads it starts are remembered as the plugin's."""
+        before = _foreground_threads()
+        try:
+            return call_bounded(fn, self.timeout, what)
+        finally:
+            _attribute(before, plugin)
+
     def answers(self, hook: str, *, newest_first: bool = False, bounded: str = "",
                 **kwargs: Any) -> Iterator[tuple[str, Any, BaseException | None]]:
         """The one path every hook call takes: ``hook`` called on each plugin on its own,
         yielding (plugin name, result, error) — the error the plugin raised, or ``None``. So
         one plugin's bug never stops the others' answers, and the caller names the plugin.
         Plugins come in registration order (core, then gpumem's own, then the others by
-        entry-point name), or pluggy's ``firstresult`` order with ``newest_first``;
-        ``bounded`` (what the call does, for the message) gives each plugin the watchdog's
-        ``timeout`` seconds, after which its :class:`PluginTimeout` is yielded."""
+        entry-point name), or pluggy's ``firstresult`` order with ``newest_first``. Each call
+        is given the watchdog's ``timeout`` seconds (``bounded``: what the call does, for the
+        message; "answer HOOK" by default), after which its :class:`PluginTimeout` is
+        yielded and the plugin is left out of every later call (a :class:`PluginTimeout`
+        with ``again`` set, at no wait)."""
         impls = getattr(self.pm.hook, hook).get_hookimpls()
+        what = bounded or f"answer {hook}"
         for impl in (reversed(impls) if newest_first else impls):
-            call = functools.partial(impl.function, **kwargs)
-            try:
-                result = call_bounded(call, self.timeout, bounded) if bounded else call()
-            except Exception as e:  # noqa: BLE001 - the plugin's bug, handed to the caller
-                yield impl.plugin_name, None, e
+            name = impl.plugin_name
+            if name in self.hung:
+                yield name, None, PluginTimeout(self.hung[name], again=True)
                 continue
-            yield impl.plugin_name, result, None
+            try:
+                result = self.call(name, functools.partial(impl.function, **kwargs), what)
+            except PluginTimeout as e:
+                self.hung[name] = f"{e} (GPUMEM_PLUGIN_TIMEOUT)"
+                yield name, None, PluginTimeout(self.hung[name])
+                continue
+            except Exception as e:  # noqa: BLE001 - the plugin's bug, handed to the caller
+                yield name, None, e
+                continue
+            yield name, result, None
 
     def expected_values(self, arch: str, device: Any,
                         warn: Callable[[str], None] | None = None) -> list[Any]:
         """Every plugin's expected values for ``arch`` on ``device``. Each plugin's hook is
-        called on its own: one that raises is reported (once per call, on stderr) and the
-        others' values still count, so a plugin's bug cannot stop a run or a comparison."""
+        called on its own: one that raises or hangs is reported (once per call, on stderr)
+        and the others' values still count, so a plugin's bug cannot stop a run or a
+        comparison. An answer that is no list of valid :class:`~gpumem.findings.Expected`
+        (strings, objects, a value that is no number, text or list of them) is dropped, the
+        valid entries of a list kept, with one warning naming the plugin."""
+        from gpumem.findings import expected_problem
+
         out: list[Any] = []
         warn = warn or _stderr_warn
         for name, result, err in self.answers("gpumem_expected_values", arch=arch,
                                                device=device, bounded="give expected values"):
             if isinstance(err, PluginTimeout):
-                warn(f"plugin '{name}' {err} for '{arch}'; its values are left out")
+                if not err.again:
+                    warn(f"plugin '{name}' {err}; its values for '{arch}' are left out")
             elif err is not None:
                 warn(f"plugin '{name}' failed to give expected values for '{arch}': "
                      f"{_describe(err)}")
-            elif result:
-                out.extend(result)
+            elif result is None:
+                continue
+            elif not isinstance(result, (list, tuple)):
+                warn(f"plugin '{name}' gave expected values for '{arch}' as a "
+                     f"{type(result).__name__}, not a list of Expected; left out")
+            else:
+                bad = [p for p in map(expected_problem, result) if p]
+                out.extend(e for e in result if not expected_problem(e))
+                if bad:
+                    warn(f"plugin '{name}' gave expected values for '{arch}' that are not "
+                         f"valid, {len(bad)} of its {len(result)} (first: {bad[0]}); "
+                         f"those are left out")
         return out
 
     def first_result(self, hook: str, warn: Callable[[str], None] | None = None,
-                     **kwargs: Any) -> Any:
+                     accept: Callable[[Any], str] | None = None, **kwargs: Any) -> Any:
         """A ``firstresult`` hook called plugin by plugin, in pluggy's order (the last
-        registered first): the first non-``None`` result. A plugin that raises is named in a
-        warning and the next one is asked, so another plugin's bug cannot break a run for an
+        registered first): the first non-``None`` result that ``accept`` (the caller's
+        check: what is wrong with an answer, "" when nothing) takes. A plugin that raises,
+        hangs past the time limit or answers what ``accept`` refuses is named in a warning
+        and the next one is asked, so another plugin's bug cannot break a run for an
         architecture it does not own; only when no plugin answers are the failures raised
-        (PluginError naming each plugin and its error)."""
+        (one-line PluginError naming each plugin and what went wrong)."""
         warn = warn or self.warn or _stderr_warn
-        failures: list[str] = []
+        failures: list[tuple[str, bool]] = []  # (text, warned already)
         for name, result, err in self.answers(hook, newest_first=True, **kwargs):
-            if err is not None:
-                failures.append(f"plugin '{name}': {_describe(err)}")
+            if isinstance(err, PluginTimeout):
+                failures.append((f"plugin '{name}' {err}", err.again))
+            elif err is not None:
+                failures.append((f"plugin '{name}': {_describe(err)} (in {hook})", False))
             elif result is not None:
-                for f in failures:
-                    warn(f"{f} (in {hook}; another plugin answered)")
+                problem = accept(result) if accept is not None else ""
+                if problem:
+                    failures.append((f"plugin '{name}' answered {hook} with {problem}", False))
+                    continue
+                for text, said in failures:
+                    if not said:
+                        warn(f"{text}; left out, another plugin answered")
                 return result
         if failures:
-            raise PluginError("; ".join(failures))
+            raise PluginError("; ".join(text for text, _said in failures))
         return None
 
     def kernel_lookup(self, arch: str) -> Callable[[str], Any]:
@@ -257,7 +422,7 @@ class Plugins:
             return got
 
         try:
-            pending = call_bounded(register_all, self.timeout, "register")
+            pending = self.call(record.name, register_all, "register")
         except PluginTimeout as e:
             self.pm.unregister(obj)
             return self._fail(record, str(e), warn)
@@ -265,10 +430,15 @@ class Plugins:
             self.pm.unregister(obj)
             return self._fail(record, f"registration raised {_describe(e)}", warn)
         seen: set[tuple[str, str]] = set()
-        for kind, name, _o in pending:
+        for kind, name, o in pending:
             if not name:
                 self.pm.unregister(obj)
                 return self._fail(record, f"registered {kind[:-1]} without a name", warn)
+            problem = _registration_problem(kind, o)
+            if problem:  # what the run would call on it later: refused now, in one line
+                self.pm.unregister(obj)
+                return self._fail(record, f"cannot register {kind[:-1]} '{name}': {problem}",
+                                  warn)
             holder = self.registry[kind].get(name)
             if holder is not None or (kind, name) in seen:
                 other = holder.plugin if holder else record
@@ -294,12 +464,41 @@ class Plugins:
 
 
 def _describe(e: BaseException) -> str:
+    if isinstance(e, PluginAborted):
+        return str(e)
     text = str(e).strip().splitlines()[0] if str(e).strip() else ""
     return f"{type(e).__name__}: {text}" if text else type(e).__name__
 
 
 def _name_of(obj: Any, kind: str) -> str:
-    return str(getattr(obj, "name", "") or "")
+    name = getattr(obj, "name", "")
+    return name if isinstance(name, str) else ""
+
+
+def _registration_problem(kind: str, obj: Any) -> str:
+    """What is wrong with ``obj`` registered as one of ``kind`` ("" when nothing): each kind
+    must be what core calls it as (hookspecs say which): an :class:`Architecture`, an
+    :class:`Experiment` subclass (core instantiates it per run), a :class:`DeviceBackend`,
+    a :class:`Simulator` or a :class:`Format` instance. Checked when the plugin registers, so
+    a bad object is one line about its plugin, not a traceback in a later command."""
+    from gpumem.architecture import Architecture
+    from gpumem.device import DeviceBackend
+    from gpumem.experiment import Experiment
+    from gpumem.formats import Format
+    from gpumem.simulator import Simulator
+
+    if kind == "experiments":
+        if isinstance(obj, type) and issubclass(obj, Experiment):
+            return ""
+        return (f"a {type(obj).__name__}, not a subclass of gpumem.Experiment"
+                + (" (register the class, not an instance)" if isinstance(obj, Experiment)
+                   else ""))
+    want = {"architectures": Architecture, "devices": DeviceBackend,
+            "simulators": Simulator, "formats": Format}[kind]
+    if isinstance(obj, want):
+        return ""
+    what = obj.__name__ if isinstance(obj, type) else type(obj).__name__
+    return f"a {what}, not a gpumem.{want.__name__} instance"
 
 
 def _env_list(var: str) -> list[str] | None:
@@ -381,15 +580,13 @@ def load_plugins(*, strict: bool = False, warn: Callable[[str], None] | None = N
                                   f"{other.distribution} {other.version}", warn)
             continue
         loaded[ep.name] = record
-        try:
-            obj = call_bounded(ep.load, plugins.timeout, "load")
+        try:  # on the worker: a KeyboardInterrupt the plugin raises is a PluginAborted; the
+            obj = plugins.call(ep.name, ep.load, "load")  # user's Ctrl-C arrives here
         except PluginTimeout as e:
             plugins.records.append(record)
             plugins._fail(record, str(e), warn)
             continue
-        except BaseException as e:  # noqa: BLE001 - even SystemExit from a plugin import
-            if isinstance(e, KeyboardInterrupt):
-                raise
+        except Exception as e:  # noqa: BLE001 - any failure is the plugin's, reported
             plugins.records.append(record)
             plugins._fail(record, f"import failed: {_describe(e)}", warn)
             continue
