@@ -153,25 +153,86 @@ def resolve_experiments(plugins: Plugins, arch: str, names: Sequence[str]
 
 def simulator_config(plugins: Plugins, arch: str, simulator: Any,
                      sim_config: Path | None) -> Any:
+    """The config ``simulator`` runs ``arch`` on: the user's ``--sim-config`` file (refused
+    when it simulates another architecture than ``arch``: :func:`_check_config_arch`), else
+    the first plugin's ``gpumem_simulator_config`` answer that the simulator can take. A
+    plugin that raises, hangs or answers what is no config is named in one warning and the
+    next plugin is asked; when none answers, one error names each."""
     if sim_config is not None:
         if not Path(sim_config).is_file():
             raise UsageError(f"--sim-config {sim_config}: no such file")
         try:
-            return simulator.load_config(Path(sim_config))
+            cfg = simulator.load_config(Path(sim_config))
         except GpumemError:
             raise
         except NotImplementedError as e:
             raise UsageError(str(e)) from None
-    try:  # each plugin on its own: one that raises is named, and others still answer
-        cfg = plugins.first_result("gpumem_simulator_config", arch=arch,
-                                   simulator=simulator.name)
-    except Exception as e:  # noqa: BLE001 - a plugin's config is the plugin's bug
-        raise GpumemError(f"the '{simulator.name}' config that a plugin ships for '{arch}' "
-                          f"is invalid: {e}") from None
+        if arch:
+            _check_config_arch(plugins, arch, cfg, sim_config)
+        return cfg
+    cfg = plugin_config(plugins, arch, simulator)
     if cfg is None:
         raise UsageError(f"no '{simulator.name}' config for architecture '{arch}' "
                          f"(pass one with --sim-config FILE)")
     return cfg
+
+
+def plugin_config(plugins: Plugins, arch: str, simulator: Any) -> Any:
+    """The first ``gpumem_simulator_config`` answer for ``arch`` that ``simulator`` can run
+    (:func:`config_problem`), each plugin asked on its own and bounded in time; ``None``
+    when no plugin has one. A plugin that raises, hangs or answers garbage is named in one
+    warning when another answers, in a one-line :class:`GpumemError` when none does."""
+    try:
+        return plugins.first_result("gpumem_simulator_config", arch=arch,
+                                    simulator=simulator.name,
+                                    accept=lambda c: config_problem(simulator, c))
+    except Exception as e:  # noqa: BLE001 - a plugin's config is the plugin's bug
+        raise GpumemError(f"no usable '{simulator.name}' config for '{arch}' from the "
+                          f"plugins: {e}") from None
+
+
+def config_problem(simulator: Any, cfg: Any) -> str:
+    """What keeps ``simulator`` from running on ``cfg``, a plugin's answer ("" when nothing):
+    the built-in simulator takes a :class:`~gpumem.sim.config.SimConfig` only; another
+    simulator is asked through its own ``config_problem(cfg)`` where it has one (Accel-Sim
+    also takes a path)."""
+    from gpumem.sim.config import SimConfig
+    from gpumem.sim.simulator import BuiltinSimulator
+
+    if isinstance(simulator, BuiltinSimulator):
+        return "" if isinstance(cfg, SimConfig) else \
+            f"a {type(cfg).__name__}, not a SimConfig (the built-in simulator's config)"
+    check = getattr(simulator, "config_problem", None)
+    return str(check(cfg) or "") if callable(check) else ""
+
+
+def _check_config_arch(plugins: Plugins, arch: str, cfg: Any, path: Path) -> None:
+    """``--arch ARCH --sim-config FILE``: FILE must simulate a GPU of ARCH. A config whose
+    ``arch`` names another architecture gpumem knows (a plugin's, or a generic sm_XY), with
+    a compute capability ARCH does not claim, is refused: the run would be recorded as ARCH
+    while it measures another GPU, and be judged by ARCH's expected values (an H200 config
+    under ``--arch kepler`` fails every Kepler value, and later reads as a Kepler run). One
+    naming an architecture no installed plugin provides is taken, with one warning."""
+    named = str(getattr(cfg, "arch", "") or "")
+    if not named or named == arch:
+        return
+    cc = str(getattr(cfg, "compute_capability", "") or "")
+    try:
+        arch_obj = resolve_arch(plugins, arch)
+    except UsageError:
+        return  # an unknown --arch is reported where it is resolved
+    if cc and arch_obj.claims(cc):
+        return  # the same GPU under its generic or its plugin's name
+    what = (f"--sim-config {path} simulates a '{named}' GPU (compute capability "
+            f"{cc or 'not given'}), not one of --arch {arch} (compute capability "
+            f"{', '.join(arch_obj.compute_capabilities) or 'none'})")
+    if named in plugins.architectures() or is_generic(named):
+        raise UsageError(f"{what}: give --arch {named}, or leave out --arch (the config "
+                         f"names its architecture), or a config of a {arch} GPU")
+    from gpumem.plugins import _stderr_warn
+
+    (plugins.warn or _stderr_warn)(f"{what}; its findings are judged by {arch}'s expected "
+                                   f"values")
 
 
 def resolve_device(plugins: Plugins, arch_obj: Any, spec: str,
