@@ -4,11 +4,25 @@
 "standalone" error handling so that every error is one line on stderr: usage errors exit 2,
 other gpumem errors 1, Ctrl-C 130 (with "interrupted" said, in every command). Messages are
 printed with control characters escaped: they quote file and plugin text.
+
+As the console script (``gpumem``, ``python -m gpumem``: ``main()`` without arguments) the
+process always ends when the command is done, with the command's exit code: a non-daemon
+thread a plugin left running would keep the interpreter waiting for it forever (Ctrl-C then
+gave a traceback and exit 0), so then gpumem says in one line whose thread it is, flushes its
+output, runs the ``atexit`` handlers and leaves with ``os._exit``; a thread no plugin is
+known to have started gets a few seconds of the normal shutdown first (:func:`_exit`).
+``main(argv)`` (tests, embedding) only returns the code: the caller's process is not
+gpumem's to end.
 """
 
 from __future__ import annotations
 
+import atexit
+import os
 import sys
+import threading
+import time
+import traceback
 
 import typer
 
@@ -43,9 +57,14 @@ def _click_exception() -> type[Exception]:
 
 def main(argv: list[str] | None = None) -> int:
     """Console-script entry point; returns (and exits with) the exit code."""
+    if argv is None:
+        _console(sys.argv[1:])
+    return _main(argv)
+
+
+def _main(args: list[str]) -> int:
     click_exception = _click_exception()
 
-    args = sys.argv[1:] if argv is None else argv
     _state.argv = ["gpumem", *args]
     try:
         rv = app(args=args, prog_name="gpumem", standalone_mode=False)
@@ -73,6 +92,74 @@ def main(argv: list[str] | None = None) -> int:
         # as visible text (newlines as spaces, to keep one line)
         print(escape_controls(f"gpumem: error: {e}".replace("\n", " ")), file=sys.stderr)
         code = e.exit_code
-    if argv is None:
-        sys.exit(code)
     return code
+
+
+def _console(args: list[str]) -> None:
+    """The command as a process: run it, then end the process with its code, whatever
+    threads plugins left behind (:func:`_exit`)."""
+    try:
+        code = _main(args)
+    except SystemExit as e:  # a command's own sys.exit
+        code = e.code if isinstance(e.code, int) else (0 if e.code is None else 1)
+        if e.code is not None and not isinstance(e.code, int):
+            print(e.code, file=sys.stderr)
+    except KeyboardInterrupt:  # outside a command (while its arguments were parsed)
+        print("gpumem: interrupted", file=sys.stderr)
+        code = 130
+    except BaseException:  # noqa: BLE001 - a bug: its traceback, as Python would print it
+        traceback.print_exc()
+        code = 1
+    _exit(code)
+
+
+#: seconds a thread no plugin is known to have started gets to end after the command
+GRACE_S = 3.0
+
+
+def _exit(code: int) -> None:
+    """``sys.exit(code)``, unless a non-daemon thread other than this one is still alive:
+    the interpreter would wait for it at exit, for ever if a plugin's thread never ends.
+    A thread a plugin's import or hook started (:func:`gpumem.plugins.lingering_threads`)
+    is not waited for: one warning names the plugin, the ``atexit`` handlers run, the
+    output is flushed and ``os._exit(code)`` ends the process (the thread with it,
+    unfinished). Any other thread gets :data:`GRACE_S` seconds of the normal shutdown (a
+    library's idle pool ends there), then the same."""
+    from gpumem.plugins import lingering_threads
+
+    left = lingering_threads()
+    if any(owner for _t, owner in left):
+        _hard_exit(code, left, "")
+    if left:
+        threading.Thread(target=_watchdog, args=(code,), name="gpumem-exit watchdog",
+                         daemon=True).start()
+    sys.exit(code)
+
+
+def _watchdog(code: int) -> None:
+    """The grace period of :func:`_exit`, on a daemon thread while the interpreter waits."""
+    from gpumem.plugins import lingering_threads
+
+    time.sleep(GRACE_S)
+    left = lingering_threads()
+    if left:
+        _hard_exit(code, left, f" {GRACE_S:g} s after the command was done", run_atexit=False)
+
+
+def _hard_exit(code: int, left: list, when: str, run_atexit: bool = True) -> None:
+    named = [f"'{t.name}' (plugin '{owner}')" if owner else
+             f"'{t.name}' (started outside any plugin call gpumem made)" for t, owner in left]
+    many = len(named) > 1
+    print(escape_controls(f"gpumem: warning: {'threads' if many else 'a thread'} still "
+                          f"running{when}: {', '.join(named)}; gpumem exits without "
+                          f"waiting for {'them' if many else 'it'}"), file=sys.stderr)
+    try:
+        if run_atexit:  # what a normal exit runs (logging, multiprocessing, temp files)
+            atexit._run_exitfuncs()
+    finally:
+        for stream in (sys.stdout, sys.stderr):
+            try:
+                stream.flush()
+            except Exception:  # noqa: BLE001, S110 - a closed pipe: nothing left to say
+                pass
+        os._exit(code)
