@@ -257,12 +257,14 @@ def test_no_hook_is_called_past_the_one_isolating_path():
 
 
 def test_answers_yields_each_plugins_result_or_error():
-    from gpumem import hookimpl
+    from gpumem import Expected, hookimpl
+
+    good = Expected("x.good", 1.0, "src")
 
     class Good:
         @hookimpl
         def gpumem_expected_values(self, arch, device):
-            return ["good"]
+            return [good]
 
     class Bad:
         @hookimpl
@@ -275,6 +277,6 @@ def test_answers_yields_each_plugins_result_or_error():
     plugins.add(Bad(), PluginRecord("bad", "d", "1"), heard.append)
     got = [(n, r, type(e).__name__ if e else None)
            for n, r, e in plugins.answers("gpumem_expected_values", arch="x", device=None)]
-    assert got == [("good", ["good"], None), ("bad", None, "KeyError")]
-    assert plugins.expected_values("x", None, warn=heard.append) == ["good"]
+    assert got == [("good", [good], None), ("bad", None, "KeyError")]
+    assert plugins.expected_values("x", None, warn=heard.append) == [good]
     assert heard == ["plugin 'bad' failed to give expected values for 'x': KeyError: 'bad'"]

@@ -11,6 +11,7 @@ from pathlib import Path
 import pytest
 from gpumem.cli import main
 from gpumem.plugins import reset_plugins
+from gpumem.results.store import sha256_file
 from gpumem.safe_write import OutputError, write_text
 
 H200_RUN = Path(__file__).parent / "data" / "h200-run"
@@ -67,10 +68,14 @@ def test_report_rerun_replaces_only_its_own_files(cli, tmp_path, sim_run):
     (rep / "notes.txt").write_text("mine")
     (rep / "drafts").mkdir()
     (rep / "drafts" / "a.tex").write_text("draft")
-    (rep / "old_figure.png").write_bytes(b"stale")     # a file an earlier report wrote
+    from gpumem.report import listing, write_listing
+
+    files = listing(rep)
+    (rep / "old_figure.png").write_bytes(b"stale")     # a file an earlier report wrote,
+    files["old_figure.png"] = sha256_file(rep / "old_figure.png")  # its checksum recorded
     victim = _outside(tmp_path)
-    with open(rep / ".gpumem-report", "a") as f:       # ... and a tampered manifest
-        f.write("old_figure.png\n../elsewhere/victim.txt\ndrafts\n")
+    files.update({"../elsewhere/victim.txt": None, "drafts": None})  # ... and tampered lines
+    write_listing(rep, files)
     res = cli("report", str(sim_run), "--out", str(rep))
     assert res.code == 0, res.err
     assert "gpumem report" in (rep / "index.html").read_text()

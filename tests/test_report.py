@@ -4,6 +4,7 @@ wrong path, a broken PNG) fails here and not in someone's browser."""
 
 from __future__ import annotations
 
+import hashlib
 import os
 import re
 import shutil
@@ -317,9 +318,10 @@ def test_a_report_replaces_its_own_files_and_only_those(cli, tmp_path, sim_run):
     out = tmp_path / "rep"
     r = cli("report", str(sim_run), "--out", str(out))
     assert r.code == 0, r.err
-    listing = out / ".gpumem-report"
-    listing.write_text(listing.read_text().rstrip("\n") + "\nold.png\n")
-    (out / "old.png").write_bytes(b"x")
+    from gpumem.report import listing, write_listing
+
+    (out / "old.png").write_bytes(b"x")  # a figure the earlier report wrote, as it wrote it
+    write_listing(out, {**listing(out), "old.png": hashlib.sha256(b"x").hexdigest()})
     (out / "notes.txt").write_text("mine")
     r = cli("report", str(sim_run), "--out", str(out))
     assert r.code == 0, r.err
