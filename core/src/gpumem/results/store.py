@@ -197,7 +197,9 @@ def _discard(tmp: Path) -> None:
         import netCDF4
 
         for obj in gc.get_objects():
-            if isinstance(obj, netCDF4.Dataset):
+            # type(), not isinstance(): a dead weakref.proxy among gc's objects (Numba keeps
+            # some) raises ReferenceError when isinstance asks it for its __class__
+            if issubclass(type(obj), netCDF4.Dataset):
                 try:
                     if obj.isopen() and Path(obj.filepath()) == tmp:
                         obj.close()
