@@ -7,10 +7,13 @@ implements none by hand: :class:`gpumem.api.ArchitecturePlugin` implements them 
 package's layout (``expected.py``, ``sim.toml``, ``kernels/``).
 Registration hooks receive a ``register`` callback: call it once per contributed object. Each
 object has a unique ``name``; core refuses a name another plugin already holds and reports the
-plugin that tried (see :mod:`gpumem.plugins`). Importing the plugin, its registration hooks
-and ``gpumem_expected_values`` must return promptly: each is given ``GPUMEM_PLUGIN_TIMEOUT``
-seconds (15 by default), after which the plugin is reported as broken and left out; the
-other hooks run as part of a run and are not timed. Every hook is called plugin by plugin,
+plugin that tried (see :mod:`gpumem.plugins`). Importing the plugin and every hook call must
+return within ``GPUMEM_PLUGIN_TIMEOUT`` seconds (15 by default): an import or registration
+that takes longer makes the plugin broken; a later hook (expected values, simulator configs,
+kernel sources) that takes longer is named in one warning and the plugin is left out of every
+later hook call of the command. Hooks run on a daemon worker thread. What a run calls on
+registered objects (an experiment's ``measure``, a device's or simulator's methods) is the
+run itself and is not timed. Every hook is called plugin by plugin,
 through one path (:meth:`gpumem.plugins.Plugins.answers`; registration through
 :meth:`~gpumem.plugins.Plugins.add`): one plugin that raises is named in a warning and the
 others still answer.
