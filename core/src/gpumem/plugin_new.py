@@ -291,8 +291,9 @@ def new_plugin(plugins: Plugins, name: str, runs: Sequence[Path], out: Path, *,
     cfg = cal.config
     cfg.name, cfg.arch = name, name
     cfg.description = f"{sources[0].device.name} as gpumem measured it ({len(sources)} runs)"
-    cfg.source = f"gpumem plugin new {name}: calibrated from {', '.join(map(str, runs))}"
-    toml = commented_toml(cal, ", ".join(map(str, runs)), base_name, assumed)
+    run_names = ", ".join(Path(r).resolve().name for r in runs)  # no local path in a shared file
+    cfg.source = f"gpumem plugin new {name}: calibrated from {run_names}"
+    toml = commented_toml(cal, run_names, base_name, assumed)
     experiments = sorted({exp for s in sources for exp, _n in s.findings})
     sim_arch = src.arch or "auto"
     with tempfile.TemporaryDirectory(prefix="gpumem-plugin-new-") as tmp:
