@@ -30,6 +30,7 @@ from typing import Any
 from gpumem.compare import Source, analyze_file, load_sources
 from gpumem.errors import UsageError
 from gpumem.findings import NOT_MODELLED, Expected, Finding, kind_of, status_of
+from gpumem.formats import Format
 from gpumem.generic import is_generic
 from gpumem.plugins import Plugins
 
@@ -291,7 +292,7 @@ def new_plugin(plugins: Plugins, name: str, runs: Sequence[Path], out: Path, *,
     cfg = cal.config
     cfg.name, cfg.arch = name, name
     cfg.description = f"{sources[0].device.name} as gpumem measured it ({len(sources)} runs)"
-    run_names = ", ".join(Path(r).resolve().name for r in runs)  # no local path in a shared file
+    run_names = ", ".join(Format.shareable(r) for r in runs)  # no local path in a shared file
     cfg.source = f"gpumem plugin new {name}: calibrated from {run_names}"
     toml = commented_toml(cal, run_names, base_name, assumed)
     experiments = sorted({exp for s in sources for exp, _n in s.findings})

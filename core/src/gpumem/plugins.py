@@ -256,7 +256,7 @@ class Plugins:
     def __init__(self, timeout: float | None = None,
                  warn: Callable[[str], None] | None = None) -> None:
         self.timeout = timeout  # seconds for a plugin's import or hook; None: no limit
-        self.warn = warn        # where a later hook call's warnings go (stderr by default)
+        self.warn = warn or _stderr_warn  # where a later hook call's warnings go
         self.pm = pluggy.PluginManager(GROUP)
         self.pm.add_hookspecs(hookspecs)
         self.records: list[PluginRecord] = []
@@ -350,8 +350,9 @@ class Plugins:
                 warn(f"plugin '{name}' gave expected values for '{arch}' as a "
                      f"{type(result).__name__}, not a list of Expected; left out")
             else:
-                bad = [p for p in map(expected_problem, result) if p]
-                out.extend(e for e in result if not expected_problem(e))
+                problems = [expected_problem(e) for e in result]
+                out.extend(e for e, p in zip(result, problems, strict=True) if not p)
+                bad = [p for p in problems if p]
                 if bad:
                     warn(f"plugin '{name}' gave expected values for '{arch}' that are not "
                          f"valid, {len(bad)} of its {len(result)} (first: {bad[0]}); "
@@ -367,7 +368,7 @@ class Plugins:
         and the next one is asked, so another plugin's bug cannot break a run for an
         architecture it does not own; only when no plugin answers are the failures raised
         (one-line PluginError naming each plugin and what went wrong)."""
-        warn = warn or self.warn or _stderr_warn
+        warn = warn or self.warn
         failures: list[tuple[str, bool]] = []  # (text, warned already)
         for name, result, err in self.answers(hook, newest_first=True, **kwargs):
             if isinstance(err, PluginTimeout):

@@ -229,10 +229,7 @@ def _check_config_arch(plugins: Plugins, arch: str, cfg: Any, path: Path) -> Non
     if named in plugins.architectures() or is_generic(named):
         raise UsageError(f"{what}: give --arch {named}, or leave out --arch (the config "
                          f"names its architecture), or a config of a {arch} GPU")
-    from gpumem.plugins import _stderr_warn
-
-    (plugins.warn or _stderr_warn)(f"{what}; its findings are judged by {arch}'s expected "
-                                   f"values")
+    plugins.warn(f"{what}; its findings are judged by {arch}'s expected values")
 
 
 def resolve_device(plugins: Plugins, arch_obj: Any, spec: str,

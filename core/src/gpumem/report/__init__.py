@@ -44,12 +44,12 @@ from pathlib import Path
 from typing import Any
 
 from gpumem import __version__
-from gpumem.errors import GpumemError, UsageError
+from gpumem.errors import UsageError
 from gpumem.report.page import render
 from gpumem.report.runs import load_runs
 from gpumem.report.sections import _NAME, build_sections, page_sections
 from gpumem.results.store import sha256_file
-from gpumem.safe_write import os_cause, replace_file, write_text
+from gpumem.safe_write import WriteFailed, os_cause, replace_file, write_text
 
 INDEX = "index.html"
 #: The files the last report wrote into OUT, one name a line after a header that records the
@@ -58,11 +58,6 @@ MANIFEST = ".gpumem-report"
 _HEADER = "# files written by gpumem report (replaced by the next)"
 _SUMS = "; SHA-256 of each: "
 _GENERATOR = b'<meta name="generator" content="gpumem'
-
-
-class ReportWriteError(GpumemError):
-    """A report file could not be written (disk full, I/O error): exit 1, the previous
-    report kept."""
 
 
 def _regular(path: Path) -> bool:
@@ -214,11 +209,11 @@ def build_report(targets: Sequence[Path], out: Path,
     return out / INDEX
 
 
-def _write_failed(out: Path, scratch: Path, e: OSError) -> ReportWriteError:
+def _write_failed(out: Path, scratch: Path, e: OSError) -> WriteFailed:
     """One line for a write that failed (a full disk): the file as it would be named in
     ``out`` (not the scratch folder it was drawn in) and the cause."""
     where = Path(e.filename) if isinstance(e.filename, (str, os.PathLike)) else out
     if where.parent == scratch:
         where = out / where.name
-    return ReportWriteError(f"cannot write {where}: {os_cause(e)}; no report written "
+    return WriteFailed(f"cannot write {where}: {os_cause(e)}; no report written "
                             f"({out} is as it was)")
