@@ -40,6 +40,7 @@ from gpumem.findings import (
 )
 from gpumem.results.io import open_findings, open_raw
 from gpumem.results.store import MANIFEST, RunStore
+from gpumem.trace_units import to_analysis_units
 
 if TYPE_CHECKING:
     from gpumem.plugins import Plugins
@@ -93,6 +94,7 @@ def analyze_file(plugins: Plugins, path: Path, experiment: str | None = None,
                  arch: str | None = None) -> tuple[str, list[Finding]]:
     """(experiment name, findings) of a raw results file, analysed afresh."""
     raw = open_raw(path)
+    raw = to_analysis_units(raw, path, experiment)  # bytes and cycles, or one line why not
     tool = raw.attrs.get("gpumem_imported_from")
     if tool:
         raise UsageError(f"{path}: imported from {tool}: its findings were mapped at import "
