@@ -12,7 +12,7 @@ PEAK = Expected("bw.dram_read", 4800.0, "peak", "GB/s", rel_tol=0.01, bound="max
 
 
 @pytest.mark.parametrize("value, status", [(1000.0, "pass"), (4800.0, "pass"),
-                                           (4840.0, "pass"), (4880.0, "warn"),
+                                           (4840.0, "pass"), (4880.0, "fail"),
                                            (5000.0, "fail")])
 def test_an_upper_bound_fails_only_beyond_it(value, status):
     assert status_of(value, PEAK) == status
@@ -21,7 +21,8 @@ def test_an_upper_bound_fails_only_beyond_it(value, status):
 def test_a_lower_bound_and_an_interval_reaching_the_limit():
     floor = Expected("x", 10.0, "s", rel_tol=0.0, bound="min")
     assert status_of(9.0, floor) == "fail" and status_of(11.0, floor) == "pass"
-    assert status_of(5000.0, PEAK, interval=(4700.0, 5100.0)) == "pass"
+    # above the band, its interval reaching into it: the data cannot say (issue 30)
+    assert status_of(5000.0, PEAK, interval=(4700.0, 5100.0)) == "undecided"
     with pytest.raises(ValueError, match="bound must be one of"):
         Expected("x", 1.0, "s", bound="below")
 

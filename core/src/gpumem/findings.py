@@ -1,4 +1,14 @@
-"""Findings: inferred or measured parameters, with expected values and a pass/warn/fail status.
+"""Findings: inferred or measured parameters, with expected values and a status.
+
+The status of a finding against its expected value (:func:`status_of`) rests on the
+expected value's *band* (:func:`band_of`): ``[e - tol, e + tol]`` with
+``tol = max(abs_tol, rel_tol * |e|)``, or everything up to ``e + tol`` for a limit
+``bound="max"`` (from ``e - tol`` on for ``"min"``). ``pass``: the value lies inside the band;
+``fail``: the band and the value's interval (the value itself, where no interval is known)
+do not overlap; otherwise ``undecided``: the value is outside, its interval reaches in, and
+the data cannot say. ``contended``: measured while another process used the GPU (neither
+pass nor fail; ``--check`` fails on it). Files written before this rule may carry ``warn``
+(within twice the tolerance), read and shown as it was stored.
 
 Names follow the shared vocabulary (``l1d.size``, ``lat.l2_far``, ``tlb_l2.entries``; see
 ``docs/findings.md``). In a netCDF file a finding is a variable whose name has the dots
@@ -22,8 +32,27 @@ import xarray as xr
 #: finding (an L1 with no bandwidth: ``bw.l1`` is whatever "no limit" makes it), so its
 #: value is no model of anything: neither pass nor fail (:func:`not_modelled`).
 NOT_MODELLED = "not modelled"
-STATUSES = ("pass", "warn", "fail", "n/a", "unresolved", NOT_MODELLED)
-_ORDER = {"pass": 0, "n/a": 0, NOT_MODELLED: 0, "warn": 1, "unresolved": 1, "fail": 2}
+#: ``undecided``: the value lies outside the expected band but its interval reaches into it.
+UNDECIDED = "undecided"
+#: ``contended``: measured while another process used the GPU; the note says what was seen
+#: (it starts with :data:`CONTENDED_PREFIX`). Neither pass nor fail, but ``--check`` fails.
+CONTENDED = "contended"
+CONTENDED_PREFIX = "contended: "
+#: ``warn`` is no status this gpumem gives (the rule before the band); files written
+#: before may carry it, and it is still read and shown.
+LEGACY_STATUSES = ("warn",)
+STATUSES = ("pass", UNDECIDED, "fail", CONTENDED, "n/a", "unresolved", NOT_MODELLED,
+            *LEGACY_STATUSES)
+_ORDER = {"pass": 0, "n/a": 0, NOT_MODELLED: 0, "warn": 1, UNDECIDED: 1, "unresolved": 1,
+          "fail": 2, CONTENDED: 2}
+#: the statuses ``--check`` fails on
+CHECK_FAILS = ("fail", CONTENDED)
+
+
+def status_rank(status: str) -> int:
+    """How bad ``status`` is (0 pass-like, 1 undecided-like, 2 fail-like); an unknown
+    status (a newer file's) ranks as undecided, never as a pass and never a crash."""
+    return _ORDER.get(status, 1)
 
 Value = float | int | str | list
 #: ``Expected.bound``: a target value (""), or a limit the finding must stay below or above.
@@ -34,11 +63,14 @@ BOUNDS = ("", "max", "min")
 class Expected:
     """What a finding should be, and where that number comes from.
 
-    A numeric finding passes within ``max(abs_tol, rel_tol * |value|)``, warns within twice
-    that, and fails beyond. Structural values (sizes, ways, policies) use ``rel_tol=0``.
+    The band of a numeric value is ``[value - tol, value + tol]`` with ``tol =
+    max(abs_tol, rel_tol * |value|)``. A finding passes when its value lies inside the band,
+    fails when neither its value nor its interval reaches the band, and is ``undecided``
+    otherwise (:func:`status_of`). Structural values (sizes, ways, policies) use
+    ``rel_tol=0``: the band is the value itself. Text passes only when equal (case aside).
     ``bound`` makes ``value`` a limit rather than a target: ``"max"`` (the finding must not
-    exceed it: a bandwidth above the theoretical peak), ``"min"``; the band is then the
-    tolerance beyond the limit. ``index`` labels a list value's elements by the sweep axis
+    exceed it: a bandwidth above the theoretical peak; band ``(-inf, value + tol]``),
+    ``"min"`` (band ``[value - tol, +inf)``). ``index`` labels a list value's elements by the sweep axis
     the finding is indexed by (``("groups", (1, 2, 4, 8, 16))``): a run on a smaller grid is
     then compared on the coordinates it has (:func:`status_of`).
     """
@@ -142,6 +174,10 @@ class Finding:
     interval: tuple[float, float] | None = None
     kind: str = ""
     expected_bound: str = ""
+    #: the band a value must lie in to pass (:func:`band_of`): (low, high), infinite ends
+    #: for a limit; for a list value (low list, high list), like ``interval``; None for
+    #: text or where nothing is expected
+    expected_band: tuple | None = None
 
     @property
     def resolved(self) -> bool:
@@ -150,9 +186,10 @@ class Finding:
     def with_expected(self, exp: Expected | None) -> Finding:
         if exp is None:
             return replace(self, expected=None, expected_source="", expected_bound="",
+                           expected_band=None,
                            status="n/a" if self.resolved else "unresolved")
         return replace(self, expected=exp.value, expected_source=exp.source,
-                       expected_bound=exp.bound,
+                       expected_bound=exp.bound, expected_band=band_of(exp),
                        status=status_of(self.value, exp, self.interval, self.index)
                        if self.resolved else "unresolved")
 
@@ -176,6 +213,8 @@ class Finding:
             d["interval"] = _plain(list(self.interval))
         if self.expected_bound:
             d["expected_bound"] = self.expected_bound
+        if self.expected is not None:  # null for text (an exact match) or an old file
+            d["band"] = plain_band(self.expected_band)
         d["kind"] = kind_of(self)
         return d
 
@@ -217,7 +256,55 @@ def _plain(v: Any) -> Any:
     return v
 
 
+def _scalar_band(exp: Expected, e: Any) -> tuple[float, float] | None:
+    """The band of one expected number ``e`` under ``exp``'s tolerance and bound; None for
+    text or what is no number."""
+    if isinstance(e, str) or isinstance(e, bool):
+        return None
+    try:
+        fe = float(e)
+    except (TypeError, ValueError):
+        return None
+    if math.isnan(fe):
+        return None
+    tol = max(exp.abs_tol, exp.rel_tol * abs(fe))
+    lo = -math.inf if exp.bound == "max" else fe - tol
+    hi = math.inf if exp.bound == "min" else fe + tol
+    return (lo, hi)
+
+
+def band_of(exp: Expected) -> tuple | None:
+    """The band a finding's value must lie in to pass ``exp``: ``(e - tol, e + tol)`` with
+    ``tol = max(abs_tol, rel_tol * |e|)``; a limit's is open on one side (``bound="max"``:
+    ``(-inf, e + tol)``; ``"min"``: ``(e - tol, inf)``). For a list, ``(lows, highs)`` by
+    element (``None`` for a text element); ``None`` for text."""
+    e = exp.value
+    if isinstance(e, (list, tuple)):
+        bands = [_scalar_band(exp, x) for x in e]
+        if all(b is None for b in bands):
+            return None
+        return ([None if b is None else b[0] for b in bands],
+                [None if b is None else b[1] for b in bands])
+    return _scalar_band(exp, e)
+
+
+def plain_band(band: tuple | None) -> list | None:
+    """A band as JSON: ``[lo, hi]`` (lists of them for a list), ``None`` for an infinite
+    end (a limit) or an unknown one."""
+    def end(x: Any) -> Any:
+        if isinstance(x, (list, tuple)):
+            return [end(y) for y in x]
+        if x is None:
+            return None
+        f = float(x)
+        return None if math.isnan(f) or math.isinf(f) else f
+    return None if band is None else [end(band[0]), end(band[1])]
+
+
 def _status_scalar(v: Any, exp: Expected, e: Any, span: tuple[Any, Any] | None = None) -> str:
+    """pass / undecided / fail of one value ``v`` (its interval ``span``, where known) against
+    one expected ``e``: pass inside the band, fail where the band and the interval (the
+    value alone, without one) do not overlap, undecided between."""
     if isinstance(e, str) or isinstance(v, str):
         return "pass" if str(v).strip().lower() == str(e).strip().lower() else "fail"
     try:
@@ -226,25 +313,24 @@ def _status_scalar(v: Any, exp: Expected, e: Any, span: tuple[Any, Any] | None =
         return "n/a"
     if math.isnan(fv) or math.isnan(fe):
         return "n/a"
-    tol = max(exp.abs_tol, exp.rel_tol * abs(fe))
-    d = abs(fv - fe)
+    band = _scalar_band(exp, fe)
+    assert band is not None
+    slack = 1e-12 * max(1.0, abs(fe))  # a value computed to the band's edge is inside
+    blo, bhi = band[0] - slack, band[1] + slack
+    if blo <= fv <= bhi:
+        return "pass"
     lo = hi = fv
-    if span is not None:  # the measurement says the value lies in [lo, hi]: its distance
-        try:             # from the expectation is the interval's, where that is less
+    if span is not None:  # the measurement says the value lies in [lo, hi]
+        try:
             lo, hi = sorted((float(span[0]), float(span[1])))
         except (TypeError, ValueError):
             lo = hi = fv
         if math.isnan(lo) or math.isnan(hi):
             lo = hi = fv
-    if exp.bound:  # a limit: only how far the value (or its interval) lies beyond it counts
-        d = max(0.0, min(fv, lo) - fe if exp.bound == "max" else fe - max(fv, hi))
-    else:
-        d = min(d, 0.0 if lo <= fe <= hi else min(abs(lo - fe), abs(hi - fe)))
-    if d <= tol + 1e-12 * max(1.0, abs(fe)):
-        return "pass"
-    if d <= 2 * tol and tol > 0:
-        return "warn"
-    return "fail"
+        lo, hi = min(lo, fv), max(hi, fv)
+    if hi < blo or lo > bhi:
+        return "fail"
+    return UNDECIDED
 
 
 def _by_label(value: Value, exp: Expected, interval: tuple | None,
@@ -269,12 +355,14 @@ def _by_label(value: Value, exp: Expected, interval: tuple | None,
 
 def status_of(value: Value, exp: Expected, interval: tuple | None = None,
               index: tuple[str, list] | None = None) -> str:
-    """pass / warn / fail of ``value`` against ``exp`` (elementwise for lists: the worst).
+    """pass / undecided / fail of ``value`` against ``exp`` (elementwise for lists: the
+    worst).
 
-    A measured value with an ``interval`` (where the analysis bracketed it: a hashed cache's
-    capacity lies between its first misses and its half crossing, an H200 L1's 204-239 KB)
-    is judged by the nearer of the value and the interval: an expectation inside what was
-    measured is met, however the value was picked within it. A list indexed by a sweep
+    ``pass``: the value lies inside the band (:func:`band_of`). ``fail``: the band and the
+    value's ``interval`` do not overlap (where the analysis bracketed it: a hashed cache's
+    capacity lies between its first misses and its half crossing, an H200 L1's 204-239 KB;
+    without one, the value alone). Otherwise ``undecided``: the value is outside the band
+    but its interval reaches into it; the data cannot say. A list indexed by a sweep
     axis (``index``, as the finding's) against an expectation labelled by the same axis
     (``Expected.index``) is compared on the coordinates both have; none in common: n/a."""
     e = exp.value
@@ -293,7 +381,7 @@ def status_of(value: Value, exp: Expected, interval: tuple | None = None,
                 spans = list(zip(interval[0], interval[1], strict=True))
         statuses = [_status_scalar(v, exp, x, sp)
                     for v, x, sp in zip(vals, want, spans, strict=True)]
-        return max(statuses, key=lambda s: _ORDER[s])
+        return max(statuses, key=status_rank)
     if isinstance(value, (list, tuple)):
         return "fail"
     span = interval if interval is not None and not isinstance(interval[0], (list, tuple)) \
@@ -327,7 +415,7 @@ def not_modelled(findings: Sequence[Finding], reasons: dict[str, str]) -> list[F
 
 def worst_status(findings: Sequence[Finding]) -> str:
     statuses = [f.status for f in findings if f.status != "n/a"]
-    return max(statuses, key=lambda s: _ORDER[s]) if statuses else "n/a"
+    return max(statuses, key=status_rank) if statuses else "n/a"
 
 
 # ---------------------------------------------------------------------------------------------
@@ -429,6 +517,10 @@ def to_dataset(findings: Sequence[Finding]) -> xr.Dataset:
             attrs["expected_source"] = f.expected_source
             if f.expected_bound:
                 attrs["expected_bound"] = f.expected_bound
+            if f.expected_band is not None:  # (lo, hi) or (lo list, hi list); inf: a limit
+                attrs["expected_band"] = np.asarray(
+                    [[np.nan if x is None else x for x in np.ravel(part)]
+                     for part in f.expected_band], dtype=float).ravel()
         if f.note:
             attrs["note"] = f.note
         if f.interval is not None:  # (lo, hi), or (lo list, hi list) for a list value
@@ -481,6 +573,21 @@ def _interval(attr: Any, value: Any) -> tuple:
     return (flat[0], flat[-1])
 
 
+def _band_attr(attr: Any, expected: Any) -> tuple | None:
+    """The stored ``expected_band`` back as :func:`band_of` gave it: (lo, hi), or for a list
+    expected value (lo list, hi list), ``None`` for an element that had none (NaN)."""
+    flat = [float(x) for x in np.ravel(attr)]
+    if isinstance(expected, list):
+        n = len(flat) // 2
+        if not flat or len(flat) != 2 * n:
+            return None
+        ends = [None if math.isnan(x) else x for x in flat]
+        return (ends[:n], ends[n:])
+    if len(flat) != 2 or any(math.isnan(x) for x in flat):
+        return None
+    return (flat[0], flat[1])
+
+
 def from_dataset(ds: xr.Dataset) -> list[Finding]:
     """Inverse of :func:`to_dataset` (variables without ``gpumem_finding`` are ignored).
 
@@ -526,6 +633,8 @@ def from_dataset(ds: xr.Dataset) -> list[Finding]:
             interval=_interval(a["interval"], value) if "interval" in a else None,
             expected_bound=str(a.get("expected_bound", "")),
         )
+        if "expected_band" in a and f.expected is not None:  # files before the band: None
+            f = replace(f, expected_band=_band_attr(a["expected_band"], f.expected))
         stored = str(a.get("kind", ""))
         out.append(replace(f, kind=stored) if stored and stored != kind_of(f) else f)
     return out
