@@ -84,7 +84,9 @@ def test_check_fails_a_run_by_its_own_value_only(kepler_maxwell, capsys):
     assert code == 0 and data["check"]["failing"] == []
 
 
-def test_the_table_shows_each_runs_expected_value_where_they_differ(kepler_maxwell, capsys):
+def test_the_table_shows_each_runs_expected_value_where_they_differ(kepler_maxwell, capsys,
+                                                                    monkeypatch):
+    monkeypatch.setenv("COLUMNS", "300")  # wide enough for the band and interval columns too
     capsys.readouterr()
     assert main(["compare", *map(str, kepler_maxwell), "--expected"]) == 0
     out = capsys.readouterr().out
@@ -102,8 +104,11 @@ def test_failing_rows_give_the_value_each_run_was_judged_by():
            "expected_per_run": {"a": None, "b": {"value": 44.0, "source": "B's",
                                                  "tolerance": {"rel": 0.05, "abs": 0}}}}
     # b by its own value; c shares the first run's (not in expected_per_run)
-    assert failing_rows({"rows": [row]}) == [("b", "latency", "lat.l1", 60.0, 44.0, "B's"),
-                                              ("c", "latency", "lat.l1", 70.0, 28.0, "A's")]
+    got = [tuple(r[:6]) for r in failing_rows({"rows": [row]})]
+    assert got == [("b", "latency", "lat.l1", 60.0, 44.0, "B's"),
+                   ("c", "latency", "lat.l1", 70.0, 28.0, "A's")]
+    # the band each was judged by, computed from its tolerance where the data has none
+    assert [r.band for r in failing_rows({"rows": [row]})] == [[41.8, 46.2], [26.6, 29.4]]
     assert expected_cells(row, ["a", "b", "c"]) == ("a: -; b: 44", "B's")
 
 

@@ -9,7 +9,7 @@ import os
 import sys
 from collections.abc import Iterable
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 from rich.console import Console, ConsoleOptions, RenderResult
 from rich.measure import Measurement
@@ -53,7 +53,9 @@ def print_json(data: Any) -> None:
     sys.stdout.write(json.dumps(data, indent=2, sort_keys=False, default=str) + "\n")
 
 
-STATUS_STYLE = {"pass": "green", "warn": "yellow", "fail": "red", "n/a": "dim",
+#: ``warn``: a status files written before the band rule may carry (shown as stored)
+STATUS_STYLE = {"pass": "green", "undecided": "yellow", "fail": "red",
+                "contended": "bold red", "warn": "yellow", "n/a": "dim",
                 "unresolved": "magenta", "not modelled": "cyan"}
 
 
@@ -77,6 +79,70 @@ def fmt_expected(value: object, bound: str = "") -> str:
     text = fmt_value(value)
     return f"{BOUND_WORDS[bound]} {text}" if bound in BOUND_WORDS and value is not None \
         else text
+
+
+def _end(x: object) -> float | None:
+    """A band's or interval's end as a float, ``None`` for an infinite or unknown one."""
+    if x is None or isinstance(x, (str, bool)):
+        return None
+    try:
+        f = float(x)  # type: ignore[arg-type]
+    except (TypeError, ValueError):
+        return None
+    return None if f != f or f in (float("inf"), float("-inf")) else f
+
+
+def _num(x: float) -> str:
+    """A band's or interval's end, short: whole above 1,000 ("4,031"), else 4 significant
+    digits ("0.874"); whole numbers as they are ("128")."""
+    if x == int(x) and abs(x) < 1e15:
+        return f"{int(x):,}"
+    if abs(x) >= 1000:
+        return f"{x:,.0f}"
+    return f"{x:.4g}"
+
+
+def _range(lo: object, hi: object) -> str:
+    a, b = _end(lo), _end(hi)
+    if a is None and b is None:
+        return "-"
+    if a is None:
+        return f"<= {_num(b)}"  # type: ignore[arg-type]
+    if b is None:
+        return f">= {_num(a)}"
+    if a == b:
+        return _num(a)
+    sep = " to " if a < 0 or b < 0 else "-"
+    return f"{_num(a)}{sep}{_num(b)}"
+
+
+def _pairs(span: object) -> str | None:
+    """``[lo, hi]`` (or ``(lo list, hi list)``) as text; ``None`` where it is neither."""
+    if not isinstance(span, (list, tuple)) or len(span) != 2:
+        return None
+    lo, hi = span
+    if isinstance(lo, (list, tuple)) and isinstance(hi, (list, tuple)) and len(lo) == len(hi):
+        return "[" + ", ".join(_range(a, b) for a, b in zip(lo, hi, strict=True)) + "]"
+    if isinstance(lo, (list, tuple)) or isinstance(hi, (list, tuple)):
+        return None
+    return _range(lo, hi)
+
+
+def fmt_band(band: object, expected: object = None) -> str:
+    """The band a value must lie in to pass (``Finding.expected_band`` or ``as_dict()``'s
+    ``band``): "170-230", "<= 4,848" or ">= 12" for a limit, "16,384" for an exact value,
+    a list's elementwise; for text (no band) the expected text itself; "-" for none."""
+    text = _pairs(band)
+    if text is not None:
+        return text
+    return "-" if expected is None else fmt_value(expected)
+
+
+def fmt_interval(interval: object) -> str:
+    """The interval a measured value is known to lie in ("204,000-239,000"), '-' where
+    the analysis gives none."""
+    text = _pairs(interval)
+    return "-" if text is None else text
 
 
 def fmt_finding(d: dict) -> str:
@@ -180,26 +246,88 @@ def check_damage(targets: Iterable[Path]) -> list[Damage]:
     return damage
 
 
-def print_check(failing: list[tuple[str, str, str, object, object, str]]) -> None:
-    """``--check``: the findings that fail their expected values, printed last (a table on
-    stdout: label, experiment, finding, value, expected, source) and counted on stderr. The
-    caller exits 1 when there are any: a GPU fleet's CI then fails on a card that is not
-    what it should be."""
+class CheckRow(NamedTuple):
+    """A finding ``--check`` reports: one that fails (``fail``, ``contended``) or that the
+    data cannot decide (``undecided``), with what it was judged by."""
+
+    run: str
+    experiment: str
+    finding: str
+    value: object
+    expected: object
+    source: str
+    status: str = "fail"
+    band: object = None
+    interval: object = None
+    note: str = ""
+
+    @property
+    def reason(self) -> str:
+        """Why a contended finding is: its note after "contended: " (what was seen)."""
+        if self.status != "contended":
+            return ""
+        head, sep, rest = self.note.partition("contended: ")
+        return (rest if sep else self.note).strip() or "another process used the GPU"
+
+
+#: the statuses --check exits 1 on (``undecided`` is counted, and does not fail)
+CHECK_FAILS = ("fail", "contended")
+
+
+def check_rows(rows: Iterable[CheckRow]) -> list[CheckRow]:
+    """The rows of ``--check`` that matter: failing, contended and undecided ones."""
+    return [r for r in rows if r.status in (*CHECK_FAILS, "undecided")]
+
+
+def print_check(rows: list[CheckRow]) -> bool:
+    """``--check``: the findings that fail their expected band or were contended, printed last
+    (a table on stdout: run, experiment, finding, value, band, interval, status, and the
+    expected value's source or what contended the GPU), and counted by status on stderr,
+    undecided ones too (they do not fail the check: the data cannot say). Returns whether
+    the check failed: the caller exits 1 (a GPU fleet's CI then fails on a card that is not
+    what it should be, or that another process shared)."""
+    failing = [r for r in rows if r.status in CHECK_FAILS]
+    undecided = [r for r in rows if r.status == "undecided"]
+
+    def names(rs: list[CheckRow]) -> str:
+        return ", ".join(f"{r.experiment}/{r.finding}" for r in rs)
+
+    maybe = (f"{len(undecided)} undecided: the data cannot say ({names(undecided)})"
+             if undecided else "")
     if not failing:
-        stderr().print("gpumem: check: every finding with an expected value passes or warns",
-                       highlight=False, markup=False)
-        return
+        stderr().print(escape_controls(
+            "gpumem: check: every finding with an expected value lies in its band or cannot "
+            "be decided" + (f"; {maybe}" if maybe else "")
+            if undecided else
+            "gpumem: check: every finding with an expected value lies in its band"),
+            highlight=False, markup=False)
+        return False
     t = Table(title=f"failing expectations ({len(failing)})")
     for col in ("run", "experiment", "finding"):
         name_column(t, col)
-    for col in ("value", "expected", "source"):
+    for col in ("value", "band", "interval"):
         text_column(t, col)
-    for label, exp, name, value, want, source in failing:
-        t.add_row(safe_text(label), safe_text(exp), safe_text(name),
-                  safe_text(fmt_value(value)), safe_text(fmt_value(want)),
-                  safe_text(source))
-    stdout().print(FitTable(t, drop=["source"]))
-    stderr().print(escape_controls(
-        f"gpumem: check failed: {len(failing)} finding(s) outside their expected values: "
-        + ", ".join(f"{exp}/{name}" for _l, exp, name, *_ in failing)),
-        highlight=False, markup=False)
+    name_column(t, "status")
+    text_column(t, "source or reason")
+    for r in failing:
+        t.add_row(safe_text(r.run), safe_text(r.experiment), safe_text(r.finding),
+                  safe_text(fmt_value(r.value)), safe_text(fmt_band(r.band, r.expected)),
+                  safe_text(fmt_interval(r.interval)),
+                  safe_text(r.status, STATUS_STYLE.get(r.status, "")),
+                  safe_text(r.reason if r.status == "contended" else r.source))
+    stdout().print(FitTable(t, drop=["source or reason", "interval", "run", "experiment"]))
+    fails = [r for r in failing if r.status == "fail"]
+    contended = [r for r in failing if r.status == "contended"]
+    parts = []
+    if fails:
+        parts.append(f"{len(fails)} fail ({names(fails)})")
+    if contended:
+        seen = list(dict.fromkeys(r.reason for r in contended))
+        parts.append(f"{len(contended)} contended (another process on the GPU: "
+                     f"{'; '.join(seen[:3])}{'; ...' if len(seen) > 3 else ''}: "
+                     f"{names(contended)})")
+    if maybe:
+        parts.append(maybe)
+    stderr().print(escape_controls("gpumem: check failed: " + ", ".join(parts)),
+                   highlight=False, markup=False)
+    return True

@@ -9,9 +9,13 @@ Two runs: the second's difference from the first, and one agreement line. Three 
 its error against the first run side by side, and one agreement line each.
 
 With ``--expected`` each run is judged by its own architecture's and device's expected
-values. Where they all agree the expected and source columns show the one; where a run's
-differs from the first run's, they show each run's, labelled (``kepler: 35; maxwell: 82``),
-and a note under the table says so. ``--check`` fails a run's finding by the run's own.
+values. Where they all agree the expected, band and source columns show the one; where a
+run's differs from the first run's, they show each run's, labelled (``kepler: 35; maxwell:
+82``), and a note under the table says so. The band is what a value must lie in to pass; the
+interval column, what each run's value is known to lie in (``undecided``: outside the band,
+the interval reaching in). ``--check`` fails a run's finding by the run's own, and on a
+finding measured while another process used the GPU (``contended``); undecided ones are
+counted, and do not fail it.
 """
 
 from __future__ import annotations
@@ -23,11 +27,15 @@ from rich.table import Table
 
 from gpumem.cli._app import app
 from gpumem.cli._common import (
+    CHECK_FAILS,
     STATUS_STYLE,
+    CheckRow,
     FitTable,
     check_damage,
+    fmt_band,
     fmt_expected,
     fmt_finding,
+    fmt_interval,
     fmt_value,
     name_column,
     plugins,
@@ -39,6 +47,7 @@ from gpumem.cli._common import (
     text_column,
 )
 from gpumem.compare import compare, run_expectation
+from gpumem.findings import Expected, band_of, plain_band, status_rank
 
 
 @app.command("compare")
@@ -49,8 +58,9 @@ def compare_cmd(
                                        "each run's own (its architecture's and device's)."),
     json_: bool = typer.Option(False, "--json", help="Print JSON."),
     check: bool = typer.Option(False, "--check",
-                               help="Exit 1 when any finding fails its expected value (implies "
-                                    "--expected); the failing rows are printed last."),
+                               help="Exit 1 when any finding fails its expected band or was "
+                                    "contended (implies --expected); the failing rows are "
+                                    "printed last, undecided ones counted."),
     reanalyze: bool = typer.Option(False, "--reanalyze",
                                    help="Derive every run's findings afresh from its raw data "
                                         "with this gpumem's analyses (runs an older gpumem "
@@ -65,31 +75,56 @@ def compare_cmd(
                    reanalyze=reanalyze)
     if damage:
         data["damaged"] = [d.as_dict() for d in damage]
-    failing = failing_rows(data) if check else []
+    rows = failing_rows(data) if check else []
+    failing = [r for r in rows if r.status in CHECK_FAILS]
     if json_:
         if check:
-            data["check"] = {"failing": [{"run": r[0], "experiment": r[1], "finding": r[2]}
-                                         for r in failing]}
+            data["check"] = {
+                "failing": [{"run": r.run, "experiment": r.experiment, "finding": r.finding,
+                             "status": r.status,
+                             **({"reason": r.reason} if r.status == "contended" else {})}
+                            for r in failing],
+                "undecided": [{"run": r.run, "experiment": r.experiment, "finding": r.finding}
+                              for r in rows if r.status == "undecided"]}
         print_json(data)
     else:
         _print(data, expected)
         if check:
-            print_check(failing)
+            print_check(rows)
     if damage or failing:
         raise typer.Exit(1)
 
 
-def failing_rows(data: dict) -> list[tuple[str, str, str, object, object, str]]:
-    """(run, experiment, finding, value, expected, source) of every failing row: the
-    expected value and source each run was judged by (its own)."""
+def row_band(e: dict | None) -> object:
+    """The band of an expectation as :func:`gpumem.compare.run_expectation` gives it: its
+    ``band``, else (data of an older gpumem) computed from its value and tolerance."""
+    if not e:
+        return None
+    if "band" in e:
+        return e["band"]
+    tol = e.get("tolerance", {})
+    try:
+        exp = Expected("", e["value"], "", rel_tol=float(tol.get("rel", 0.0)),
+                       abs_tol=float(tol.get("abs", 0.0)), bound=tol.get("bound", ""))
+    except (KeyError, TypeError, ValueError):
+        return None
+    return plain_band(band_of(exp))
+
+
+def failing_rows(data: dict) -> list[CheckRow]:
+    """The rows ``--check`` reports (:class:`CheckRow`): every run's finding that fails its
+    band, was contended or is undecided, with the expected value, band and source each run
+    was judged by (its own), its interval, and (contended) the note saying what was seen."""
     out = []
     for row in data["rows"]:
         for label, status in row["status"].items():
-            if status != "fail":
+            if status not in (*CHECK_FAILS, "undecided"):
                 continue
             e = run_expectation(row, label) or {}
-            out.append((label, row["experiment"], row["finding"], row["values"].get(label),
-                        e.get("value"), e.get("source", "")))
+            out.append(CheckRow(label, row["experiment"], row["finding"],
+                                row["values"].get(label), e.get("value"), e.get("source", ""),
+                                status, row_band(e), row.get("intervals", {}).get(label),
+                                row.get("notes", {}).get(label, "")))
     return out
 
 
@@ -108,6 +143,29 @@ def expected_cells(row: dict, labels: list[str]) -> tuple[str, str]:
     source = sources[0] if len(sources) == 1 else "; ".join(
         f"{lb}: {e['source']}" for lb, e in own.items() if e is not None)
     return values, source
+
+
+def band_cell(row: dict, labels: list[str]) -> str:
+    """The band of a row: the first run's (the one all share); where runs are judged by
+    different values, each run's, labelled ('-' for none)."""
+    per_run = row.get("expected_per_run")
+    if per_run is None:
+        if "expected" not in row:
+            return "-"
+        return fmt_band(row_band(run_expectation(row, labels[0])), row.get("expected"))
+    return "; ".join(f"{lb}: " + ("-" if per_run[lb] is None else
+                                  fmt_band(row_band(per_run[lb]), per_run[lb]["value"]))
+                     for lb in labels if lb in per_run)
+
+
+def interval_cell(row: dict, labels: list[str]) -> str:
+    """Each run's interval (where its analysis gives one); labelled when there are several
+    runs, '-' where none has one."""
+    spans = row.get("intervals", {})
+    if len(labels) == 1:
+        return fmt_interval(spans.get(labels[0]))
+    have = [lb for lb in labels if lb in spans]
+    return "; ".join(f"{lb}: {fmt_interval(spans[lb])}" for lb in have) or "-"
 
 
 def _print(data: dict, expected: bool) -> None:
@@ -129,6 +187,8 @@ def _print(data: dict, expected: bool) -> None:
     text_column(t, "units")
     if expected:
         text_column(t, "expected")
+        text_column(t, "band")
+        text_column(t, "interval")
         name_column(t, "status")
         text_column(t, "source")
     for row in data["rows"]:
@@ -146,14 +206,21 @@ def _print(data: dict, expected: bool) -> None:
         cells.append(safe_text(row["units"]))
         if expected:
             statuses = [row["status"].get(lb) for lb in labels if row["status"].get(lb)]
-            worst = next((s for s in ("fail", "unresolved", "warn", "pass") if s in statuses),
-                         "n/a")
+            # the worst (a fail before a contended one, an undecided before a pass)
+            order = ("fail", "contended", "unresolved", "undecided", "warn", "pass")
+            worst = max(statuses, default="n/a",
+                        key=lambda s: (status_rank(s),
+                                       -order.index(s) if s in order else -len(order)))
             style = STATUS_STYLE.get(worst, "dim")
             value, source = expected_cells(row, labels)
-            cells += [safe_text(value), safe_text(worst, style), safe_text(source)]
+            cells += [safe_text(value), safe_text(band_cell(row, labels)),
+                      safe_text(interval_cell(row, labels)), safe_text(worst, style),
+                      safe_text(source)]
         t.add_row(*cells)
-    # at 80 columns the names stay whole: source, then units and difference are left out
-    stdout().print(FitTable(t, drop=["source", "units", "difference", "expected"]))
+    # at 80 columns the names stay whole, and finding, value, band and status stay: source,
+    # then units, difference, expected, interval and experiment are left out
+    stdout().print(FitTable(t, drop=["source", "units", "difference", "expected", "interval",
+                                     "experiment"]))
     for r in data["runs"]:
         if expected and r.get("expected_values") == 0:
             stdout().print(safe_text(f"{r['label']}: no expected values for architecture "

@@ -14,10 +14,14 @@ from gpumem.cli import _state
 from gpumem.cli._app import app
 from gpumem.cli._common import (
     STATUS_STYLE,
+    CheckRow,
     FitTable,
+    check_rows,
     escape_controls,
+    fmt_band,
     fmt_expected,
     fmt_finding,
+    fmt_interval,
     name_column,
     plugins,
     print_check,
@@ -78,26 +82,32 @@ class RichReporter(Reporter):
 
 
 def summary_table(report: RunReport) -> FitTable:
-    """The findings of a run, one row each; names stay whole at any width (80 columns: the
-    expected and units columns are left out first, values wrap)."""
+    """The findings of a run, one row each: value, its interval, the band it must lie in to
+    pass, the expected value and the status. Names stay whole at any width (80 columns: the
+    expected, units, interval and experiment columns are left out, in that order; finding,
+    value, band and status stay; values wrap)."""
     t = Table(title=safe_text(f"gpumem {report.arch} on {report.device.name}"))
     name_column(t, "experiment")
     name_column(t, "finding")
     text_column(t, "value")
+    text_column(t, "interval")
     text_column(t, "units")
+    text_column(t, "band")
     text_column(t, "expected")
     name_column(t, "status")
     for o in report.outcomes:
         if not o.findings:  # the error is prose: it goes in the wrapping value column
             t.add_row(safe_text(o.experiment), safe_text(f"({o.status})"),
-                      safe_text(o.error), "", "", "")
+                      safe_text(o.error), "", "", "", "", "")
         for f in o.findings:
             style = STATUS_STYLE.get(f.status, "")
             t.add_row(safe_text(o.experiment), safe_text(f.name),
-                      safe_text(fmt_finding(f.as_dict())), safe_text(f.units),
+                      safe_text(fmt_finding(f.as_dict())), safe_text(fmt_interval(f.interval)),
+                      safe_text(f.units),
+                      safe_text(fmt_band(f.expected_band, f.expected)),
                       safe_text(fmt_expected(f.expected, f.expected_bound)),
                       safe_text(f.status, style))
-    return FitTable(t, drop=["expected", "units"])
+    return FitTable(t, drop=["expected", "units", "interval", "experiment"])
 
 
 def available_help() -> str:
@@ -166,8 +176,10 @@ def run_cmd(
         None, "--scheduler", help="Dask scheduler address (tcp://HOST:8786) or scheduler "
                                   "file, for --executor dask."),
     check: bool = typer.Option(False, "--check",
-                               help="Exit 1 when any finding fails its expected value; the "
-                                    "failing rows are printed last (for a GPU fleet's CI)."),
+                               help="Exit 1 when any finding fails its expected band (neither "
+                                    "value nor interval in it) or was measured while another "
+                                    "process used the GPU; the failing rows are printed last, "
+                                    "undecided ones counted (for a GPU fleet's CI)."),
     estimate: bool = typer.Option(False, "--estimate",
                                   help="On a slow simulator: say how long the run would take "
                                        "on --workers workers, and run nothing."),
@@ -201,11 +213,10 @@ def run_cmd(
     kept = sum(1 for o in report.outcomes if o.file)
     con.print(f"results: {report.run_dir}  ({kept} file(s); "
               f"gpumem show {report.run_dir})", highlight=False, markup=False)
-    failing = [(report.device.name, o.experiment, f.name, f.value, f.expected,
-                f.expected_source) for o in report.outcomes for f in o.findings
-               if f.status == "fail"]
-    if check:
-        print_check(failing)
+    failing = False
+    if check:  # fail and contended exit 1; undecided is counted (the data cannot say)
+        failing = print_check(check_rows(finding_check_row(report.device.name, o.experiment, f)
+                                         for o in report.outcomes for f in o.findings))
     if report.failed:
         names = ", ".join(o.experiment for o in report.failed)
         stderr().print(f"gpumem: {len(report.failed)} experiment(s) failed: {names}",
@@ -213,6 +224,12 @@ def run_cmd(
         raise typer.Exit(1)
     if check and failing:
         raise typer.Exit(1)
+
+
+def finding_check_row(run_label: str, experiment: str, f: Any) -> CheckRow:
+    """A finding of this run as a row of ``--check`` (:func:`print_check`)."""
+    return CheckRow(run_label, experiment, f.name, f.value, f.expected, f.expected_source,
+                    f.status, f.expected_band, f.interval, f.note)
 
 
 #: What --seed may be: a 64-bit integer, signed or not (it is stored in each results file
@@ -260,13 +277,12 @@ def _run_fleet(req: RunRequest, devices: str, ps, check: bool = False) -> None:
     con.print(t)
     con.print(f"results: {report.run_dir}  (gpumem compare {report.run_dir})",
               highlight=False, markup=False)
-    failing: list = []
+    failing = False
     if check:  # every device's findings against the expected values
         from gpumem.cli.compare import failing_rows
         from gpumem.compare import compare
 
-        failing = failing_rows(compare(ps, [report.run_dir], True))
-        print_check(failing)
+        failing = print_check(failing_rows(compare(ps, [report.run_dir], True)))
     if report.failed:
         names = ", ".join(f"{r.device} ({r.status})" for r in report.failed)
         stderr().print(escape_controls(f"gpumem: {len(report.failed)} of {len(report.runs)} "
