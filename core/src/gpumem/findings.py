@@ -70,9 +70,9 @@ class Expected:
     ``rel_tol=0``: the band is the value itself. Text passes only when equal (case aside).
     ``bound`` makes ``value`` a limit rather than a target: ``"max"`` (the finding must not
     exceed it: a bandwidth above the theoretical peak; band ``(-inf, value + tol]``),
-    ``"min"`` (band ``[value - tol, +inf)``). ``index`` labels a list value's elements by the sweep axis
-    the finding is indexed by (``("groups", (1, 2, 4, 8, 16))``): a run on a smaller grid is
-    then compared on the coordinates it has (:func:`status_of`).
+    ``"min"`` (band ``[value - tol, +inf)``). ``index`` labels a list value's elements by
+    the sweep axis the finding is indexed by (``("groups", (1, 2, 4, 8, 16))``): a run on a
+    smaller grid is then compared on the coordinates it has (:func:`status_of`).
     """
 
     name: str

@@ -15,14 +15,13 @@ from gpumem.cli._app import app
 from gpumem.cli._common import (
     FitTable,
     check_damage,
-    fmt_finding,
     plugins,
     print_json,
     require_paths,
     safe_text,
     stdout,
 )
-from gpumem.cli.show import FINDINGS_DROP, findings_table
+from gpumem.cli.show import FINDINGS_DROP, finding_cells, findings_table
 from gpumem.compare import analyze_file
 
 
@@ -47,8 +46,5 @@ def analyze(
         return
     t = findings_table(safe_text(f"{name}: {file}"))
     for f in findings:
-        d = f.as_dict()
-        t.add_row(*(safe_text(c) for c in (
-            f.name, fmt_finding(d), f.units, "-" if d["expected"] is None
-            else str(d["expected"]), f.status, f"{f.confidence:.2f}", f.method)))
+        t.add_row(*finding_cells(f.name, f.as_dict()))
     stdout().print(FitTable(t, drop=FINDINGS_DROP))

@@ -15,10 +15,13 @@ from rich.table import Table
 
 from gpumem.cli._app import app
 from gpumem.cli._common import (
+    STATUS_STYLE,
     FitTable,
     check_damage,
+    fmt_band,
     fmt_expected,
     fmt_finding,
+    fmt_interval,
     name_column,
     print_json,
     require_paths,
@@ -123,20 +126,19 @@ def _print(data: dict[str, Any]) -> None:
         if f["findings"]:
             t = findings_table()
             for name, d in f["findings"].items():
-                want = fmt_expected(d["expected"], d.get("expected_bound", ""))
-                t.add_row(*(safe_text(c) for c in (
-                    name, fmt_finding(d), d["units"], want, d["status"],
-                    f"{d['confidence']:.2f}", d["method"])))
+                t.add_row(*finding_cells(name, d))
             out.print(FitTable(t, drop=FINDINGS_DROP))
 
 
 def findings_table(title: object = None) -> Table:
-    """finding, value, units, expected, status, confidence, method: the names never cut
-    (wrapped in :class:`FitTable` with :data:`FINDINGS_DROP`)."""
+    """finding, value, interval, units, band, expected, status, confidence, method: the
+    names never cut (wrapped in :class:`FitTable` with :data:`FINDINGS_DROP`)."""
     t = Table(title=title, show_header=True)
     name_column(t, "finding")
     text_column(t, "value")
+    text_column(t, "interval")
     text_column(t, "units")
+    text_column(t, "band")
     text_column(t, "expected")
     name_column(t, "status")
     text_column(t, "confidence")
@@ -144,6 +146,19 @@ def findings_table(title: object = None) -> Table:
     return t
 
 
+def finding_cells(name: str, d: dict) -> list:
+    """A row of :func:`findings_table` from a finding's ``as_dict()``: a file written before
+    the band was stored shows '-' for it (its status, a 'warn' among them, as stored)."""
+    want = fmt_expected(d["expected"], d.get("expected_bound", ""))
+    band = fmt_band(d.get("band"), d["expected"]) if d["expected"] is not None else "-"
+    style = STATUS_STYLE.get(d["status"], "")
+    return [safe_text(name), safe_text(fmt_finding(d)),
+            safe_text(fmt_interval(d.get("interval"))),
+            safe_text(d["units"]), safe_text(band), safe_text(want),
+            safe_text(d["status"], style), safe_text(f"{d['confidence']:.2f}"),
+            safe_text(d["method"])]
+
+
 #: left out of a findings table, in this order, while it does not fit the terminal
-FINDINGS_DROP = ("confidence", "method", "expected", "units")
+FINDINGS_DROP = ("confidence", "method", "expected", "units", "interval")
 
