@@ -20,6 +20,7 @@ from gpumem.sim import (
     CacheLevel,
     Dram,
     Interconnect,
+    Neighbour,
     SharedMemory,
     SimConfig,
     SimConfigError,
@@ -67,7 +68,7 @@ def test_every_declared_field_is_documented_with_a_meaning():
 
 def _classes() -> list[type]:
     return [SimConfig, CacheLevel, TlbLevel, Dram, Timer, SharedMemory, Throughput,
-            Interconnect]
+            Interconnect, Neighbour]
 
 
 # ---------------------------------------------------------------------------------------------

@@ -27,6 +27,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 import xarray as xr
 
+from gpumem.contention import CONTENDED, reapply
 from gpumem.device import DeviceInfo
 from gpumem.errors import ResultsFileError, UsageError
 from gpumem.findings import (
@@ -124,7 +125,7 @@ def analyze_file(plugins: Plugins, path: Path, experiment: str | None = None,
     arch = arch or str(raw.attrs.get("gpumem_arch", ""))
     if arch:
         findings = evaluate(findings, expected_for(plugins, arch, device_from_attrs(raw.attrs)))
-    return name, not_modelled(findings, unmodelled_of(raw.attrs))
+    return name, reapply(not_modelled(findings, unmodelled_of(raw.attrs)), raw.attrs)
 
 
 def unmodelled_of(attrs: dict[str, Any]) -> dict[str, str]:
@@ -261,7 +262,9 @@ def compare(plugins: Plugins, targets: list[Path], with_expected: bool,
             if not f.resolved:
                 row.setdefault("candidates", {})[label] = f.as_dict()["candidates"]
             e = values.get(name)
-            if e is not None:  # judged by its own architecture's and device's value
+            if f.status == CONTENDED:  # measured beside another process: judged by nothing
+                row["status"][label] = CONTENDED
+            elif e is not None:  # judged by its own architecture's and device's value
                 row["status"][label] = status_of(f.value, e, f.interval, f.index) \
                     if f.resolved else "unresolved"
         if name in expected:  # the first run's, as rows have always given it

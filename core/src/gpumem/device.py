@@ -417,8 +417,15 @@ class Device(ABC):
     def point_state(self) -> dict[str, float]:
         """Cheap readings taken before and after every sweep point, stored per point
         (hardware: SM and memory clocks, clock-event reasons, ``throttled``, temperature,
-        power). Empty where nothing can change between points (simulators)."""
+        power, the other processes on the GPU). Empty where nothing can change between
+        points (simulators, unless one plays a neighbour)."""
         return {}
+
+    def neighbours(self) -> list[Any] | None:
+        """The other processes on the device now (:class:`gpumem.contention.Neighbour`),
+        ``None`` where the device cannot list them. A device that can also reports them per
+        point in :meth:`point_state` (``other_processes``, ``other_active_processes``)."""
+        return None
 
     def estimate_seconds(self, request: Any) -> float | None:
         """Wall seconds the probe call ``request`` will take here, for a device that

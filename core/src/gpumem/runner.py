@@ -38,6 +38,8 @@ from typing import Any
 
 import numpy as np
 
+from gpumem.contention import ATTR as CONTENTION_ATTR
+from gpumem.contention import assess, mark, wait_until_free
 from gpumem.device import Device, DeviceInfo
 from gpumem.errors import (
     GpumemError,
@@ -94,6 +96,7 @@ class RunRequest:
     argv: Sequence[str] = ()
     executor: str = "local"          # "local" (this process, or --workers) or "dask"
     scheduler: str | None = None     # the Dask scheduler's address, for executor "dask"
+    exclusive: float | None = None   # seconds to wait for no other process on the GPU
 
 
 @dataclass
@@ -107,6 +110,7 @@ class Outcome:
     error: str = ""
     wall_s: float = 0.0
     points: int = 0
+    contention: str = ""   # what was seen of other work on the GPU (gpumem.contention)
 
 
 @dataclass
@@ -504,8 +508,12 @@ def _measure_and_keep(plugins: Plugins, store: RunStore, device: Device, exp: Ex
     unmodelled = device.unmodelled()
     if unmodelled:  # kept, so that an analysis of the file again marks the same findings
         raw.attrs["gpumem_unmodelled"] = json.dumps(unmodelled, sort_keys=True)
+    contention = assess(raw, str(raw.attrs.get("after_neighbours_seen", "")))
+    reason = contention.reason()
+    raw.attrs[CONTENTION_ATTR] = reason  # kept: a later analysis marks the same findings
     try:
-        findings = not_modelled(evaluate(exp.analyze(raw), expected), unmodelled)
+        findings = mark(not_modelled(evaluate(exp.analyze(raw), expected), unmodelled),
+                        reason)
     except Exception as e:  # noqa: BLE001 - keep the raw data, report the analysis bug
         findings = []
         error = f"analysis failed: {type(e).__name__}: {e}"
@@ -517,8 +525,10 @@ def _measure_and_keep(plugins: Plugins, store: RunStore, device: Device, exp: Ex
     path, _sha = store.write(device.info.key, exp.name, phash, raw, fds, key=key, fields=dict(
         status=status, finished=now_iso(), wall_s=round(time.monotonic() - t0, 3), error=error,
         points=n_points, throttled_points=throttled,
+        **({"contention": reason} if reason else {}),
         findings={f.name: f.as_dict() for f in findings}))
-    return Outcome(exp.name, status, path, findings, error, time.monotonic() - t0, n_points)
+    return Outcome(exp.name, status, path, findings, error, time.monotonic() - t0, n_points,
+                   reason)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -535,6 +545,18 @@ def _kept(store: RunStore, report: RunReport) -> int:
     except GpumemError:
         mine = sum(1 for o in report.outcomes if o.file and o.status != "resumed")
     return mine + sum(1 for o in report.outcomes if o.status == "resumed")
+
+
+def contention_line(report: RunReport) -> str:
+    """One line naming what was seen of other work on the GPU during the run, and what it
+    means for the findings ("" when nothing was)."""
+    hit = [o for o in report.outcomes if o.contention]
+    if not hit:
+        return ""
+    marked = sum(1 for o in hit for f in o.findings if f.status == "contended")
+    what = " | ".join(f"{o.experiment}: {o.contention}" for o in hit)
+    return (f"contended: {what}; {marked} finding(s) marked contended, neither pass nor fail "
+            f"(measure on a free GPU: --exclusive SECONDS waits for one)")
 
 
 def run(req: RunRequest, *, plugins: Plugins, reporter: Reporter | None = None,
@@ -582,6 +604,8 @@ def _run(req: RunRequest, *, plugins: Plugins, reporter: Reporter | None,
             client.close()
         raise
     try:
+        if req.exclusive is not None:  # before a byte is written
+            wait_until_free(device.neighbours, req.exclusive, reporter.notice)
         out = req.out
         if out is None:
             if req.resume:
@@ -635,6 +659,10 @@ def _run(req: RunRequest, *, plugins: Plugins, reporter: Reporter | None,
                 reporter.experiment_finished(outcome)
         finally:
             runner.close()
+        line = contention_line(report)
+        if line:
+            report.notices.append(line)
+            reporter.notice(line)
         return report
     finally:
         if client is not None:

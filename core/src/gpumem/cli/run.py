@@ -180,6 +180,10 @@ def run_cmd(
                                     "value nor interval in it) or was measured while another "
                                     "process used the GPU; the failing rows are printed last, "
                                     "undecided ones counted (for a GPU fleet's CI)."),
+    exclusive: Optional[float] = typer.Option(
+        None, "--exclusive", metavar="SECONDS",
+        help="Wait up to SECONDS for no other process to be active on the GPU, then refuse "
+             "(exit 75) if one still is; nothing is measured beside another job."),
     estimate: bool = typer.Option(False, "--estimate",
                                   help="On a slow simulator: say how long the run would take "
                                        "on --workers workers, and run nothing."),
@@ -189,7 +193,8 @@ def run_cmd(
     check_seed(seed)
     req = RunRequest(arch=arch, experiments=experiments or ["all"], device=device, out=out,
                      resume=resume, quick=quick, workers=workers, sim_config=sim_config,
-                     seed=seed, argv=_state.argv, executor=executor, scheduler=scheduler)
+                     seed=seed, argv=_state.argv, executor=executor, scheduler=scheduler,
+                     exclusive=exclusive)
     ps = plugins()
     if estimate:
         from gpumem.runner import estimate_run

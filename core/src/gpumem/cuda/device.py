@@ -565,9 +565,17 @@ class CudaDevice(Device):
     def point_state(self) -> dict[str, float]:
         return self.nvml.quick()
 
+    def neighbours(self) -> list[Any] | None:
+        return self.nvml.neighbours()
+
     def provenance(self) -> dict[str, Any]:
         snap = self.nvml.snapshot()
         out = {f"nvml_{k}": v for k, v in snap.items()}
+        if self.nvml.seen:  # the other processes seen since the last call (an experiment's
+            from gpumem.contention import describe_all  # points), at their largest SM share
+
+            out["neighbours_seen"] = describe_all(list(self.nvml.seen.values()), 8)
+            self.nvml.seen.clear()
         for probe in self.kernel_sources:
             out[f"kernel_{probe}_sha256"] = self.kernel_sha256(probe)
         for path, pct in self.carveout.items():

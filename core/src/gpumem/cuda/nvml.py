@@ -1,12 +1,25 @@
-"""NVML readings stored with every measured point: clocks, throttle reasons, ECC, power.
+"""NVML readings stored with every measured point: clocks, throttle reasons, ECC, power,
+and the other processes on the GPU.
 
 We only read; gpumem never sets clocks, power limits or modes. Any reading NVML cannot give
 is left out rather than guessed. Without nvidia-ml-py or a driver, :func:`snapshot` is empty.
+
+Other processes (issue 30): a GPU shared with another job gives numbers that describe the
+sharing, not the hardware (an H200 whose neighbour copied 2 GB in a loop showed a 1.46 MB
+L2). :meth:`Nvml.neighbours` lists every compute, graphics and MPS process on the GPU but
+this one, with its memory and, where the driver samples it, its SM utilisation; a process
+that holds a context but has not used the SMs in the last :data:`ACTIVE_WINDOW_S` seconds
+is present but not *active* (a notebook with a framework imported). Where the driver gives
+no per-process samples, a present process counts as active: gpumem cannot tell.
 """
 
 from __future__ import annotations
 
+import os
+import time
 from typing import Any
+
+from gpumem.contention import Neighbour
 
 # nvmlClocksEventReason* bits (nvidia-ml-py 12+; "throttle" is the old name)
 REASON_BITS = {
@@ -22,6 +35,10 @@ REASON_BITS = {
 }
 #: Reasons that mean the clocks were held down while measuring (idle alone is expected).
 THROTTLING = 0x4 | 0x8 | 0x20 | 0x40 | 0x80
+#: a neighbour's SM sample counts as current for this long (NVML samples every 1/6 s to 1 s)
+ACTIVE_WINDOW_S = 3.0
+#: the process name of the MPS control daemon's server (clients then share its context)
+MPS_SERVER = "nvidia-cuda-mps-server"
 
 
 def decode_reasons(mask: int) -> str:
@@ -35,6 +52,13 @@ class Nvml:
     def __init__(self, index: int) -> None:
         self.ok = False
         self.index = index
+        self.own_pid = os.getpid()
+        #: pid -> (sample time in s, SM %) of the newest per-process sample seen
+        self._samples: dict[int, tuple[float, float]] = {}
+        self._last_sample_us = 0
+        self._per_process = True   # until the driver says it has no per-process samples
+        #: every other process seen during the run, by pid (its largest SM share)
+        self.seen: dict[int, Neighbour] = {}
         try:
             import pynvml
 
@@ -121,12 +145,93 @@ class Nvml:
             v = self._get(fn, *args)
             if v is not None:
                 out[key] = float(v)
+        out.update(self.neighbour_counts())
         reasons = self._get("nvmlDeviceGetCurrentClocksEventReasons")
         if reasons is None:
             reasons = self._get("nvmlDeviceGetCurrentClocksThrottleReasons")
         if reasons is not None:
             out["clock_event_reasons"] = float(int(reasons))
             out["throttled"] = float(bool(int(reasons) & THROTTLING))
+        return out
+
+    # ---- other processes ---------------------------------------------------------------
+    def _sm_samples(self) -> None:
+        """Fold the per-process SM samples taken since the last call into ``_samples``."""
+        if not self._per_process:
+            return
+        n = self._n
+        try:
+            got = n.nvmlDeviceGetProcessUtilization(self._h, self._last_sample_us)
+        except Exception as e:  # noqa: BLE001
+            code = getattr(e, "value", None)
+            if code == getattr(n, "NVML_ERROR_NOT_FOUND", -1):
+                return  # no sample since the last call: the ones kept stand
+            self._per_process = False  # not supported here: present counts as active
+            return
+        for smp in got:
+            ts = int(getattr(smp, "timeStamp", 0))
+            self._last_sample_us = max(self._last_sample_us, ts)
+            self._samples[int(smp.pid)] = (ts / 1e6, float(smp.smUtil))
+
+    def neighbours(self) -> list[Neighbour] | None:
+        """The other processes on the GPU now; ``None`` when NVML cannot list them."""
+        if not self.ok:
+            return None
+        found: dict[int, Neighbour] = {}
+        listed = False
+        for kind, fn in (("compute", "nvmlDeviceGetComputeRunningProcesses"),
+                         ("graphics", "nvmlDeviceGetGraphicsRunningProcesses"),
+                         ("mps", "nvmlDeviceGetMPSComputeRunningProcesses")):
+            procs = self._get(fn)
+            if procs is None:
+                continue
+            listed = True
+            for p in procs:
+                pid = int(p.pid)
+                if pid == self.own_pid or pid in found:
+                    continue
+                found[pid] = Neighbour(pid, self._name(pid), int(p.usedGpuMemory or 0),
+                                       kind)
+        if not listed:
+            return None
+        self._sm_samples()
+        now = time.time()
+        out = []
+        for pid, nb in found.items():
+            util = None
+            if self._per_process:
+                ts, pct = self._samples.get(pid, (0.0, 0.0))
+                util = pct if now - ts <= ACTIVE_WINDOW_S else 0.0
+            nb = Neighbour(nb.pid, nb.name, nb.used_bytes, nb.kind, util)
+            out.append(nb)
+            before = self.seen.get(pid)
+            if before is None or (util or 0) > (before.sm_util_pct or 0):
+                self.seen[pid] = nb
+        return out
+
+    def _name(self, pid: int) -> str:
+        try:
+            name = self._n.nvmlSystemGetProcessName(pid)
+        except Exception:  # noqa: BLE001 - another container's process: no name
+            return "?"
+        return name.decode(errors="replace") if isinstance(name, bytes) else str(name)
+
+    def neighbour_counts(self) -> dict[str, float]:
+        """Per-point readings: other processes, the active ones, their largest SM share,
+        and whether an MPS server shares the GPU (only what NVML can say)."""
+        nbs = self.neighbours()
+        if nbs is None:
+            return {}
+        out = {"other_processes": float(len(nbs)),
+               "other_active_processes": float(sum(nb.active for nb in nbs)),
+               "mps_server": float(any(nb.name.rsplit("/", 1)[-1] == MPS_SERVER
+                                       for nb in nbs))}
+        shares = [nb.sm_util_pct for nb in nbs if nb.sm_util_pct is not None]
+        if self._per_process:
+            out["other_sm_util_pct"] = float(max(shares, default=0.0))
+        util = self._get("nvmlDeviceGetUtilizationRates")
+        if util is not None:
+            out["gpu_utilization_pct"] = float(util.gpu)
         return out
 
     def close(self) -> None:

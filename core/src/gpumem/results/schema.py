@@ -34,7 +34,9 @@ POINT_STATE = "__point_state__"
 #: Key of what a point added to the device's counters (see Device.point_counters).
 POINT_COUNTS = "__point_counts__"
 _STATE_UNITS = {"sm_clock_mhz": "MHz", "mem_clock_mhz": "MHz", "temperature_c": "degC",
-                "power_mw": "mW", "clock_event_reasons": "1", "throttled": "1"}
+                "power_mw": "mW", "clock_event_reasons": "1", "throttled": "1",
+                "other_processes": "1", "other_active_processes": "1", "mps_server": "1",
+                "other_sm_util_pct": "percent", "gpu_utilization_pct": "percent"}
 
 
 def now_iso() -> str:
@@ -167,8 +169,10 @@ def point_totals(results: Mapping[tuple, tuple[int, str, Mapping]]) -> dict[str,
 
 def _add_point_state(ds: xr.Dataset, axes: list[Axis], index: dict,
                      results: Mapping[tuple, tuple[int, str, Mapping]]) -> None:
-    """Per-point device readings (``point_<reading>_before/_after``) and ``point_throttled``
-    (1 when a throttling clock-event reason was set before or after the point)."""
+    """Per-point device readings (``point_<reading>_before/_after``), ``point_throttled``
+    (1 when a throttling clock-event reason was set before or after the point) and
+    ``point_contended`` (1 when another process was active on the GPU before or after it;
+    see :mod:`gpumem.contention`)."""
     shape = tuple(len(a.values) for a in axes)
     dims = tuple(a.name for a in axes)
     state: dict[str, np.ndarray] = {}
@@ -189,6 +193,12 @@ def _add_point_state(ds: xr.Dataset, axes: list[Axis], index: dict,
         ds["point_throttled"] = (dims, np.where(np.isnan(flag), -1, flag).astype(np.int8), {
             "units": "1", "long_name": "a throttling clock-event reason was active before "
                                        "or after the point (-1: not read)"})
+    if "other_active_processes_before" in state:
+        seen = np.fmax(state["other_active_processes_before"],
+                       state.get("other_active_processes_after", np.nan))
+        ds["point_contended"] = (dims, np.where(np.isnan(seen), -1, seen > 0).astype(np.int8), {
+            "units": "1", "long_name": "another process was active on the GPU before or after "
+                                       "the point (-1: not read)"})
 
 
 def global_attrs(*, experiment: str, experiment_version: str, summary: str, arch: str,

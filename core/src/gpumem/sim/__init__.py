@@ -4,6 +4,7 @@ from gpumem.sim.config import (
     CacheLevel,
     Dram,
     Interconnect,
+    Neighbour,
     SetIndex,
     SharedMemory,
     SimConfig,
@@ -13,5 +14,5 @@ from gpumem.sim.config import (
     TlbLevel,
 )
 
-__all__ = ["CacheLevel", "Dram", "Interconnect", "SetIndex", "SharedMemory", "SimConfig", "SimConfigError",
+__all__ = ["CacheLevel", "Dram", "Interconnect", "Neighbour", "SetIndex", "SharedMemory", "SimConfig", "SimConfigError",
            "Throughput", "Timer", "TlbLevel"]

@@ -907,6 +907,38 @@ class Interconnect:
             _fail(f"{where}.bandwidth_gbs", "a node with peers needs the link's bandwidth")
 
 
+@dataclass
+class Neighbour:
+    """Another process on the simulated GPU, for tests of contention detection
+    (:mod:`gpumem.contention`): what NVML would list beside each point, and what its work
+    does to the measurements. The defaults of the effects are what an H200 showed while a
+    second process copied a 2 GB buffer in a loop (``benchmarks/contention_probe.py``,
+    2026-12-03): L2 hits 410 cycles instead of 283, a time slice of 2.6 million cycles in one
+    chase access, one DRAM read of ten at half speed. The effects apply only while the
+    neighbour is active (``sm_util_pct`` > 0)."""
+
+    processes: Annotated[int, spec("other processes with a context on the GPU", "1", ge=0,
+                                   le=64, unset="0: the GPU is the run's alone")] = 0
+    sm_util_pct: Annotated[float, spec(
+        "their SM share as NVML samples it (0: present but idle, as a notebook holding a "
+        "context)", "percent", ge=0, le=100)] = 0.0
+    slowdown: Annotated[float, spec(
+        "factor on the cycles of every chase access served past the path's first level",
+        "1", ge=1)] = 1.45
+    slice_every: Annotated[int, spec(
+        "chase accesses between the neighbour's time slices", "1", ge=0,
+        unset="0: no time slices")] = 4096
+    slice_cycles: Annotated[NonNegative, spec(
+        "cycles one time slice adds to the access it lands on", "cycle")] = 2.6e6
+    stream_share_every: Annotated[int, spec(
+        "one timed bandwidth run in this many shares the GPU and runs at half speed", "1",
+        ge=0, unset="0: none")] = 10
+
+    @property
+    def active(self) -> bool:
+        return self.processes > 0 and self.sm_util_pct > 0
+
+
 #: The findings a config without TLB levels cannot give: translation is then free.
 _TLB_FINDINGS = ("tlb.*", "tlb_l1.*", "tlb_l2.*", "lat.dram_tlb_miss", "lat.dram_tlb_miss_ns")
 
@@ -948,6 +980,8 @@ class SimConfig:
         field(default_factory=Throughput)
     interconnect: Annotated[Interconnect, spec("the node's other GPUs")] = \
         field(default_factory=Interconnect)
+    neighbour: Annotated[Neighbour, spec("another process on the GPU (contention tests)")] = \
+        field(default_factory=Neighbour)
     path_latency: Annotated[dict[str, NonNegative], spec(
         "cycles added to every load of a path (a texture pipeline)", "cycle",
         unset="empty: none")] = field(default_factory=dict)

@@ -133,6 +133,9 @@ class SimDevice(Device):
                               engine.stream_seed(cfg.seed, self.seed, request.seed, request.sm,
                                                  13), self._chases)
         self._chases += 1
+        if cfg.neighbour.active:
+            lat = _shared(lat, level, overhead, cfg.neighbour,
+                          engine.stream_seed(cfg.seed, self.seed, request.seed, request.sm, 17))
         if not request.fine_grained:  # a mean chase: one number, as a two-clock-read kernel
             return ChaseResult(latency=np.array([float(lat.mean())]),
                                index=np.empty(0, np.int64), timer_overhead=overhead,
@@ -142,6 +145,11 @@ class SimDevice(Device):
     def _timed(self, nbytes: int, rate: float, seed: int) -> StreamResult:
         """Seconds for ``nbytes`` at ``rate`` bytes/cycle, with the config's run-to-run noise."""
         cycles = nbytes / rate
+        nb = self.config.neighbour
+        if nb.active and nb.stream_share_every and np.random.default_rng(engine.stream_seed(
+                self.config.seed, self.seed, seed, int(cycles) & 0xFFFFFFFF, 19)
+        ).random() < 1 / nb.stream_share_every:  # drawn per request: any order, any worker
+            cycles *= 2.0  # this timed run shared the GPU with the neighbour's
         sigma = self.config.timer.throughput_jitter
         if sigma > 0:
             rng = np.random.default_rng(engine.stream_seed(self.config.seed, self.seed, seed, 11))
@@ -189,15 +197,55 @@ class SimDevice(Device):
         latency, rate = dsmem_model(self.config, request)
         return SmemResult(latency=latency, bytes_per_cycle=rate)
 
+    def point_state(self) -> dict[str, float]:
+        """A configured neighbour as NVML would report it beside each point (nothing else
+        changes between a simulator's points)."""
+        nb = self.config.neighbour
+        if not nb.processes:
+            return {}
+        return {"other_processes": float(nb.processes),
+                "other_active_processes": float(nb.processes if nb.active else 0),
+                "other_sm_util_pct": float(nb.sm_util_pct)}
+
+    def neighbours(self) -> list[Any]:
+        from gpumem.contention import Neighbour
+
+        nb = self.config.neighbour
+        return [Neighbour(SIM_NEIGHBOUR_PID + i, "simulated neighbour", 0, "compute",
+                          float(nb.sm_util_pct)) for i in range(nb.processes)]
+
     def provenance(self) -> dict[str, Any]:
-        return {
+        out: dict[str, Any] = {
             "sim_config_name": self.config.name,
             "sim_config_sha256": self.config.digest(),
             "sim_seed": self.seed,
         }
+        if self.config.neighbour.active:
+            from gpumem.contention import describe_all
+
+            out["neighbours_seen"] = describe_all(self.neighbours())
+        return out
 
     def reopen_spec(self) -> dict[str, Any]:
         return {"simulator": "sim", "arch": self.arch, "config": self.config, "seed": self.seed}
+
+
+#: the pids a simulated neighbour is listed with (no real process has them)
+SIM_NEIGHBOUR_PID = 4_000_000
+
+
+def _shared(lat: np.ndarray, level: np.ndarray, overhead: float, nb: Any,
+            seed: int) -> np.ndarray:
+    """A chase's latencies while a neighbour runs: every access past the first level
+    ``slowdown`` times slower, and every ``slice_every``-th access (from an offset drawn
+    from ``seed``) waiting ``slice_cycles`` for the neighbour's time slice."""
+    out = lat.astype(float, copy=True)
+    past = level > 0
+    out[past] = overhead + (out[past] - overhead) * nb.slowdown
+    if nb.slice_every and out.size:
+        first = int(np.random.default_rng(seed).integers(nb.slice_every))
+        out[first::nb.slice_every] += nb.slice_cycles
+    return out
 
 
 def _major(cc: str) -> int:

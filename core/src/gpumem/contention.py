@@ -1,0 +1,243 @@
+"""Contention: another process used the GPU while gpumem measured (issue 30).
+
+A GPU shared with another job gives numbers that describe the sharing, not the hardware: on
+an H200 whose neighbour copied a 2 GB buffer in a loop, L2 hits took 410 cycles instead of
+283, a chase access waited 2.6 million cycles (1.3 ms) for the neighbour's time slice, one
+DRAM read of ten ran at half speed, and ``latency`` reported a 1.46 MB L2
+(``benchmarks/contention_probe.py``). Two kinds of evidence, both kept in the raw file:
+
+* **the neighbour, seen**: NVML's other processes beside each point
+  (``point_other_active_processes_before/_after`` and ``point_contended``, see
+  :meth:`gpumem.device.Device.point_state`);
+* **the data**: a chase access longer than :data:`GAP_S` (no load waits that long on an
+  idle GPU: the H200's slowest, a TLB miss to DRAM, takes under 1 µs; only another
+  context's time slice does), and bandwidth points whose repeats scatter far beyond the
+  experiment's usual spread, in more than a stray point (:data:`SCATTER_MIN`,
+  :data:`SCATTER_FACTOR`, :data:`SCATTER_POINTS`: an idle H200 has one such point in 720,
+  always the same read configuration, so one is not evidence).
+
+An experiment with either is *contended*: each of its findings gets the status
+:data:`CONTENDED` (neither pass nor fail: the value may be right, the data cannot say), the
+reason in its note; ``gpumem run`` prints one line and ``--check`` exits 1. The reason is
+stored in the raw file's ``gpumem_contention`` attribute, so a later analysis of the file
+marks the same findings (:func:`reapply`).
+"""
+
+from __future__ import annotations
+
+import time
+import warnings
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, replace
+from typing import Any
+
+import numpy as np
+import xarray as xr
+
+from gpumem.errors import GpumemError
+
+CONTENDED = "contended"
+#: a chase access this long (seconds) is a time slice of another context, not a load
+GAP_S = 20e-6
+#: a bandwidth point's repeats scatter beyond usual when (max - min) / median exceeds this
+#: and :data:`SCATTER_FACTOR` times the experiment's median scatter (an idle H200: at most
+#: 0.05; with a neighbour copying 2 GB: 0.51)
+SCATTER_MIN = 0.25
+SCATTER_FACTOR = 5.0
+#: ... and an experiment's scattered points count only from this many, and this fraction
+#: of its points (five committed idle H200 runs: 1 of 720 each)
+SCATTER_POINTS = 3
+SCATTER_FRACTION = 0.02
+#: the raw file's attribute holding the reason (empty: none seen)
+ATTR = "gpumem_contention"
+
+
+@dataclass(frozen=True)
+class Neighbour:
+    """Another process on the GPU: what the device (NVML) says of it. ``sm_util_pct`` is
+    ``None`` where the driver gives no per-process samples (then ``active`` is assumed)."""
+
+    pid: int
+    name: str
+    used_bytes: int
+    kind: str                      # compute, graphics or mps
+    sm_util_pct: float | None = None
+
+    @property
+    def active(self) -> bool:
+        return self.sm_util_pct is None or self.sm_util_pct > 0
+
+    def describe(self) -> str:
+        """``pid 517 python3, 4.8 GB, 24 % SM`` (the name's last path part)."""
+        name = self.name.rsplit("/", 1)[-1] or "?"
+        parts = [f"pid {self.pid} {name}"]
+        if self.used_bytes:
+            parts.append(f"{self.used_bytes / 1e9:.1f} GB")
+        if self.sm_util_pct is not None:
+            parts.append(f"{self.sm_util_pct:g} % SM")
+        return ", ".join(parts)
+
+
+def describe_all(neighbours: Sequence[Neighbour], limit: int = 3) -> str:
+    """The neighbours in a few words: ``pid 517 python3, 4.8 GB; pid 9 ... (+2 more)``."""
+    text = "; ".join(nb.describe() for nb in neighbours[:limit])
+    more = len(neighbours) - limit
+    return text + (f" (+{more} more)" if more > 0 else "")
+
+
+@dataclass(frozen=True)
+class Contention:
+    """What an experiment's raw data says of other work on the GPU."""
+
+    seen_points: int = 0       # points where the device saw another active process
+    read_points: int = 0       # points where the device could look
+    gap_chases: int = 0        # chases with an access longer than GAP_S
+    gap_max_s: float = 0.0     # the longest such access
+    scattered: int = 0         # bandwidth points scattered beyond usual
+    measured: int = 0          # bandwidth points with repeats
+    who: str = ""              # the neighbours the device named
+
+    @property
+    def found(self) -> bool:
+        return bool(self.seen_points or self.gap_chases or self.scattered)
+
+    def reason(self) -> str:
+        """One phrase: what was seen, for notes, the run's line and ``--check``."""
+        parts = []
+        if self.seen_points:
+            who = f" ({self.who})" if self.who else ""
+            parts.append(f"another process used the GPU{who} during {self.seen_points} of "
+                         f"{self.read_points} points")
+        if self.gap_chases:
+            parts.append(f"{self.gap_chases} chase(s) waited up to "
+                         f"{self.gap_max_s * 1e3:.2f} ms on one access (another context's "
+                         f"time slice)")
+        if self.scattered:
+            parts.append(f"{self.scattered} of {self.measured} bandwidth point(s) scattered "
+                         f"far beyond the run's usual spread")
+        return "; ".join(parts)
+
+
+def _units(var: xr.DataArray) -> str:
+    return str(var.attrs.get("gpumem_units", var.attrs.get("units", "")))
+
+
+def _seen(raw: xr.Dataset) -> tuple[int, int]:
+    """(points flagged ``point_contended``, points where the device looked)."""
+    if "point_contended" not in raw:
+        return 0, 0
+    flag = np.asarray(raw["point_contended"].values)
+    return int((flag == 1).sum()), int((flag >= 0).sum())
+
+
+def _gaps(raw: xr.Dataset) -> tuple[int, float]:
+    """(chases with an access longer than GAP_S, the longest in seconds)."""
+    clock = float(raw.attrs.get("clock_mhz", 0) or 0)
+    if clock <= 0:
+        return 0, 0.0
+    limit = GAP_S * clock * 1e6
+    chases, longest = 0, 0.0
+    for var in raw.data_vars.values():
+        if "access" not in var.dims or _units(var) not in ("cycle", "cycles") or \
+                not np.issubdtype(var.dtype, np.floating):
+            continue
+        lat = var
+        if "timer_overhead" in raw and set(raw["timer_overhead"].dims) <= set(var.dims):
+            lat = var - raw["timer_overhead"]
+        over = (lat > limit).any("access")
+        chases += int(over.sum())
+        top = float(lat.max(skipna=True)) if lat.size else 0.0
+        if np.isfinite(top) and top > limit:
+            longest = max(longest, top / (clock * 1e6))
+    return chases, longest
+
+
+def _scatter(raw: xr.Dataset) -> tuple[int, int]:
+    """(bandwidth points whose repeats scatter far beyond the experiment's usual, points)."""
+    scattered = measured = 0
+    for var in raw.data_vars.values():
+        if "repeat" not in var.dims or var.sizes["repeat"] < 3 or \
+                _units(var) not in ("GB/s", "Gbyte/s"):
+            continue
+        v = var.values.astype(float)
+        axis = var.dims.index("repeat")
+        with np.errstate(all="ignore"), warnings.catch_warnings():
+            warnings.simplefilter("ignore", RuntimeWarning)  # a point that did not run
+            med = np.nanmedian(v, axis=axis)
+            spread = (np.nanmax(v, axis=axis) - np.nanmin(v, axis=axis)) / med
+        spread = spread[np.isfinite(spread)]
+        if spread.size == 0:
+            continue
+        usual = float(np.median(spread))
+        measured += int(spread.size)
+        scattered += int((spread > max(SCATTER_MIN, SCATTER_FACTOR * usual)).sum())
+    if scattered < max(SCATTER_POINTS, SCATTER_FRACTION * measured):
+        scattered = 0  # a stray point: idle GPUs have them too
+    return scattered, measured
+
+
+def assess(raw: xr.Dataset, who: str = "") -> Contention:
+    """What ``raw`` says of other work on the GPU (see the module docstring)."""
+    seen, read = _seen(raw)
+    gap_chases, gap_max = _gaps(raw)
+    scattered, measured = _scatter(raw)
+    return Contention(seen, read, gap_chases, gap_max, scattered, measured,
+                      who if seen else "")
+
+
+def mark(findings: Sequence[Any], reason: str) -> list[Any]:
+    """``findings`` with each judged one (not a simulator's unmodelled finding) marked
+    :data:`CONTENDED`, ``reason`` in its note."""
+    from gpumem.findings import NOT_MODELLED
+
+    if not reason:
+        return list(findings)
+    note = f"{CONTENDED}: {reason}"
+    return [f if f.status in (NOT_MODELLED, CONTENDED) else
+            replace(f, status=CONTENDED, note=f"{f.note}; {note}" if f.note else note)
+            for f in findings]
+
+
+def reapply(findings: Sequence[Any], attrs: Mapping[str, Any]) -> list[Any]:
+    """Mark ``findings`` as the run that measured them was (its ``gpumem_contention``):
+    re-judging a contended run against expected values must not turn it into a pass."""
+    return mark(findings, str(attrs.get(ATTR, "") or ""))
+
+
+class DeviceBusy(GpumemError):
+    """``--exclusive``: another process kept using the GPU for the whole wait."""
+
+    exit_code = 75  # EX_TEMPFAIL (sysexits.h): busy now, try again later
+
+
+def wait_until_free(look: Callable[[], list[Neighbour] | None], wait_s: float,
+                    say: Callable[[str], None], *, poll_s: float = 0.5,
+                    clock: Callable[[], float] = time.monotonic,
+                    sleep: Callable[[float], None] = time.sleep) -> None:
+    """``gpumem run --exclusive SECONDS``: return once no other process is active on the GPU,
+    waiting up to ``wait_s``; raise :class:`DeviceBusy` naming them otherwise. A device
+    that cannot list other processes (``look`` answers ``None``) is refused at once: an
+    exclusive run cannot be promised there."""
+    if wait_s < 0:
+        from gpumem.errors import UsageError
+
+        raise UsageError(f"--exclusive {wait_s:g}: the wait must be >= 0 seconds")
+    start = clock()
+    told = False
+    while True:
+        nbs = look()
+        if nbs is None:
+            raise DeviceBusy("--exclusive: the device cannot list other processes (no NVML), "
+                             "so gpumem cannot tell that the GPU is free")
+        busy = [nb for nb in nbs if nb.active]
+        if not busy:
+            return
+        waited = clock() - start
+        if waited >= wait_s:
+            raise DeviceBusy(f"--exclusive: the GPU was still in use after {waited:.0f} s "
+                             f"by {describe_all(busy)}; nothing was measured")
+        if not told:
+            say(f"--exclusive: waiting up to {wait_s:g} s for {describe_all(busy)} to "
+                f"leave the GPU")
+            told = True
+        sleep(min(poll_s, max(0.0, wait_s - waited)))
