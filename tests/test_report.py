@@ -214,10 +214,14 @@ def test_findings_table_has_values_expected_values_and_statuses(page):
     for table in ("h200-run", "maxwell-sim"):
         cells = page.rows[(table, "lat.l1")]
         text = [c for c, _ in cells]
-        # experiment, finding, value, units, expected, status, source, confidence, method
-        assert text[:2] == ["latency", "lat.l1"] and text[3] == "cycle"
-        assert text[5] == "pass" and "status-pass" in cells[5][1]
-        assert text[4] != "-" and text[6]  # an expected value, with its source
+        # experiment, finding, value, interval, units, expected, band, status, source,
+        # confidence, method
+        assert text[:2] == ["latency", "lat.l1"] and text[4] == "cycle"
+        assert text[7] == "pass" and "status-pass" in cells[7][1]
+        assert text[5] != "-" and text[8]  # an expected value, with its source
+        # its band (issue 30); a run written before the band was stored has none to show
+        assert re.fullmatch(r"[\d.,]+-[\d.,]+" if table == "maxwell-sim" else "-",
+                            text[6]), (table, text[6])
     assert page.rows[("h200-run", "lat.l1")][2][0] == "34"
 
 

@@ -165,6 +165,7 @@ def _sim_config(plugins: Plugins, arch: Any) -> tuple[Check, Any]:
 
 
 def _quick_run(plugins: Plugins, arch: Any, workers: int) -> Check:
+    from gpumem.cli._common import fmt_band, fmt_value
     from gpumem.runner import RunRequest, run
 
     what = f"{arch.name}: quick simulated run meets its expected values"
@@ -174,13 +175,26 @@ def _quick_run(plugins: Plugins, arch: Any, workers: int) -> Check:
     failed = [f"{o.experiment} ({o.error})" for o in report.failed]
     checked = [(o.experiment, f) for o in report.outcomes for f in o.findings
                if f.expected is not None]
-    bad = [f"{e}/{f.name} = {f.value} (expected {f.expected})" for e, f in checked
-           if f.status == "fail"]
-    counts = {s: sum(1 for _e, f in checked if f.status == s) for s in ("pass", "warn")}
+    bad = [f"{e}/{f.name} = {fmt_value(f.value)}{_interval_text(f)} outside its band "
+           f"{fmt_band(f.expected_band, f.expected)}" for e, f in checked
+           if f.status in ("fail", "contended")]
+    counts = {s: sum(1 for _e, f in checked if f.status == s)
+              for s in ("pass", "undecided", "fail")}
     if failed or bad or not checked:
         return Check(what, False, "; ".join(failed + bad) or "no finding had an expected value")
+    undecided = [f"{e}/{f.name} = {fmt_value(f.value)}{_interval_text(f)}, band "
+                 f"{fmt_band(f.expected_band, f.expected)}" for e, f in checked
+                 if f.status == "undecided"]
     return Check(what, True, f"{len(checked)} findings checked: {counts['pass']} pass, "
-                             f"{counts['warn']} warn")
+                             f"{counts['undecided']} undecided, {counts['fail']} fail"
+                 + (f" (undecided: the data cannot say: {'; '.join(undecided)})"
+                    if undecided else ""))
+
+
+def _interval_text(f: Any) -> str:
+    from gpumem.cli._common import fmt_interval
+
+    return "" if f.interval is None else f" (interval {fmt_interval(f.interval)})"
 
 
 def _asked_devices(arch: Any, cfg: Any) -> list[Any]:

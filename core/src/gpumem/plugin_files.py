@@ -244,7 +244,8 @@ gpumem plugin check {p.name}              # the plugin's own consistency checks
 
 ## Findings
 
-Median of the runs; band: the relative tolerance of a pass (a warn is within twice it);
+Median of the runs; band: the relative tolerance of a pass (a value passes inside the median
++/- it, fails where neither it nor its interval reaches that band, and is undecided between);
 runs: each run's value; simulator: whether the calibrated simulator reproduces it, in a full
 run and in the quick run that `gpumem plugin check` makes (else what it gives: a quick run's
 smaller grid cannot show some values; "not modelled": the config leaves unset what would).

@@ -1,6 +1,6 @@
 """``gpumem report``: one self-contained HTML page of one or more runs.
 
-The page (``OUT/index.html``) reads top-down: a one-screen summary (devices, pass / warn /
+The page (``OUT/index.html``) reads top-down: a one-screen summary (devices, pass / undecided /
 fail counts against the expected values, the headline numbers), then each experiment's
 figures (PNG and SVG files beside it: latency ladder, chases of the structure searches,
 bandwidth heatmaps, ILP sweep, cp.async, bank conflicts) with its own findings table under

@@ -78,8 +78,10 @@ td.value { text-align: right; font-variant-numeric: tabular-nums; max-width: 24e
 .cards > div { flex: 1 1 30em; }
 .status { font-weight: bold; text-align: center; }
 .status-pass { background: #d9f2d9; color: #17641a; }
+.status-undecided { background: #fff1c2; color: #7a5600; }
 .status-warn { background: #fff1c2; color: #7a5600; }
 .status-fail { background: #f9d0d0; color: #8f1313; }
+.status-contended { background: #f4c7e0; color: #7a0f4a; }
 .status-na { color: #888; }
 .status-unresolved { background: #ecdff5; color: #5b2a7a; }
 .summary span { margin-right: 1em; padding: 0.1em 0.5em; border-radius: 3px; }
@@ -150,6 +152,24 @@ def _expected_text(f: Any) -> str:
     return words + text if f.expected is not None else text
 
 
+def _band_text(f: Any) -> str:
+    """The band cell: what the value must lie in to pass ("170-230", "<= 4,848" for a
+    limit), as the command line shows it; '-' where nothing is expected or the file predates
+    the band."""
+    from gpumem.cli._common import fmt_band
+
+    if f.expected is None:
+        return "-"
+    return fmt_band(getattr(f, "expected_band", None), None if isinstance(f.expected, (
+        int, float, list)) and not isinstance(f.expected, bool) else f.expected)
+
+
+def _interval_text(f: Any) -> str:
+    from gpumem.cli._common import fmt_interval
+
+    return fmt_interval(f.interval)
+
+
 def format_value(v: Any, units: str = "") -> str:
     """A finding's value as the table shows it (long lists cut, sizes with a binary unit)."""
     if v is None:
@@ -165,9 +185,14 @@ def format_value(v: Any, units: str = "") -> str:
     return str(v)
 
 
+#: the class of each status's cell ("warn": files written before the band rule)
+STATUS_CLASS = {"pass": "status-pass", "undecided": "status-undecided", "fail": "status-fail",
+                "contended": "status-contended", "warn": "status-warn",
+                "unresolved": "status-unresolved"}
+
+
 def _status_cell(status: str) -> str:
-    cls = {"pass": "status-pass", "warn": "status-warn", "fail": "status-fail",
-           "unresolved": "status-unresolved"}.get(status, "status-na")
+    cls = STATUS_CLASS.get(status, "status-na")
     return f'<td class="status {cls}">{escape(status or "n/a")}</td>'
 
 
@@ -205,9 +230,12 @@ def provenance_section(series: Sequence[Series], order: Sequence[str] = ()) -> s
     return "\n".join(parts)
 
 
-STATUSES = (("pass", "status-pass"), ("warn", "status-warn"), ("fail", "status-fail"),
+STATUSES = (("pass", "status-pass"), ("undecided", "status-undecided"),
+            ("fail", "status-fail"), ("contended", "status-contended"),
             ("unresolved", "status-unresolved"), ("not modelled", "status-na"),
             ("n/a", "status-na"))
+#: counted only where a finding has them (older files' ``warn``)
+LEGACY_STATUSES = (("warn", "status-warn"),)
 
 #: The headline numbers of the summary: (label, finding, companion finding shown in
 #: brackets), by the finding names of docs/findings.md, whichever experiment reports them:
@@ -250,8 +278,9 @@ def _counts(rows: Sequence[tuple[str, Finding]]) -> str:
     counts: dict[str, int] = {}
     for _, f in rows:
         counts[f.status or "n/a"] = counts.get(f.status or "n/a", 0) + 1
+    shown = [*STATUSES, *((st, cls) for st, cls in LEGACY_STATUSES if counts.get(st))]
     return " ".join(f'<span class="{cls}" data-status="{escape(st)}">{escape(st)}: '
-                    f"{counts.get(st, 0)}</span>" for st, cls in STATUSES)
+                    f"{counts.get(st, 0)}</span>" for st, cls in shown)
 
 
 def _anchor(s: Series, experiment: str, name: str) -> str:
@@ -273,9 +302,9 @@ def _value_text(f: Finding) -> str:
     return value
 
 
-_FINDINGS_HEAD = ("<tr><th>experiment</th><th>finding</th><th>value</th><th>units</th>"
-                  "<th>expected</th><th>status</th><th>source</th><th>confidence</th>"
-                  "<th>method</th></tr>")
+_FINDINGS_HEAD = ("<tr><th>experiment</th><th>finding</th><th>value</th><th>interval</th>"
+                  "<th>units</th><th>expected</th><th>band</th><th>status</th><th>source</th>"
+                  "<th>confidence</th><th>method</th></tr>")
 
 
 def findings_table(s: Series, experiments: Sequence[str] | None = None,
@@ -290,8 +319,10 @@ def findings_table(s: Series, experiments: Sequence[str] | None = None,
         body.append(
             f'<tr id="{escape(_anchor(s, exp, f.name))}" data-finding="{escape(f.name)}">'
             f"<td>{escape(exp)}</td><td><code>{escape(f.name)}</code></td>"
-            f'<td class="value">{escape(_value_text(f))}</td><td>{escape(f.units)}</td>'
+            f'<td class="value">{escape(_value_text(f))}</td>'
+            f'<td class="value">{escape(_interval_text(f))}</td><td>{escape(f.units)}</td>'
             f'<td class="value">{escape(_expected_text(f))}</td>'
+            f'<td class="value">{escape(_band_text(f))}</td>'
             f'{_status_cell(f.status)}<td class="source">{escape(f.expected_source)}</td>'
             f'<td class="num">{f.confidence:.2f}</td>'
             f'<td class="method">{escape(method)}</td></tr>')
@@ -318,16 +349,16 @@ def _headline_cell(s: Series, order: Sequence[str], name: str, extra: str) -> st
         if f is None:
             continue
         text = _short_value(f.value, f.units) if f.resolved else _value_text(f)
-        if f.status in ("warn", "fail") and f.expected is not None:
+        if f.status in ("warn", "fail", "undecided") and f.expected is not None:
             text += f", expected {_short_value(f.expected, f.units)}"
         x = s.finding(exp, extra) if extra else None
         if x is not None and isinstance(x.value, (int, float)) and x.resolved:
             text += (f" ({x.value * 100:.0f} % of peak)" if x.units == "1" else
                      f" ({x.value:.4g} {x.units})")
-        title = f"{exp}: {f.name}" + (f", expected {format_value(f.expected, f.units)}"
+        title = f"{exp}: {f.name}" + (f", expected {format_value(f.expected, f.units)}, "
+                                      f"band {_band_text(f)}"
                                       if f.expected is not None else "")
-        cls = {"pass": "status-pass", "warn": "status-warn", "fail": "status-fail",
-               "unresolved": "status-unresolved"}.get(f.status, "")
+        cls = STATUS_CLASS.get(f.status, "")
         return (f'<td class="value {cls}" title="{escape(title)}">'
                 f'<a href="#{escape(_anchor(s, exp, f.name))}">{escape(text)}</a></td>')
     return '<td class="value status-na">-</td>'
@@ -347,8 +378,12 @@ def summary_section(series: Sequence[Series], order: Sequence[str] = ()) -> str:
     headline numbers; every number links to its row in its section's findings table."""
     parts = ['<section id="summary"><h2>Summary</h2>',
              '<p class="small">Status against the expected values of the architecture '
-             "plugin: pass within the tolerance, warn within twice it, fail beyond; "
-             "unresolved where the analysis could not decide; n/a where nothing is expected. "
+             "plugin: pass where the value lies in the expected band (the expected value "
+             "plus or minus its tolerance; a limit's, open on one side), fail where neither "
+             "the value nor its interval reaches the band, undecided between (the data "
+             "cannot say); contended where another process used the GPU during the "
+             "measurement; unresolved where the analysis could not decide; n/a where nothing "
+             "is expected (warn: a file written before this rule). "
              "Headline cells are coloured by their status and link to their finding.</p>"]
     head = "<tr><th></th>" + "".join(
         f'<th scope="col">{_swatch(s)}{escape(s.legend)}</th>' for s in series) + "</tr>"
@@ -365,7 +400,7 @@ def summary_section(series: Sequence[Series], order: Sequence[str] = ()) -> str:
     flagged = []
     for s in series:
         bad = [(e, f) for e, f in _finding_rows(s, order=order)
-               if f.status in ("fail", "warn", "unresolved")]
+               if f.status in ("fail", "contended", "undecided", "warn", "unresolved")]
         if bad:
             links = ", ".join(f'<a href="#{escape(_anchor(s, e, f.name))}"><code>'
                               f"{escape(f.name)}</code></a> ({escape(e)}: {escape(f.status)})"
