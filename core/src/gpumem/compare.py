@@ -11,9 +11,11 @@ each row's error per compared run, and one agreement summary per compared run
 With the expected values (``--expected``), each run is judged by its own architecture's and
 its own device's values: a kepler run beside a hopper run, a real H200 beside an H100, or a
 run whose architecture no plugin knows (it has none). A row's ``expected``,
-``expected_source`` and ``tolerance`` are the first run's, as ever; where a run's own
-expectation differs from them, ``expected_per_run`` gives every run's that has the finding
-(:func:`run_expectation`).
+``expected_source``, ``tolerance`` and ``band`` are the first run's, as ever; where a run's
+own expectation differs from them, ``expected_per_run`` gives every run's that has the
+finding (:func:`run_expectation`). A row's ``status`` per run is pass / undecided / fail by
+the band (:func:`gpumem.findings.status_of`), ``contended`` as the run stored it (its
+``notes`` say what was seen); ``intervals`` gives each run's interval where known.
 """
 
 from __future__ import annotations
@@ -33,10 +35,12 @@ from gpumem.errors import ResultsFileError, UsageError
 from gpumem.findings import (
     Expected,
     Finding,
+    band_of,
     evaluate,
     from_dataset,
     kind_of,
     not_modelled,
+    plain_band,
     status_of,
 )
 from gpumem.results.io import open_findings, open_raw
@@ -257,20 +261,23 @@ def compare(plugins: Plugins, targets: list[Path], with_expected: bool,
             row["units"] = row["units"] or f.units
             row.setdefault("kind", kind_of(f))
             row["values"][label] = f.as_dict()["value"]
-            if f.interval is not None and not isinstance(f.value, list):
-                row.setdefault("intervals", {})[label] = [float(x) for x in f.interval]
+            if f.interval is not None:  # scalars: [lo, hi]; lists: [lo list, hi list]
+                row.setdefault("intervals", {})[label] = plain_band(f.interval) \
+                    if isinstance(f.value, list) else [float(x) for x in f.interval]
             if not f.resolved:
                 row.setdefault("candidates", {})[label] = f.as_dict()["candidates"]
             e = values.get(name)
             if f.status == CONTENDED:  # measured beside another process: judged by nothing
                 row["status"][label] = CONTENDED
+                row.setdefault("notes", {})[label] = f.note  # what was seen
             elif e is not None:  # judged by its own architecture's and device's value
                 row["status"][label] = status_of(f.value, e, f.interval, f.index) \
                     if f.resolved else "unresolved"
         if name in expected:  # the first run's, as rows have always given it
             first_one = _expectation(expected[name])
-            row["expected"], row["expected_source"], row["tolerance"] = (
-                first_one["value"], first_one["source"], first_one["tolerance"])
+            row["expected"], row["expected_source"], row["tolerance"], row["band"] = (
+                first_one["value"], first_one["source"], first_one["tolerance"],
+                first_one["band"])
         # each run's own, where one of the runs that have the finding differs from it
         mine = {label: values.get(name)
                 for label, s, values in zip(labels, sources, own, strict=True)
@@ -297,9 +304,11 @@ def compare(plugins: Plugins, targets: list[Path], with_expected: bool,
 
 def _expectation(e: Expected) -> dict[str, Any]:
     """An expected value as plain data: value, source, tolerance (with the bound, for a
-    limit)."""
+    limit) and band (what a value must lie in to pass, :func:`gpumem.findings.band_of`:
+    ``[lo, hi]``, null for a limit's open end; null for text)."""
     out = {"value": e.value if not isinstance(e.value, tuple) else list(e.value),
-           "source": e.source, "tolerance": {"rel": e.rel_tol, "abs": e.abs_tol}}
+           "source": e.source, "tolerance": {"rel": e.rel_tol, "abs": e.abs_tol},
+           "band": plain_band(band_of(e))}
     if e.bound:
         out["tolerance"]["bound"] = e.bound
     return out
@@ -314,8 +323,11 @@ def run_expectation(row: dict[str, Any], label: str) -> dict[str, Any] | None:
         return per_run[label]
     if "expected" not in row:
         return None
-    return {"value": row["expected"], "source": row.get("expected_source", ""),
-            "tolerance": row.get("tolerance", {})}
+    out = {"value": row["expected"], "source": row.get("expected_source", ""),
+           "tolerance": row.get("tolerance", {})}
+    if "band" in row:
+        out["band"] = row["band"]
+    return out
 
 
 def agreements(rows: list[dict[str, Any]], labels: list[str]) -> list[dict[str, Any]]:
