@@ -131,11 +131,15 @@ def _pairs(span: object) -> str | None:
 def fmt_band(band: object, expected: object = None) -> str:
     """The band a value must lie in to pass (``Finding.expected_band`` or ``as_dict()``'s
     ``band``): "170-230", "<= 4,848" or ">= 12" for a limit, "16,384" for an exact value,
-    a list's elementwise; for text (no band) the expected text itself; "-" for none."""
+    a list's elementwise; for text (no band) the expected text itself; "-" for none (a
+    file written before the band was stored)."""
     text = _pairs(band)
     if text is not None:
         return text
-    return "-" if expected is None else fmt_value(expected)
+    textual = isinstance(expected, str) or (
+        isinstance(expected, (list, tuple)) and bool(expected)
+        and all(isinstance(x, str) for x in expected))
+    return fmt_value(expected) if textual else "-"  # a number without one: an older file
 
 
 def fmt_interval(interval: object) -> str:

@@ -160,8 +160,7 @@ def _band_text(f: Any) -> str:
 
     if f.expected is None:
         return "-"
-    return fmt_band(getattr(f, "expected_band", None), None if isinstance(f.expected, (
-        int, float, list)) and not isinstance(f.expected, bool) else f.expected)
+    return fmt_band(getattr(f, "expected_band", None), f.expected)
 
 
 def _interval_text(f: Any) -> str:
