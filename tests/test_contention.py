@@ -48,7 +48,7 @@ def runs(tmp_path_factory):
     from gpumem.plugins import reset_plugins
 
     base = tmp_path_factory.mktemp("contention")
-    cfg = neighbour_config(base, processes=1, sm_util_pct=30.0)
+    cfg = neighbour_config(base, processes=1, busy_pct=30.0)
     out = {}
     for label, extra in (("shared", ["--sim-config", str(cfg)]), ("alone", [])):
         reset_plugins()
@@ -69,7 +69,7 @@ def test_every_finding_of_a_shared_run_is_contended_and_check_exits_1(runs, capf
     assert {e["experiment"] for e in entries.values()} == {"latency", "bandwidth"}
     for e in entries.values():
         assert e["contention"].startswith("another process used the GPU (pid 4000000 "
-                                          "simulated neighbour, 30 % SM)"), e["contention"]
+                                          "simulated neighbour, 30 % busy)"), e["contention"]
         statuses = {f["status"] for f in e["findings"].values()}
         assert statuses == {CONTENDED}, (e["experiment"], statuses)
         for f in e["findings"].values():
@@ -114,19 +114,19 @@ def test_a_run_without_a_neighbour_stores_no_contention_variables(runs):
 
 
 def test_run_prints_one_line_naming_what_was_seen(cli, tmp_path):
-    cfg = neighbour_config(tmp_path, processes=2, sm_util_pct=55.0)
+    cfg = neighbour_config(tmp_path, processes=2, busy_pct=55.0)
     r = cli("run", "--arch", "hopper", "--device", "sim", "--sim-config", str(cfg),
             "latency", "--quick", "--out", str(tmp_path / "r"))
     assert r.code == 0  # without --check a contended run is kept and exits 0
     lines = [ln for ln in r.err.splitlines() if ln.startswith("gpumem: contended:")]
     assert len(lines) == 1, r.err
-    assert "pid 4000000 simulated neighbour, 55 % SM; pid 4000001" in lines[0]
+    assert "pid 4000000 simulated neighbour, 55 % busy; pid 4000001" in lines[0]
     assert "finding(s) marked contended, neither pass nor fail" in lines[0]
     assert "--exclusive" in lines[0]
 
 
 def test_check_names_the_reason(cli, tmp_path):
-    cfg = neighbour_config(tmp_path, processes=1, sm_util_pct=30.0)
+    cfg = neighbour_config(tmp_path, processes=1, busy_pct=30.0)
     r = cli("run", "--arch", "hopper", "--device", "sim", "--sim-config", str(cfg),
             "latency", "--quick", "--check", "--out", str(tmp_path / "r"))
     assert r.code == 1
@@ -136,7 +136,7 @@ def test_check_names_the_reason(cli, tmp_path):
 def test_an_idle_neighbour_holding_a_context_is_not_contention(cli, tmp_path):
     """A notebook with a framework imported holds a context and uses no SMs: listed, not
     contending (the per-point readings keep it)."""
-    cfg = neighbour_config(tmp_path, processes=1, sm_util_pct=0.0)
+    cfg = neighbour_config(tmp_path, processes=1, busy_pct=0.0)
     r = cli("run", "--arch", "hopper", "--device", "sim", "--sim-config", str(cfg),
             "latency", "--quick", "--out", str(tmp_path / "r"))
     assert r.code == 0 and "contended" not in r.err
@@ -172,7 +172,7 @@ def test_compare_expected_keeps_a_contended_run_contended(runs, cli):
 
 
 def test_exclusive_refuses_a_busy_gpu_after_the_wait_and_writes_nothing(cli, tmp_path):
-    cfg = neighbour_config(tmp_path, processes=1, sm_util_pct=30.0)
+    cfg = neighbour_config(tmp_path, processes=1, busy_pct=30.0)
     out = tmp_path / "r"
     r = cli("run", "--arch", "hopper", "--device", "sim", "--sim-config", str(cfg),
             "latency", "--quick", "--exclusive", "0.2", "--out", str(out))
@@ -184,7 +184,7 @@ def test_exclusive_refuses_a_busy_gpu_after_the_wait_and_writes_nothing(cli, tmp
 
 
 def test_exclusive_runs_on_a_free_gpu(cli, tmp_path):
-    cfg = neighbour_config(tmp_path, processes=1, sm_util_pct=0.0)  # present, idle
+    cfg = neighbour_config(tmp_path, processes=1, busy_pct=0.0)  # present, idle
     r = cli("run", "--arch", "hopper", "--device", "sim", "--sim-config", str(cfg),
             "latency", "--quick", "--exclusive", "5", "--out", str(tmp_path / "r"))
     assert r.code == 0, r.err
@@ -210,7 +210,7 @@ def test_wait_until_free_returns_when_the_neighbour_leaves():
 
     wait_until_free(_busy(3.0, now), 10.0, said.append, clock=lambda: now[0], sleep=sleep)
     assert 3.0 <= now[0] < 4.0
-    assert said == ["--exclusive: waiting up to 10 s for pid 517 python3, 4.8 GB, 24 % SM "
+    assert said == ["--exclusive: waiting up to 10 s for pid 517 python3, 4.8 GB, 24 % busy "
                     "to leave the GPU"]
 
 

@@ -54,27 +54,30 @@ ATTR = "gpumem_contention"
 
 @dataclass(frozen=True)
 class Neighbour:
-    """Another process on the GPU: what the device (NVML) says of it. ``sm_util_pct`` is
-    ``None`` where the driver gives no per-process samples (then ``active`` is assumed)."""
+    """Another process on the GPU: what the device (NVML) says of it. ``busy_pct`` is the
+    larger of its SM and memory-controller shares in the latest sample (a neighbour that
+    only copies shows in the memory's), ``None`` where the driver gives no per-process
+    samples (then ``active`` is assumed). Any share counts: even 1 % may be a burst of
+    DRAM traffic that empties the caches under a chase."""
 
     pid: int
     name: str
     used_bytes: int
     kind: str                      # compute, graphics or mps
-    sm_util_pct: float | None = None
+    busy_pct: float | None = None
 
     @property
     def active(self) -> bool:
-        return self.sm_util_pct is None or self.sm_util_pct > 0
+        return self.busy_pct is None or self.busy_pct > 0
 
     def describe(self) -> str:
-        """``pid 517 python3, 4.8 GB, 24 % SM`` (the name's last path part)."""
+        """``pid 517 python3, 4.8 GB, 24 % busy`` (the name's last path part)."""
         name = self.name.rsplit("/", 1)[-1] or "?"
         parts = [f"pid {self.pid} {name}"]
         if self.used_bytes:
             parts.append(f"{self.used_bytes / 1e9:.1f} GB")
-        if self.sm_util_pct is not None:
-            parts.append(f"{self.sm_util_pct:g} % SM")
+        if self.busy_pct is not None:
+            parts.append(f"{self.busy_pct:g} % busy")
         return ", ".join(parts)
 
 

@@ -37,6 +37,10 @@ REASON_BITS = {
 THROTTLING = 0x4 | 0x8 | 0x20 | 0x40 | 0x80
 #: a neighbour's SM sample counts as current for this long (NVML samples every 1/6 s to 1 s)
 ACTIVE_WINDOW_S = 3.0
+#: the other processes are listed at most this often (seconds): listing them and their SM
+#: samples costs about 2.6 ms on an H200, more than many points take; a reading reused
+#: for the points of the next 0.25 s still catches a neighbour that arrives mid-sweep
+NEIGHBOUR_REFRESH_S = 0.25
 #: the process name of the MPS control daemon's server (clients then share its context)
 MPS_SERVER = "nvidia-cuda-mps-server"
 
@@ -53,12 +57,13 @@ class Nvml:
         self.ok = False
         self.index = index
         self.own_pid = os.getpid()
-        #: pid -> (sample time in s, SM %) of the newest per-process sample seen
+        #: pid -> (sample time in s, SM or memory %) of the newest per-process sample seen
         self._samples: dict[int, tuple[float, float]] = {}
         self._last_sample_us = 0
         self._per_process = True   # until the driver says it has no per-process samples
         #: every other process seen during the run, by pid (its largest SM share)
         self.seen: dict[int, Neighbour] = {}
+        self._counts: tuple[float, dict[str, float]] = (-1e9, {})
         try:
             import pynvml
 
@@ -171,7 +176,10 @@ class Nvml:
         for smp in got:
             ts = int(getattr(smp, "timeStamp", 0))
             self._last_sample_us = max(self._last_sample_us, ts)
-            self._samples[int(smp.pid)] = (ts / 1e6, float(smp.smUtil))
+            # a neighbour that only copies (cudaMemcpy on the copy engines) shows in the
+            # memory controllers, not the SMs: either counts as activity
+            share = max(float(smp.smUtil), float(getattr(smp, "memUtil", 0) or 0))
+            self._samples[int(smp.pid)] = (ts / 1e6, share)
 
     def neighbours(self) -> list[Neighbour] | None:
         """The other processes on the GPU now; ``None`` when NVML cannot list them."""
@@ -205,7 +213,7 @@ class Nvml:
             nb = Neighbour(nb.pid, nb.name, nb.used_bytes, nb.kind, util)
             out.append(nb)
             before = self.seen.get(pid)
-            if before is None or (util or 0) > (before.sm_util_pct or 0):
+            if before is None or (util or 0) > (before.busy_pct or 0):
                 self.seen[pid] = nb
         return out
 
@@ -218,7 +226,16 @@ class Nvml:
 
     def neighbour_counts(self) -> dict[str, float]:
         """Per-point readings: other processes, the active ones, their largest SM share,
-        and whether an MPS server shares the GPU (only what NVML can say)."""
+        and whether an MPS server shares the GPU (only what NVML can say), at most
+        :data:`NEIGHBOUR_REFRESH_S` old."""
+        at, counts = self._counts
+        if time.monotonic() - at < NEIGHBOUR_REFRESH_S:
+            return dict(counts)
+        counts = self._neighbour_counts()
+        self._counts = (time.monotonic(), counts)
+        return dict(counts)
+
+    def _neighbour_counts(self) -> dict[str, float]:
         nbs = self.neighbours()
         if nbs is None:
             return {}
@@ -226,9 +243,9 @@ class Nvml:
                "other_active_processes": float(sum(nb.active for nb in nbs)),
                "mps_server": float(any(nb.name.rsplit("/", 1)[-1] == MPS_SERVER
                                        for nb in nbs))}
-        shares = [nb.sm_util_pct for nb in nbs if nb.sm_util_pct is not None]
+        shares = [nb.busy_pct for nb in nbs if nb.busy_pct is not None]
         if self._per_process:
-            out["other_sm_util_pct"] = float(max(shares, default=0.0))
+            out["other_busy_pct"] = float(max(shares, default=0.0))
         util = self._get("nvmlDeviceGetUtilizationRates")
         if util is not None:
             out["gpu_utilization_pct"] = float(util.gpu)

@@ -36,7 +36,7 @@ POINT_COUNTS = "__point_counts__"
 _STATE_UNITS = {"sm_clock_mhz": "MHz", "mem_clock_mhz": "MHz", "temperature_c": "degC",
                 "power_mw": "mW", "clock_event_reasons": "1", "throttled": "1",
                 "other_processes": "1", "other_active_processes": "1", "mps_server": "1",
-                "other_sm_util_pct": "percent", "gpu_utilization_pct": "percent"}
+                "other_busy_pct": "percent", "gpu_utilization_pct": "percent"}
 
 
 def now_iso() -> str:

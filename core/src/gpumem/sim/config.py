@@ -915,13 +915,13 @@ class Neighbour:
     second process copied a 2 GB buffer in a loop (``benchmarks/contention_probe.py``,
     2026-12-03): L2 hits 410 cycles instead of 283, a time slice of 2.6 million cycles in one
     chase access, one DRAM read of ten at half speed. The effects apply only while the
-    neighbour is active (``sm_util_pct`` > 0)."""
+    neighbour is active (``busy_pct`` > 0)."""
 
     processes: Annotated[int, spec("other processes with a context on the GPU", "1", ge=0,
                                    le=64, unset="0: the GPU is the run's alone")] = 0
-    sm_util_pct: Annotated[float, spec(
-        "their SM share as NVML samples it (0: present but idle, as a notebook holding a "
-        "context)", "percent", ge=0, le=100)] = 0.0
+    busy_pct: Annotated[float, spec(
+        "their share of the SMs or memory as NVML samples it (0: present but idle, as a "
+        "notebook holding a context)", "percent", ge=0, le=100)] = 0.0
     slowdown: Annotated[float, spec(
         "factor on the cycles of every chase access served past the path's first level",
         "1", ge=1)] = 1.45
@@ -936,7 +936,7 @@ class Neighbour:
 
     @property
     def active(self) -> bool:
-        return self.processes > 0 and self.sm_util_pct > 0
+        return self.processes > 0 and self.busy_pct > 0
 
 
 #: The findings a config without TLB levels cannot give: translation is then free.

@@ -205,14 +205,14 @@ class SimDevice(Device):
             return {}
         return {"other_processes": float(nb.processes),
                 "other_active_processes": float(nb.processes if nb.active else 0),
-                "other_sm_util_pct": float(nb.sm_util_pct)}
+                "other_busy_pct": float(nb.busy_pct)}
 
     def neighbours(self) -> list[Any]:
         from gpumem.contention import Neighbour
 
         nb = self.config.neighbour
         return [Neighbour(SIM_NEIGHBOUR_PID + i, "simulated neighbour", 0, "compute",
-                          float(nb.sm_util_pct)) for i in range(nb.processes)]
+                          float(nb.busy_pct)) for i in range(nb.processes)]
 
     def provenance(self) -> dict[str, Any]:
         out: dict[str, Any] = {
