@@ -98,6 +98,26 @@ def overflow_decision(chases: Sequence[Chase], rule: MissRule) -> bool | None:
     return None
 
 
+def passes_of(chase: Chase) -> int:
+    """Whole passes over the footprint the chase recorded (after its warm-up)."""
+    return chase.observed // max(1, chase.per_pass)
+
+
+def undecidable(chases: Sequence[Chase], rule: MissRule) -> str | None:
+    """Why chases of one configuration (pooled) cannot tell whether a set overflows, or
+    ``None`` where they can: ``"passes"`` when they pass the footprint fewer than twice (a
+    miss counts only when it repeats at one element, so one pass never shows an overflow,
+    and its silence is no evidence), ``"accesses"`` when even an element missing in every
+    pass would not reach the clear bound (too few passes for the mis-timing rate)."""
+    c = pooled(chases)
+    passes = passes_of(c)
+    if passes < 2:
+        return "passes"
+    if passes < rule.min_repeats(c, STRONG):
+        return "accesses"
+    return None
+
+
 def pooled(chases: Sequence[Chase]) -> Chase:
     """Repeated chases of one configuration as one longer chase: records add up and events
     follow one another (positions offset), so per-element counts and per-pass rates pool.

@@ -47,7 +47,9 @@ from gpumem.analysis.structure import (
     missing_elements,
     overflow_decision,
     overflows,
+    passes_of,
     pooled,
+    undecidable,
     replay_evictions,
     uniform_enough,
     way_weights,
@@ -606,6 +608,46 @@ def scatter_chases(log: ChaseLog, path: str, half: int, threshold: float) -> Non
                     order="scattered", threshold=threshold)
 
 
+def _line_gap(chases: list[Chase], cap: int) -> str:
+    """What the line stage lacks, for a note: the chase at the size plus one element, enough
+    passes, the jump's two sides, the 'sets' chase."""
+    lines = [c for c in chases if c.stage == "line"]
+    sets = [c for c in chases if c.stage == "sets"]
+    if not lines and not sets:
+        return ""
+    if not any(c.footprint == cap + 4 for c in lines):
+        return (f"; missing: a 'line' chase at C + 4 B = {cap + 4} B (the size plus one "
+                f"element, 4-B stride), where the line stage starts")
+    few = sorted({c.footprint for c in lines + sets if passes_of(c) < 2})
+    if few:
+        return (f"; the chases at {', '.join(f'{f} B' for f in few)} pass their footprint "
+                f"fewer than twice after warm-up (passes >= 2 needed)")
+    if not any(c.footprint == cap + c.stride for c in sets):
+        return "; missing: a 'sets' chase at C + b with stride b (one set overflowed)"
+    return "; no 'sets' chase at C + b overflowed exactly one set"
+
+
+def _short_note(short: dict[int, str], fps: list[int], rule: MissRule, first: Chase) -> str:
+    """Which 'size' chases could not decide, and what they lack (docs/results.md, "What each
+    stage must hold")."""
+    def at(kind: str) -> str:
+        return ", ".join(f"{f} B" for f in fps if short.get(f) == kind)
+
+    parts = []
+    if at("passes"):
+        parts.append(f"the 'size' chases at {at('passes')} pass their footprint fewer than "
+                     f"twice after warm-up (record < 2 x footprint / stride; passes >= 2 "
+                     f"needed, gpumem chases {SIZE_PASSES}): a miss counts only when it "
+                     f"repeats at one element")
+    if at("accesses"):
+        parts.append(f"the 'size' chases at {at('accesses')} hold too few accesses for a "
+                     f"decision: at the mis-timing rate the calibration chase allows "
+                     f"({rule.noise:.2%}, from its {first.observed} accesses) even a miss in "
+                     f"every pass would not be clear (chase more passes, or a longer "
+                     f"calibration chase: gpumem's has {CALIBRATION_PASSES} passes)")
+    return "; ".join(parts) or "chases too short to decide"
+
+
 def _components(bits: list[int], links: list[tuple[int, int]]
                 ) -> tuple[list[int], list[tuple[int, ...]]]:
     """Bits linked by XOR-folding, as set-index functions: single bits, and tuples."""
@@ -870,7 +912,7 @@ def _analyse_path(path: str, chases: list[Chase], l2_bytes: float) -> list[Findi
             f"{level}.line", "byte", [], f"fine-grained P-chase on path '{path}'",
             f"not determinable: the line needs 'line' chases (4-B stride from C + 4 B, C the "
             f"size) and a 'sets' chase at C + b overflowing one set, or 'scatter' chases; "
-            f"this log has stages {', '.join(have)}"))
+            f"this log has stages {', '.join(have)}" + _line_gap(chases, int(size.value))))
     if size is not None and not any(f.name.endswith(".ways") for f in out) and \
             not any("ways and sets not inferred" in f.note for f in out):
         level = size.name.rsplit(".", 1)[0]
@@ -906,8 +948,16 @@ def _overflow_findings(path: str, chases: list[Chase], l2_bytes: float
     for c in size:
         groups.setdefault(c.footprint, []).append(c)
     over = {f: overflow_decision(g, rule) for f, g in groups.items()}
+    # chases too short to show an overflow: their silence is no evidence (issue 30)
+    short = {f: why for f, g in groups.items() if (why := undecidable(g, rule))}
+    for f in short:
+        over[f] = None
     fs = sorted(over)
     ok = [f for f in fs if over[f] is False]
+    if not ok and short:
+        return [unresolved(f"{level0}.overflow_size", "byte", [], method,
+                           "not determinable: " + _short_note(short, sorted(short), rule,
+                                                              first))], None
     if not ok:
         return [unresolved(f"{level0}.overflow_size", "byte", [], method,
                            f"even {fs[0]} B misses repeatedly (over {rule.lo:.0f} cycles, hits "
@@ -927,6 +977,11 @@ def _overflow_findings(path: str, chases: list[Chase], l2_bytes: float
         cap = min(edges) if edges else max(ok)
         nxt = min(f for f in fs if f > cap) if any(f > cap for f in fs) else cap
         unbracketed = not edges and nxt > cap  # the edge was never chased to 32 B
+    blocked = [f for f in open_ if cap < f < nxt and f in short] if undecided else []
+    if blocked:  # the edge lies among chases too short to decide: no capacity, no ramp
+        return [unresolved(f"{level0}.overflow_size", "byte", [cap, nxt], method,
+                           f"not determinable: the capacity lies between {cap} and {nxt} B; "
+                           + _short_note(short, blocked, rule, first))], rule
     verified = bool(edges) and len(groups[cap]) >= 2 and len(groups[nxt]) >= 2
     if not all(over[f] for f in fs if f > cap):
         cap_note = "some footprints above the capacity did not overflow"
@@ -960,7 +1015,10 @@ def _overflow_findings(path: str, chases: list[Chase], l2_bytes: float
                            interval=(float(cap), float(nxt))))
         return out, rule
     if undecided or unbracketed:
-        why = (f"chases at {', '.join(f'{f} B' for f in open_ if cap < f < nxt) or 'them'} "
+        between = [f for f in open_ if cap < f < nxt]
+        why = (_short_note(short, [f for f in between if f in short], rule, first)
+               if undecided and any(f in short for f in between) else
+               f"chases at {', '.join(f'{f} B' for f in between) or 'them'} "
                f"neither showed a repeated miss clearly nor clearly none after "
                f"{max(len(groups[f]) for f in open_)} chases each (timer noise)"
                if undecided else
