@@ -294,3 +294,56 @@ def test_mark_leaves_unmodelled_findings_and_reapply_reads_the_file_attribute():
     assert mark(out, "x seen")[0].note == "contended: x seen"   # not twice
     assert reapply(fs, {"gpumem_contention": ""}) == fs
     assert reapply(fs, {"gpumem_contention": "x seen"})[0].status == CONTENDED
+
+
+def test_adaptive_searches_are_watched_too(cli, tmp_path):
+    """cache_structure and tlb_structure drive their own search (no grid points to read
+    the device beside): the watch at their start and end sees the neighbour, and their chase
+    logs' events show its time slices."""
+    cfg = neighbour_config(tmp_path, processes=1, busy_pct=30.0)
+    out = tmp_path / "r"
+    r = cli("run", "--arch", "hopper", "--device", "sim", "--sim-config", str(cfg),
+            "cache_structure", "--quick", "--out", str(out))
+    assert r.code == 0, r.err
+    (e,) = _entries(out).values()
+    assert "in 2 of 2 looks during the experiment" in e["contention"]
+    assert "chase(s) waited up to 1.31 ms" in e["contention"]
+    assert {f["status"] for f in e["findings"].values()} == {CONTENDED}
+
+
+def test_a_watch_looks_at_most_every_quarter_second_unless_forced():
+    from gpumem.contention import Watch
+
+    now = [0.0]
+    calls = []
+    nb = Neighbour(9, "x", 0, "compute", 5.0)
+
+    def look():
+        calls.append(now[0])
+        return [nb]
+
+    w = Watch(look, clock=lambda: now[0])
+    w.sample(force=True)
+    for _ in range(10):
+        now[0] += 0.1
+        w.sample()
+    w.sample(force=True)
+    assert [round(t, 6) for t in calls] == [0.0, 0.3, 0.6, 0.9, 1.0]  # 0.25 s apart, forced
+    assert w.attrs() == {"gpumem_neighbour_looks": 5, "gpumem_neighbour_seen": 5}
+    still = Watch(look, timed=False, clock=lambda: now[0])
+    still.sample()
+    still.sample(force=True)
+    assert still.looks == 1
+    assert Watch(lambda: None).attrs() == {}
+
+
+def test_a_time_slice_among_a_chase_logs_events_is_found():
+    events = xr.Dataset({
+        "event_chase": (("event",), np.array([0, 0, 1, 2, 2])),
+        "event_latency": (("event",), np.array([600.0, 700.0, 2.6e6, 650.0, 3.0e6]),
+                          {"units": "1", "gpumem_units": "cycle"})})
+    events.attrs["clock_mhz"] = 1980.0
+    c = assess(events)
+    assert c.gap_chases == 2 and "2 chase(s) waited up to 1.52 ms" in c.reason()
+    events["event_latency"].values[[2, 4]] = 900.0
+    assert not assess(events).found

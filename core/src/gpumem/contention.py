@@ -8,7 +8,9 @@ DRAM read of ten ran at half speed, and ``latency`` reported a 1.46 MB L2
 
 * **the neighbour, seen**: NVML's other processes beside each point
   (``point_other_active_processes_before/_after`` and ``point_contended``, see
-  :meth:`gpumem.device.Device.point_state`);
+  :meth:`gpumem.device.Device.point_state`), and for every experiment at its start, its end
+  and, in an adaptive search (which has no grid points), every 0.25 s of it (:class:`Watch`:
+  the raw file's ``gpumem_neighbour_looks`` and ``gpumem_neighbour_seen``);
 * **the data**: a chase access longer than :data:`GAP_S` (no load waits that long on an
   idle GPU: the H200's slowest, a TLB miss to DRAM, takes under 1 µs; only another
   context's time slice does), and bandwidth points whose repeats scatter far beyond the
@@ -50,6 +52,8 @@ SCATTER_POINTS = 3
 SCATTER_FRACTION = 0.02
 #: the raw file's attribute holding the reason (empty: none seen)
 ATTR = "gpumem_contention"
+#: how often a :class:`Watch` looks during an adaptive search (seconds)
+WATCH_EVERY_S = 0.25
 
 
 @dataclass(frozen=True)
@@ -94,6 +98,8 @@ class Contention:
 
     seen_points: int = 0       # points where the device saw another active process
     read_points: int = 0       # points where the device could look
+    seen_looks: int = 0        # looks of a Watch that saw one
+    looks: int = 0             # looks of a Watch
     gap_chases: int = 0        # chases with an access longer than GAP_S
     gap_max_s: float = 0.0     # the longest such access
     scattered: int = 0         # bandwidth points scattered beyond usual
@@ -102,15 +108,18 @@ class Contention:
 
     @property
     def found(self) -> bool:
-        return bool(self.seen_points or self.gap_chases or self.scattered)
+        return bool(self.seen_points or self.seen_looks or self.gap_chases or self.scattered)
 
     def reason(self) -> str:
         """One phrase: what was seen, for notes, the run's line and ``--check``."""
         parts = []
+        who = f" ({self.who})" if self.who else ""
         if self.seen_points:
-            who = f" ({self.who})" if self.who else ""
             parts.append(f"another process used the GPU{who} during {self.seen_points} of "
                          f"{self.read_points} points")
+        elif self.seen_looks:
+            parts.append(f"another process used the GPU{who} in {self.seen_looks} of "
+                         f"{self.looks} looks during the experiment")
         if self.gap_chases:
             parts.append(f"{self.gap_chases} chase(s) waited up to "
                          f"{self.gap_max_s * 1e3:.2f} ms on one access (another context's "
@@ -140,10 +149,20 @@ def _gaps(raw: xr.Dataset) -> tuple[int, float]:
         return 0, 0.0
     limit = GAP_S * clock * 1e6
     chases, longest = 0, 0.0
-    for var in raw.data_vars.values():
-        if "access" not in var.dims or _units(var) not in ("cycle", "cycles") or \
-                not np.issubdtype(var.dtype, np.floating):
+    for name, var in raw.data_vars.items():
+        if _units(var) not in ("cycle", "cycles") or not np.issubdtype(var.dtype, np.number):
             continue
+        if var.dims == ("event",):  # a chase log's events: which chases had a slice
+            over = np.asarray(var.values, float) > limit
+            if over.any():
+                ids = raw["event_chase"].values[over] if "event_chase" in raw and \
+                    raw["event_chase"].dims == ("event",) else np.flatnonzero(over)
+                chases += len(np.unique(ids))
+                longest = max(longest, float(np.nanmax(var.values)) / (clock * 1e6))
+            continue
+        if "access" not in var.dims or name == "timer_overhead":
+            continue
+        var = var.astype(float)
         lat = var
         if "timer_overhead" in raw and set(raw["timer_overhead"].dims) <= set(var.dims):
             lat = var - raw["timer_overhead"]
@@ -182,10 +201,43 @@ def _scatter(raw: xr.Dataset) -> tuple[int, int]:
 def assess(raw: xr.Dataset, who: str = "") -> Contention:
     """What ``raw`` says of other work on the GPU (see the module docstring)."""
     seen, read = _seen(raw)
+    seen_looks = int(raw.attrs.get("gpumem_neighbour_seen", 0) or 0)
+    looks = int(raw.attrs.get("gpumem_neighbour_looks", 0) or 0)
     gap_chases, gap_max = _gaps(raw)
     scattered, measured = _scatter(raw)
-    return Contention(seen, read, gap_chases, gap_max, scattered, measured,
-                      who if seen else "")
+    return Contention(seen, read, seen_looks, looks, gap_chases, gap_max, scattered,
+                      measured, who if seen or seen_looks else "")
+
+
+class Watch:
+    """Looks for other processes through ``look`` (``Device.neighbours``): at an
+    experiment's start and end (``force``) and, from an adaptive search's progress, at most
+    every :data:`WATCH_EVERY_S` (not ``timed``: only when forced; a simulator's neighbour
+    does not come and go, and a count of looks that followed the wall clock would make its
+    files differ from run to run). ``looks``: the looks that could list processes,
+    ``seen``: those that found an active one."""
+
+    def __init__(self, look: Callable[[], list[Neighbour] | None], *, timed: bool = True,
+                 clock: Callable[[], float] = time.monotonic) -> None:
+        self._look, self._clock, self._timed = look, clock, timed
+        self._last = -float("inf")
+        self.looks = self.seen = 0
+
+    def sample(self, force: bool = False) -> None:
+        now = self._clock()
+        if not force and (not self._timed or now - self._last < WATCH_EVERY_S):
+            return
+        self._last = now
+        nbs = self._look()
+        if nbs is None:
+            return
+        self.looks += 1
+        self.seen += any(nb.active for nb in nbs)
+
+    def attrs(self) -> dict[str, int]:
+        """The raw file's record of the looks (none: nothing, the device cannot look)."""
+        return {"gpumem_neighbour_looks": self.looks,
+                "gpumem_neighbour_seen": self.seen} if self.looks else {}
 
 
 def mark(findings: Sequence[Any], reason: str) -> list[Any]:

@@ -39,7 +39,7 @@ from typing import Any
 import numpy as np
 
 from gpumem.contention import ATTR as CONTENTION_ATTR
-from gpumem.contention import assess, mark, wait_until_free
+from gpumem.contention import Watch, assess, mark, wait_until_free
 from gpumem.device import Device, DeviceInfo
 from gpumem.errors import (
     GpumemError,
@@ -294,9 +294,11 @@ def _extend(axes: list[Axis], extra: Mapping[str, Sequence[Any]]) -> tuple[list[
     return new_axes, fresh
 
 
-def _adaptive(exp: Experiment, device: Device, ctx: RunContext, reporter: Reporter
-              ) -> Any:
-    """Run an experiment that drives its own search (``Experiment.sweep``), or return None."""
+def _adaptive(exp: Experiment, device: Device, ctx: RunContext, reporter: Reporter,
+              watch: Watch | None = None) -> Any:
+    """Run an experiment that drives its own search (``Experiment.sweep``), or return None.
+    It has no grid points to read the device beside: ``watch`` looks for other processes
+    as it reports progress."""
     if type(exp).sweep is Experiment.sweep:
         return None
     reporter.experiment_started(exp.name, 0)
@@ -304,6 +306,8 @@ def _adaptive(exp: Experiment, device: Device, ctx: RunContext, reporter: Report
 
     def progress(n: int) -> None:
         done[0] += n
+        if watch is not None:
+            watch.sample()
         for _ in range(n):
             reporter.point_done(exp.name)
 
@@ -459,8 +463,10 @@ def _measure_and_keep(plugins: Plugins, store: RunStore, device: Device, exp: Ex
     axes = list(plan.axes)
     pts = points(axes)
     before = device.provenance()
+    watch = Watch(device.neighbours, timed=device.source != "simulated")
+    watch.sample(force=True)
     results: dict[tuple, Any] = {}
-    raw = _adaptive(exp, device, ctx, reporter)
+    raw = _adaptive(exp, device, ctx, reporter, watch)
     if raw is None:
         reporter.experiment_started(exp.name, len(pts))
         results = runner.run(exp, pts, ctx, lambda: reporter.point_done(exp.name))
@@ -478,6 +484,8 @@ def _measure_and_keep(plugins: Plugins, store: RunStore, device: Device, exp: Ex
         raw = assemble(plan, axes, results)
     for k, v in plan.attrs.items():
         raw.attrs.setdefault(f"plan_{k}", attr_safe(v))
+    watch.sample(force=True)
+    raw.attrs.update(watch.attrs())
     after = device.provenance()
     if results:
         after = _with_point_totals(before, after, point_totals(results))
