@@ -80,8 +80,9 @@ def test_findings_table_leaves_out_columns_rather_than_cut_names():
 
     t = findings_table()
     for n in LONG:
-        t.add_row(n, "unresolved: 16777216 | 33554432", "byte", "-", "unresolved", "0.50",
-                  "a long method " * 10)
+        # finding, value, interval, units, band, expected, status, confidence, method
+        t.add_row(n, "unresolved: 16777216 | 33554432", "-", "byte", "-", "-", "unresolved",
+                  "0.50", "a long method " * 10)
     out = render(FitTable(t, drop=FINDINGS_DROP), 80)
     assert all(n in out for n in LONG) and "…" not in out and widest(out) <= 80, out
     assert "left out:" in out and "confidence" in out.split("left out:")[1]

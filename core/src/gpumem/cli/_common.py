@@ -224,6 +224,24 @@ class FitTable:
             yield table
 
 
+class FirstFit:
+    """The first of several layouts of one table (:class:`FitTable`) that fits the width
+    (with its own columns left out as it says), else the last: a run's findings with an
+    experiment column where there is room, grouped under experiment rows where there is
+    not."""
+
+    def __init__(self, *layouts: FitTable) -> None:
+        self.layouts = layouts
+
+    def __rich_console__(self, console: Console, options: ConsoleOptions) -> RenderResult:
+        for layout in self.layouts[:-1]:
+            table = layout.fitted(console, options)
+            if layout._need(console, options, table.columns) <= options.max_width:
+                yield table
+                return
+        yield self.layouts[-1]
+
+
 def require_paths(paths: Iterable[Path]) -> None:
     """Exit codes are one per class of error, in every command (run, show, compare, analyze,
     report, import, export): a path the user names that does not exist is a usage error

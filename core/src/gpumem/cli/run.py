@@ -15,6 +15,7 @@ from gpumem.cli._app import app
 from gpumem.cli._common import (
     STATUS_STYLE,
     CheckRow,
+    FirstFit,
     FitTable,
     check_rows,
     escape_controls,
@@ -81,33 +82,41 @@ class RichReporter(Reporter):
                                highlight=False, markup=False)
 
 
-def summary_table(report: RunReport) -> FitTable:
+def summary_table(report: RunReport) -> FirstFit:
     """The findings of a run, one row each: value, its interval, the band it must lie in to
-    pass, the expected value and the status. Names stay whole at any width (80 columns: the
-    expected, units, interval and experiment columns are left out, in that order; finding,
-    value, band and status stay; values wrap)."""
-    t = Table(title=safe_text(f"gpumem {report.arch} on {report.device.name}"))
-    name_column(t, "experiment")
-    name_column(t, "finding")
-    text_column(t, "value")
-    text_column(t, "interval")
-    text_column(t, "units")
-    text_column(t, "band")
-    text_column(t, "expected")
-    name_column(t, "status")
+    pass, the expected value and the status. Names stay whole at any width: where the
+    table does not fit, the expected, units and interval columns are left out, in that
+    order, and then the experiments become rows of their own above their findings instead of
+    a column (80 columns: finding, value, band and status stay; values wrap)."""
+    title = safe_text(f"gpumem {report.arch} on {report.device.name}")
+    wide = Table(title=title)
+    name_column(wide, "experiment")
+    grouped = Table(title=title)
+    for t in (wide, grouped):
+        name_column(t, "finding")
+        text_column(t, "value")
+        text_column(t, "interval")
+        text_column(t, "units")
+        text_column(t, "band")
+        text_column(t, "expected")
+        name_column(t, "status")
     for o in report.outcomes:
         if not o.findings:  # the error is prose: it goes in the wrapping value column
-            t.add_row(safe_text(o.experiment), safe_text(f"({o.status})"),
-                      safe_text(o.error), "", "", "", "", "")
+            wide.add_row(safe_text(o.experiment), safe_text(f"({o.status})"),
+                         safe_text(o.error), "", "", "", "", "")
+            grouped.add_row(safe_text(o.experiment, "bold"), safe_text(o.error), "", "", "",
+                            "", safe_text(f"({o.status})"))
+            continue
+        grouped.add_row(safe_text(o.experiment, "bold"), "", "", "", "", "", "")
         for f in o.findings:
-            style = STATUS_STYLE.get(f.status, "")
-            t.add_row(safe_text(o.experiment), safe_text(f.name),
-                      safe_text(fmt_finding(f.as_dict())), safe_text(fmt_interval(f.interval)),
-                      safe_text(f.units),
-                      safe_text(fmt_band(f.expected_band, f.expected)),
-                      safe_text(fmt_expected(f.expected, f.expected_bound)),
-                      safe_text(f.status, style))
-    return FitTable(t, drop=["expected", "units", "interval", "experiment"])
+            cells = [safe_text(fmt_finding(f.as_dict())), safe_text(fmt_interval(f.interval)),
+                     safe_text(f.units), safe_text(fmt_band(f.expected_band, f.expected)),
+                     safe_text(fmt_expected(f.expected, f.expected_bound)),
+                     safe_text(f.status, STATUS_STYLE.get(f.status, ""))]
+            wide.add_row(safe_text(o.experiment), safe_text(f.name), *cells)
+            grouped.add_row(safe_text(f"  {f.name}"), *cells)
+    drop = ["expected", "units", "interval"]
+    return FirstFit(FitTable(wide, drop=drop), FitTable(grouped, drop=drop))
 
 
 def available_help() -> str:
