@@ -50,8 +50,8 @@ BYTES, CYCLES, COUNT = "byte", "cycle", "1"
 #: experiment -> variable -> the quantity its analysis expects
 EXPECTED: dict[str, dict[str, str]] = {
     exp: {"footprint": BYTES, "stride": BYTES, "pattern": BYTES,
-          "timer_overhead": CYCLES, "median_latency": CYCLES, "event_threshold": CYCLES,
-          "event_latency": CYCLES,
+          "event_latency": CYCLES, "median_latency": CYCLES, "event_threshold": CYCLES,
+          "timer_overhead": CYCLES,
           "warmup": COUNT, "record": COUNT, "seed": COUNT, "paired": COUNT,
           "event_chase": COUNT, "event_access": COUNT, "event_index": COUNT}
     for exp in ("cache_structure", "tlb_structure")}
