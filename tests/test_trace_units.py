@@ -352,3 +352,19 @@ def test_thirty_six_parameters_of_nine_caches(tmp_path, latency_unit, byte_unit)
         convert(search(cache), latency_unit, byte_unit, CLOCK_MHZ).to_netcdf(path)
         cases.append((path, cache))
     assert recovered(cases) == (36, 0, 0)
+
+
+def test_gpumem_cf_files_read_as_cycles_even_without_gpumem_units(runs):
+    """gpumem writes a cycle count as units '1' with a long_name saying "clock cycles"
+    (docs/results.md, "Units"): with gpumem_units dropped (a CF tool rewrote the file) it is
+    still read as cycles; a bare '1' on a latency without that long_name is refused."""
+    from gpumem.trace_units import to_analysis_units
+    from gpumem.units import HUMAN_ATTR, encode
+    ds = encode(convert(runs[:3]))
+    assert ds["event_latency"].attrs["units"] == "1"
+    for v in ds.variables.values():
+        v.attrs.pop(HUMAN_ATTR, None)
+    assert to_analysis_units(ds, "x.nc") is ds
+    ds["event_latency"].attrs["long_name"] = "latency"
+    with pytest.raises(ResultsFileError, match="'event_latency' has units '1'"):
+        to_analysis_units(ds, "x.nc")
