@@ -17,7 +17,6 @@ import re
 
 import pytest
 import xarray as xr
-
 from gpumem.findings import (
     STATUSES,
     Expected,
