@@ -142,20 +142,30 @@ def test_the_simulated_h200_meets_the_reference_cards_values(simulated_h200):
     that a simulated H200 is judged as a real one (before: 64 of 90 findings n/a)."""
     for grid, run in simulated_h200.items():
         reference = {n for n, f in run.items() if f["expected_source"].startswith("REFERENCE")}
-        assert len(reference) >= (38 if grid == "full" else 32), (grid, len(reference))
+        # 37 and 31: two more REFERENCE values listed NOT_SIMULATED under the band rule
+        assert len(reference) >= (37 if grid == "full" else 31), (grid, len(reference))
         assert not [n for n, f in run.items() if f["status"] == "fail"]
     na = [n for n, f in simulated_h200["full"].items() if f["status"] == "n/a"]
-    assert len(na) <= 26, na
+    # 29: the band rule (issue 30) fails three the model missed by less than twice the band
+    # (bulk.latency_estimate, ilp.l2_k8_vs_k2, a quick run's l1d.size): NOT_SIMULATED
+    assert len(na) <= 29, na
 
 
 def test_what_the_simulator_does_not_reproduce_is_listed_and_true(simulated_h200):
     """NOT_SIMULATED is left out on a simulated H200 only where the model truly differs:
     each value it lists fails its REFERENCE band in the full or the quick run."""
-    from gpumem.findings import Expected, status_of
-    from gpumem_hopper.expected import _INDEX, _REFERENCE, NOT_SIMULATED
+    from dataclasses import replace
 
-    reference = {n: Expected(n, v, "r", u, rel_tol=r, abs_tol=a, index=_INDEX.get(n))
-                 for n, v, u, r, a in _REFERENCE}
+    from gpumem.findings import status_of
+    from gpumem.sim.config import SimConfig
+    from gpumem.sim.device import sim_device_info
+    from gpumem_hopper.expected import NOT_SIMULATED, expected_values
+
+    # what a real H200 with the simulated one's properties is judged by (REFERENCE and the
+    # rest: l1d.size's band is MT4G's)
+    info = sim_device_info(SimConfig.load(ROOT / "plugins/hopper/src/gpumem_hopper/sim.toml"))
+    reference = {e.name: e for e in expected_values(replace(info, kind="cuda",
+                                                            name="NVIDIA H200"))}
     for name in NOT_SIMULATED:
         got = [run[name] for run in simulated_h200.values() if name in run]
         assert got and any(status_of(f["value"], reference[name], None,

