@@ -368,3 +368,19 @@ def test_gpumem_cf_files_read_as_cycles_even_without_gpumem_units(runs):
     ds["event_latency"].attrs["long_name"] = "latency"
     with pytest.raises(ResultsFileError, match="'event_latency' has units '1'"):
         to_analysis_units(ds, "x.nc")
+
+
+def test_the_plain_analyze_table_says_why_a_finding_is_unresolved(tmp_path, capsys):
+    """Without --json, the reason (which chase is missing) follows the table."""
+    from gpumem.cli import main
+    from gpumem.plugins import reset_plugins
+
+    reset_plugins()
+    path = tmp_path / "short.nc"
+    convert(search(CACHE, passes=1)).to_netcdf(path)
+    code = main(["analyze", str(path)])
+    text = capsys.readouterr().out
+    assert code == 0
+    why = [ln for ln in text.splitlines() if ".overflow_size (unresolved): " in ln or
+           ".size (unresolved): " in ln]
+    assert why and "fewer than twice" in why[0], text[-2000:]

@@ -35,7 +35,8 @@ def analyze(
                                             "(default: the file's)."),
     json_: bool = typer.Option(False, "--json", help="Print JSON."),
 ) -> None:
-    """Re-run an experiment's analysis on FILE; print findings with confidence and method."""
+    """Re-run an experiment's analysis on FILE; print findings with confidence and method,
+    then, for each unresolved or contended one, why (which chase is missing, what was seen)."""
     require_paths([file])  # missing: a usage error, exit 2 (see require_paths)
     if check_damage([file]):
         raise typer.Exit(1)
@@ -47,4 +48,8 @@ def analyze(
     t = findings_table(safe_text(f"{name}: {file}"))
     for f in findings:
         t.add_row(*finding_cells(f.name, f.as_dict()))
-    stdout().print(FitTable(t, drop=FINDINGS_DROP))
+    out = stdout()
+    out.print(FitTable(t, drop=FINDINGS_DROP))
+    for f in findings:  # why the data could not decide, or whose work it measured beside
+        if f.note and f.status in ("unresolved", "contended"):
+            out.print(safe_text(f"{f.name} ({f.status}): {f.note}"))
