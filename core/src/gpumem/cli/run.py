@@ -29,8 +29,8 @@ from gpumem.cli._common import (
     safe_text,
     stderr,
     stdout,
-    text_column,
 )
+from gpumem.cli.show import finding_columns
 from gpumem.runner import Outcome, Reporter, RunReport, RunRequest, run
 
 
@@ -93,13 +93,7 @@ def summary_table(report: RunReport) -> FirstFit:
     name_column(wide, "experiment")
     grouped = Table(title=title)
     for t in (wide, grouped):
-        name_column(t, "finding")
-        text_column(t, "value")
-        text_column(t, "interval")
-        text_column(t, "units")
-        text_column(t, "band")
-        text_column(t, "expected")
-        name_column(t, "status")
+        finding_columns(t)
     for o in report.outcomes:
         if not o.findings:  # the error is prose: it goes in the wrapping value column
             wide.add_row(safe_text(o.experiment), safe_text(f"({o.status})"),

@@ -130,10 +130,9 @@ def _print(data: dict[str, Any]) -> None:
             out.print(FitTable(t, drop=FINDINGS_DROP))
 
 
-def findings_table(title: object = None) -> Table:
-    """finding, value, interval, units, band, expected, status, confidence, method: the
-    names never cut (wrapped in :class:`FitTable` with :data:`FINDINGS_DROP`)."""
-    t = Table(title=title, show_header=True)
+def finding_columns(t: Table) -> None:
+    """finding, value, interval, units, band, expected, status: the columns every findings
+    table shares (the cells: :func:`finding_cells`)."""
     name_column(t, "finding")
     text_column(t, "value")
     text_column(t, "interval")
@@ -141,6 +140,13 @@ def findings_table(title: object = None) -> Table:
     text_column(t, "band")
     text_column(t, "expected")
     name_column(t, "status")
+
+
+def findings_table(title: object = None) -> Table:
+    """finding, value, interval, units, band, expected, status, confidence, method: the
+    names never cut (wrapped in :class:`FitTable` with :data:`FINDINGS_DROP`)."""
+    t = Table(title=title, show_header=True)
+    finding_columns(t)
     text_column(t, "confidence")
     text_column(t, "method")
     return t
