@@ -165,7 +165,7 @@ def _sim_config(plugins: Plugins, arch: Any) -> tuple[Check, Any]:
 
 
 def _quick_run(plugins: Plugins, arch: Any, workers: int) -> Check:
-    from gpumem.cli._common import fmt_band, fmt_value
+    from gpumem.cells import fmt_band, fmt_value
     from gpumem.runner import RunRequest, run
 
     what = f"{arch.name}: quick simulated run meets its expected values"
@@ -192,7 +192,7 @@ def _quick_run(plugins: Plugins, arch: Any, workers: int) -> Check:
 
 
 def _interval_text(f: Any) -> str:
-    from gpumem.cli._common import fmt_interval
+    from gpumem.cells import fmt_interval
 
     return "" if f.interval is None else f" (interval {fmt_interval(f.interval)})"
 

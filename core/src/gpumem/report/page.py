@@ -156,7 +156,7 @@ def _band_text(f: Any) -> str:
     """The band cell: what the value must lie in to pass ("170-230", "<= 4,848" for a
     limit), as the command line shows it; '-' where nothing is expected or the file predates
     the band."""
-    from gpumem.cli._common import fmt_band
+    from gpumem.cells import fmt_band
 
     if f.expected is None:
         return "-"
@@ -164,7 +164,7 @@ def _band_text(f: Any) -> str:
 
 
 def _interval_text(f: Any) -> str:
-    from gpumem.cli._common import fmt_interval
+    from gpumem.cells import fmt_interval
 
     return fmt_interval(f.interval)
 
