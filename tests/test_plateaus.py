@@ -71,3 +71,19 @@ def test_a_bisected_transition_after_the_near_l2_is_not_a_level():
     assert levels[1].last_x >= 57 * 2**20
     lax = find_plateaus(mb * 2**20, cycles)  # the old rule: the transition is a level
     assert len(lax) == 4
+
+
+def test_a_ramp_of_bisection_points_is_not_the_levels_baseline():
+    """A quick Fermi run (issue 30): 4 clean L1 points (2-16 KB, no miss) and 12 points a
+    knee bisection added on the ramp past the capacity (12-49 % misses), all with the L1's
+    median latency, so all on the plateau. Their median miss share (about 25 %) taken as the
+    baseline put the knee at 19 KB; the clean lower half puts it at the first miss."""
+    x = np.array([2, 4, 8, 16, 17, 17.5, 17.75, 18, 18.5, 18.6, 19, 19.5, 20, 21, 22, 22.25,
+                  22.5]) * 1024
+    share = [0, 0, 0, 0, 0.125, 0.16, 0.195, 0.18, 0.24, 0.27, 0.25, 0.31, 0.37, 0.42, 0.46,
+             0.47, 0.49]
+    rows = [np.where(np.arange(256) < int(s * 256), 370.0, 116.0) for s in share]
+    samples = np.array(rows)
+    lower = find_plateaus(x, np.median(samples, axis=1))[0]
+    assert lower.last_x >= 22 * 1024  # the ramp is on the plateau: its medians are L1 hits
+    assert knee_bracket(x, samples, lower, 370.0) == (16 * 1024, 17 * 1024)
