@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import pytest
-
 from gpumem.findings import Expected, Finding, evaluate, from_dataset, status_of, to_dataset
 
 

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import numpy as np
-
 from gpumem.analysis.plateaus import find_plateaus, knee_bracket
 
 

@@ -15,7 +15,6 @@ from html.parser import HTMLParser
 from pathlib import Path
 
 import pytest
-
 from gpumem.cli import main
 from gpumem.plugins import get_plugins, reset_plugins
 

@@ -49,8 +49,8 @@ from gpumem.analysis.structure import (
     overflows,
     passes_of,
     pooled,
-    undecidable,
     replay_evictions,
+    undecidable,
     uniform_enough,
     way_weights,
 )
