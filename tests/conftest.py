@@ -4,6 +4,7 @@ the fixture plugin distributions installed with pip into a private folder."""
 from __future__ import annotations
 
 import os
+import signal
 import subprocess
 import sys
 from dataclasses import dataclass
@@ -18,6 +19,13 @@ DISTS = FIXTURES / "dists"
 sys.path.insert(0, str(FIXTURES))  # in-process plugin modules and helpers for the tests
 
 from helpers import GPUMEM_ENV  # noqa: E402
+
+# The Ctrl-C tests need SIGINT delivered, here and in the processes they start. A shell
+# without job control starts a background job (`cmd &` in a script, nohup) with SIGINT
+# ignored, Python keeps it ignored, and every child inherits that: the tests then failed
+# on the runner, not on gpumem. Undo it for this process; children start with the default.
+if signal.getsignal(signal.SIGINT) is signal.SIG_IGN:
+    signal.signal(signal.SIGINT, signal.default_int_handler)
 
 
 @pytest.fixture(autouse=True)
