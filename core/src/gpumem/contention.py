@@ -37,8 +37,8 @@ import numpy as np
 import xarray as xr
 
 from gpumem.errors import GpumemError
+from gpumem.findings import CONTENDED, CONTENDED_PREFIX, NOT_MODELLED
 
-CONTENDED = "contended"
 #: a chase access this long (seconds) is a time slice of another context, not a load
 GAP_S = 20e-6
 #: a bandwidth point's repeats scatter beyond usual when (max - min) / median exceeds this
@@ -243,11 +243,9 @@ class Watch:
 def mark(findings: Sequence[Any], reason: str) -> list[Any]:
     """``findings`` with each judged one (not a simulator's unmodelled finding) marked
     :data:`CONTENDED`, ``reason`` in its note."""
-    from gpumem.findings import NOT_MODELLED
-
     if not reason:
         return list(findings)
-    note = f"{CONTENDED}: {reason}"
+    note = f"{CONTENDED_PREFIX}{reason}"
     return [f if f.status in (NOT_MODELLED, CONTENDED) else
             replace(f, status=CONTENDED, note=f"{f.note}; {note}" if f.note else note)
             for f in findings]

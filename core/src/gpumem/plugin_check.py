@@ -166,6 +166,7 @@ def _sim_config(plugins: Plugins, arch: Any) -> tuple[Check, Any]:
 
 def _quick_run(plugins: Plugins, arch: Any, workers: int) -> Check:
     from gpumem.cells import fmt_band, fmt_value
+    from gpumem.findings import CHECK_FAILS
     from gpumem.runner import RunRequest, run
 
     what = f"{arch.name}: quick simulated run meets its expected values"
@@ -177,7 +178,7 @@ def _quick_run(plugins: Plugins, arch: Any, workers: int) -> Check:
                if f.expected is not None]
     bad = [f"{e}/{f.name} = {fmt_value(f.value)}{_interval_text(f)} outside its band "
            f"{fmt_band(f.expected_band, f.expected)}" for e, f in checked
-           if f.status in ("fail", "contended")]
+           if f.status in CHECK_FAILS]
     counts = {s: sum(1 for _e, f in checked if f.status == s)
               for s in ("pass", "undecided", "fail")}
     if failed or bad or not checked:

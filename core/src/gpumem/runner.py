@@ -39,7 +39,7 @@ from typing import Any
 import numpy as np
 
 from gpumem.contention import ATTR as CONTENTION_ATTR
-from gpumem.contention import Watch, assess, mark, wait_until_free
+from gpumem.contention import CONTENDED, Watch, assess, mark, wait_until_free
 from gpumem.device import Device, DeviceInfo
 from gpumem.errors import (
     GpumemError,
@@ -561,7 +561,7 @@ def contention_line(report: RunReport) -> str:
     hit = [o for o in report.outcomes if o.contention]
     if not hit:
         return ""
-    marked = sum(1 for o in hit for f in o.findings if f.status == "contended")
+    marked = sum(1 for o in hit for f in o.findings if f.status == CONTENDED)
     what = " | ".join(f"{o.experiment}: {o.contention}" for o in hit)
     return (f"contended: {what}; {marked} finding(s) marked contended, neither pass nor fail "
             f"(measure on a free GPU: --exclusive SECONDS waits for one)")
