@@ -57,9 +57,12 @@ from gpumem_accelsim.traces import (
     TraceSet,
     TraceTooLarge,
     chase_trace,
+    chase_warp_insts,
+    check_size,
     stream_elements,
     stream_shape,
     stream_trace,
+    stream_warp_insts,
 )
 
 #: Options given after the two config files. The launch latency (5000 cycles in Volta and
@@ -246,13 +249,18 @@ class AccelSimDevice(Device):
         """Wall seconds of one probe call, from the pace: starts, the cycles a lone thread
         waits (a chase's ``record`` accesses at the config's latency for its footprint)
         and the work of parallel loads (the chase's warm-up lines; a stream's sectors and
-        its resident warps' cycles, :meth:`_stream_work`). Refuses what the probe refuses;
-        a repeat already answered from memory is free."""
+        its resident warps' cycles, :meth:`_stream_work`). Refuses what the probe refuses,
+        a trace over ``max_warp_insts`` (``GPUMEM_ACCELSIM_MAX_WARP_INSTS``) included: such
+        a point is skipped, not simulated, and costs nothing; a repeat already answered from
+        memory is free."""
         pace = self.setup.pace
         if pace is None or not pace.slow:
             return 0.0
         if isinstance(request, ChaseRequest):
             request = self._checked_chase(request)
+            l1_window, l2_window = self._warm_windows(request)
+            self._fits("chase", chase_warp_insts(request, warm_ctas=self.info.sm_count,
+                                                 l1_window=l1_window, l2_window=l2_window))
             if ("chase", request) in self._memo:
                 return 0.0
             # the L1 warm-up is L1_WARM_WARPS warps' dependent loads, in base and in timed
@@ -266,10 +274,19 @@ class AccelSimDevice(Device):
                 _chunk, _chunks, iters = stream_shape(request)
             except ValueError as e:
                 raise PointSkipped(str(e)) from None
+            self._fits("stream", stream_warp_insts(request,
+                                                   warmup=self._stream_warms(request)))
             if ("stream", replace(request, seed=0)) in self._memo:
                 return 0.0
             return pace.seconds(1, 0.0, self._stream_work(request))
         return None
+
+    def _fits(self, what: str, warp_insts: int) -> None:
+        """Raise the probe's ``PointSkipped`` for a trace over the size limit."""
+        try:
+            check_size(warp_insts, self.setup.max_warp_insts)
+        except TraceTooLarge as e:
+            raise PointSkipped(f"Accel-Sim {what} too long to simulate: {e}") from None
 
     def _stream_work(self, request: StreamRequest) -> float:
         """What one simulation of ``request`` costs, in streamed DRAM sectors: the sectors

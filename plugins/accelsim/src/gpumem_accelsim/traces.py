@@ -201,7 +201,8 @@ def _check_version(binary_version: int) -> None:
                          f"({', '.join(map(str, BINARY_VERSIONS))})")
 
 
-def _check_size(warp_insts: int, limit: int) -> None:
+def check_size(warp_insts: int, limit: int) -> None:
+    """Raise :class:`TraceTooLarge` for a trace of more than ``limit`` warp instructions."""
     if warp_insts > limit:
         raise TraceTooLarge(f"the trace would hold {warp_insts} warp instructions, over the "
                             f"limit of {limit} (minutes of simulation); shrink the request")
@@ -236,6 +237,35 @@ def _warm_lines(rows: list[np.ndarray], opcode: str, width: int) -> list[str]:
             for r in rows]
 
 
+def _warm_grid(positions: int, warm_ctas: int) -> tuple[int, int]:
+    """(CTAs, warps per CTA) of the L2 warm-up kernel loading ``positions`` chain positions:
+    a warp per 32 positions, up to :data:`WARM_WARPS` per CTA on up to ``warm_ctas`` CTAs."""
+    warps = max(1, -(-positions // WARP))
+    ctas = max(1, min(warm_ctas, -(-warps // WARM_WARPS)))
+    return ctas, (-(-warps // ctas) if warps < ctas * WARM_WARPS else WARM_WARPS)
+
+
+def chase_warp_insts(request: ChaseRequest, *, unroll: int = CHASE_UNROLL, warm_ctas: int = 1,
+                     l1_window: int | None = None, l2_window: int | None = None) -> int:
+    """Warp instructions :func:`chase_trace` would write for ``request``, counted without
+    writing them: what the trace-size limit is checked against, before a line is built, and
+    what a slow device's price knows of a chase the limit will refuse."""
+    warm, record = request.warmup, request.record
+    chase = record + -(-record // unroll)  # the loads and a BRA closing each iteration
+    if not warm:
+        return 1 + chase + 1  # base: EXIT; timed: the chase and EXIT
+    n2 = min(warm, warm if l2_window is None else l2_window)
+    n1 = min(warm, warm if l1_window is None else l1_window)
+    ctas, per = _warm_grid(n2, warm_ctas)
+    l2_kernel = -(-n2 // WARP) + ctas * per  # the loads, one EXIT per warp
+    rows1 = -(-n1 // WARP)
+    warps1 = max(1, min(L1_WARM_WARPS, rows1))
+    # base and timed: each loads the L1 window (MOV after a warp's loads, BAR and EXIT per
+    # warp); timed's first warp then chases
+    l1_kernel = rows1 + min(warps1, rows1) + 2 * warps1
+    return l2_kernel + 2 * l1_kernel + chase
+
+
 def chase_trace(directory: str | Path, request: ChaseRequest, *, binary_version: int = 70,
                 base: int = GLOBAL_BASE, unroll: int = CHASE_UNROLL,
                 max_warp_insts: int = MAX_WARP_INSTS, warm_ctas: int = 1,
@@ -267,6 +297,8 @@ def chase_trace(directory: str | Path, request: ChaseRequest, *, binary_version:
     request.validate()
     _check_version(binary_version)
     opcode = load_opcode(request.element, request.path)
+    check_size(chase_warp_insts(request, unroll=unroll, warm_ctas=warm_ctas,
+                                 l1_window=l1_window, l2_window=l2_window), max_warp_insts)
     warm, record = request.warmup, request.record
     offsets = chain_offsets(request.footprint, request.stride, request.order, request.seed,
                             warm + record, element=request.element, pattern=request.pattern)
@@ -308,9 +340,7 @@ def chase_trace(directory: str | Path, request: ChaseRequest, *, binary_version:
 
     plan: list[tuple[str, int, list]] = []
     if warm:
-        warps = max(1, -(-l2_rows.size // WARP))
-        ctas = max(1, min(warm_ctas, -(-warps // WARM_WARPS)))
-        per = -(-warps // ctas) if warps < ctas * WARM_WARPS else WARM_WARPS
+        ctas, per = _warm_grid(l2_rows.size, warm_ctas)
         slabs = _slabs(l2_rows, ctas * per)
         grid = [[(WARP, [*_warm_lines(slabs[c * per + w], opcode, request.element),
                          _plain_line(0x10, _lanes_mask(WARP), "EXIT")])
@@ -320,7 +350,6 @@ def chase_trace(directory: str | Path, request: ChaseRequest, *, binary_version:
         threads, grid = one_cta(role == "timed")
         plan.append((role, threads, grid))
     counts = [sum(len(lines) for cta in grid for _l, lines in cta) for _r, _t, grid in plan]
-    _check_size(sum(counts), max_warp_insts)
     directory = Path(directory)
     directory.mkdir(parents=True, exist_ok=True)
     kernels = []
@@ -368,6 +397,20 @@ def stream_elements(request: StreamRequest, tid: np.ndarray, it: int, k: int) ->
     return base + ((tid >> 5) * request.ilp + k) * WARP + (tid & 31)
 
 
+def _stream_plan(request: StreamRequest, warmup: bool) -> list[tuple[str, int]]:
+    """(role, instructions of each warp) of a stream's kernels in launch order."""
+    _chunk, _chunks, iters = stream_shape(request)
+    loop = iters * (request.ilp * (2 if request.kind == "copy" else 1) + 1) + 1
+    return [("empty", 1)] + ([("warmup", loop)] if warmup else []) + [("timed", loop)]
+
+
+def stream_warp_insts(request: StreamRequest, *, warmup: bool = True) -> int:
+    """Warp instructions :func:`stream_trace` would write for ``request`` (see
+    :func:`chase_warp_insts`)."""
+    warps = request.ctas * -(-request.threads // WARP)
+    return sum(n for _r, n in _stream_plan(request, warmup)) * warps
+
+
 def stream_trace(directory: str | Path, request: StreamRequest, *, binary_version: int = 70,
                  base: int = GLOBAL_BASE, base_b: int = GLOBAL_BASE_B, warmup: bool = True,
                  max_warp_insts: int = MAX_WARP_INSTS) -> TraceSet:
@@ -389,11 +432,9 @@ def stream_trace(directory: str | Path, request: StreamRequest, *, binary_versio
     chunk, _chunks, iters = stream_shape(request)
     warps_per_cta = -(-request.threads // WARP)
     per_iter = ilp * (2 if kind == "copy" else 1) + 1
-    loop_insts = iters * per_iter + 1
-    plan = [("empty", 1)] + ([("warmup", loop_insts)] if warmup else []) + \
-        [("timed", loop_insts)]
+    plan = _stream_plan(request, warmup)
     total_warps = request.ctas * warps_per_cta
-    _check_size(sum(n for _r, n in plan) * total_warps, max_warp_insts)
+    check_size(stream_warp_insts(request, warmup=warmup), max_warp_insts)
     regs = width // 4
     dst = [4 + k * regs for k in range(ilp)]
     nregs = -(-(4 + ilp * regs) // 8) * 8
