@@ -10,14 +10,19 @@ one runs, by running the experiment's own :meth:`~gpumem.experiment.Experiment.m
 stand-in device that only adds up prices. What the points cost on ``workers`` workers is the
 longest-first schedule of their prices; refinement adds at most
 :meth:`~gpumem.experiment.Experiment.refine_bound` rounds, each priced as the dearest point of
-the first pass (the points it adds lie between points already priced). Measured against the
-real Accel-Sim (``plugins/accelsim/README.md``), runs took about 0.5-2.3 times the estimate.
+the first pass (the points it adds lie between points already priced). A point the device
+refuses (``PointSkipped``: a trace over Accel-Sim's size limit, say) is not run, so it costs
+nothing; the plan priced is the one that runs (``--quick`` included). Measured against the
+real Accel-Sim (``plugins/accelsim/README.md``), runs took about 0.5-2.3 times the estimate,
+so while an experiment runs :class:`Revision` says what is left, scaled by how long its
+finished points took against their prices.
 """
 
 from __future__ import annotations
 
 import heapq
-from collections.abc import Sequence
+import time
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -48,6 +53,8 @@ class Estimate:
     workers: int
     #: Why the experiment will be skipped as a whole (a probe the device lacks), or "".
     skipped: str = ""
+    #: Points the device refuses (``PointSkipped``), among ``seconds`` at no cost.
+    skipped_points: int = 0
 
     @property
     def cpu_s(self) -> float:
@@ -73,7 +80,8 @@ class Estimate:
             return f"{self.experiment}: {len(self.seconds)} points, none of which runs here"
         more = (f", then at most {self.refine_rounds} refinement rounds of up to "
                 f"{_span(max(self.seconds, default=0.0))}" if self.refine_rounds else "")
-        return (f"{self.experiment}: {len(self.seconds)} points, {_span(self.cpu_s)} of "
+        refused = f" ({self.skipped_points} skipped here)" if self.skipped_points else ""
+        return (f"{self.experiment}: {len(self.seconds)} points{refused}, {_span(self.cpu_s)} of "
                 f"simulation; about {_span(self.first_pass_s)} on {self.workers} worker"
                 f"{'s' if self.workers != 1 else ''}{more}: about {_span(self.wall_s)} in all")
 
@@ -118,6 +126,30 @@ class _Pricing(Device):
         return StreamResult(bytes=request.bytes_per_direction, seconds=1.0, cycles=1.0)
 
 
+def _price(experiment: Experiment, point: Mapping[str, Any], device: Device,
+           ctx: RunContext) -> tuple[float | None, bool]:
+    """(seconds, refused) of one point: see :func:`price_point`."""
+    pricing = _Pricing(device)
+    try:
+        experiment.measure(pricing, point, ctx)
+    except ProbeUnsupported:
+        raise
+    except PointSkipped:
+        return 0.0, True
+    except Exception:  # noqa: BLE001 - placeholder numbers it cannot take: unknown
+        return None, False
+    return (None if pricing.unknown else pricing.seconds), False
+
+
+def price_point(experiment: Experiment, point: Mapping[str, Any], device: Device,
+                ctx: RunContext) -> float | None:
+    """Seconds ``point`` of ``experiment`` will take on ``device``: 0 for a point the device
+    refuses (it will not run), ``None`` where a call cannot be priced or the placeholder
+    numbers upset ``measure``. Raises ``ProbeUnsupported`` (the runner skips the whole
+    experiment)."""
+    return _price(experiment, point, device, ctx)[0]
+
+
 def estimate(experiment: Experiment, plan: Plan, device: Device, ctx: RunContext,
              workers: int) -> Estimate | None:
     """The price of the points of ``plan`` on ``device`` (see the module docstring), or
@@ -127,18 +159,89 @@ def estimate(experiment: Experiment, plan: Plan, device: Device, ctx: RunContext
 
     if type(experiment).sweep is not Experiment.sweep:
         return None
-    seconds = []
+    seconds, refused = [], 0
     for point in points(plan.axes):
-        pricing = _Pricing(device)
         try:
-            experiment.measure(pricing, point, ctx)
+            s, skipped = _price(experiment, point, device, ctx)
         except ProbeUnsupported as e:  # the runner skips the whole experiment
             return Estimate(experiment.name, (), 0, workers, skipped=str(e))
-        except PointSkipped:
-            pass  # the point will not run: free
-        except Exception:  # noqa: BLE001 - placeholder numbers it cannot take: unknown
+        if s is None:
             return None
-        if pricing.unknown:
+        refused += skipped
+        seconds.append(s)
+    return Estimate(experiment.name, tuple(seconds), experiment.refine_bound(ctx), workers,
+                    skipped_points=refused)
+
+
+#: Seconds at least between two revised estimates of a running experiment (the first comes
+#: with its first finished point that has a price).
+REVISE_EVERY_S = 20.0
+
+
+class Revision:
+    """What is left of a priced experiment while it runs, revised from its finished points:
+    the wall time since its first point started, over what their prices say it should have
+    taken on the same workers, times the price of what is still to run (the points not yet
+    finished, and the refinement rounds still allowed at the dearest point each).
+
+    Points are taken to finish in the order they were priced (the runner's order; a Dask
+    cluster's may differ a little), so each finished point takes the next price. A worker's
+    point half done counts as not started, so with several workers the ratio is a little
+    high until the last points.
+    """
+
+    def __init__(self, priced: Estimate, clock: Callable[[], float] = time.monotonic) -> None:
+        self.priced = priced
+        self.clock = clock
+        self.started = clock()
+        self.todo = list(priced.seconds)
+        self.done: list[float] = []
+        self.rounds_left = priced.refine_rounds
+        self.dearest = max(priced.seconds, default=0.0)
+        self._said: float | None = None
+
+    def point_done(self) -> None:
+        if self.todo:
+            self.done.append(self.todo.pop(0))
+
+    def points_added(self, prices: Sequence[float] | None, count: int) -> None:
+        """A refinement round of ``count`` points, priced (``None``: each at the dearest
+        point of the first pass): it takes the place of one round of the bound."""
+        self.rounds_left = max(0, self.rounds_left - 1)
+        self.todo.extend(prices if prices is not None else [self.dearest] * count)
+
+    def ratio(self) -> float | None:
+        """Wall time taken over wall time priced, of the finished points (``None`` until one
+        with a price has finished)."""
+        priced = makespan(self.done, self.priced.workers)
+        return (self.clock() - self.started) / priced if priced > 0 else None
+
+    def left_s(self) -> float | None:
+        r = self.ratio()
+        if r is None:
             return None
-        seconds.append(pricing.seconds)
-    return Estimate(experiment.name, tuple(seconds), experiment.refine_bound(ctx), workers)
+        return r * (makespan(self.todo, self.priced.workers) + self.rounds_left * self.dearest)
+
+    def line(self) -> str:
+        """The revised estimate in words when one is due (the first, then one every
+        :data:`REVISE_EVERY_S` seconds, none once nothing is left), else ""."""
+        now = self.clock()
+        if not self.todo and not self.rounds_left:
+            return ""
+        if self._said is not None and now - self._said < REVISE_EVERY_S:
+            return ""
+        r, left = self.ratio(), self.left_s()
+        if r is None or left is None:
+            return ""
+        self._said = now
+        n = len(self.done)
+        rounds = self.rounds_left
+        bound = f" (at most {rounds} refinement round{'s' if rounds != 1 else ''} included)" \
+            if rounds else ""
+        return (f"{self.priced.experiment}: about {_span(left)} left{bound}, revised from "
+                f"{n} finished point{'s' if n != 1 else ''}: they took {_times(r)} times "
+                f"their estimated time")
+
+
+def _times(ratio: float) -> str:
+    return f"{ratio:.2g}" if ratio < 10 else f"{ratio:,.0f}"

@@ -50,7 +50,7 @@ from gpumem.errors import (
 from gpumem.experiment import Axis, Experiment, Plan, RunContext
 from gpumem.findings import Expected, Finding, evaluate, not_modelled, to_dataset
 from gpumem.generic import AUTO
-from gpumem.pace import Estimate, estimate
+from gpumem.pace import Estimate, Revision, estimate, price_point
 from gpumem.plugins import Plugins, load_plugins
 from gpumem.point import PointResult, run_point
 from gpumem.resolve import (
@@ -453,6 +453,22 @@ def _with_point_totals(before: Mapping[str, Any], after: dict[str, Any],
     return out
 
 
+def _prices(exp: Experiment, pts: Sequence[Mapping[str, Any]], device: Device,
+            ctx: RunContext) -> list[float] | None:
+    """The prices of refinement points (:func:`gpumem.pace.price_point`), ``None`` if one
+    cannot be priced."""
+    out = []
+    for p in pts:
+        try:
+            s = price_point(exp, p, device, ctx)
+        except ProbeUnsupported:
+            return None
+        if s is None:
+            return None
+        out.append(s)
+    return out
+
+
 def _measure_and_keep(plugins: Plugins, store: RunStore, device: Device, exp: Experiment,
                       plan: Plan, key: str, ctx: RunContext, expected: list[Expected],
                       runner: PointRunner, reporter: Reporter, argv: Sequence[str],
@@ -469,7 +485,16 @@ def _measure_and_keep(plugins: Plugins, store: RunStore, device: Device, exp: Ex
     raw = _adaptive(exp, device, ctx, reporter, watch)
     if raw is None:
         reporter.experiment_started(exp.name, len(pts))
-        results = runner.run(exp, pts, ctx, lambda: reporter.point_done(exp.name))
+        revision = Revision(priced) if priced is not None and not priced.skipped else None
+
+        def point_done() -> None:
+            reporter.point_done(exp.name)
+            if revision is not None:  # on a slow device: what is left, from the pace so far
+                revision.point_done()
+                if line := revision.line():
+                    reporter.notice("estimate: " + line)
+
+        results = runner.run(exp, pts, ctx, point_done)
         for _round in range(MAX_REFINE_ROUNDS):
             raw = assemble(plan, axes, results)
             extra = exp.refine(raw, ctx)
@@ -479,8 +504,9 @@ def _measure_and_keep(plugins: Plugins, store: RunStore, device: Device, exp: Ex
             if not fresh:
                 break
             reporter.points_added(exp.name, len(fresh))
-            results.update(runner.run(exp, fresh, ctx,
-                                      lambda: reporter.point_done(exp.name)))
+            if revision is not None:
+                revision.points_added(_prices(exp, fresh, device, ctx), len(fresh))
+            results.update(runner.run(exp, fresh, ctx, point_done))
         raw = assemble(plan, axes, results)
     for k, v in plan.attrs.items():
         raw.attrs.setdefault(f"plan_{k}", attr_safe(v))
