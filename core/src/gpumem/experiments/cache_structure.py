@@ -28,8 +28,8 @@ that name is the latency ladder's capacity, one meaning per name in a run.
 from __future__ import annotations
 
 import math
-from collections import Counter
-from collections.abc import Callable
+from collections import Counter, deque
+from collections.abc import Callable, Sequence
 from dataclasses import replace
 from itertools import combinations
 from typing import Any
@@ -54,7 +54,7 @@ from gpumem.analysis.structure import (
     uniform_enough,
     way_weights,
 )
-from gpumem.device import Device
+from gpumem.device import ChaseRequest, ChaseResult, Device
 from gpumem.experiment import Experiment, Plan, RunContext
 from gpumem.experiments.chaselog import ChaseLog
 from gpumem.experiments.figures import CACHE_STRUCTURE
@@ -87,6 +87,7 @@ L2_SCATTER_RECORD = 16384  # accesses recorded per L2 chase, after one untimed p
 L2_WAYS_PASSES = 8         # passes recorded per chase of lines one L2 capacity apart
 L2_WAYS_MOST = 512         # most such lines chased (ways searched up to this)
 CHAIN_SPAN = 16 << 30      # 4-byte chain elements index at most 2^32 of them
+AHEAD_RECORDS = 24 << 20   # recorded accesses of the chases held ahead at once (~17 B each)
 #: What the analysis reports of each level (``LEVEL.NAME``), where the evidence allows.
 LEVEL_FINDINGS = ("hit_latency", "overflow_size", "half_miss_size", "line", "sector", "ways",
                   "sets", "index_bits", "policy", "way_weights")
@@ -129,7 +130,7 @@ class CacheStructure(Experiment):
 
     def sweep(self, device: Device, ctx: RunContext, progress: Callable[[int], None]
               ) -> xr.Dataset:
-        log = ChaseLog(device, seed=ctx.seed, progress=progress)
+        log = ChaseLog(Ahead(device), seed=ctx.seed, progress=progress)
         limit = min(MAX_CAPACITY, max(device.info.memory_bytes // 8, 1 << 20))
         for path in LEVEL_OF_PATH:
             if path in device.info.load_paths:
@@ -367,6 +368,96 @@ def _l2_ways(chases: list[Chase], l2_bytes: float, line: Any) -> list[Finding]:
 
 
 # ---------------------------------------------------------------------------------------------
+# Chases run ahead: the next steps of a bisection, several at once
+# ---------------------------------------------------------------------------------------------
+
+
+class _Capture(Exception):  # noqa: N818 - not an error: carries the request a step would send
+    def __init__(self, request: ChaseRequest) -> None:
+        self.request = request
+
+
+class Ahead:
+    """The device as the search sees it: where the device can run several chases at once
+    (``chase_threads`` > 1: the built-in simulator given threads), the chases the next steps
+    of a bisection may ask for are run ahead, together; each step then takes its chase from
+    here. A chase is a function of its request (seed included) on such a device, so the
+    search sends, logs and decides on exactly the chases it would one at a time, and a
+    guess it never asks for is dropped. Any other device (a GPU) runs each chase when asked,
+    in the search's order, as before."""
+
+    def __init__(self, device: Device) -> None:
+        self.device = device
+        self.threads = int(getattr(device, "chase_threads", 1) or 1)
+        self._ready: dict[ChaseRequest, ChaseResult] = {}
+        self._capturing = False
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.device, name)
+
+    def pointer_chase(self, request: ChaseRequest) -> ChaseResult:
+        if self._capturing:
+            raise _Capture(request)
+        got = self._ready.pop(request, None)
+        return got if got is not None else self.device.pointer_chase(request)
+
+    def ready(self, request: ChaseRequest | None) -> bool:
+        return request in self._ready
+
+    def request_of(self, step: Callable[[], Any], later: int = 0) -> ChaseRequest | None:
+        """The request ``step`` (a call that runs one chase through the log) would send if
+        ``later`` chases were logged before it; None if it sends none."""
+        if self.threads < 2:
+            return None
+        self._capturing = True
+        try:
+            step()
+        except _Capture as c:
+            return replace(c.request, seed=c.request.seed + later)
+        finally:
+            self._capturing = False
+        return None
+
+    def run_ahead(self, requests: Sequence[ChaseRequest | None]) -> None:
+        """Run these chases together (those not held already), for the steps to take; what
+        was held before is dropped (guesses the search went past)."""
+        want = [r for r in dict.fromkeys(requests) if r is not None]
+        todo = [r for r in want if r not in self._ready]
+        if self.threads < 2 or len(todo) < 2:
+            return
+        self._ready = {r: self._ready[r] for r in want if r in self._ready}
+        kept: list[ChaseRequest] = []
+        total = 0
+        for r in todo:  # the likeliest first: memory for at most AHEAD_RECORDS accesses
+            total += r.record
+            if kept and total > AHEAD_RECORDS:
+                break
+            kept.append(r)
+        for r, res in zip(kept, self.device.pointer_chases(kept), strict=True):
+            if isinstance(res, ChaseResult):
+                self._ready[r] = res
+
+
+def bisection_guesses(lo: int, hi: int, mid_of: Callable[[int, int], int],
+                      until: Callable[[int, int], bool], cost: Callable[[int], int],
+                      n: int) -> list[tuple[int, int]]:
+    """The first ``n`` probes of a bisection of (lo, hi), nearest the root first, as
+    (probe, chases logged before it): the probe at (lo, hi) is ``mid_of(lo, hi)``, then
+    (lo, mid) or (mid, hi), until ``until(lo, hi)``; a probe logs ``cost(probe)`` chases."""
+    out: list[tuple[int, int]] = []
+    todo = deque([(lo, hi, 0)])
+    while todo and len(out) < n:
+        a, b, before = todo.popleft()
+        if until(a, b):
+            continue
+        mid = mid_of(a, b)
+        out.append((mid, before))
+        after = before + cost(mid)
+        todo.extend(((a, mid, after), (mid, b, after)))
+    return out
+
+
+# ---------------------------------------------------------------------------------------------
 # The search (runs chases; decisions use the same helpers as the analysis)
 # ---------------------------------------------------------------------------------------------
 
@@ -374,6 +465,26 @@ def _l2_ways(chases: list[Chase], l2_bytes: float, line: Any) -> list[Finding]:
 class _Dissection:
     def __init__(self, log: ChaseLog, path: str, limit: int) -> None:
         self.log, self.path, self.limit = log, path, limit
+        self.ahead = log.device if isinstance(log.device, Ahead) else None
+
+    def _ahead(self, steps: Sequence[tuple[Callable[[], Any], int]]) -> None:
+        """Run the chases of these steps (each a call that chases, and the chases logged
+        before it) together, where the device can."""
+        a = self.ahead
+        if a is not None and a.threads > 1:
+            a.run_ahead([a.request_of(step, later) for step, later in steps])
+
+    def _ahead_bisection(self, lo: int, hi: int, mid_of: Callable[[int, int], int],
+                         until: Callable[[int, int], bool], cost: Callable[[int], int],
+                         step_of: Callable[[int], Any]) -> None:
+        """Before a step of the bisection of (lo, hi) whose probe ``m`` is ``step_of(m)``:
+        unless its chase is held already, run the first probes of the bisection from here
+        together, as many as the device runs at once."""
+        a = self.ahead
+        if a is None or a.threads < 2 or a.ready(a.request_of(lambda: step_of(mid_of(lo, hi)))):
+            return
+        self._ahead([(lambda m=m: step_of(m), later) for m, later in
+                     bisection_guesses(lo, hi, mid_of, until, cost, a.threads)])
 
     def conflict(self, group: list[int], cand: int, ways: int) -> bool:
         """Does the line at ``cand`` fall into the set of ``group`` (W + 1 lines of one set)?
@@ -406,9 +517,14 @@ class _Dissection:
         c = self.chase("line", cap + 4 * hi_k, 4, self.line_passes)
         if c is None or not _second_set(c, hi_k, n1, sector, self.rule):
             return None
+        def step(k: int) -> Chase | None:
+            return self.chase("line", cap + 4 * k, 4, self.line_passes)
+
         while hi_k - lo_k > 1:
             mid = (lo_k + hi_k) // 2
-            c = self.chase("line", cap + 4 * mid, 4, self.line_passes)
+            self._ahead_bisection(lo_k, hi_k, lambda a, b: (a + b) // 2,
+                                  lambda a, b: b - a <= 1, lambda _k: 1, step)
+            c = step(mid)
             if c is None:
                 return None
             if _second_set(c, mid, n1, sector, self.rule):
@@ -417,8 +533,9 @@ class _Dissection:
                 lo_k = mid
         # the edge once more, from fresh chases on both sides (the analysis confirms the line
         # only if they agree)
+        self._ahead([(lambda: step(hi_k - 1), 0), (lambda: step(hi_k), 1)])
         for k in (hi_k - 1, hi_k):
-            if self.chase("line", cap + 4 * k, 4, self.line_passes) is None:
+            if step(k) is None:
                 return None
         return 4 * (hi_k - 1)
 
@@ -484,8 +601,17 @@ class _Dissection:
         if not above:
             return
         hi = min(above)
+
+        def mid_of(a: int, b: int) -> int:
+            return (a + b) // 2 // 32 * 32
+
+        def cost(f: int) -> int:  # a footprint chased already decides without a chase, mostly
+            return 0 if self._size_chase(f) is not None else 1
+
         while hi - lo > 32:
-            mid = (lo + hi) // 2 // 32 * 32
+            mid = mid_of(lo, hi)
+            self._ahead_bisection(lo, hi, mid_of, lambda a, b: b - a <= 32, cost,
+                                  self.overflow_at)
             o = self.overflow_at(mid)
             if o is None:
                 return  # the capacity stays between lo and hi: unresolved (analysis)
@@ -497,6 +623,8 @@ class _Dissection:
         # the decisive pair once more, from fresh chases: a capacity is reported as sure only
         # when both sides of its edge reproduce (the analysis judges; a hashed index, whose
         # first conflicts move between allocations, goes on to the stages that need none)
+        self._ahead([(lambda: self.chase("size", cap, 32, SIZE_PASSES), 0),
+                     (lambda: self.chase("size", hi, 32, SIZE_PASSES), 1)])
         for f in (cap, hi):
             if self.chase("size", f, 32, SIZE_PASSES) is None:
                 return

@@ -2,6 +2,10 @@
 
 from __future__ import annotations
 
+import os
+import queue
+from collections.abc import Sequence
+from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 import numpy as np
@@ -19,7 +23,7 @@ from gpumem.device import (
     StreamRequest,
     StreamResult,
 )
-from gpumem.errors import PointSkipped, ProbeUnsupported
+from gpumem.errors import PointSkipped, ProbeUnsupported, UsageError
 from gpumem.sim import engine, noise
 from gpumem.sim.config import SimConfig
 from gpumem.sim.throughput import (
@@ -66,6 +70,9 @@ class SimDevice(Device):
         self._hierarchy, self._ids = engine.compile_hierarchy(config, seed)
         self._tlb_first = len(config.caches)
         self._chases = 0  # chases served: when a configured clock step happens
+        #: chases :meth:`pointer_chases` may run at once (``GPUMEM_SIM_THREADS``, else 1)
+        self.threads = _threads_from_env()
+        self._spare: list[engine.Hierarchy] = []  # the hierarchies of those threads
 
     def unmodelled(self) -> dict[str, str]:
         """What the config leaves unset (:meth:`SimConfig.unmodelled`)."""
@@ -94,6 +101,53 @@ class SimDevice(Device):
         return True
 
     def pointer_chase(self, request: ChaseRequest) -> ChaseResult:
+        request, remote = self._chase_request(request)
+        out = self._simulate(self._hierarchy, request, remote, self._chases)
+        self._chases += 1
+        return out
+
+    @property
+    def chase_threads(self) -> int:
+        """How many chases :meth:`pointer_chases` runs at once: ``threads``, or 1 where a
+        chase's result depends on how many came before it (a configured clock step)."""
+        return 1 if self.config.timer.clock_step_after > 0 else max(1, self.threads)
+
+    def pointer_chases(self, requests: Sequence[ChaseRequest]
+                       ) -> list[ChaseResult | Exception]:
+        """Several chases at once, on up to :attr:`chase_threads` threads (the kernels
+        release the GIL), each on a hierarchy of its own. Every chase starts cold from
+        streams seeded by its request, so each result is the one :meth:`pointer_chase`
+        gives; they do not count as chases served (a search runs them ahead, and may never
+        ask for some). A request the device refuses gives its error in the list."""
+        jobs: list[tuple[ChaseRequest, bool] | Exception] = []
+        for r in requests:
+            try:
+                jobs.append(self._chase_request(r))
+            except (PointSkipped, ProbeUnsupported) as e:
+                jobs.append(e)
+        todo = [j for j in jobs if not isinstance(j, Exception)]
+        n = min(self.chase_threads, len(todo))
+        while len(self._spare) < n:
+            self._spare.append(engine.compile_hierarchy(self.config, self.seed)[0])
+        free: queue.SimpleQueue = queue.SimpleQueue()
+        for h in self._spare[:n]:
+            free.put(h)
+
+        def one(job: tuple[ChaseRequest, bool]) -> ChaseResult:
+            h = free.get()
+            try:
+                return self._simulate(h, job[0], job[1], self._chases)
+            finally:
+                free.put(h)
+
+        # a pool per call: no idle threads are left behind when the runner forks workers
+        with ThreadPoolExecutor(max_workers=max(1, n)) as pool:
+            done = iter(list(pool.map(one, todo)))
+        return [j if isinstance(j, Exception) else next(done) for j in jobs]
+
+    def _chase_request(self, request: ChaseRequest) -> tuple[ChaseRequest, bool]:
+        """The request as simulated (a peer's memory: its L2-only path) and whether it is
+        remote; the errors of one the device cannot serve."""
         request.validate()
         cfg = self.config
         remote = self._remote(request.peer)
@@ -110,7 +164,13 @@ class SimDevice(Device):
         if request.footprint > cfg.memory_bytes:
             raise PointSkipped(
                 f"footprint {request.footprint} B exceeds device memory {cfg.memory_bytes} B")
-        h = self._hierarchy
+        return request, remote
+
+    def _simulate(self, h: engine.Hierarchy, request: ChaseRequest, remote: bool,
+                  chase_number: int) -> ChaseResult:
+        """One chase on hierarchy ``h``, from cold; ``chase_number`` chases came before it
+        (the clock step's count)."""
+        cfg = self.config
         engine.reset(h)
         engine.reseed(h, cfg.seed, self.seed, request.seed, request.sm)
         path = np.array([self._ids[name] for name in cfg.paths[request.path]], np.int64)
@@ -131,8 +191,7 @@ class SimDevice(Device):
         overhead = cfg.timer.overhead
         lat = noise.add_noise(lat, level, len(path), overhead, cfg.timer,
                               engine.stream_seed(cfg.seed, self.seed, request.seed, request.sm,
-                                                 13), self._chases)
-        self._chases += 1
+                                                 13), chase_number)
         if cfg.neighbour.active:
             lat = _shared(lat, level, overhead, cfg.neighbour,
                           engine.stream_seed(cfg.seed, self.seed, request.seed, request.sm, 17))
@@ -246,6 +305,18 @@ def _shared(lat: np.ndarray, level: np.ndarray, overhead: float, nb: Any,
         first = int(np.random.default_rng(seed).integers(nb.slice_every))
         out[first::nb.slice_every] += nb.slice_cycles
     return out
+
+
+THREADS_ENV = "GPUMEM_SIM_THREADS"
+
+
+def _threads_from_env() -> int:
+    """``GPUMEM_SIM_THREADS``: threads an adaptive search may chase on (default 1)."""
+    raw = os.environ.get(THREADS_ENV, "").strip()
+    try:
+        return max(1, int(raw)) if raw else 1
+    except ValueError:
+        raise UsageError(f"{THREADS_ENV}={raw!r}: expected a whole number of threads") from None
 
 
 def _major(cc: str) -> int:
