@@ -3,15 +3,23 @@
     python benchmarks/bench_sim.py chase          # simulated accesses per second, one core
     python benchmarks/bench_sim.py workers        # a sweep with --workers 1 and 2: time, identical?
     python benchmarks/bench_sim.py archs          # gpumem run --arch A all --device sim, each arch
+    python benchmarks/bench_sim.py archs --workers 16 --arch hopper   # ... on 16 cores
     python benchmarks/bench_sim.py tlb8g          # peak RSS of a chase sweep up to 8 GB
     python benchmarks/bench_sim.py all
 
-Targets: >= 20 M accesses/s on one core for the pointer chase; every in-tree architecture's
-default grid in <= 60 s; the 8 GB sweep in < 1 GB resident memory.
+Targets (issue 3, then issue 31 item 3): >= 50 M simulated accesses/s on one core in every
+regime of the pointer chase (L1, L2, far L2, DRAM, DRAM with TLB misses); every in-tree
+architecture's default grid in <= 60 s; ``run --arch hopper all --device sim --workers 16``
+in <= 8 s on a 16-core x86 server; the 8 GB sweep in < 1 GB resident memory.
+
+``--workers N`` runs the points over N worker processes and gives the adaptive searches N
+threads (``GPUMEM_SIM_THREADS``) to run their next probes ahead; the per-experiment wall
+times come from the run's manifest.
 """
 
 from __future__ import annotations
 
+import argparse
 import json
 import os
 import subprocess
@@ -41,6 +49,16 @@ TLB_SWEEP_CODE = (
     "print(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss)\n")
 
 
+#: The chase regimes of the speed target (issue 31): each must reach 50 M accesses/s a core.
+REGIMES = {
+    "L1-resident (128 KB, sequential)": dict(footprint=128 << 10, order="sequential"),
+    "L2-resident (16 MB, sequential)": dict(footprint=16 << 20, order="sequential"),
+    "far-L2 (48 MB, random)": dict(footprint=48 << 20, order="random"),
+    "DRAM (1 GB, sequential)": dict(footprint=1 << 30, order="sequential"),
+    "DRAM + TLB misses (8 GB, random)": dict(footprint=8 << 30, order="random"),
+}
+
+
 def _hopper():
     from gpumem.plugins import get_plugins
 
@@ -56,13 +74,7 @@ def chase() -> dict:
     from gpumem.sim.device import SimDevice
 
     dev = SimDevice(_hopper(), "hopper")
-    regimes = {
-        "L1-resident (128 KB, sequential)": dict(footprint=128 << 10, order="sequential"),
-        "L2-resident (16 MB, sequential)": dict(footprint=16 << 20, order="sequential"),
-        "far-L2 (48 MB, random)": dict(footprint=48 << 20, order="random"),
-        "DRAM (1 GB, sequential)": dict(footprint=1 << 30, order="sequential"),
-        "DRAM + TLB misses (8 GB, random)": dict(footprint=8 << 30, order="random"),
-    }
+    regimes = REGIMES
     dev.pointer_chase(ChaseRequest(footprint=4096, stride=128, record=16))  # JIT / cache load
     # The path's specialised kernel (what long chases run): compiled here, or loaded from
     # Numba's disk cache if an earlier run compiled it; the time is reported apart.
@@ -92,11 +104,24 @@ def chase() -> dict:
     return res
 
 
-def _run(args: list[str], cwd: Path) -> float:
+def _run(args: list[str], cwd: Path, threads: int = 1) -> float:
     t = time.perf_counter()
     subprocess.run([sys.executable, "-m", "gpumem", *args], cwd=cwd, check=True,
-                   capture_output=True, text=True)
+                   capture_output=True, text=True, env=run_env(threads))
     return time.perf_counter() - t
+
+
+def run_env(threads: int) -> dict[str, str]:
+    """The environment of a ``gpumem run`` given ``threads`` simulator threads."""
+    from gpumem.sim.device import THREADS_ENV
+
+    return {**os.environ, THREADS_ENV: str(threads)}
+
+
+def experiment_walls(run_dir: Path) -> dict[str, float]:
+    """Each experiment's wall seconds, as the run's manifest recorded them."""
+    entries = json.loads((run_dir / "manifest.json").read_text())["entries"]
+    return {e["experiment"]: e["wall_s"] for e in entries.values() if e.get("wall_s")}
 
 
 def workers() -> dict:
@@ -118,13 +143,21 @@ def workers() -> dict:
             "speedup_2_workers": round(serial / times[2], 2), "identical": bool(same)}
 
 
-def archs() -> dict:
-    out = {}
+ARCHS = ("fermi", "kepler", "maxwell", "hopper")
+
+
+def archs(names: tuple[str, ...] = ARCHS, workers: int = 1) -> dict:
+    """``gpumem run --arch A all --device sim --workers N`` in a fresh process, each arch:
+    wall seconds, and each experiment's."""
+    out, per = {}, {}
     with tempfile.TemporaryDirectory() as tmp:
-        for arch in ("fermi", "kepler", "maxwell", "hopper"):
-            out[arch] = round(_run(["run", "--arch", arch, "all", "--device", "sim", "--out",
-                                    str(Path(tmp) / arch)], Path(tmp)), 1)
-    return {"run_all_sim_wall_s": out}
+        for arch in names:
+            run_dir = Path(tmp) / arch
+            out[arch] = round(_run(["run", "--arch", arch, "all", "--device", "sim",
+                                    "--workers", str(workers), "--out", str(run_dir)],
+                                   Path(tmp), threads=workers), 1)
+            per[arch] = experiment_walls(run_dir)
+    return {"workers": workers, "run_all_sim_wall_s": out, "experiment_wall_s": per}
 
 
 def tlb8g() -> dict:
@@ -149,7 +182,15 @@ def scaling_model(serial_s: float, parallel_s: float) -> dict:
 
 
 def main() -> None:
-    what = sys.argv[1] if len(sys.argv) > 1 else "all"
+    ap = argparse.ArgumentParser(description=__doc__.strip().splitlines()[0])
+    ap.add_argument("what", nargs="?", default="all",
+                    choices=("chase", "workers", "archs", "tlb8g", "all"))
+    ap.add_argument("--workers", type=int, default=1, help="archs: worker processes, and "
+                    "threads of the adaptive searches (default 1)")
+    ap.add_argument("--arch", action="append", choices=ARCHS,
+                    help="archs: only these (repeatable; default all four)")
+    opts = ap.parse_args()
+    what = opts.what
     results: dict = {"cpu_count": os.cpu_count()}
     if what in ("chase", "all"):
         results.update(chase())
@@ -158,7 +199,7 @@ def main() -> None:
         results["workers"] = w
         results["workers"]["scaling_model"] = scaling_model(w["wall_s"]["1"], w["wall_s"]["2"])
     if what in ("archs", "all"):
-        results.update(archs())
+        results.update(archs(tuple(opts.arch or ARCHS), opts.workers))
     if what in ("tlb8g", "all"):
         results.update(tlb8g())
     print(json.dumps(results, indent=1))
