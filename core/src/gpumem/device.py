@@ -43,7 +43,7 @@ PROBE_NEEDS = {
 #: a whole grid-slice further (each load instruction fully coalesced);
 #: ``thread`` - each thread reads ``ilp`` consecutive elements (per-thread contiguous);
 #: ``warp`` - each warp reads ``ilp`` consecutive warp-wide slices (warp contiguous).
-STREAM_ORDERS = ("coalesced", "thread", "warp")
+STREAM_ORDERS = ("coalesced", "thread", "warp", "block")
 STREAM_KINDS = ("read", "write", "copy")
 
 #: Load paths a pointer chase can take (the cache operator or fetch path of the load).

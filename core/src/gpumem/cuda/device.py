@@ -50,7 +50,7 @@ STREAM_CARVEOUT_PERCENT = 0
 SHARED_CARVEOUT_PERCENT = 100
 
 
-STREAM_ORDER_CODES = {"coalesced": 0, "thread": 1, "warp": 2}
+STREAM_ORDER_CODES = {"coalesced": 0, "thread": 1, "warp": 2, "block": 3}
 STREAM_KIND_CODES = {"read": 0, "write": 1, "copy": 2}
 SMEM_LATENCY_LOADS = 64
 SMEM_THROUGHPUT_ITERATIONS = 1024
@@ -92,7 +92,7 @@ class CudaDevice(Device):
         self.carveout: dict[str, int] = {}
         self.kernel_audit: dict[str, dict[str, int]] = {}
         self._sass: dict[str, dict[str, list[str]]] = {}
-        self._sass_key: dict[str, tuple[str, ...]] = {}
+        self._sass_done: dict[str, set[str]] = {}  # per probe: template instances audited
         self._templates: dict[str, set[str]] = {}
         if "pointer_chase_tex" in self._source("pointer_chase").code:
             # the architecture's kernels add a texture path: structure experiments chase it
@@ -166,17 +166,21 @@ class CudaDevice(Device):
 
     def _sass_audit(self) -> dict[str, Any]:
         """Load/store opcodes of the kernels used so far, template instances included
-        (nvcc + cuobjdump; one build per probe and set of instances)."""
+        (nvcc + cuobjdump). Each probe's source is built once for its plain kernels and again
+        only for instances not audited yet: a build takes 1-2 s, and a full run's experiments
+        add instances one experiment at a time."""
         from gpumem.cuda.audit import attr_key, sass_opcodes
 
         arch = "sm_" + self.info.compute_capability.replace(".", "")
         out: dict[str, Any] = {}
         for probe, src in self.kernel_sources.items():
-            used = tuple(sorted(self._templates.get(probe, ())))
-            if self._sass_key.get(probe) != used:
-                self._sass[probe] = sass_opcodes(src.code, arch, tuple(src.options),
-                                                 templates=used) or {}
-                self._sass_key[probe] = used
+            used = set(self._templates.get(probe, ()))
+            done = self._sass_done.get(probe)
+            new = tuple(sorted(used - (done or set())))
+            if done is None or new:
+                found = sass_opcodes(src.code, arch, tuple(src.options), templates=new) or {}
+                self._sass.setdefault(probe, {}).update(found)
+                self._sass_done[probe] = (done or set()) | set(new)
             for name, ops in self._sass[probe].items():
                 if name in self.kernel_audit:
                     out[f"kernel_sass_{attr_key(name)}"] = " ".join(ops) or "-"
@@ -379,7 +383,9 @@ class CudaDevice(Device):
         # one iteration moves ilp elements per thread; async_read moves one (its ilp is the
         # number of commit groups in flight, not of loads per iteration)
         chunk = req.ctas * req.threads * (1 if asynchronous else req.ilp)
-        chunks = elems // chunk
+        # order "block": each block walks its own slice, a ctas-th of the footprint, in
+        # chunks of its own threads
+        chunks = elems // req.ctas // (chunk // req.ctas) if req.order == "block" else elems // chunk
         if chunks < 1:
             raise PointSkipped("the footprint is smaller than one chunk of the grid")
         iters = -(-(req.bytes_per_direction // req.width) // chunk)
@@ -414,7 +420,7 @@ class CudaDevice(Device):
             def launch() -> None:
                 kern((req.ctas,), (req.threads,), args, shared_mem=smem)
         else:
-            kind = 3 if req.path == "ca" else STREAM_KIND_CODES[req.kind]
+            kind = {"ca": 3, "nc": 4}.get(req.path, STREAM_KIND_CODES[req.kind])
             name = f"stream<{req.width},{req.ilp},{STREAM_ORDER_CODES[req.order]},{kind}>"
             kern = self._kernel("stream", name)
             self.carveout["stream"] = self._set_carveout(kern, STREAM_CARVEOUT_PERCENT)

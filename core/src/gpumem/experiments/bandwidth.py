@@ -1,7 +1,11 @@
 """``bandwidth``: global-memory throughput over CTAs x threads x ILP (read, write, copy).
 
-The footprint is at least eight times the L2 (and 256 MiB), so every pass streams from DRAM;
-each run moves at least 2 GiB (wrapping around the buffer), so launch overhead stays small.
+The footprint is at least eight times the L2 (and 256 MiB), so every pass streams from DRAM.
+Each run lasts about :data:`RUN_S` at the rate a first run of the point shows (at most 2 GiB,
+at least four L2s' worth of bytes, which stream from DRAM however the L2 replaces lines), so
+launch overhead stays under 1 % and a point of low concurrency, which reads at a few GB/s,
+costs milliseconds instead of the 0.2 s a fixed 2 GiB took (it was 70 % of the experiment's
+time on an H200).
 Each point is timed ``repeats`` times; the findings take, per kind, the best point of the grid
 by its median repeat. That is how peak bandwidth is usually reported (Mei & Chu sec. 5.1,
 gpu-benches gpu-stream), and the whole surface stays in the file for the curves: throughput
@@ -25,16 +29,19 @@ from gpumem.findings import Finding
 from gpumem.presentation import Presentation, ReportFigure
 
 KINDS = ("read", "write", "copy")
-#: Bytes each run moves per direction, at least: one pass over a 480 MB buffer took 110 us on
+#: Bytes each run moves per direction, at most: one pass over a 480 MB buffer took 110 us on
 #: an H200, and the launch (some 5 us) cost 3 % of the bandwidth; 2 GiB runs make it 0.2 %.
 WORK = 2 << 30
+#: Seconds a run lasts, about (its bytes sized from a first run of the point; none shorter
+#: than four L2s' worth of bytes, none longer than WORK).
+RUN_S = 1e-3
 
 
 class Bandwidth(Experiment):
     name = "bandwidth"
     summary = "DRAM read, write and copy bandwidth over CTAs x threads x ILP"
     probes = ("stream",)
-    version = "1"
+    version = "2"  # 2: runs sized in time
     findings = ("bw.dram_read", "bw.dram_write", "bw.dram_copy", "bw.dram_read_fraction")
     references = ("Mei & Chu, IEEE TPDS 28(1), 2017, sec. 5.1 (global throughput); "
                   "RRZE gpu-benches gpu-stream")
@@ -58,6 +65,7 @@ class Bandwidth(Experiment):
             ctas = tuple(sorted({max(1, sms * f // 4) for f in (1, 2, 4, 8, 16, 32)}))
             threads, ilps, widths = (64, 128, 256, 512, 1024), (1, 2, 4, 8), (4, 16)
         repeats, work = repeat_count(ctx), max(footprint, WORK)
+        floor, sized = min(footprint, 4 * max(dev.l2_bytes, 1 << 20)), 1
         if ctx.slow:
             # a cycle-level simulator pays per memory request: a buffer a quarter larger
             # than the L2 (a read pass from a cold L2 takes every line from DRAM: Accel-Sim
@@ -68,6 +76,7 @@ class Bandwidth(Experiment):
             chunk = max(ctas) * max(threads) * max(ilps) * max(widths)  # the largest grid's
             footprint = max(-(-5 * max(dev.l2_bytes, 1 << 20) // 4 // (1 << 20)) << 20, chunk)
             repeats, work = 1, footprint
+            floor, sized = footprint, 0
         return Plan(
             axes=[Axis("kind", KINDS, "1", "read, write or copy"),
                   Axis("width", widths, "byte", "bytes per load or store"),
@@ -79,22 +88,30 @@ class Bandwidth(Experiment):
                        Var("seconds", ("repeat",), "s", "time of one timed run")],
             inner={"repeat": np.arange(repeats)},
             attrs={"footprint": footprint, "order": "coalesced", "path": "cg",
-                   "repeats": repeats, "work_bytes": work},
+                   "repeats": repeats, "work_bytes": work, "min_work_bytes": floor,
+                   "sized_runs": sized, "run_seconds": RUN_S},
         )
 
     def measure(self, device: Device, point: Mapping[str, Any], ctx: RunContext
                 ) -> Mapping[str, Any]:
         attrs = self.plan(ctx).attrs
-        gbs, secs = [], []
-        for r in range(int(attrs["repeats"])):
-            req = StreamRequest(footprint=int(attrs["footprint"]), ctas=int(point["ctas"]),
-                                threads=int(point["threads"]), ilp=int(point["ilp"]),
-                                width=int(point["width"]), path="cg", kind=str(point["kind"]),
-                                work=int(attrs["work_bytes"]), seed=ctx.seed * 1000 + r)
-            res = device.stream(req)
-            gbs.append(res.gbs)
-            secs.append(res.seconds)
-        return {"gbs": np.array(gbs), "seconds": np.array(secs)}
+
+        def run(work: int, r: int):
+            return device.stream(StreamRequest(
+                footprint=int(attrs["footprint"]), ctas=int(point["ctas"]),
+                threads=int(point["threads"]), ilp=int(point["ilp"]), width=int(point["width"]),
+                path="cg", kind=str(point["kind"]), work=work, seed=ctx.seed * 1000 + r))
+
+        work = int(attrs["work_bytes"])
+        if int(attrs.get("sized_runs", 0)):  # bytes for RUN_S at the rate a first run shows
+            floor = int(attrs["min_work_bytes"])
+            first = run(floor, 0)
+            per_direction = first.bytes / (2 if point["kind"] == "copy" else 1)
+            rate = per_direction / first.seconds if first.seconds > 0 else 0.0
+            work = int(min(max(floor, rate * float(attrs["run_seconds"])), work))
+        runs = [run(work, r) for r in range(int(attrs["repeats"]))]
+        return {"gbs": np.array([x.gbs for x in runs]),
+                "seconds": np.array([x.seconds for x in runs])}
 
     def analyze(self, raw: xr.Dataset) -> list[Finding]:
         ok = raw["point_status"] == 0

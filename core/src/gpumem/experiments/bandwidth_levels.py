@@ -1,13 +1,21 @@
-"""``bandwidth_levels``: read bandwidth over footprint, through L1 (``.ca``) and L2 (``.cg``).
+"""``bandwidth_levels``: read bandwidth over footprint and kernel shape, through L1 and L2.
 
-Every SM streams its share of one buffer again and again (grid-strided 16-byte loads, fixed
-work per run), so the bandwidth steps down where that share stops fitting a level: with
-``.ca`` loads an L1 plateau while footprint / SMs fits the L1, then the L2 plateau, then DRAM;
-with ``.cg`` loads the L2 plateau, then DRAM. The curves stay in the file; the findings take
-each plateau's best median.
+Every block re-reads its own slice of one buffer (order ``block``: what the SM holds is the
+slices of its resident blocks), with 16-byte loads through ``.ca`` (the L1 serves) and
+``.cg`` (L1 bypassed; ``.nc`` is not searched: on Kepler it reads the texture cache, not the
+L1, and on Hopper it reads the same L1 as ``.ca``), so the bandwidth steps down where an SM's share stops
+fitting its L1, then where the buffer stops fitting the L2. A cache's bandwidth is the
+kernel's unless the kernel keeps the level busy, so each footprint is measured over kernel
+shapes (blocks per SM, threads per block, loads in flight per thread) the way ``bandwidth``
+searches them for DRAM, and each level reports its best: on an H200 a fixed shape (4 blocks
+of 512 threads, 2 loads each) read the L1 at 76 bytes per clock per SM, the best shape at
+126, the L1's width being 128 (issue 31). Each run lasts about :data:`RUN_S` (its bytes sized
+from a first run of the point), so slow shapes cost no more than fast ones.
 
-Findings: ``bw.l1`` (aggregate over all SMs, where ``.ca`` beats ``.cg`` by 1.3x: the L1
-serves), ``bw.l2`` (``.cg``, footprint under half the L2), GB/s.
+Findings: ``bw.l1`` (aggregate, where ``.ca`` beats ``.cg`` by 1.3x: the L1 serves),
+``bw.l2`` (``.cg``, footprint under half the L2), GB/s; each also per clock
+(``bw.l1_bytes_per_clk`` per SM, ``bw.l2_bytes_per_clk``) at the SM clock the point ran at,
+and as a fraction of the level's width where that is known (:mod:`gpumem.level_widths`).
 """
 
 from __future__ import annotations
@@ -18,32 +26,42 @@ import numpy as np
 import xarray as xr
 
 from gpumem.device import Device, StreamRequest
-from gpumem.experiment import Axis, Experiment, Plan, RunContext, Var, repeat_count, repeated
+from gpumem.experiment import Axis, Experiment, Plan, RunContext, Var, repeat_count
 from gpumem.experiments.figures import BANDWIDTH
 from gpumem.experiments.latency import footprint_grid
 from gpumem.findings import Finding
+from gpumem.level_widths import l1_width, l2_width
 from gpumem.presentation import Presentation, ReportFigure
 
-WORK = 8 << 30      # bytes per run: an L1-resident run at ~30 TB/s still lasts ~0.3 ms
-THREADS = 512
-ILP = 2         # 16 KB per SM in flight: enough for L2 latency x bandwidth on an H200
+#: Seconds one timed run lasts (its bytes sized from a first run of the point): 0.5 ms keeps
+#: a launch's few microseconds under 1 % of it.
+RUN_S = 5e-4
+#: Bytes of the first run that sizes the others, and the most a run moves.
+PROBE_WORK, MAX_WORK = 256 << 20, 16 << 30
 WIDTH = 16
 L1_GAIN = 1.3       # .ca over .cg at one footprint: the L1 is serving
+SHAPE = ("ctas_per_sm", "threads", "ilp")
+#: The shapes searched: blocks per SM, threads per block, loads in flight per thread.
+CTAS_PER_SM, THREADS, ILPS = (1, 2, 4, 8), (256, 1024), (2, 8)
+QUICK = ((2,), (256,), (8,))
+L1_PATHS = ("ca",)
 
 
 class BandwidthLevels(Experiment):
     name = "bandwidth_levels"
-    summary = "read bandwidth over footprint through L1 (.ca) and L2 (.cg): level plateaus"
+    summary = "read bandwidth over footprint and kernel shape through L1 (.ca) and L2 (.cg)"
     probes = ("stream",)
-    version = "2"
-    findings = ("bw.l1", "bw.l2")
-    references = "RRZE gpu-benches gpu-cache / gpu-l2-cache; Mei & Chu sec. 5"
+    version = "3"  # 3: per-block slices, shapes searched, runs sized in time
+    findings = ("bw.l1", "bw.l2", "bw.l1_bytes_per_clk", "bw.l2_bytes_per_clk",
+                "bw.l1_width_fraction", "bw.l2_width_fraction")
+    references = ("RRZE gpu-benches gpu-cache / gpu-l2-cache / gpu-strides; Mei & Chu, "
+                  "Dissecting GPU Memory Hierarchy through Microbenchmarking, sec. 5")
 
     def presentation(self) -> Presentation:
         return Presentation(BANDWIDTH, (
             ReportFigure("bandwidth_levels",
-                         "Read bandwidth over footprint, .ca (solid) and .cg (dashed), the better "
-                         "of the two occupancies.",
+                         "Read bandwidth over footprint, .ca (solid) and .cg (dashed), each at "
+                         "its best kernel shape.",
                          "gpumem.experiments.figures.bandwidth:bandwidth_levels"),
         ), rank=2)
 
@@ -51,62 +69,142 @@ class BandwidthLevels(Experiment):
         dev = ctx.device
         sms = max(1, dev.sm_count)
         l2 = max(dev.l2_bytes, 1 << 20)
-        lo = sms * THREADS * ILP * WIDTH  # one chunk of the smaller grid (the larger skips)
+        lo = sms * 8 * 1024  # 8 KiB per SM: one chunk of the smallest shape per block
         hi = min(8 * l2, max(dev.memory_bytes // 4, lo))
-        grid = [f for f in footprint_grid(lo, hi, 1 if ctx.quick else 2) if f >= lo]
-        ctas, work, repeats = (sms, 4 * sms), WORK, repeat_count(ctx)
+        grid = footprint_grid(lo, hi, 1)
+        shapes = QUICK if ctx.quick else (CTAS_PER_SM, THREADS, ILPS)
+        repeats, sized = repeat_count(ctx), 1
         if ctx.slow:
-            # a cycle-level simulator pays per memory request: only the footprints the two
-            # findings read (up to half the L2), one occupancy, one pass after the warm-up,
+            # a cycle-level simulator pays per memory request: only the footprints the
+            # findings read (up to half the L2), one shape, one pass after the warm-up,
             # once (it is deterministic)
-            grid = [f for f in footprint_grid(lo, max(lo, l2 // 2), 1) if f >= lo]
-            ctas, work, repeats = (sms,), 0, 1
+            grid = footprint_grid(lo, max(lo, l2 // 2), 1)
+            shapes, repeats, sized = QUICK, 1, 0
+        widths = {k: v for k, v in (("l1_bytes_per_clk", l1_width(dev.compute_capability)),
+                                    ("l2_bytes_per_clk", l2_width(dev.compute_capability)))
+                  if v is not None}
         return Plan(
-            axes=[Axis("path", tuple(p for p in ("ca", "cg") if p in dev.load_paths), "1",
-                       "ca: loads cached in L1; cg: loads cached in L2 only"),
-                  Axis("ctas", ctas, "1", "thread blocks: one per SM (small "
-                       "shares fit small L1s) or four (more loads in flight)"),
-                  Axis("footprint", tuple(grid), "byte", "buffer streamed by all SMs")],
+            axes=[Axis("path", tuple(p for p in ("ca", "cg") if p in dev.load_paths),
+                       "1", "ca: loads cached in L1 and L2; cg: cached in L2 only"),
+                  Axis("ctas_per_sm", shapes[0], "1", "thread blocks per SM"),
+                  Axis("threads", shapes[1], "1", "threads per block"),
+                  Axis("ilp", shapes[2], "1", "independent 16-byte loads per thread per "
+                       "iteration"),
+                  Axis("footprint", tuple(grid), "byte", "buffer read by all blocks, each "
+                       "its own slice")],
             variables=[Var("gbs", ("repeat",), "GB/s", "bytes read per second, 10^9 byte/s"),
                        Var("seconds", ("repeat",), "s", "time of one timed run")],
             inner={"repeat": np.arange(repeats)},
-            attrs={"threads": THREADS, "ilp": ILP, "width": WIDTH,
-                   "work_bytes": work, "repeats": repeats,
-                   "order": "coalesced"},
+            attrs={"width": WIDTH, "order": "block", "repeats": repeats, "sized_runs": sized,
+                   "work_bytes": MAX_WORK if sized else 0,
+                   "run_seconds": RUN_S, "max_work_bytes": MAX_WORK,
+                   **{k: w[0] for k, w in widths.items()},
+                   **{f"{k}_source": w[1] for k, w in widths.items()}},
         )
 
     def measure(self, device: Device, point: Mapping[str, Any], ctx: RunContext
                 ) -> Mapping[str, Any]:
         a = self.plan(ctx).attrs
-        return repeated(int(a["repeats"]), lambda r: device.stream(StreamRequest(
-            footprint=int(point["footprint"]), ctas=int(point["ctas"]), threads=THREADS, ilp=ILP,
-            width=WIDTH, path=str(point["path"]), kind="read", work=int(a["work_bytes"]),
-            seed=ctx.seed * 1000 + r)), gbs="gbs", seconds="seconds")
+        fp = int(point["footprint"])
+
+        def run(work: int, r: int):
+            return device.stream(StreamRequest(
+                footprint=fp, ctas=int(point["ctas_per_sm"]) * max(1, ctx.device.sm_count),
+                threads=int(point["threads"]), ilp=int(point["ilp"]), width=WIDTH,
+                path=str(point["path"]), kind="read", order="block", work=work,
+                seed=ctx.seed * 1000 + r))
+
+        work = 0
+        if int(a["sized_runs"]):  # bytes for RUN_S at the rate a first run shows
+            first = run(max(fp, PROBE_WORK), 0)
+            rate = first.bytes / first.seconds if first.seconds > 0 else 0.0
+            work = int(min(max(fp, rate * float(a["run_seconds"])), int(a["max_work_bytes"])))
+        runs = [run(work, r) for r in range(int(a["repeats"]))]
+        return {"gbs": np.array([x.gbs for x in runs]),
+                "seconds": np.array([x.seconds for x in runs])}
 
     def analyze(self, raw: xr.Dataset) -> list[Finding]:
-        # per path and footprint, the better of the two occupancies
-        med = raw["gbs"].median("repeat").where(raw["point_status"] == 0).max("ctas")
+        med = raw["gbs"].median("repeat").where(raw["point_status"] == 0)
+        if "ctas_per_sm" not in med.dims:  # version 2: two occupancies, no shape search
+            return _analyze_v2(raw, med)
+        best = med.max(list(SHAPE))  # per path and footprint: the best shape
         sms = float(raw.attrs.get("sm_count", 0) or 1)
         l2 = float(raw.attrs.get("l2_bytes", 0) or 0)
-        out: list[Finding] = []
         foot = raw["footprint"].values.astype(float)
         paths = [str(p) for p in raw["path"].values]
-
-        def best(path: str, mask: np.ndarray, name: str, how: str) -> None:
-            if path not in paths:
-                return
-            v = med.sel(path=path).values
-            ok = mask & np.isfinite(v)
-            if ok.any():
-                i = int(np.nanargmax(np.where(ok, v, np.nan)))
-                out.append(Finding(name, round(float(v[i]), 1), "GB/s", 0.9,
-                                   f"best median read bandwidth {how} "
-                                   f"(at {int(foot[i]) >> 10} KiB over {int(sms)} SMs)"))
-
-        if "ca" in paths and "cg" in paths:  # L1 serves where .ca beats .cg clearly
-            served = med.sel(path="ca").values >= L1_GAIN * med.sel(path="cg").values
-            best("ca", served, "bw.l1", f".ca where it beats .cg by >= {L1_GAIN:g}x (the L1 "
-                 f"serves)")
-        if l2:
-            best("cg", foot <= l2 / 2, "bw.l2", ".cg, footprint <= half the L2")
+        out: list[Finding] = []
+        l1 = [p for p in L1_PATHS if p in paths]
+        if l1 and "cg" in paths:  # the L1 serves where .ca/.nc beat .cg clearly
+            through = best.sel(path=l1).max("path").values
+            served = through >= L1_GAIN * best.sel(path="cg").values
+            _level(out, raw, med, l1, served, foot, sms, "l1",
+                   f"{'/'.join('.' + p for p in l1)} where it beats .cg by >= {L1_GAIN:g}x "
+                   f"(the L1 serves)")
+        if l2 and "cg" in paths:
+            _level(out, raw, med, ["cg"], foot <= l2 / 2, foot, sms, "l2",
+                   ".cg, footprint <= half the L2")
         return out
+
+
+def _level(out: list[Finding], raw: xr.Dataset, med: xr.DataArray, paths: list[str],
+           mask: np.ndarray, foot: np.ndarray, sms: float, level: str, how: str) -> None:
+    """The level's best median over ``paths``, the footprints in ``mask`` and every shape:
+    ``bw.<level>``, per clock, and as a fraction of the level's width where it is known."""
+    sub = med.sel(path=paths).where(xr.DataArray(mask, dims="footprint",
+                                                 coords={"footprint": raw["footprint"]}))
+    if not np.isfinite(sub.values).any():
+        return
+    at = {d: sub[d].values[i] for d, i in zip(sub.dims, np.unravel_index(
+        int(np.nanargmax(sub.values)), sub.shape))}
+    value = float(sub.sel(at))
+    shape = (f"{at['ctas_per_sm']} blocks/SM x {at['threads']} threads, {at['ilp']} loads in "
+             f"flight, .{at['path']}, {int(at['footprint']) >> 10} KiB")
+    out.append(Finding(f"bw.{level}", round(value, 1), "GB/s", 0.9,
+                       f"best median read bandwidth {how}, over kernel shapes (at {shape})"))
+    mhz, clock = _sm_clock(raw, at)
+    per_clk = value * 1e9 / (mhz * 1e6) / (sms if level == "l1" else 1)
+    unit = "bytes per clock per SM" if level == "l1" else "bytes per clock"
+    out.append(Finding(f"bw.{level}_bytes_per_clk", round(per_clk, 1), "byte/cycle", 0.9,
+                       f"bw.{level} in {unit}, at {mhz:.0f} MHz ({clock})"))
+    width = float(raw.attrs.get(f"plan_{level}_bytes_per_clk", 0) or 0)
+    source = raw.attrs.get(f"plan_{level}_bytes_per_clk_source", "")
+    if width > 0:
+        out.append(Finding(f"bw.{level}_width_fraction", round(per_clk / width, 3), "1", 0.9,
+                           f"bw.{level}_bytes_per_clk / the {level.upper()}'s width, "
+                           f"{width:g} {unit} ({source})"))
+
+
+def _sm_clock(raw: xr.Dataset, at: Mapping[str, Any]) -> tuple[float, str]:
+    """The SM clock (MHz) the point ran at: the device's reading before and after it where
+    there is one, else the device's clock."""
+    readings = [float(raw[v].sel(at)) for v in ("point_sm_clock_mhz_before",
+                                                 "point_sm_clock_mhz_after") if v in raw]
+    readings = [r for r in readings if np.isfinite(r) and r > 0]
+    if readings:
+        return float(np.mean(readings)), "the SM clock read before and after the point"
+    return float(raw.attrs.get("clock_mhz", 0) or 1), "the device's clock"
+
+
+def _analyze_v2(raw: xr.Dataset, med: xr.DataArray) -> list[Finding]:
+    """Version 2 files (two occupancies, grid-strided): each plateau's best median."""
+    med = med.max("ctas")
+    l2 = float(raw.attrs.get("l2_bytes", 0) or 0)
+    foot = raw["footprint"].values.astype(float)
+    paths = [str(p) for p in raw["path"].values]
+    out: list[Finding] = []
+
+    def best(path: str, mask: np.ndarray, name: str, how: str) -> None:
+        v = med.sel(path=path).values
+        ok = mask & np.isfinite(v)
+        if ok.any():
+            i = int(np.nanargmax(np.where(ok, v, np.nan)))
+            out.append(Finding(name, round(float(v[i]), 1), "GB/s", 0.9,
+                               f"best median read bandwidth {how} (at {int(foot[i]) >> 10} "
+                               f"KiB)"))
+
+    if "ca" in paths and "cg" in paths:
+        served = med.sel(path="ca").values >= L1_GAIN * med.sel(path="cg").values
+        best("ca", served, "bw.l1", f".ca where it beats .cg by >= {L1_GAIN:g}x")
+    if l2 and "cg" in paths:
+        best("cg", foot <= l2 / 2, "bw.l2", ".cg, footprint <= half the L2")
+    return out

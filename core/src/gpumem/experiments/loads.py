@@ -32,7 +32,7 @@ import numpy as np
 import xarray as xr
 
 from gpumem.analysis.stats import median_interval
-from gpumem.device import STREAM_ORDERS, Device, StreamRequest
+from gpumem.device import Device, StreamRequest
 from gpumem.experiment import Axis, Experiment, Plan, RunContext, Var, repeated
 from gpumem.experiments.figures import CPASYNC, ILP
 from gpumem.findings import Finding
@@ -43,6 +43,9 @@ THREADS = 1024
 WORK = 2 << 30           # bytes read per run, whatever K, footprint and ordering
 KS = tuple(range(1, 9))
 GROUPS = (1, 2, 4, 8, 16)
+#: The H100 study's three orderings of a thread's K loads (the grid-strided ones of
+#: :data:`gpumem.device.STREAM_ORDERS`; ``block`` is the cache-level kernels')
+ORDERS = ("coalesced", "thread", "warp")
 
 
 def _footprints(ctx: RunContext) -> tuple[int, ...]:
@@ -148,7 +151,7 @@ class IlpSweep(Experiment):
             repeats, attrs = 1, {"work_bytes": 0, "dram_from": dram_from(ctx)}
         return Plan(
             axes=[Axis("footprint", _footprints(ctx), "byte", "allocation streamed"),
-                  Axis("order", STREAM_ORDERS, "1", "address ordering of the K loads"),
+                  Axis("order", ORDERS, "1", "address ordering of the K loads"),
                   Axis("reverse", (0,) if short else (0, 1), "1",
                        "1: the chunks are walked backwards"),
                   Axis("ilp", (1, 2, 4, 8) if short else KS, "1",

@@ -85,10 +85,16 @@ class StreamModel:
     rate: float                  # useful bytes/cycle achieved (whole GPU)
 
 
-def _serving_level(cfg: SimConfig, req: StreamRequest, active_sms: int) -> CacheLevel | None:
+def _serving_level(cfg: SimConfig, req: StreamRequest, active_sms: int,
+                   ctas_per_sm: int) -> CacheLevel | None:
+    """The first level on the path that holds what it is asked to re-read: an SM's share of
+    the footprint (order "block": the slices of the blocks resident on it at once), or the
+    whole footprint for a level the SMs share."""
+    per_sm = (req.footprint / req.ctas * ctas_per_sm if req.order == "block"
+              else req.footprint / active_sms)
     for name in cfg.paths[req.path]:
         lv = cfg.level(name)
-        working = req.footprint / active_sms if lv.scope == "sm" else req.footprint
+        working = per_sm if lv.scope == "sm" else req.footprint
         if working <= lv.size:
             return lv
     return None
@@ -126,7 +132,7 @@ def stream_model(cfg: SimConfig, req: StreamRequest, asynchronous: bool = False,
     fetched = (distinct if l1_on_path else per_instr * req.ilp) * SECTOR
     fetch_ratio = fetched / useful
 
-    lv = _serving_level(cfg, req, active_sms)
+    lv = _serving_level(cfg, req, active_sms, ctas_per_sm)
     latency = cfg.path_latency.get(req.path, 0.0)
     if remote:
         latency += cfg.interconnect.latency

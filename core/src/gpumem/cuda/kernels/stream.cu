@@ -6,9 +6,15 @@
 //   ORDER 0 (coalesced): c*T*K + k*T + tid       each load instruction reads a warp-wide run
 //   ORDER 1 (thread):    c*T*K + tid*K + k       each thread reads K consecutive elements
 //   ORDER 2 (warp):      c*T*K + (warp*K + k)*32 + lane   each warp reads K consecutive runs
+//   ORDER 3 (block):     block*S + c*B*K + k*B + t   every block re-reads its own slice of S
+//                        = chunks*B*K elements (B threads per block, t its thread): the
+//                        slices of the blocks an SM holds are all it reads, however many
+//                        blocks the grid has (how gpu-benches' cache kernels read)
 // KIND 0 reads a (XOR-folded into a value the compiler cannot drop), 1 writes b, 2 copies a
 // to b, 3 reads a through L1 (.ca: path "ca"; each thread re-reads the same elements every
-// pass over the buffer, so an SM's share that fits its L1 is served from there). `chunks` is how many chunks fit the buffer, `iters` how many the run processes (a
+// pass over the buffer, so an SM's share that fits its L1 is served from there), 4 reads a
+// through the read-only path (.nc: path "nc", cached in L1 as well). `chunks` is how many
+// chunks fit the buffer (ORDER 3: one block's slice), `iters` how many the run processes (a
 // run longer than the buffer wraps around); `reverse` walks the chunks backwards.
 // Loads and stores use the .cg operator (cache in L2, not L1), so the buffer streams
 // through L2 from DRAM as the probe's contract says (path "cg").
@@ -42,6 +48,7 @@ __device__ __forceinline__ uint4 NAME(const uint4* p) {                         
 }
 GPUMEM_LOADS(ldcg, cg)
 GPUMEM_LOADS(ldca, ca)
+GPUMEM_LOADS(ldnc, nc)
 
 __device__ __forceinline__ void stcg(unsigned int* p, unsigned int v) {
     asm volatile("st.global.cg.u32 [%0], %1;" :: "l"(p), "r"(v) : "memory");
@@ -68,18 +75,22 @@ __global__ void stream(const typename Vec<W>::T* __restrict__ a, typename Vec<W>
     const unsigned long long nthreads = (unsigned long long)gridDim.x * blockDim.x;
     const unsigned long long tid = (unsigned long long)blockIdx.x * blockDim.x + threadIdx.x;
     const unsigned long long warp = tid >> 5, lane = tid & 31;
+    // ORDER 3 strides by the block, not the grid, from the block's own slice
+    const unsigned long long span = ORDER == 3 ? blockDim.x : nthreads;
+    const unsigned long long origin = ORDER == 3 ? blockIdx.x * chunks * span * K : 0;
     unsigned int acc = 0;
     unsigned long long c = 0;
     for (unsigned long long it = 0; it < iters; ++it) {
         const unsigned long long chunk = reverse ? chunks - 1 - c : c;
-        const unsigned long long base = chunk * nthreads * K;
+        const unsigned long long base = origin + chunk * span * K;
         if (++c == chunks) c = 0;
         unsigned long long idx[K];
 #pragma unroll
         for (int k = 0; k < K; ++k) {
             idx[k] = ORDER == 0 ? base + k * nthreads + tid
                    : ORDER == 1 ? base + tid * K + k
-                                : base + (warp * K + k) * 32 + lane;
+                   : ORDER == 2 ? base + (warp * K + k) * 32 + lane
+                                : base + k * span + threadIdx.x;
         }
         if (KIND == 1) {
 #pragma unroll
@@ -91,7 +102,8 @@ __global__ void stream(const typename Vec<W>::T* __restrict__ a, typename Vec<W>
         } else {
             T v[K];
 #pragma unroll
-            for (int k = 0; k < K; ++k) v[k] = KIND == 3 ? ldca(a + idx[k]) : ldcg(a + idx[k]);
+            for (int k = 0; k < K; ++k)
+                v[k] = KIND == 3 ? ldca(a + idx[k]) : KIND == 4 ? ldnc(a + idx[k]) : ldcg(a + idx[k]);
 #pragma unroll
             for (int k = 0; k < K; ++k) {
                 if (KIND == 2) stcg(b + idx[k], v[k]);

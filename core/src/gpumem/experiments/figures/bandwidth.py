@@ -64,7 +64,8 @@ def bandwidth_levels(series: Sequence[Series]) -> Figure | None:
     fig, axs = panels(1, 1, 9.5, 4.4)
     ax = axs[0, 0]
     for s, ds in data:
-        med = median_over_repeats(masked(ds, "gbs")).max("ctas")
+        med = median_over_repeats(masked(ds, "gbs"))  # each footprint at its best shape
+        med = med.max([d for d in ("ctas", "ctas_per_sm", "threads", "ilp") if d in med.dims])
         for path, ls in (("ca", "-"), ("cg", "--")):
             if path in ds["path"].values:
                 ax.plot(ds["footprint"].values, med.sel(path=path).values, ls=ls,
@@ -78,7 +79,7 @@ def bandwidth_levels(series: Sequence[Series]) -> Figure | None:
     ax.set_yscale("log")
     plain_log(ax)
     ax.set_xlabel("footprint streamed by all SMs (log scale)")
-    ax.set_ylabel("read bandwidth (GB/s, best of the two occupancies)")
+    ax.set_ylabel("read bandwidth (GB/s, best kernel shape)")
     ax.set_title("Bandwidth over footprint: L1, L2 and DRAM plateaus")
     ax.grid(True, which="both", alpha=0.25)
     legend(ax, series_handles([s for s, _ in data])
