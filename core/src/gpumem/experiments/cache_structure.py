@@ -71,6 +71,7 @@ LINE_PASSES = 24
 LINE_PASSES_RANDOM = 128   # for policies under which a set's lines do not miss every pass
 SETS_PASSES = 32
 MAX_LINE = 1024
+LINE_TOP = MAX_LINE // 4 + 1  # the line search's top: elements past the capacity
 FILL_PASSES = 2
 RAMP = 0.3                 # miss share at 1.25 C below this fraction of the share at >= 2 C
 MAX_INDEX_BIT = 30         # highest address bit tested as a set-index bit
@@ -512,13 +513,29 @@ class _Dissection:
                 return c
         return None
 
+    def _line_step(self, cap: int, k: int) -> Chase | None:
+        """The line stage's chase k elements past the capacity."""
+        return self.chase("line", cap + 4 * k, 4, self.line_passes)
+
+    def _line_ahead(self, cap: int) -> None:
+        """Where the device can: the chase at C + 4, the jump search's first chase and its
+        first bisection probes, together (each needs only the capacity)."""
+        a = self.ahead
+        if a is None or a.threads < 2:
+            return
+        guesses = bisection_guesses(1, LINE_TOP, lambda x, y: (x + y) // 2,
+                                    lambda x, y: y - x <= 1, lambda _k: 1, a.threads - 2)
+        self._ahead([(lambda k=k: self._line_step(cap, k), later) for k, later in
+                     [(1, 0), (LINE_TOP, 1), *((k, 2 + n) for k, n in guesses)]])
+
     def _jump(self, cap: int, n1: float, sector: int | None) -> int | None:
-        lo_k, hi_k = 1, MAX_LINE // 4 + 1
-        c = self.chase("line", cap + 4 * hi_k, 4, self.line_passes)
+        lo_k, hi_k = 1, LINE_TOP
+        c = self._line_step(cap, hi_k)
         if c is None or not _second_set(c, hi_k, n1, sector, self.rule):
             return None
+
         def step(k: int) -> Chase | None:
-            return self.chase("line", cap + 4 * k, 4, self.line_passes)
+            return self._line_step(cap, k)
 
         while hi_k - lo_k > 1:
             mid = (lo_k + hi_k) // 2
@@ -645,7 +662,8 @@ class _Dissection:
         self.line_passes = LINE_PASSES if _every_pass(hi_chase := self._size_chase(hi), rule) \
             else LINE_PASSES_RANDOM
         # 2. line: where the count of missing elements jumps (C + b + 4)
-        base = self.chase("line", cap + 4, 4, self.line_passes)
+        self._line_ahead(cap)
+        base = self._line_step(cap, 1)
         if base is None:
             return
         n1 = _misses_per_pass(base, rule)
