@@ -1,0 +1,144 @@
+"""Cache-level bandwidth searched over kernel shapes (issue 31): the simulator's planted L1
+and L2 caps come back as the best shape's figure, per clock and as a fraction of the width;
+the per-block order keeps an SM's share to its resident blocks' slices; runs are sized in
+time from a first run."""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pytest
+
+from gpumem.device import StreamRequest
+from gpumem.experiment import RunContext
+from gpumem.experiments.bandwidth import Bandwidth
+from gpumem.experiments.bandwidth_levels import BandwidthLevels
+from gpumem.level_widths import l1_width
+from gpumem.plugins import get_plugins
+from gpumem.sim.device import SimDevice, sim_device_info
+from gpumem.sim.throughput import stream_model
+
+
+@pytest.fixture(scope="module")
+def hopper():
+    return get_plugins().hook.gpumem_simulator_config(arch="hopper", simulator="sim")
+
+
+def test_planted_caps_come_back_per_clock_and_as_width_fractions(cli, tmp_path, hopper):
+    out = tmp_path / "run"
+    assert cli("run", "--arch", "hopper", "bandwidth_levels", "--device", "sim",
+               "--out", str(out)).code == 0
+    res = cli("analyze", str(next(out.rglob("*.nc"))), "--json")
+    f = json.loads(res.out)["findings"]
+    l1 = hopper.level("l1d").bandwidth
+    assert f["bw.l1_bytes_per_clk"]["value"] == pytest.approx(l1, rel=0.02)
+    assert f["bw.l2_bytes_per_clk"]["value"] == pytest.approx(hopper.level("l2").bandwidth,
+                                                               rel=0.02)
+    width, source = l1_width("9.0")
+    assert f["bw.l1_width_fraction"]["value"] == pytest.approx(l1 / width, rel=0.02)
+    assert "128 bytes per clock per SM" in f["bw.l1_width_fraction"]["method"]
+    assert source in f["bw.l1_width_fraction"]["method"]
+    # no published L2 width for Hopper: bytes per clock, no fraction made up
+    assert "bw.l2_width_fraction" not in f
+    # the method names the shape that won
+    assert "blocks/SM" in f["bw.l1"]["method"] and "threads" in f["bw.l1"]["method"]
+
+
+def test_the_best_shape_of_the_grid_reaches_the_planted_l1_cap(hopper):
+    """Over the searched shapes the modelled L1 read reaches the config's cap, and no shape
+    passes it."""
+    info = sim_device_info(hopper)
+    sms, l1 = info.sm_count, hopper.level("l1d")
+    fp = sms * 32 * 1024
+
+    def rate(ctas_per_sm, threads, ilp):
+        return stream_model(hopper, StreamRequest(
+            footprint=fp, ctas=sms * ctas_per_sm, threads=threads, ilp=ilp, width=16,
+            path="ca", order="block")).rate
+
+    rates = [rate(c, t, k) for c in (1, 2, 4, 8) for t in (256, 1024) for k in (2, 8)]
+    assert max(rates) == pytest.approx(sms * l1.bandwidth, rel=0.02)
+    assert max(rates) <= sms * l1.bandwidth * 1.0001
+
+
+def test_block_order_keeps_an_sms_share_to_its_resident_slices(hopper):
+    """Eight blocks per SM of 1024 threads cannot all be resident: in order 'block' an SM
+    reads only the slices of those that are, so the L1 serves a footprint whose grid-strided
+    share per SM would not fit it."""
+    sms = sim_device_info(hopper).sm_count
+    l1 = hopper.level("l1d").size
+    fp = sms * (l1 * 3 // 2) // (1 << 16) * (1 << 16)  # 1.5 L1s per SM
+    req = dict(footprint=fp, ctas=8 * sms, threads=1024, ilp=2, width=16, path="ca")
+    assert stream_model(hopper, StreamRequest(**req, order="block")).serving == "l1d"
+    assert stream_model(hopper, StreamRequest(**req, order="coalesced")).serving != "l1d"
+
+
+class _Recorder:
+    """A device whose streams run at a fixed rate, recording each request's bytes."""
+
+    def __init__(self, gbs: float):
+        self.gbs, self.works = gbs, []
+
+    def stream(self, req):
+        from gpumem.device import StreamResult
+
+        self.works.append(req.bytes_per_direction)
+        moved = req.bytes_per_direction * (2 if req.kind == "copy" else 1)
+        return StreamResult(bytes=moved, seconds=moved / (self.gbs * 1e9), cycles=0.0)
+
+
+@pytest.mark.parametrize("gbs", [5.0, 4500.0])
+def test_bandwidth_runs_are_sized_in_time_within_their_floor_and_cap(hopper, gbs):
+    info = sim_device_info(hopper)
+    ctx = RunContext("hopper", info)
+    exp = Bandwidth()
+    a = exp.plan(ctx).attrs
+    dev = _Recorder(gbs)
+    out = exp.measure(dev, {"kind": "read", "width": 16, "ctas": 132, "threads": 1024,
+                            "ilp": 4}, ctx)
+    first, timed = dev.works[0], dev.works[1:]
+    assert first == a["min_work_bytes"] and len(timed) == a["repeats"]
+    want = min(max(a["min_work_bytes"], gbs * 1e9 * a["run_seconds"]), a["work_bytes"])
+    assert all(w == int(want) for w in timed)
+    # a slow point moves the floor (four L2s: still streamed from DRAM), not 2 GiB
+    if gbs < 100:
+        assert timed[0] == 4 * info.l2_bytes < a["work_bytes"]
+    assert np.allclose(out["gbs"], gbs)
+
+
+def test_bandwidth_levels_runs_last_about_run_seconds(hopper):
+    info = sim_device_info(hopper)
+    ctx = RunContext("hopper", info)
+    exp = BandwidthLevels()
+    a = exp.plan(ctx).attrs
+    dev = _Recorder(30000.0)
+    fp = info.sm_count * 64 * 1024
+    exp.measure(dev, {"path": "ca", "ctas_per_sm": 2, "threads": 256, "ilp": 8,
+                      "footprint": fp}, ctx)
+    assert dev.works[1:] == [int(30000e9 * a["run_seconds"])] * a["repeats"]
+
+
+def test_version_2_files_still_analyse(hopper):
+    """A raw file of the two-occupancy version (no shape axes) gives its two findings."""
+    import xarray as xr
+
+    foot = np.array([1 << 20, 8 << 20, 64 << 20])
+    gbs = np.array([[[30000.0] * 3, [9000.0, 9000.0, 3000.0]]] * 2).transpose(1, 0, 2)
+    ds = xr.Dataset({"gbs": (("path", "ctas", "footprint", "repeat"),
+                             np.repeat(gbs[..., None], 3, axis=-1)),
+                     "point_status": (("path", "ctas", "footprint"),
+                                      np.zeros(gbs.shape, int))},
+                    coords={"path": ["ca", "cg"], "ctas": [132, 528], "footprint": foot},
+                    attrs={"sm_count": 132, "l2_bytes": 60 << 20})
+    f = {x.name: x.value for x in BandwidthLevels().analyze(ds)}
+    assert f == {"bw.l1": 30000.0, "bw.l2": 9000.0}
+
+
+def test_sim_device_serves_block_order(hopper):
+    dev = SimDevice(hopper, "hopper")
+    sms = dev.info.sm_count
+    res = dev.stream(StreamRequest(footprint=sms * 32 * 1024, ctas=2 * sms, threads=256,
+                                   ilp=8, width=16, path="ca", order="block", work=1 << 30))
+    assert res.gbs == pytest.approx(sms * hopper.level("l1d").bandwidth
+                                    * hopper.clock_mhz / 1e3, rel=0.03)
