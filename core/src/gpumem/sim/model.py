@@ -372,7 +372,7 @@ import numba as nb
 import numpy as np
 
 from gpumem.sim.primitives import (CHUNK, _P, _U, _mix, _mulhi, _parity1, _permute, _prefetch,
-                                   _scan4, _scan8, _scan16)
+                                   _scan4, _scan8, _scan16, _timer_noise)
 
 {", ".join(COLUMNS)} = range({len(COLUMNS)})
 """
@@ -392,7 +392,7 @@ def source(path_ids: Sequence[int] | None = None, path_keys: Sequence[tuple] = (
     s("n_elem = footprint // element", "s_elem = stride // element",
       "n_lines = footprint // stride", "s_per_block = stride // element",
       "fp_half, fk0, fk1, fk2, fk3, fn = fp[0], fp[1], fp[2], fp[3], fp[4], fp[5]",
-      "noise = _U(noise_seed)", "cur = np.int64(0)  # element index (sequential order)",
+      "cur = np.int64(0)  # element index (sequential order)",
       "t0 = clock[0]", "n_acc = warmup + record",
       "# byte offsets of the accesses, computed up to two chunks ahead in a ring",
       "chunk = np.empty(2 * CHUNK, np.int64)", "gen = np.int64(0)  # accesses computed so far",
@@ -415,6 +415,7 @@ def source(path_ids: Sequence[int] | None = None, path_keys: Sequence[tuple] = (
         kernel.walk(s)
         _record(s)
     kernel.epilogue(s)
+    _noise(s)
     s("clock[0] = t0 + warmup + record")
     return s.text()
 
@@ -580,21 +581,14 @@ def _chain_chunk(s: Src) -> None:
 
 
 def _record(s: Src) -> None:
-    """A recorded access: latency + timer overhead, Gaussian jitter, exponential outliers."""
-    u = "(_mix(noise) >> _U(11)) * (1.0 / 9007199254740992.0)"
+    """A recorded access: its latency (timer noise is added after the loop, in one pass:
+    :func:`gpumem.sim.primitives._timer_noise`), the element read, the level that served it."""
     with s.block("if k >= warmup:"):
-        s("i = k - warmup", "tm = lat + overhead")
-        with s.block("if jitter > 0.0:"):
-            s("noise += _U(0x9E3779B97F4A7C15)", f"u1 = {u}",
-              "noise += _U(0x9E3779B97F4A7C15)", f"u2 = {u}",
-              "tm += jitter * np.sqrt(-2.0 * np.log(u1 + 1e-300))"
-              " * np.cos(6.283185307179586 * u2)")
-        with s.block("if outlier_rate > 0.0:"):
-            s("noise += _U(0x9E3779B97F4A7C15)")
-            # a mis-timed access: an exponential delay of mean outlier_cycles, as interrupts
-            # and preemptions give (heavy-tailed, rarely twice the same)
-            with s.block(f"if {u} < outlier_rate:"):
-                s("noise += _U(0x9E3779B97F4A7C15)", f"u = {u}",
-                  "tm += -outlier_cycles * np.log(1.0 - u)")
-        s("out_lat[i] = np.floor(tm + 0.5)", "out_idx[i] = off // element",
+        s("i = k - warmup", "out_lat[i] = lat", "out_idx[i] = off // element",
           "out_level[i] = lvl")
+
+
+def _noise(s: Src) -> None:
+    """The timer's overhead, jitter and outliers on every recorded latency, rounded."""
+    s("_timer_noise(out_lat, overhead, jitter, outlier_rate, outlier_cycles, noise_seed, "
+      "scalar)")

@@ -148,3 +148,72 @@ def _permute(x, bits, k0, k1, k2, k3, n):
         v = (v + _U(k3)) & mask
         if v < _U(n):
             return np.int64(v)
+
+
+# ---------------------------------------------------------------------------------------------
+# Timer noise: the libm Box-Muller jitter, made cheap where it cannot change the result
+# ---------------------------------------------------------------------------------------------
+
+_GOLDEN = 0x9E3779B97F4A7C15  # SplitMix64's increment: one draw per step of the noise stream
+_TO_UNIT = 1.0 / 9007199254740992.0  # a 53-bit draw times this: a double in [0, 1)
+_TWO_PI = 6.283185307179586
+#: A bound on |approximate cosine - libm's cosine| (the approximation below is within 1e-9
+#: of the exact value, libm within an ulp): 1e-7 leaves two orders of magnitude to spare
+#: (tests/test_sim_speed_noise.py measures the error).
+COS_SLACK = 1e-7
+#: ... and on the rounding of the sums around it, per cycle of latency (ulps are 1e-16).
+SUM_SLACK = 1e-9
+
+
+@nb.njit(inline="always")  # inlined: nothing to cache (see specialise)
+def _box_muller_angle(u2):
+    """cos(2 pi u2) for u2 in [0, 1), to 1e-9: -sin(2 pi t), t = 1/4 - |u2 - 1/2| in
+    [-1/4, 1/4] (both subtractions exact), Taylor series of sin to y**13 (truncation below
+    (pi/2)**15 / 15! = 7e-10)."""
+    y = _TWO_PI * (0.25 - abs(u2 - 0.5))
+    y2 = y * y
+    return -y * ((((((y2 * (-1.0 / 6227020800.0) + 1.0 / 39916800.0) * y2 - 1.0 / 362880.0)
+                    * y2 + 1.0 / 5040.0) * y2 - 1.0 / 120.0) * y2 + 1.0 / 6.0) * -y2 + 1.0)
+
+
+@nb.njit(inline="always")  # inlined: nothing to cache (see specialise)
+def _timer_noise(out_lat, overhead, jitter, outlier_rate, outlier_cycles, noise_seed, exact):
+    """Each recorded latency plus the timer overhead, Gaussian jitter (Box-Muller on libm's
+    log and cos) and exponential outliers, rounded to whole cycles, in place.
+
+    libm's cos costs most of a recorded access, and the result needs it only where the sum
+    is close to a rounding boundary. So the cosine is approximated
+    (:func:`_box_muller_angle`) and, where the approximate sum lies further than its error
+    bound (:data:`COS_SLACK`, :data:`SUM_SLACK`) from any ``n + 1/2``, that rounding is the
+    result (rounding is monotone: the exact sum rounds the same way). Elsewhere, for
+    outliers, and with ``exact``, libm's cos is used, as it always was: bit-identical results
+    either way. The stream's draws do not depend on their values, so they are taken first."""
+    noise = _U(noise_seed)
+    radius = 0.0
+    u2 = 0.0
+    for i in range(out_lat.shape[0]):
+        tm = out_lat[i] + overhead
+        if jitter > 0.0:
+            noise += _U(_GOLDEN)
+            u1 = (_mix(noise) >> _U(11)) * _TO_UNIT
+            noise += _U(_GOLDEN)
+            u2 = (_mix(noise) >> _U(11)) * _TO_UNIT
+            radius = jitter * np.sqrt(-2.0 * np.log(u1 + 1e-300))
+        u_out = -1.0  # an outlier's draw, if this access is one
+        if outlier_rate > 0.0:
+            noise += _U(_GOLDEN)
+            if (_mix(noise) >> _U(11)) * _TO_UNIT < outlier_rate:
+                noise += _U(_GOLDEN)
+                u_out = (_mix(noise) >> _U(11)) * _TO_UNIT
+        if jitter > 0.0 and u_out < 0.0 and not exact:
+            x = tm + radius * _box_muller_angle(u2) + 0.5
+            n = np.floor(x)
+            slack = abs(radius) * COS_SLACK + SUM_SLACK * (1.0 + abs(x))
+            if x - n > slack and n + 1.0 - x > slack:
+                out_lat[i] = n
+                continue
+        if jitter > 0.0:
+            tm += radius * np.cos(_TWO_PI * u2)
+        if u_out >= 0.0:
+            tm += -outlier_cycles * np.log(1.0 - u_out)
+        out_lat[i] = np.floor(tm + 0.5)
