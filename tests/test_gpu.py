@@ -202,35 +202,3 @@ def test_every_probe_asks_for_its_carveout(cuda_device):
     prov = cuda_device.provenance()
     assert prov["kernel_carveout_stream_percent"] in (0, -1)
     assert prov["kernel_carveout_smem_percent"] in (100, -1)
-
-
-def test_a_parallel_warm_up_leaves_the_chase_its_lines_and_end(cuda_device):
-    """A warm-up walked by 1024 threads on the chase's SM (l2_sm_map's) records the same
-    elements and ends where the chain says, as a one-thread warm-up does; L2-resident, the
-    recorded accesses are L2 hits either way (none at DRAM latency)."""
-    l2 = cuda_device.info.l2_bytes
-    fp = (l2 // 4) // 128 * 128
-    base = dict(footprint=fp, stride=128, record=512, warmup=fp // 128, order="random",
-                path="cg", seed=5, sm=3)
-    one = cuda_device.pointer_chase(ChaseRequest(**base))
-    many = cuda_device.pointer_chase(ChaseRequest(**base, warm_threads=1024))
-    assert one.end_ok and many.end_ok and many.sm == one.sm == 3
-    assert np.array_equal(one.index, many.index)
-    med_one = np.median(one.latency - one.timer_overhead)
-    med_many = np.median(many.latency - many.timer_overhead)
-    assert med_many == pytest.approx(med_one, rel=0.15)
-
-
-def test_stream_block_order_reads_the_l1_at_most_its_width(cuda_device):
-    """Per-block slices that fit the L1 read faster through .ca than .cg, and never above
-    128 bytes per clock per SM (Hopper's L1 width) at the device's clock."""
-    from gpumem.device import StreamRequest
-
-    sms = cuda_device.info.sm_count
-    req = dict(footprint=sms * 2 * 32 * 1024, ctas=2 * sms, threads=256, ilp=8, width=16,
-               order="block", work=4 << 30)
-    ca = cuda_device.stream(StreamRequest(**req, path="ca"))
-    cg = cuda_device.stream(StreamRequest(**req, path="cg"))
-    assert ca.gbs > 1.5 * cg.gbs
-    per_clk = ca.gbs * 1e9 / (cuda_device.info.clock_mhz * 1e6) / sms
-    assert per_clk <= 128 * 1.02

@@ -120,18 +120,12 @@ class ChaseRequest:
     ``placement`` picks where the chain is allocated: ``PLACEMENT_PADS[placement]`` bytes are
     held in front of it, so the same chain lands on other physical pages (an H200's near L2
     partition ended anywhere from 25 to 31 MB depending on them).
-    ``warm_threads`` > 1 lets a device walk the warm-up as that many segments of the chain at
-    once on the chase's SM, each in chain order, the chain's first lines first: the same
-    lines are touched, from the same SM, the lines the chase records long before its end (an
-    H200 took 70 ms per SM for one thread to warm 45 MB of L2, 132 times in ``l2_sm_map``).
-    A device may walk it with one thread; the recorded accesses are the same.
     """
 
     footprint: int
     stride: int
     record: int
     warmup: int = 0
-    warm_threads: int = 1
     order: str = "sequential"
     path: str = "ca"
     element: int = 4
@@ -163,8 +157,6 @@ class ChaseRequest:
             raise ValueError("footprint must be >= stride and a multiple of the element size")
         if self.record <= 0 or self.warmup < 0:
             raise ValueError("record must be > 0 and warmup >= 0")
-        if not 1 <= self.warm_threads <= 1024:
-            raise ValueError("warm_threads must be 1 ... 1024")
 
 
 @dataclass

@@ -227,36 +227,6 @@ class CudaDevice(Device):
                                   np.uint64(k3)))
         return arr
 
-    def _warm_in_parallel(self, mod: Any, req: ChaseRequest, arr: Any) -> int:
-        """Walk the chase's warm-up as ``req.warm_threads`` chain segments at once on its SM
-        (the ``_warm`` kernel of the path); the number of chain positions walked, 0 where it
-        is not asked for, too short to split, or the kernel source has no such kernel (an
-        architecture plugin's own chase kernels)."""
-        threads = req.warm_threads
-        if threads < 2 or req.path == "tex" or req.order == "pattern" \
-                or req.warmup < 2 * threads:
-            return 0
-        try:
-            kern = self._kernel("pointer_chase", _PATH_KERNELS[req.path] + "_warm")
-        except Exception:  # noqa: BLE001 - no such kernel in this source: one thread warms
-            return 0
-        cp = self.cp
-        steps = req.warmup // threads
-        key = (req.footprint, req.stride, req.order, req.seed, threads, steps)
-        if getattr(self, "_warm_starts_key", None) != key:  # the same chain at every SM
-            pos = chain_offsets(req.footprint, req.stride, req.order, req.seed,
-                                threads * steps)[::steps] // 4
-            self._warm_starts = cp.asarray(pos.astype(np.uint32))
-            self._warm_starts_key = key
-        claim = cp.zeros(2, dtype=cp.uint32)
-        for blocks in (2 * self.info.sm_count, 16 * self.info.sm_count):
-            kern((blocks,), (threads,), (arr, self._warm_starts, np.int32(steps),
-                                         np.int32(req.sm), claim))
-            cp.cuda.runtime.deviceSynchronize()
-            if int(claim.get()[0]):
-                return steps * threads
-        raise PointSkipped(f"no block of the warm-up landed on SM {req.sm}")
-
     def _texture(self, arr: Any) -> Any:
         """A texture object over the chain (32-bit unsigned elements, element reads)."""
         from cupy.cuda import runtime as rt
@@ -314,11 +284,8 @@ class CudaDevice(Device):
         # the L2-only path keeps the record in shared memory, out of L2's way.
         to_global = req.path != "cg" or 12 * req.record > SHARED_RECORD_MAX
         try:
-            # a warm-up walked in parallel (req.warm_threads) covers the chain's first
-            # `warmed` positions; the chase then starts where it ended
-            warmed = self._warm_in_parallel(mod, req, arr) if peer is None else 0
             start = int(chain_offsets(req.footprint, req.stride, req.order, req.seed, 1,
-                                      start=warmed, pattern=req.pattern)[0] // 4)
+                                      pattern=req.pattern)[0] // 4)
             word = cp.uint32 if to_global else cp.uint64
             lat = cp.empty(req.record, dtype=word)
             nxt = cp.empty(req.record, dtype=cp.uint32)
@@ -333,7 +300,7 @@ class CudaDevice(Device):
             # pinned to SM req.sm: enough one-thread blocks that one lands there; only the
             # first block on that SM runs the chase, the others return at once
             for blocks in (2 * self.info.sm_count, 16 * self.info.sm_count):
-                kern((blocks,), (1,), (chain, np.uint32(start), np.int32(req.warmup - warmed),
+                kern((blocks,), (1,), (chain, np.uint32(start), np.int32(req.warmup),
                                        np.int32(req.record), lat, nxt, state, ovh,
                                        np.int32(req.sm), claim), shared_mem=smem)
                 cp.cuda.runtime.deviceSynchronize()

@@ -29,9 +29,6 @@ from gpumem.presentation import Presentation
 
 STRIDE = 128
 RECORD = 2048
-#: Threads the warm-up pass is walked with, on the chase's SM, in chain-order segments (one
-#: thread took 70 ms per SM on an H200; see ChaseRequest.warm_threads)
-WARM_THREADS = 1024
 AGREE = 0.75  # SMs agreeing on this fraction of lines (or disagreeing) share a partition
 
 
@@ -54,7 +51,7 @@ class L2SmMap(Experiment):
     name = "l2_sm_map"
     summary = "per-SM L2 near/far map: the same chain chased from every SM"
     probes = ("pointer_chase",)
-    version = "2"  # 2: the warm-up walked by WARM_THREADS threads on the SM
+    version = "1"
     findings = ("l2.sm_groups", "l2.sm_partition", "l2.sm_map_near_latency",
                 "l2.sm_map_far_latency", "l2.near_fraction")
     references = ("Manjunath & Ramachandra, Concurrency Response of Plain Global Loads on the "
@@ -81,8 +78,7 @@ class L2SmMap(Experiment):
                        Var("ran_on", (), "1", "SM the kernel reported", dtype="int64")],
             inner={"access": np.arange(RECORD)},
             attrs={"footprint": footprint, "stride": STRIDE, "order": "random", "path": "cg",
-                   "warmup": footprint // STRIDE, "record": RECORD,
-                   "warm_threads": WARM_THREADS},
+                   "warmup": footprint // STRIDE, "record": RECORD},
         )
 
     def measure(self, device: Device, point: Mapping[str, Any], ctx: RunContext
@@ -91,7 +87,7 @@ class L2SmMap(Experiment):
         res = device.pointer_chase(ChaseRequest(
             footprint=int(a["footprint"]), stride=STRIDE, record=RECORD,
             warmup=int(a["warmup"]), order="random", path="cg", seed=ctx.seed,
-            sm=int(point["sm"]), warm_threads=int(a["warm_threads"])))
+            sm=int(point["sm"])))
         return {"latency": res.latency, "element": res.index,
                 "timer_overhead": res.timer_overhead, "ran_on": res.sm}
 

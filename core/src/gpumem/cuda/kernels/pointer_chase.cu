@@ -114,31 +114,6 @@ extern "C" __global__ void NAME##_global(ARR_T arr, unsigned int start,         
     }                                                                                       \
 }
 
-// NAME_warm: a warm-up walked in parallel on one SM. The block that lands first on
-// target_sm (by %smid and an atomic on *claim) runs; its thread t walks `steps` accesses of
-// the chain from element starts[t], the chain's position t*steps: together the accesses a
-// one-thread warm-up of blockDim.x*steps makes, each segment in chain order, the chain's
-// first lines (which the chase records after a full pass) first.
-#define GPUMEM_CHASE_WARM_KERNEL(NAME, ARR_T, LOAD)                                          \
-extern "C" __global__ void NAME##_warm(ARR_T arr, const unsigned int* starts, int steps,    \
-                                       int target_sm, unsigned int* claim) {                \
-    __shared__ int mine;                                                                    \
-    if (threadIdx.x == 0) {                                                                 \
-        unsigned int smid;                                                                  \
-        asm volatile("mov.u32 %0, %%smid;" : "=r"(smid));                                   \
-        mine = target_sm < 0 || ((int)smid == target_sm && atomicCAS(claim, 0u, 1u) == 0u);  \
-    }                                                                                       \
-    __syncthreads();                                                                        \
-    if (!mine) return;                                                                      \
-    unsigned int j = starts[threadIdx.x];                                                   \
-    for (int i = 0; i < steps; ++i) {                                                       \
-        unsigned int n;                                                                     \
-        LOAD(n, arr, j);                                                                    \
-        j = n;                                                                              \
-    }                                                                                       \
-    if (j == 0xFFFFFFFFu) claim[1] = j;                                                     \
-}
-
 #define GPUMEM_LD_CA(dst, arr, j) asm volatile("ld.global.ca.u32 %0, [%1];" : "=r"(dst) : "l"(arr + j) : "memory")
 #define GPUMEM_LD_CG(dst, arr, j) asm volatile("ld.global.cg.u32 %0, [%1];" : "=r"(dst) : "l"(arr + j) : "memory")
 #define GPUMEM_LD_NC(dst, arr, j) asm volatile("ld.global.nc.u32 %0, [%1];" : "=r"(dst) : "l"(arr + j) : "memory")
@@ -147,9 +122,6 @@ typedef const unsigned int* __restrict__ gpumem_chain_t;
 GPUMEM_CHASE_KERNEL(pointer_chase_ca, gpumem_chain_t, GPUMEM_LD_CA)
 GPUMEM_CHASE_KERNEL(pointer_chase_cg, gpumem_chain_t, GPUMEM_LD_CG)
 GPUMEM_CHASE_KERNEL(pointer_chase_nc, gpumem_chain_t, GPUMEM_LD_NC)
-GPUMEM_CHASE_WARM_KERNEL(pointer_chase_ca, gpumem_chain_t, GPUMEM_LD_CA)
-GPUMEM_CHASE_WARM_KERNEL(pointer_chase_cg, gpumem_chain_t, GPUMEM_LD_CG)
-GPUMEM_CHASE_WARM_KERNEL(pointer_chase_nc, gpumem_chain_t, GPUMEM_LD_NC)
 
 // Chain builders (device side, so an 8 GB chain never crosses PCIe).
 // Sequential: arr[i] = (i + s) mod n.
