@@ -202,3 +202,18 @@ def test_every_probe_asks_for_its_carveout(cuda_device):
     prov = cuda_device.provenance()
     assert prov["kernel_carveout_stream_percent"] in (0, -1)
     assert prov["kernel_carveout_smem_percent"] in (100, -1)
+
+
+def test_stream_block_order_reads_the_l1_at_most_its_width(cuda_device):
+    """Per-block slices that fit the L1 read faster through .ca than .cg, and never above
+    128 bytes per clock per SM (Hopper's L1 width) at the device's clock."""
+    from gpumem.device import StreamRequest
+
+    sms = cuda_device.info.sm_count
+    req = dict(footprint=sms * 2 * 32 * 1024, ctas=2 * sms, threads=256, ilp=8, width=16,
+               order="block", work=4 << 30)
+    ca = cuda_device.stream(StreamRequest(**req, path="ca"))
+    cg = cuda_device.stream(StreamRequest(**req, path="cg"))
+    assert ca.gbs > 1.5 * cg.gbs
+    per_clk = ca.gbs * 1e9 / (cuda_device.info.clock_mhz * 1e6) / sms
+    assert per_clk <= 128 * 1.02

@@ -504,11 +504,11 @@ class CacheLevel:
         "virtually tagged, hits without translation)")] = False
     bandwidth: Annotated[float, spec(
         "bytes per cycle the level serves (per SM at scope 'sm', in all at 'gpu')",
-        "byte/cycle", ge=0, unset="0: no limit", models=("bw.{role}",))] = 0.0
+        "byte/cycle", ge=0, unset="0: no limit", models=("bw.{role}", "bw.{role}_*"))] = 0.0
     requests_per_cycle: Annotated[float, spec(
         "tag lookups per cycle the level serves (same scope as bandwidth): one per line a "
         "warp's load touches", "lookup/cycle", ge=0, unset="0: no limit",
-        models=("bw.{role}", "ilp.*"))] = 0.0
+        models=("bw.{role}", "bw.{role}_*", "ilp.*"))] = 0.0
     fill_lookups: Annotated[float, spec("lookups more per line filled on a miss", "lookup",
                                         ge=0)] = 1.0
     partitions: Annotated[int, spec("partitions of a GPU-scope level, each SM near one",
@@ -861,7 +861,7 @@ class Throughput:
         unset="0: inflight_sectors_per_sm", models=("cpasync.*",))] = 0
     issue_bytes_per_cycle: Annotated[float, spec(
         "bytes per cycle one SM's load path issues", "byte/cycle", ge=0, unset="0: no limit",
-        models=("bw.l1",))] = 0.0
+        models=("bw.l1", "bw.l1_*"))] = 0.0
     sharpness: Annotated[float, spec(
         "exponent of the smooth minimum between demand and a cap (larger: a sharper knee)",
         "1", gt=0)] = 8.0
