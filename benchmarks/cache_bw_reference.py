@@ -97,17 +97,18 @@ def main() -> int:
             return max_mhz
         clock_source = "device maximum clock (no NVML)"
 
-    shapes = []  # (level, flavour, blocks per SM, threads, slice KiB)
+    shapes = []  # (level, flavour, blocks per SM, threads, slice KiB): each thread >= 1 load
     for flavour in ("ca", "nc"):
         for bps in (1, 2, 4, 8):
             for threads in (256, 512, 1024):
                 for kib in (16, 32, 64):
-                    if bps * threads <= 2048 * 2 and bps * kib <= 192:
+                    if bps * threads <= 2048 * 2 and bps * kib <= 192 \
+                            and kib * 1024 >= 16 * threads:
                         shapes.append(("l1", flavour, bps, threads, kib))
     for bps in (2, 4, 8, 16):
         for threads in (256, 512, 1024):
-            for kib in (8, 16, 32):
-                if sms * bps * kib * 1024 <= l2 // 2:
+            for kib in (16, 32, 64):
+                if sms * bps * kib * 1024 <= l2 // 2 and kib * 1024 >= 16 * threads:
                     shapes.append(("l2", "cg", bps, threads, kib))
     names = sorted({f"slice_read<{kib * 1024 // 16 // t},{t},{FLAVOURS[f]}>"
                     for _lv, f, _b, t, kib in shapes})

@@ -209,3 +209,34 @@ def test_a_disturbed_point_reports_a_wide_ratio_interval_a_clean_one_a_narrow():
     lo, hi = ratio_interval(k8_clean, k2_clean)
     assert lo <= float(np.median(k8_clean) / np.median(k2_clean)) <= hi
     assert (hi - lo) / 0.541 < 0.03
+
+
+def test_sass_builds_run_in_the_background_batched_per_probe(monkeypatch):
+    """The SASS audit builds while the caller goes on; instances asked for while a build of
+    their probe waits join it; an instance asked for twice is built once; results() waits
+    for every build asked for."""
+    import threading
+
+    from gpumem.cuda import audit
+
+    gate, started, builds = threading.Event(), threading.Event(), []
+
+    def fake(code, arch, options=(), instances="", timeout=120, templates=()):
+        started.set()
+        gate.wait(5)
+        builds.append((code, tuple(templates)))
+        return {t: ["LDG.E"] for t in templates} | {"plain": ["STG.E"]}
+
+    monkeypatch.setattr(audit, "sass_opcodes", fake)
+    bg = audit.SassInBackground("sm_90", workers=1)
+    bg.ask("stream", "A", (), ("s<1>",))      # starts, blocked on the gate
+    assert started.wait(5)
+    bg.ask("stream", "A", (), ("s<2>",))      # queued
+    bg.ask("stream", "A", (), ("s<3>",))      # joins the queued build
+    bg.ask("stream", "A", (), ("s<2>",))      # asked before: nothing
+    assert builds == []                       # nothing finished: the caller did not wait
+    gate.set()
+    found = bg.results()
+    assert builds == [("A", ("s<1>",)), ("A", ("s<2>", "s<3>"))]
+    assert set(found["stream"]) == {"s<1>", "s<2>", "s<3>", "plain"}
+    bg.close()

@@ -117,3 +117,62 @@ def sass_opcodes(code: str, arch: str, options: tuple[str, ...] = (),
     names = _demangle(list(out), timeout)
     return {kernel_name(names.get(k, k)) if k in names else k: sorted(v)
             for k, v in out.items()}
+
+
+class SassInBackground:
+    """The SASS audit's builds on worker threads while the GPU measures.
+
+    An nvcc + cuobjdump build takes 1-2 s; built on the main thread when an experiment
+    ended, a full H200 run's builds took 12 of its 56 s. Here a build starts when a kernel is
+    first used (:meth:`ask`), every instance asked for meanwhile joining the next build of
+    its probe, and :meth:`results` waits only for what is still building."""
+
+    def __init__(self, arch: str, workers: int = 2):
+        import threading
+        from concurrent.futures import ThreadPoolExecutor
+
+        self.arch = arch
+        self._pool = ThreadPoolExecutor(max_workers=workers, thread_name_prefix="gpumem-sass")
+        self._lock = threading.Lock()
+        self._pending: dict[str, set[str]] = {}   # probe -> instances for its next build
+        self._queued: set[str] = set()            # probes with a build not started yet
+        self._asked: dict[str, set[str]] = {}     # probe -> instances asked for so far
+        self._jobs: list[Any] = []
+        self._found: dict[str, dict[str, list[str]]] = {}
+
+    def ask(self, probe: str, code: str, options: tuple[str, ...],
+            templates: tuple[str, ...] = ()) -> None:
+        """Build ``probe``'s source with these template instances (its plain kernels come
+        with the first build), unless they were asked for before."""
+        with self._lock:
+            asked = self._asked.get(probe)
+            new = set(templates) - (asked or set())
+            if asked is not None and not new:
+                return
+            self._asked[probe] = (asked or set()) | new
+            self._pending.setdefault(probe, set()).update(new)
+            if probe in self._queued:
+                return
+            self._queued.add(probe)
+            self._jobs.append(self._pool.submit(self._build, probe, code, options))
+
+    def _build(self, probe: str, code: str, options: tuple[str, ...]) -> None:
+        with self._lock:
+            self._queued.discard(probe)
+            names = tuple(sorted(self._pending.pop(probe, set())))
+        found = sass_opcodes(code, self.arch, options, templates=names) or {}
+        with self._lock:
+            self._found.setdefault(probe, {}).update(found)
+
+    def results(self) -> dict[str, dict[str, list[str]]]:
+        """Every build asked for so far, finished: probe -> kernel -> opcodes."""
+        while True:
+            with self._lock:
+                jobs = [j for j in self._jobs if not j.done()]
+                if not jobs:
+                    return {p: dict(k) for p, k in self._found.items()}
+            for j in jobs:
+                j.result()
+
+    def close(self) -> None:
+        self._pool.shutdown(wait=False, cancel_futures=True)

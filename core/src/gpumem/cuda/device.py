@@ -91,8 +91,9 @@ class CudaDevice(Device):
         self.kernel_sources: dict[str, KernelSource] = {}
         self.carveout: dict[str, int] = {}
         self.kernel_audit: dict[str, dict[str, int]] = {}
-        self._sass: dict[str, dict[str, list[str]]] = {}
-        self._sass_done: dict[str, set[str]] = {}  # per probe: template instances audited
+        from gpumem.cuda.audit import SassInBackground
+
+        self._sass = SassInBackground("sm_" + info.compute_capability.replace(".", ""))
         self._templates: dict[str, set[str]] = {}
         if "pointer_chase_tex" in self._source("pointer_chase").code:
             # the architecture's kernels add a texture path: structure experiments chase it
@@ -154,7 +155,8 @@ class CudaDevice(Device):
 
     def _kernel(self, probe: str, name: str) -> Any:
         """A kernel by name; template instances (``stream<16,4,0,0>``) are compiled on demand.
-        Its registers, spills and shared memory go into the audit (see :mod:`.audit`)."""
+        Its registers, spills and shared memory go into the audit (see :mod:`.audit`), and its
+        SASS audit starts building in the background."""
         kern = self._module(probe, (name,) if "<" in name else ()).get_function(name)
         if "<" in name:
             self._templates.setdefault(probe, set()).add(name)
@@ -162,26 +164,20 @@ class CudaDevice(Device):
             from gpumem.cuda.audit import function_attributes
 
             self.kernel_audit[name] = function_attributes(kern)
+            src = self.kernel_sources.get(probe)
+            if src is not None:
+                self._sass.ask(probe, src.code, tuple(src.options),
+                               (name,) if "<" in name else ())
         return kern
 
     def _sass_audit(self) -> dict[str, Any]:
         """Load/store opcodes of the kernels used so far, template instances included
-        (nvcc + cuobjdump). Each probe's source is built once for its plain kernels and again
-        only for instances not audited yet: a build takes 1-2 s, and a full run's experiments
-        add instances one experiment at a time."""
-        from gpumem.cuda.audit import attr_key, sass_opcodes
+        (nvcc + cuobjdump, built in the background as kernels are first used)."""
+        from gpumem.cuda.audit import attr_key
 
-        arch = "sm_" + self.info.compute_capability.replace(".", "")
         out: dict[str, Any] = {}
-        for probe, src in self.kernel_sources.items():
-            used = set(self._templates.get(probe, ()))
-            done = self._sass_done.get(probe)
-            new = tuple(sorted(used - (done or set())))
-            if done is None or new:
-                found = sass_opcodes(src.code, arch, tuple(src.options), templates=new) or {}
-                self._sass.setdefault(probe, {}).update(found)
-                self._sass_done[probe] = (done or set()) | set(new)
-            for name, ops in self._sass[probe].items():
+        for _probe, kernels in self._sass.results().items():
+            for name, ops in kernels.items():
                 if name in self.kernel_audit:
                     out[f"kernel_sass_{attr_key(name)}"] = " ".join(ops) or "-"
         return out
@@ -200,6 +196,7 @@ class CudaDevice(Device):
 
     def close(self) -> None:
         self._bufs = {}
+        self._sass.close()
         self.nvml.close()
 
     def _build_chain(self, mod: Any, req: ChaseRequest) -> Any:

@@ -42,7 +42,7 @@ WIDTH = 16
 L1_GAIN = 1.3       # .ca over .cg at one footprint: the L1 is serving
 SHAPE = ("ctas_per_sm", "threads", "ilp")
 #: The shapes searched: blocks per SM, threads per block, loads in flight per thread.
-CTAS_PER_SM, THREADS, ILPS = (1, 2, 4, 8), (256, 1024), (2, 8)
+CTAS_PER_SM, THREADS, ILPS = (1, 2, 4, 8), (256, 512, 1024), (2, 8)
 QUICK = ((2,), (256,), (8,))
 L1_PATHS = ("ca",)
 
