@@ -1,8 +1,14 @@
-"""Shared fixtures: a fresh plugin set per test, the CLI in-process and as a subprocess, and
-the fixture plugin distributions installed with pip into a private folder."""
+"""Shared fixtures: a fresh plugin set per test, the CLI in-process and as a subprocess, the
+fixture plugin distributions installed with pip into a private folder, and whole simulated
+runs made once per test session (shared by pytest-xdist's workers).
+
+Tests marked ``slow`` are left out unless ``GPUMEM_TEST_SLOW=1`` (``.ci/run`` sets it): the
+README's test command then runs the whole suite, as CI does."""
 
 from __future__ import annotations
 
+import fcntl
+import json
 import os
 import signal
 import subprocess
@@ -26,6 +32,59 @@ from helpers import GPUMEM_ENV  # noqa: E402
 # on the runner, not on gpumem. Undo it for this process; children start with the default.
 if signal.getsignal(signal.SIGINT) is signal.SIG_IGN:
     signal.signal(signal.SIGINT, signal.default_int_handler)
+
+# pytest-xdist starts its workers with COLUMNS=80 and LINES=24 in their environment, and
+# gpumem's tables fit COLUMNS when it is set: a line the tests look for was then wrapped
+# under xdist only. The tests see what a piped run sees, whoever starts them.
+for _var in ("COLUMNS", "LINES"):
+    os.environ.pop(_var, None)
+
+#: ``GPUMEM_TEST_SLOW=1``: run the tests marked ``slow`` too (the full suite; .ci/run sets it).
+SLOW_ENV = "GPUMEM_TEST_SLOW"
+
+#: Test files that take longest, started first: with ``--dist loadfile`` each file runs on
+#: one worker, and a long file begun last would leave the other worker idle at the end.
+#: The first ones make the shared simulated runs (see :func:`sim_run`) most files wait for.
+LONG_FIRST = ("test_expected_sources.py", "test_h200_reference.py", "test_structure.py",
+              "test_sim_vs_authors.py", "test_finding_names.py", "test_sim_vs_h200.py",
+              "test_cf_units.py", "test_trace_units.py", "test_accelsim_device.py",
+              "test_fleet.py", "test_plugin_guide.py", "test_faults_run.py", "test_noise.py",
+              "test_recovery.py", "test_report.py", "test_accelsim_translate.py")
+_LEFT_KEY = pytest.StashKey[int]()  # how many slow tests collection left out
+_LEFT_OUT = "gpumem_slow_left_out"  # the same, sent by an xdist worker to the controller
+
+
+def _slow_wanted() -> bool:
+    return os.environ.get(SLOW_ENV, "") not in ("", "0")
+
+
+def pytest_testnodedown(node, error):
+    """(xdist's controller) each worker's count of the slow tests it left out."""
+    left = getattr(node, "workeroutput", {}).get(_LEFT_OUT)
+    if left is not None:
+        node.config.stash[_LEFT_KEY] = left
+
+
+def pytest_terminal_summary(terminalreporter, exitstatus, config):
+    left = config.stash.get(_LEFT_KEY, 0)
+    if left:
+        terminalreporter.write_line(f"{left} tests marked slow were left out: {SLOW_ENV}=1 "
+                                    f"runs them (.ci/run does)")
+
+
+def pytest_collection_modifyitems(config, items):
+    """Leave out the ``slow`` tests unless asked for; start the longest files first (the
+    order stays the same in every xdist worker, as it must)."""
+    if not _slow_wanted() and not config.getoption("markexpr"):  # -m: the user chose
+        slow = [it for it in items if it.get_closest_marker("slow")]
+        if slow:
+            config.hook.pytest_deselected(items=slow)
+            items[:] = [it for it in items if not it.get_closest_marker("slow")]
+        config.stash[_LEFT_KEY] = len(slow)
+        if hasattr(config, "workeroutput"):  # an xdist worker: tell the controller
+            config.workeroutput[_LEFT_OUT] = len(slow)
+    rank = {name: i for i, name in enumerate(LONG_FIRST)}
+    items.sort(key=lambda it: rank.get(it.path.name, len(rank)))  # stable: files stay whole
 
 
 @pytest.fixture(autouse=True)
@@ -77,3 +136,87 @@ def with_site(plugin_site, monkeypatch) -> Path:
     """Make the pip-installed fixture plugins visible to this process."""
     monkeypatch.syspath_prepend(str(plugin_site))
     return plugin_site
+
+
+# ---- whole simulated runs, made once per session ---------------------------------------------
+
+@dataclass(frozen=True)
+class SimRun:
+    """``gpumem run --arch ARCH all --device sim [--quick] --check --out OUT`` in a child
+    process: its exit code, run folder and output (stdout and stderr, interleaved). The folder
+    is shared by every test of the session: read it, never write into it (copy it first)."""
+    code: int
+    out: Path
+    text: str
+
+    @property
+    def ran(self) -> bool:
+        """Did the run itself succeed? (0, or 1 with only ``--check``'s verdict failing.)"""
+        return self.code == 0 or (self.code == 1 and "check failed:" in self.text)
+
+
+def _shared_root(tmp_path_factory) -> Path:
+    """A folder every xdist worker of this session sees (each has a basetemp of its own
+    inside it); pytest's own basetemp without xdist."""
+    base = tmp_path_factory.getbasetemp()
+    return base.parent if os.environ.get("PYTEST_XDIST_WORKER") else base
+
+
+def _make_sim_run(root: Path, arch: str, quick: bool) -> None:
+    name = f"{arch}{'-quick' if quick else ''}"
+    out = root / name
+    env = {k: v for k, v in os.environ.items() if not k.startswith("GPUMEM_")}
+    argv = [sys.executable, "-m", "gpumem", "run", "--arch", arch, "all", "--device", "sim",
+            "--out", str(out), "--check", *(["--quick"] if quick else [])]
+    done = subprocess.run(argv, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+                          env=env, cwd=root, timeout=900)
+    tmp = root / f"{name}.json.tmp"
+    tmp.write_text(json.dumps({"code": done.returncode, "text": done.stdout}))
+    tmp.replace(root / f"{name}.json")
+
+
+@pytest.fixture(scope="session")
+def sim_run(tmp_path_factory):
+    """``sim_run(arch, quick=False)`` -> :class:`SimRun`; ``sim_run.many([(arch, quick), ...])``
+    -> a dict of them. Each run is made once per session, by whichever worker asks first
+    (a lock file per run); a worker asking for several makes those no other worker is making
+    before it waits for the others."""
+    root = _shared_root(tmp_path_factory) / "gpumem-sim-runs"
+    root.mkdir(exist_ok=True)
+
+    def load(arch: str, quick: bool) -> SimRun | None:
+        name = f"{arch}{'-quick' if quick else ''}"
+        try:
+            data = json.loads((root / f"{name}.json").read_text())
+        except FileNotFoundError:
+            return None
+        return SimRun(data["code"], root / name, data["text"])
+
+    def attempt(arch: str, quick: bool, block: bool) -> SimRun | None:
+        with open(root / f"{arch}{'-quick' if quick else ''}.lock", "w") as lock:
+            try:
+                fcntl.flock(lock, fcntl.LOCK_EX | (0 if block else fcntl.LOCK_NB))
+            except BlockingIOError:
+                return None  # another worker is making it
+            got = load(arch, quick)
+            if got is None:
+                _make_sim_run(root, arch, quick)
+                got = load(arch, quick)
+            return got
+
+    def many(keys) -> dict[tuple[str, bool], SimRun]:
+        keys = [(a, bool(q)) for a, q in keys]
+        got = {k: r for k in keys if (r := load(*k)) is not None}
+        for k in keys:
+            if k not in got and (r := attempt(*k, block=False)) is not None:
+                got[k] = r
+        for k in keys:
+            if k not in got:
+                got[k] = attempt(*k, block=True)
+        return got
+
+    def one(arch: str, quick: bool = False) -> SimRun:
+        return many([(arch, quick)])[arch, quick]
+
+    one.many = many
+    return one

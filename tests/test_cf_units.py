@@ -9,8 +9,6 @@ gpumem still shows ``cycle`` and ``GB/s`` and reads the files written before.
 
 from __future__ import annotations
 
-import subprocess
-import sys
 from pathlib import Path
 
 import netCDF4
@@ -36,13 +34,12 @@ def _pint(u: str):
 
 
 @pytest.fixture(scope="module")
-def sim_run(tmp_path_factory) -> Path:
-    out = tmp_path_factory.mktemp("cf") / "run"
-    res = subprocess.run([sys.executable, "-m", "gpumem", "run", "--arch", "kepler", "all",
-                          "--device", "sim", "--quick", "--out", str(out)],
-                         capture_output=True, text=True, timeout=600)
-    assert res.returncode == 0, res.stderr[-3000:]
-    return out
+def kepler_run(sim_run) -> Path:
+    """``gpumem run --arch kepler all --device sim --quick`` (made once per session:
+    conftest's sim_run)."""
+    res = sim_run("kepler", quick=True)
+    assert res.ran, res.text[-3000:]
+    return res.out
 
 
 def _files(run: Path) -> list[Path]:
@@ -95,9 +92,9 @@ def test_cycles_are_dimensionless_not_radians():
 
 # ---- a whole run ----------------------------------------------------------------------------
 
-def test_every_units_attribute_of_a_run_parses_to_the_intended_quantity(sim_run):
+def test_every_units_attribute_of_a_run_parses_to_the_intended_quantity(kepler_run):
     seen = set()
-    for path in _files(sim_run):
+    for path in _files(kepler_run):
         for group, ds in _groups(path):
             for name, var in ds.variables.items():
                 where = f"{path.name}:{group or '/'}:{name}"
@@ -118,8 +115,8 @@ def test_every_units_attribute_of_a_run_parses_to_the_intended_quantity(sim_run)
     assert {"cycle", "GB/s", "byte", "1"} <= seen
 
 
-def test_every_coordinate_and_dimension_is_described(sim_run):
-    for path in _files(sim_run):
+def test_every_coordinate_and_dimension_is_described(kepler_run):
+    for path in _files(kepler_run):
         for group, ds in _groups(path):
             for name, var in ds.variables.items():
                 where = f"{path.name}:{group or '/'}:{name}"
@@ -134,15 +131,15 @@ def test_every_coordinate_and_dimension_is_described(sim_run):
                 for dim in g.dimensions:
                     assert dim in g.variables, f"{path.name}: dimension {dim}"
                     assert {"long_name", "units"} <= set(g.variables[dim].ncattrs())
-    chases = next(sim_run.rglob("cache_structure-*.nc"))
+    chases = next(kepler_run.rglob("cache_structure-*.nc"))
     with xr.open_dataset(chases) as ds:
         for dim in ("chase", "event", "pattern_pos"):
             assert ds[dim].attrs["units"] == "1" and ds[dim].attrs["long_name"] != dim
 
 
-def test_integer_findings_are_stored_as_integers(sim_run):
+def test_integer_findings_are_stored_as_integers(kepler_run):
     n_int = 0
-    for path in _files(sim_run):
+    for path in _files(kepler_run):
         with xr.open_dataset(path, group="findings") as ds:
             for name, var in ds.data_vars.items():
                 vt = var.attrs.get("value_type")
@@ -156,9 +153,9 @@ def test_integer_findings_are_stored_as_integers(sim_run):
     assert n_int > 5
 
 
-def test_gpumem_still_shows_cycle_and_gb_per_s(sim_run):
+def test_gpumem_still_shows_cycle_and_gb_per_s(kepler_run):
     units = {}
-    for path in _files(sim_run):
+    for path in _files(kepler_run):
         for f in from_dataset(open_findings(path)):
             units[f.name] = f.units
         raw = open_raw(path)  # gpumem's reader: the shown units

@@ -15,8 +15,6 @@ from __future__ import annotations
 import json
 import os
 import re
-import subprocess
-import sys
 from collections import Counter
 from importlib.resources import files
 from pathlib import Path
@@ -170,24 +168,11 @@ def test_pattern_bands_keep_p3_and_p5_apart(arch):
 QUICK_FAILS: dict[str, set[str]] = {}
 
 @pytest.fixture(scope="module")
-def sim_runs(tmp_path_factory) -> dict[tuple[str, bool], tuple[int, Path, str]]:
-    """(arch, quick) -> (exit status of ``gpumem run ... --check``, run folder, output)."""
-    base = tmp_path_factory.mktemp("sim_runs")
-    env = {k: v for k, v in os.environ.items() if not k.startswith("GPUMEM_")}
-    procs = {}
-    for arch in MEI_CHU:
-        for quick in (False, True):
-            out = base / f"{arch}{'-quick' if quick else ''}"
-            argv = [sys.executable, "-m", "gpumem", "run", "--arch", arch, "all", "--device",
-                    "sim", "--out", str(out), "--check", *(["--quick"] if quick else [])]
-            procs[arch, quick] = (subprocess.Popen(argv, stdout=subprocess.PIPE,
-                                                   stderr=subprocess.STDOUT, text=True,
-                                                   env=env), out)
-    done = {}
-    for key, (proc, out) in procs.items():
-        text, _ = proc.communicate(timeout=600)
-        done[key] = (proc.returncode, out, text)
-    return done
+def sim_runs(sim_run) -> dict[tuple[str, bool], tuple[int, Path, str]]:
+    """(arch, quick) -> (exit status of ``gpumem run ... --check``, run folder, output); the
+    runs are made once per session (conftest's sim_run)."""
+    runs = sim_run.many([(arch, quick) for arch in MEI_CHU for quick in (False, True)])
+    return {key: (r.code, r.out, r.text) for key, r in runs.items()}
 
 
 def _check_tail(text: str) -> str:

@@ -6,9 +6,9 @@ which no experiment reports, so it was never compared with anything and nothing 
 
 * (a) every finding a simulated run emits is declared by the experiment that emitted it:
   quick runs of every experiment on hopper (TMA, DSMEM, cp.async), kepler (global loads that
-  bypass the L1: ``l2.*`` structure findings) and fermi (the texture L1, way weights), run
-  at once in three processes (about a minute on two cores); a two-GPU node for ``p2p`` and
-  the example plugin's ``path_latency``, in this process;
+  bypass the L1: ``l2.*`` structure findings) and fermi (the texture L1, way weights), the
+  session's shared runs (conftest's ``sim_run``); a two-GPU node for ``p2p`` and the example
+  plugin's ``path_latency``, in this process;
 * (b) every expected value of every in-tree plugin and of the example plugin, on a real
   H200 (the REFERENCE values), another CUDA card and the simulator, names a declared finding;
 * (c) :func:`gpumem.finding_names.undeclared` names the issue's ``lat.lat.l1``.
@@ -17,10 +17,7 @@ which no experiment reports, so it was never compared with anything and nothing 
 from __future__ import annotations
 
 import json
-import os
 import re
-import subprocess
-import sys
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -61,47 +58,35 @@ def plugins() -> Iterator[Plugins]:
 
 
 @pytest.fixture(scope="module")
-def emitted(plugins, tmp_path_factory) -> dict[str, dict[str, set[str]]]:
+def emitted(plugins, sim_run, tmp_path_factory) -> dict[str, dict[str, set[str]]]:
     """run -> experiment -> the finding names that run emitted."""
     from gpumem.runner import RunRequest, run
     from gpumem.sim import Interconnect
 
     base = tmp_path_factory.mktemp("finding_names")
-    env = {k: v for k, v in os.environ.items() if k not in GPUMEM_ENV}
-    procs = {arch: subprocess.Popen(
-        [sys.executable, "-m", "gpumem", "run", "--arch", arch, "all", "--device", "sim",
-         "--quick", "--out", str(base / arch)],
-        stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, env=env)
-        for arch in RUN_ARCHS}
     out: dict[str, dict[str, set[str]]] = {}
-    try:
-        # while they run: the two runs no plain simulated run makes
-        cfg = plugins.hook.gpumem_simulator_config(arch="hopper", simulator="sim")
-        cfg.interconnect = Interconnect(peers=1, latency=900.0, bandwidth_gbs=450.0)
-        node = base / "node.toml"
-        cfg.validate().save(node)
-        for key, req in (("hopper-node", RunRequest("hopper", ["p2p"], device="sim",
-                                                     sim_config=node, quick=True,
-                                                     out=base / "node")),
-                         ("gv100", RunRequest("gv100", ["path_latency"], device="sim",
-                                              quick=True, out=base / "gv100"))):
-            rep = run(req, plugins=plugins)
-            out[key] = {o.experiment: {f.name for f in o.findings} for o in rep.outcomes
-                        if o.status == "complete"}
-        for arch, proc in procs.items():
-            text, _ = proc.communicate(timeout=600)
-            assert proc.returncode == 0, f"{arch}: gpumem run failed:\n{text[-3000:]}"
-            manifest = json.loads((base / arch / MANIFEST).read_text())
-            runs: dict[str, set[str]] = {}
-            for entry in manifest["entries"].values():
-                if entry.get("status") == "complete":
-                    runs.setdefault(entry["experiment"], set()).update(entry["findings"])
-            out[arch] = runs
-    finally:
-        for proc in procs.values():
-            if proc.poll() is None:
-                proc.kill()
-                proc.wait()
+    # the two runs no plain simulated run makes
+    cfg = plugins.hook.gpumem_simulator_config(arch="hopper", simulator="sim")
+    cfg.interconnect = Interconnect(peers=1, latency=900.0, bandwidth_gbs=450.0)
+    node = base / "node.toml"
+    cfg.validate().save(node)
+    for key, req in (("hopper-node", RunRequest("hopper", ["p2p"], device="sim",
+                                                 sim_config=node, quick=True,
+                                                 out=base / "node")),
+                     ("gv100", RunRequest("gv100", ["path_latency"], device="sim",
+                                          quick=True, out=base / "gv100"))):
+        rep = run(req, plugins=plugins)
+        out[key] = {o.experiment: {f.name for f in o.findings} for o in rep.outcomes
+                    if o.status == "complete"}
+    # the quick runs of every experiment (made once per session: conftest's sim_run)
+    for (arch, _), done in sim_run.many([(arch, True) for arch in RUN_ARCHS]).items():
+        assert done.ran, f"{arch}: gpumem run failed:\n{done.text[-3000:]}"
+        manifest = json.loads((done.out / MANIFEST).read_text())
+        runs: dict[str, set[str]] = {}
+        for entry in manifest["entries"].values():
+            if entry.get("status") == "complete":
+                runs.setdefault(entry["experiment"], set()).update(entry["findings"])
+        out[arch] = runs
     return out
 
 

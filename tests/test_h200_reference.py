@@ -122,18 +122,14 @@ def _findings(run: Path) -> dict[str, dict]:
 
 
 @pytest.fixture(scope="module")
-def simulated_h200(tmp_path_factory):
+def simulated_h200(sim_run):
     """The packaged hopper config run in full (the README's first command) and quick (what
-    ``gpumem plugin check`` runs)."""
-    from gpumem.cli import main
-    from gpumem.plugins import reset_plugins
-
-    out = tmp_path_factory.mktemp("sim-h200")
-    for name, extra in (("full", []), ("quick", ["--quick"])):
-        reset_plugins()
-        assert main(["run", "--arch", "hopper", "all", "--device", "sim", "--check",
-                     "--out", str(out / name), *extra]) == 0, name
-    return {name: _findings(out / name) for name in ("full", "quick")}
+    ``gpumem plugin check`` runs), with ``--check`` (made once per session: conftest's
+    sim_run)."""
+    runs = {"full": sim_run("hopper"), "quick": sim_run("hopper", quick=True)}
+    for name, r in runs.items():
+        assert r.code == 0, (name, r.text[-3000:])
+    return {name: _findings(r.out) for name, r in runs.items()}
 
 
 def test_the_simulated_h200_meets_the_reference_cards_values(simulated_h200):

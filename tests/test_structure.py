@@ -16,19 +16,13 @@ STRUCTURAL = ("cache_structure", "tlb_structure", "smem_latency", "patterns")
 
 
 @pytest.fixture(scope="module")
-def paper_runs(tmp_path_factory):
-    """``gpumem run --arch A all --device sim`` for the three paper architectures."""
-    from gpumem.cli import main
-    from gpumem.plugins import reset_plugins
-
-    out = {}
-    for arch in PAPER_ARCHS:
-        d = tmp_path_factory.mktemp(arch)
-        reset_plugins()
-        assert main(["run", "--arch", arch, "all", "--device", "sim", "--out", str(d)]) == 0
-        out[arch] = d
-    reset_plugins()
-    return out
+def paper_runs(sim_run):
+    """``gpumem run --arch A all --device sim`` for the three paper architectures (made once
+    per session: conftest's sim_run)."""
+    runs = sim_run.many([(arch, False) for arch in PAPER_ARCHS])
+    for (arch, _), r in runs.items():
+        assert r.ran, f"{arch}: {r.text[-3000:]}"
+    return {arch: r.out for (arch, _), r in runs.items()}
 
 
 @pytest.mark.parametrize("arch", PAPER_ARCHS)
@@ -119,13 +113,13 @@ def _names_by_experiment(cli, run) -> dict[str, set[str]]:
     return seen
 
 
-def test_one_meaning_per_finding_name_in_a_run(cli, paper_runs, tmp_path):
+def test_one_meaning_per_finding_name_in_a_run(cli, paper_runs, sim_run):
     """No two experiments of one run report the same name (issue 16: `l1d.size` came from
     both the latency ladder and the structure search, with different meanings): the ladder's
     capacity is `*.size`, the structure search's no-miss footprint `*.overflow_size`."""
-    hopper = tmp_path / "hopper"
-    assert cli("run", "--arch", "hopper", "all", "--device", "sim", "--quick",
-               "--out", str(hopper)).code == 0
+    quick = sim_run("hopper", quick=True)
+    assert quick.ran, quick.text[-3000:]
+    hopper = quick.out
     h200 = Path(__file__).parent / "data" / "h200-reruns" / "run1"
     for run in [*paper_runs.values(), hopper, h200]:
         twice = {n: sorted(e) for n, e in _names_by_experiment(cli, run).items() if len(e) > 1}
