@@ -93,7 +93,12 @@ def test_a_worker_killed_mid_run_loses_no_point(cluster, tmp_path):
     _same_data(_raw(local.run_dir), _raw(report.run_dir))
 
 
-def test_bad_scheduler_is_one_line_exit_2_and_writes_nothing(cli, tmp_path):
+def test_bad_scheduler_is_one_line_exit_2_and_writes_nothing(cli, tmp_path, monkeypatch):
+    import distributed
+
+    # gpumem waits 20 s for a scheduler; nothing listens on port 9: 2 s tell the same
+    client = distributed.Client
+    monkeypatch.setattr(distributed, "Client", lambda *a, **k: client(*a, **{**k, "timeout": "2s"}))
     res = cli("run", "--arch", "hopper", "latency", "--device", "sim", "--executor", "dask",
               "--scheduler", "tcp://127.0.0.1:9", "--out", str(tmp_path / "r"))
     assert res.code == 2 and "cannot connect" in res.err
