@@ -193,14 +193,24 @@ def _analyze_v2(raw: xr.Dataset, med: xr.DataArray) -> list[Finding]:
     paths = [str(p) for p in raw["path"].values]
     out: list[Finding] = []
 
+    # one kernel shape: the level's bandwidth is at least this, at most what the SMs' L1s
+    # take in (their width, where known), so a band in between is undecided, not failed
+    width = l1_width(str(raw.attrs.get("compute_capability", "")))
+    sms = float(raw.attrs.get("sm_count", 0) or 0)
+    top = sms * width[0] * float(raw.attrs.get("clock_mhz", 0) or 0) / 1e3 if width else 0.0
+
     def best(path: str, mask: np.ndarray, name: str, how: str) -> None:
         v = med.sel(path=path).values
         ok = mask & np.isfinite(v)
         if ok.any():
             i = int(np.nanargmax(np.where(ok, v, np.nan)))
-            out.append(Finding(name, round(float(v[i]), 1), "GB/s", 0.9,
-                               f"best median read bandwidth {how} (at {int(foot[i]) >> 10} "
-                               f"KiB)"))
+            value = round(float(v[i]), 1)
+            out.append(Finding(
+                name, value, "GB/s", 0.9,
+                f"best median read bandwidth {how} (at {int(foot[i]) >> 10} KiB)",
+                interval=(value, round(top, 1)) if top > value else None,
+                note="bandwidth_levels version 2 read with one kernel shape: a lower bound "
+                     "of the level's bandwidth (version 3 searches the shapes)"))
 
     if "ca" in paths and "cg" in paths:
         served = med.sel(path="ca").values >= L1_GAIN * med.sel(path="cg").values
