@@ -106,32 +106,3 @@ def test_ahead_drops_guesses_the_search_went_past():
     got = a.pointer_chase(REQUESTS[2])  # taken once, then gone
     assert not a.ready(REQUESTS[2])
     assert np.array_equal(got.latency, _device("hopper", 1).pointer_chase(REQUESTS[2]).latency)
-
-
-def test_run_with_workers_gives_the_search_threads_and_the_same_results(tmp_path, monkeypatch):
-    """``gpumem run ... --device sim -j 2``: cache_structure's search chases ahead on 2
-    threads (the runner gives the simulator --workers), and every stored value is the one
-    ``-j 1`` stores."""
-    import xarray as xr
-
-    from gpumem.runner import RunRequest, run
-    from gpumem.sim.device import THREADS_ENV
-
-    monkeypatch.delenv(THREADS_ENV, raising=False)
-    seen: list[int] = []
-    real = SimDevice.pointer_chases
-
-    def spy(self, requests):  # called only by a search that runs ahead
-        seen.append(self.chase_threads)
-        return real(self, requests)
-
-    monkeypatch.setattr(SimDevice, "pointer_chases", spy)
-    data = {}
-    for j in (1, 2):
-        seen.clear()
-        run(RunRequest("fermi", ["cache_structure"], device="sim", workers=j,
-                       out=tmp_path / f"j{j}"), plugins=get_plugins())
-        assert set(seen) == ({2} if j == 2 else set())
-        data[j] = xr.open_dataset(next((tmp_path / f"j{j}").glob("*/cache_structure-*.nc")))
-    assert data[2].drop_attrs().identical(data[1].drop_attrs())
-    assert data[1]["point_status"].size > 0

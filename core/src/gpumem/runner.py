@@ -662,9 +662,6 @@ def _run(req: RunRequest, *, plugins: Plugins, reporter: Reporter | None,
         expected = expected_values(plugins, req.arch, device.info)
         workers = req.workers if client is None else max(1, len(
             client.scheduler_info().get("workers", {})))
-        if hasattr(device, "threads"):  # a simulator: its adaptive searches, which run in
-            # this process, chase ahead on as many threads as --workers (or its own setting)
-            device.threads = max(device.threads, req.workers)
         runner = PointRunner(device, req.workers, client, reporter)
         client = None  # the runner owns it now
         try:
