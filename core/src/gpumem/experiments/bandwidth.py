@@ -34,7 +34,7 @@ KINDS = ("read", "write", "copy")
 WORK = 2 << 30
 #: Seconds a run lasts, about (its bytes sized from a first run of the point; none shorter
 #: than four L2s' worth of bytes, none longer than WORK).
-RUN_S = 1e-3
+RUN_S = 5e-4
 
 
 class Bandwidth(Experiment):
