@@ -25,7 +25,10 @@ RUNS = [RERUNS / f"run{i}" for i in range(1, 6)]
 
 
 def test_the_healthy_h200_runs_pass_with_check(cli):
-    res = cli("compare", *map(str, RUNS), "--check", "--json")
+    """By this gpumem's analyses (--reanalyze): the runs were made with bandwidth_levels 2,
+    whose one kernel shape gives lower bounds of the cache bandwidths that version 3 expects
+    (undecided, not failed); the findings the files store say nothing of that."""
+    res = cli("compare", *map(str, RUNS), "--check", "--reanalyze", "--json")
     assert res.code == 0, res.err
     data = json.loads(res.out)
     assert data["check"]["failing"] == []

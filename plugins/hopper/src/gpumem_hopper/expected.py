@@ -107,14 +107,14 @@ _REFERENCE: tuple[tuple[str, object, str, float, float], ...] = (
 
 
 REFERENCE_CACHE_BW = ("REFERENCE: gpumem bandwidth_levels 3 (kernel shapes searched) on an "
-                      "H200 SXM (GPU-8933c), median of its runs in one GPU job, band = "
-                      "largest deviation with a floor of 1 % (bw.l2: 2 %, the spread version "
-                      "2 saw on a second card); docs/h200-reference.md. Published per clock: "
+                      "H200 SXM, median of two runs in one GPU job (tests/data/h200-v3-runs), "
+                      "band 1 % (bw.l2: 2 %, the spread version 2 saw on a second card); "
+                      "three runs on another H200 lay within it. Published per clock: "
                       "bw.l1_bytes_per_clk, bw.l2_bytes_per_clk")
 #: measured on one H200 with bandwidth_levels 3 (issue 31), as REFERENCE values are
 _REFERENCE_CACHE_BW: tuple[tuple[str, object, str, float, float], ...] = (
-    ("bw.l1", 32377.3, "GB/s", 0.01, 0.0),
-    ("bw.l2", 8960.8, "GB/s", 0.02, 0.0),
+    ("bw.l1", 32315.3, "GB/s", 0.01, 0.0),
+    ("bw.l2", 9022.0, "GB/s", 0.02, 0.0),
 )
 
 
@@ -153,7 +153,7 @@ NOT_SIMULATED: dict[str, str] = {
     "bulk.latency_estimate": "the model gives 1288 cycles, 3.4 % above the H200's 1246 (band "
                              "+- 3 %): its copy round trip is DRAM latency plus fixed "
                              "overheads, the mbarrier wake-up not modelled apart",
-    "ilp.l2_k8_vs_k2": "the model gives [1, 0.579, 1]: the warp order's 1.037 on the H200 is "
+    "ilp.l2_k8_vs_k2": "the model gives [1, 0.575, 1]: the warp order's 1.037 on the H200 is "
                        "the climb to K = 5 it has no mechanism for (ilp.l2_best_k)",
     "l1d.size": "the model's knee is at 216 KB (its modulo-indexed L1's first conflicts) and "
                 "a quick run's grid puts its half crossing at 232 KB, short of the band "
