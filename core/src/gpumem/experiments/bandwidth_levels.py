@@ -44,6 +44,9 @@ SHAPE = ("ctas_per_sm", "threads", "ilp")
 #: The shapes searched: blocks per SM, threads per block, loads in flight per thread.
 CTAS_PER_SM, THREADS, ILPS = (1, 2, 4, 8), (256, 512, 1024), (2, 8)
 QUICK = ((2,), (256,), (8,))
+#: a slow simulator's one shape, grid-strided: one block of 512 threads per SM, 2 loads each
+#: (a chunk of the grid, SMs x 16 KiB, fits the footprints it reads)
+SLOW = ((1,), (512,), (2,))
 L1_PATHS = ("ca",)
 
 
@@ -73,13 +76,14 @@ class BandwidthLevels(Experiment):
         hi = min(8 * l2, max(dev.memory_bytes // 4, lo))
         grid = footprint_grid(lo, hi, 1)
         shapes = QUICK if ctx.quick else (CTAS_PER_SM, THREADS, ILPS)
-        repeats, sized = repeat_count(ctx), 1
+        repeats, sized, order = repeat_count(ctx), 1, "block"
         if ctx.slow:
             # a cycle-level simulator pays per memory request: only the footprints the
             # findings read (up to half the L2), one shape, one pass after the warm-up,
-            # once (it is deterministic)
+            # once (it is deterministic), grid-strided (the order its traces know)
+            lo = sms * SLOW[1][0] * SLOW[2][0] * WIDTH  # one chunk of its grid
             grid = footprint_grid(lo, max(lo, l2 // 2), 1)
-            shapes, repeats, sized = QUICK, 1, 0
+            shapes, repeats, sized, order = SLOW, 1, 0, "coalesced"
         widths = {k: v for k, v in (("l1_bytes_per_clk", l1_width(dev.compute_capability)),
                                     ("l2_bytes_per_clk", l2_width(dev.compute_capability)))
                   if v is not None}
@@ -95,7 +99,7 @@ class BandwidthLevels(Experiment):
             variables=[Var("gbs", ("repeat",), "GB/s", "bytes read per second, 10^9 byte/s"),
                        Var("seconds", ("repeat",), "s", "time of one timed run")],
             inner={"repeat": np.arange(repeats)},
-            attrs={"width": WIDTH, "order": "block", "repeats": repeats, "sized_runs": sized,
+            attrs={"width": WIDTH, "order": order, "repeats": repeats, "sized_runs": sized,
                    "work_bytes": MAX_WORK if sized else 0,
                    "run_seconds": RUN_S, "max_work_bytes": MAX_WORK,
                    **{k: w[0] for k, w in widths.items()},
@@ -111,7 +115,7 @@ class BandwidthLevels(Experiment):
             return device.stream(StreamRequest(
                 footprint=fp, ctas=int(point["ctas_per_sm"]) * max(1, ctx.device.sm_count),
                 threads=int(point["threads"]), ilp=int(point["ilp"]), width=WIDTH,
-                path=str(point["path"]), kind="read", order="block", work=work,
+                path=str(point["path"]), kind="read", order=str(a["order"]), work=work,
                 seed=ctx.seed * 1000 + r))
 
         work = 0
