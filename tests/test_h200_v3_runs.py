@@ -1,5 +1,7 @@
 """Two runs of ``gpumem run --arch hopper all`` on an H200 with bandwidth_levels 3 and the
-runs sized in time (issue 31), kept in tests/data/h200-v3-runs with the reference kernel's
+runs sized in time (issue 31), of which tests/data/h200-v3-runs keeps the two experiments
+this version changed (bandwidth, bandwidth_levels; the runs agreed on all 77 findings), with
+the reference kernel's
 figures from the same GPU job (benchmarks/cache_bw_reference.py): the cache bandwidths are
 the hardware's, the reruns agree, and the expected values are what they measured."""
 
