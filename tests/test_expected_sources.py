@@ -7,7 +7,8 @@
 * The simulator of fermi, kepler and maxwell passes its own expectations (``--check``), full
   and ``--quick``, and its full run's findings are >= 80 % covered by expected values.
 
-The six simulator runs start together in one module fixture (about 30 s on two cores).
+The six simulator runs are the session's shared ones (conftest's ``sim_run``: each made
+once, whichever test file asks first).
 """
 
 from __future__ import annotations
