@@ -155,6 +155,16 @@ NOT_SIMULATED: dict[str, str] = {
                              "overheads, the mbarrier wake-up not modelled apart",
     "ilp.l2_k8_vs_k2": "the model gives [1, 0.575, 1]: the warp order's 1.037 on the H200 is "
                        "the climb to K = 5 it has no mechanism for (ilp.l2_best_k)",
+    # the packaged config is calibrated from tests/data/h200-reruns/run1 (tests/test_sim_vs_h200:
+    # exporting that run again gives it), measured with bandwidth_levels 2's one kernel shape
+    "bw.l1": "the model gives 19.8 TB/s: the packaged config's L1 bandwidth (75.6 B/cycle/SM) "
+             "is calibrated from bandwidth_levels 2's one kernel shape; a config exported from "
+             "a version-3 run (tests/data/h200-v3-runs) gives the hardware's 124",
+    "bw.l1_bytes_per_clk": "the model gives 75.6 (bw.l1, above)",
+    "bw.l1_width_fraction": "the model gives 0.59 (bw.l1, above)",
+    "bw.l2": "the model gives 7.95 TB/s: the packaged config's L2 bandwidth (4017 B/cycle) is "
+             "calibrated from bandwidth_levels 2 (bw.l1, above)",
+    "bw.l2_bytes_per_clk": "the model gives 4017 (bw.l2, above)",
     "l1d.size": "the model's knee is at 216 KB (its modulo-indexed L1's first conflicts) and "
                 "a quick run's grid puts its half crossing at 232 KB, short of the band "
                 "(235-242 KB); the full grid's reaches 237 KB, undecided",
