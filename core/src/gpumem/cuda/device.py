@@ -94,7 +94,6 @@ class CudaDevice(Device):
         from gpumem.cuda.audit import SassInBackground
 
         self._sass = SassInBackground("sm_" + info.compute_capability.replace(".", ""))
-        self._templates: dict[str, set[str]] = {}
         if "pointer_chase_tex" in self._source("pointer_chase").code:
             # the architecture's kernels add a texture path: structure experiments chase it
             self.info = replace(info, load_paths=tuple(info.load_paths) + ("tex",))
@@ -158,8 +157,6 @@ class CudaDevice(Device):
         Its registers, spills and shared memory go into the audit (see :mod:`.audit`), and its
         SASS audit starts building in the background."""
         kern = self._module(probe, (name,) if "<" in name else ()).get_function(name)
-        if "<" in name:
-            self._templates.setdefault(probe, set()).add(name)
         if name not in self.kernel_audit:
             from gpumem.cuda.audit import function_attributes
 
@@ -379,10 +376,11 @@ class CudaDevice(Device):
         elems = req.footprint // req.width
         # one iteration moves ilp elements per thread; async_read moves one (its ilp is the
         # number of commit groups in flight, not of loads per iteration)
-        chunk = req.ctas * req.threads * (1 if asynchronous else req.ilp)
+        per_block = req.threads * (1 if asynchronous else req.ilp)
+        chunk = req.ctas * per_block
         # order "block": each block walks its own slice, a ctas-th of the footprint, in
         # chunks of its own threads
-        chunks = elems // req.ctas // (chunk // req.ctas) if req.order == "block" else elems // chunk
+        chunks = elems // req.ctas // per_block if req.order == "block" else elems // chunk
         if chunks < 1:
             raise PointSkipped("the footprint is smaller than one chunk of the grid")
         iters = -(-(req.bytes_per_direction // req.width) // chunk)
@@ -417,7 +415,7 @@ class CudaDevice(Device):
             def launch() -> None:
                 kern((req.ctas,), (req.threads,), args, shared_mem=smem)
         else:
-            kind = {"ca": 3, "nc": 4}.get(req.path, STREAM_KIND_CODES[req.kind])
+            kind = 3 if req.path == "ca" else STREAM_KIND_CODES[req.kind]
             name = f"stream<{req.width},{req.ilp},{STREAM_ORDER_CODES[req.order]},{kind}>"
             kern = self._kernel("stream", name)
             self.carveout["stream"] = self._set_carveout(kern, STREAM_CARVEOUT_PERCENT)

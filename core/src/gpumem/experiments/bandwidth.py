@@ -22,8 +22,8 @@ from typing import Any, Mapping
 import numpy as np
 import xarray as xr
 
-from gpumem.device import Device, StreamRequest
-from gpumem.experiment import Axis, Experiment, Plan, RunContext, Var, repeat_count
+from gpumem.device import Device, StreamRequest, StreamResult
+from gpumem.experiment import Axis, Experiment, Plan, RunContext, Var, repeat_count, repeated
 from gpumem.experiments.figures import BANDWIDTH
 from gpumem.findings import Finding
 from gpumem.presentation import Presentation, ReportFigure
@@ -35,6 +35,15 @@ WORK = 2 << 30
 #: Seconds a run lasts, about (its bytes sized from a first run of the point; none shorter
 #: than four L2s' worth of bytes, none longer than WORK).
 RUN_S = 5e-4
+
+
+def work_for(first: StreamResult, seconds: float, floor: int, cap: int,
+             directions: int = 1) -> int:
+    """Bytes per direction a run moves to last about ``seconds`` at the rate ``first`` showed
+    (``directions``: 2 for a copy, whose bytes count both), at least ``floor``, at most
+    ``cap``: a slow point costs no more time than a fast one."""
+    rate = first.bytes / directions / first.seconds if first.seconds > 0 else 0.0
+    return int(min(max(floor, rate * seconds), cap))
 
 
 class Bandwidth(Experiment):
@@ -104,14 +113,11 @@ class Bandwidth(Experiment):
 
         work = int(attrs["work_bytes"])
         if int(attrs.get("sized_runs", 0)):  # bytes for RUN_S at the rate a first run shows
-            floor = int(attrs["min_work_bytes"])
-            first = run(floor, 0)
-            per_direction = first.bytes / (2 if point["kind"] == "copy" else 1)
-            rate = per_direction / first.seconds if first.seconds > 0 else 0.0
-            work = int(min(max(floor, rate * float(attrs["run_seconds"])), work))
-        runs = [run(work, r) for r in range(int(attrs["repeats"]))]
-        return {"gbs": np.array([x.gbs for x in runs]),
-                "seconds": np.array([x.seconds for x in runs])}
+            work = work_for(run(int(attrs["min_work_bytes"]), 0), float(attrs["run_seconds"]),
+                            int(attrs["min_work_bytes"]), work,
+                            2 if point["kind"] == "copy" else 1)
+        return repeated(int(attrs["repeats"]), lambda r: run(work, r),
+                        gbs="gbs", seconds="seconds")
 
     def analyze(self, raw: xr.Dataset) -> list[Finding]:
         ok = raw["point_status"] == 0

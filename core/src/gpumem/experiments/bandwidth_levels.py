@@ -3,8 +3,8 @@
 Every block re-reads its own slice of one buffer (order ``block``: what the SM holds is the
 slices of its resident blocks), with 16-byte loads through ``.ca`` (the L1 serves) and
 ``.cg`` (L1 bypassed; ``.nc`` is not searched: on Kepler it reads the texture cache, not the
-L1, and on Hopper it reads the same L1 as ``.ca``), so the bandwidth steps down where an SM's share stops
-fitting its L1, then where the buffer stops fitting the L2. A cache's bandwidth is the
+L1, and on Hopper it reads the same L1 as ``.ca``), so the bandwidth steps down where an
+SM's share stops fitting its L1, then where the buffer stops fitting the L2. A cache's bandwidth is the
 kernel's unless the kernel keeps the level busy, so each footprint is measured over kernel
 shapes (blocks per SM, threads per block, loads in flight per thread) the way ``bandwidth``
 searches them for DRAM, and each level reports its best: on an H200 a fixed shape (4 blocks
@@ -26,7 +26,8 @@ import numpy as np
 import xarray as xr
 
 from gpumem.device import Device, StreamRequest
-from gpumem.experiment import Axis, Experiment, Plan, RunContext, Var, repeat_count
+from gpumem.experiment import Axis, Experiment, Plan, RunContext, Var, repeat_count, repeated
+from gpumem.experiments.bandwidth import work_for
 from gpumem.experiments.figures import BANDWIDTH
 from gpumem.experiments.latency import footprint_grid
 from gpumem.findings import Finding
@@ -100,8 +101,7 @@ class BandwidthLevels(Experiment):
                        Var("seconds", ("repeat",), "s", "time of one timed run")],
             inner={"repeat": np.arange(repeats)},
             attrs={"width": WIDTH, "order": order, "repeats": repeats, "sized_runs": sized,
-                   "work_bytes": MAX_WORK if sized else 0,
-                   "run_seconds": RUN_S, "max_work_bytes": MAX_WORK,
+                   "work_bytes": MAX_WORK if sized else 0, "run_seconds": RUN_S,
                    **{k: w[0] for k, w in widths.items()},
                    **{f"{k}_source": w[1] for k, w in widths.items()}},
         )
@@ -120,12 +120,10 @@ class BandwidthLevels(Experiment):
 
         work = 0
         if int(a["sized_runs"]):  # bytes for RUN_S at the rate a first run shows
-            first = run(max(fp, PROBE_WORK), 0)
-            rate = first.bytes / first.seconds if first.seconds > 0 else 0.0
-            work = int(min(max(fp, rate * float(a["run_seconds"])), int(a["max_work_bytes"])))
-        runs = [run(work, r) for r in range(int(a["repeats"]))]
-        return {"gbs": np.array([x.gbs for x in runs]),
-                "seconds": np.array([x.seconds for x in runs])}
+            work = work_for(run(max(fp, PROBE_WORK), 0), float(a["run_seconds"]), fp,
+                            int(a["work_bytes"]))
+        return repeated(int(a["repeats"]), lambda r: run(work, r), gbs="gbs",
+                        seconds="seconds")
 
     def analyze(self, raw: xr.Dataset) -> list[Finding]:
         med = raw["gbs"].median("repeat").where(raw["point_status"] == 0)
@@ -158,8 +156,8 @@ def _level(out: list[Finding], raw: xr.Dataset, med: xr.DataArray, paths: list[s
                                                  coords={"footprint": raw["footprint"]}))
     if not np.isfinite(sub.values).any():
         return
-    at = {d: sub[d].values[i] for d, i in zip(sub.dims, np.unravel_index(
-        int(np.nanargmax(sub.values)), sub.shape))}
+    where = np.unravel_index(int(np.nanargmax(sub.values)), sub.shape)
+    at = {d: sub[d].values[i] for d, i in zip(sub.dims, where, strict=True)}
     value = float(sub.sel(at))
     shape = (f"{at['ctas_per_sm']} blocks/SM x {at['threads']} threads, {at['ilp']} loads in "
              f"flight, .{at['path']}, {int(at['footprint']) >> 10} KiB")

@@ -12,8 +12,7 @@
 //                        blocks the grid has (how gpu-benches' cache kernels read)
 // KIND 0 reads a (XOR-folded into a value the compiler cannot drop), 1 writes b, 2 copies a
 // to b, 3 reads a through L1 (.ca: path "ca"; each thread re-reads the same elements every
-// pass over the buffer, so an SM's share that fits its L1 is served from there), 4 reads a
-// through the read-only path (.nc: path "nc", cached in L1 as well). `chunks` is how many
+// pass over the buffer, so an SM's share that fits its L1 is served from there). `chunks` is how many
 // chunks fit the buffer (ORDER 3: one block's slice), `iters` how many the run processes (a
 // run longer than the buffer wraps around); `reverse` walks the chunks backwards.
 // Loads and stores use the .cg operator (cache in L2, not L1), so the buffer streams
@@ -48,7 +47,6 @@ __device__ __forceinline__ uint4 NAME(const uint4* p) {                         
 }
 GPUMEM_LOADS(ldcg, cg)
 GPUMEM_LOADS(ldca, ca)
-GPUMEM_LOADS(ldnc, nc)
 
 __device__ __forceinline__ void stcg(unsigned int* p, unsigned int v) {
     asm volatile("st.global.cg.u32 [%0], %1;" :: "l"(p), "r"(v) : "memory");
@@ -102,8 +100,7 @@ __global__ void stream(const typename Vec<W>::T* __restrict__ a, typename Vec<W>
         } else {
             T v[K];
 #pragma unroll
-            for (int k = 0; k < K; ++k)
-                v[k] = KIND == 3 ? ldca(a + idx[k]) : KIND == 4 ? ldnc(a + idx[k]) : ldcg(a + idx[k]);
+            for (int k = 0; k < K; ++k) v[k] = KIND == 3 ? ldca(a + idx[k]) : ldcg(a + idx[k]);
 #pragma unroll
             for (int k = 0; k < K; ++k) {
                 if (KIND == 2) stcg(b + idx[k], v[k]);
