@@ -17,7 +17,6 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
-
 from gpumem.plugins import reset_plugins
 
 FIXTURES = Path(__file__).parent / "fixtures"
@@ -120,6 +119,19 @@ def cli(capsys):
         return Result(code, captured.out, captured.err)
 
     return run
+
+
+@pytest.fixture
+def fake_accelsim(tmp_path, monkeypatch) -> Path:
+    """``GPUMEM_ACCELSIM`` -> a wrapper running the fake Accel-Sim
+    (tests/fixtures/fake_accelsim) with this interpreter; the caller declares the pace."""
+    fake = Path(__file__).parent / "fixtures" / "fake_accelsim" / "accel-sim.out"
+    wrapper = tmp_path / "fakebin" / "accel-sim.out"
+    wrapper.parent.mkdir()
+    wrapper.write_text(f'#!/bin/sh\nexec "{sys.executable}" "{fake}" "$@"\n')
+    wrapper.chmod(0o755)
+    monkeypatch.setenv("GPUMEM_ACCELSIM", str(wrapper))
+    return wrapper
 
 
 @pytest.fixture(scope="session")

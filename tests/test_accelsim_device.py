@@ -11,7 +11,6 @@ from __future__ import annotations
 import json
 import os
 import pickle
-import sys
 from collections.abc import Mapping
 from dataclasses import replace
 from pathlib import Path
@@ -48,15 +47,10 @@ DRAM_CHASE = ChaseRequest(footprint=64 << 20, stride=4096, record=200, order="ra
 
 
 @pytest.fixture
-def fake(tmp_path, monkeypatch) -> Path:
-    """``GPUMEM_ACCELSIM`` -> a wrapper running the fake binary with this interpreter."""
-    wrapper = tmp_path / "fakebin" / "accel-sim.out"
-    wrapper.parent.mkdir()
-    wrapper.write_text(f'#!/bin/sh\nexec "{sys.executable}" "{FAKE}" "$@"\n')
-    wrapper.chmod(0o755)
-    monkeypatch.setenv("GPUMEM_ACCELSIM", str(wrapper))
-    monkeypatch.setenv("GPUMEM_ACCELSIM_PACE", "0")  # plans as for hardware (test_slow_plans)
-    return wrapper
+def fake(fake_accelsim, monkeypatch) -> Path:
+    """The fake Accel-Sim (conftest), its plans sized as for hardware (test_slow_plans)."""
+    monkeypatch.setenv("GPUMEM_ACCELSIM_PACE", "0")
+    return fake_accelsim
 
 
 @pytest.fixture

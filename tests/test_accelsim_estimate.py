@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import itertools
 import re
-import sys
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
@@ -41,16 +40,11 @@ PACE = "2200,1500,1.45,4100"
 
 
 @pytest.fixture
-def fake(tmp_path, monkeypatch) -> Path:
-    """``GPUMEM_ACCELSIM`` -> a wrapper running the fake binary; a slow pace declared."""
-    wrapper = tmp_path / "fakebin" / "accel-sim.out"
-    wrapper.parent.mkdir()
-    wrapper.write_text(f'#!/bin/sh\nexec "{sys.executable}" "{FAKE}" "$@"\n')
-    wrapper.chmod(0o755)
-    monkeypatch.setenv("GPUMEM_ACCELSIM", str(wrapper))
+def fake(fake_accelsim, monkeypatch) -> Path:
+    """The fake Accel-Sim (conftest), a slow pace declared, no trace-size limit."""
     monkeypatch.setenv("GPUMEM_ACCELSIM_PACE", PACE)
     monkeypatch.delenv("GPUMEM_ACCELSIM_MAX_WARP_INSTS", raising=False)
-    return wrapper
+    return fake_accelsim
 
 
 def _device(limit: int | None = None) -> AccelSimDevice:

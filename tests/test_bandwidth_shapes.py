@@ -9,7 +9,6 @@ import json
 
 import numpy as np
 import pytest
-
 from gpumem.device import StreamRequest
 from gpumem.experiment import RunContext
 from gpumem.experiments.bandwidth import Bandwidth

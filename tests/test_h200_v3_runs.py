@@ -11,7 +11,6 @@ import json
 from pathlib import Path
 
 import pytest
-
 from gpumem.plugins import load_plugins
 from gpumem.reruns import agreement, run_findings
 
