@@ -217,3 +217,20 @@ def test_stream_block_order_reads_the_l1_at_most_its_width(cuda_device):
     assert ca.gbs > 1.5 * cg.gbs
     per_clk = ca.gbs * 1e9 / (cuda_device.info.clock_mhz * 1e6) / sms
     assert per_clk <= 128 * 1.02
+
+
+@pytest.mark.parametrize("order", ["random", "sequential"])
+def test_a_warm_up_walked_by_many_threads_leaves_the_recorded_lines_as_one_thread(
+        cuda_device, order):
+    """ChaseRequest.warm_threads (l2_sm_map's warm-up): the chase records the same lines,
+    ends where the chain says, and sees them at the same level as after a one-thread pass
+    (an L2-resident footprint within the near partition: every line near, after either)."""
+    fp = min(cuda_device.info.l2_bytes // 4, 8 << 20) // 128 * 128
+    req = ChaseRequest(footprint=fp, stride=128, record=512, warmup=fp // 128, order=order,
+                       path="cg", seed=11, sm=1)
+    one = cuda_device.pointer_chase(req)
+    many = cuda_device.pointer_chase(ChaseRequest(**{**req.__dict__, "warm_threads": 1024}))
+    assert one.end_ok and many.end_ok and one.sm == many.sm == 1
+    assert np.array_equal(one.index, many.index)
+    a, b = (np.median(r.latency - r.timer_overhead) for r in (one, many))
+    assert abs(a - b) <= 0.05 * a, (a, b)

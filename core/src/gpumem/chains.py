@@ -116,6 +116,36 @@ def chain_offsets(footprint: int, stride: int, order: str, seed: int, count: int
     raise ValueError(f"unknown chain order {order!r} (choose from {', '.join(ORDERS)})")
 
 
+def cycle_length(footprint: int, stride: int, order: str, element: int = 4,
+                 pattern: tuple[int, ...] = ()) -> int:
+    """Accesses after which the chase is back where it started."""
+    if order == "pattern":
+        return len(pattern)
+    if order == "sequential":
+        n, s = footprint // element, stride // element
+        return n // np.gcd(n, s)
+    return footprint // stride
+
+
+def warm_segments(cycle: int, warmup: int, record: int, threads: int
+                  ) -> tuple[int, np.ndarray] | None:
+    """How a warm-up of ``warmup`` accesses is walked by ``threads`` threads so that the
+    recorded lines are left as one thread leaves them (``ChaseRequest.warm_threads``).
+
+    Returns ``(first, bounds)``: chain positions ``0 .. first-1`` (the warm-up's accesses to
+    lines the chase records next, positions ``warmup .. warmup+record-1`` modulo ``cycle``)
+    are walked first, by one thread; then thread ``t`` walks positions ``bounds[t] ..
+    bounds[t+1]-1``, all threads at once. None where it cannot be split this way: a warm-up
+    longer than one cycle (it touches recorded lines more than once) or shorter than two
+    accesses per thread.
+    """
+    if threads < 2 or warmup > cycle or warmup < 2 * threads:
+        return None
+    first = min(max(warmup + record - cycle, 0), warmup)
+    bounds = first + (np.arange(threads + 1, dtype=np.int64) * (warmup - first)) // threads
+    return first, bounds
+
+
 def chain_array(footprint: int, stride: int, order: str, seed: int,
                 element: int = 4) -> np.ndarray:
     """The chase as an array of next-element indices, ready to copy to a device.

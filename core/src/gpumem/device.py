@@ -120,6 +120,14 @@ class ChaseRequest:
     ``placement`` picks where the chain is allocated: ``PLACEMENT_PADS[placement]`` bytes are
     held in front of it, so the same chain lands on other physical pages (an H200's near L2
     partition ended anywhere from 25 to 31 MB depending on them).
+    ``warm_threads`` > 1 lets a device walk the warm-up with that many threads on the chase's
+    SM (:func:`gpumem.chains.warm_segments`): first, by one thread in chain order, the
+    warm-up's accesses to the lines the chase will record, then all the others as chain-order
+    segments at once. Every line is touched as often and from the same SM, and no other line
+    is touched before a recorded one, so a cache whose eviction depends on which lines came
+    after a line (LRU, FIFO, the H200's L2 and its near copies) ends in the state a one-thread
+    warm-up leaves for the recorded lines. An H200 took 70 ms per SM for one thread to warm
+    45 MB of L2. A device may walk it with one thread: the recorded accesses are the same.
     """
 
     footprint: int
@@ -135,8 +143,11 @@ class ChaseRequest:
     pattern: tuple[int, ...] = ()
     peer: int = -1
     placement: int = 0
+    warm_threads: int = 1
 
     def validate(self) -> None:
+        if not 1 <= self.warm_threads <= 1024:
+            raise ValueError("warm_threads must be 1 ... 1024")
         if not 0 <= self.placement < len(PLACEMENT_PADS):
             raise ValueError(f"placement must be 0 ... {len(PLACEMENT_PADS) - 1}")
         if self.peer < -1:

@@ -10,7 +10,13 @@ from typing import Any
 
 import numpy as np
 
-from gpumem.chains import chain_offsets, permutation_params, scatter_key
+from gpumem.chains import (
+    chain_offsets,
+    cycle_length,
+    permutation_params,
+    scatter_key,
+    warm_segments,
+)
 from gpumem.cuda import cupy_cache
 from gpumem.device import (
     PLACEMENT_PADS,
@@ -90,6 +96,8 @@ class CudaDevice(Device):
         self._modules: dict[str, Any] = {}
         self.kernel_sources: dict[str, KernelSource] = {}
         self.carveout: dict[str, int] = {}
+        self._warm_key: tuple | None = None  # the chain whose warm-up segments are held
+        self._warm_args: tuple = ()
         self.kernel_audit: dict[str, dict[str, int]] = {}
         from gpumem.cuda.audit import SassInBackground
 
@@ -193,6 +201,7 @@ class CudaDevice(Device):
 
     def close(self) -> None:
         self._bufs = {}
+        self._warm_key, self._warm_args = None, ()
         self._sass.close()
         self.nvml.close()
 
@@ -220,6 +229,43 @@ class CudaDevice(Device):
                                   np.int32(bits), np.uint64(k0), np.uint64(k1), np.uint64(k2),
                                   np.uint64(k3)))
         return arr
+
+    def _warm_in_parallel(self, req: ChaseRequest, arr: Any) -> int:
+        """Walk the chase's warm-up with ``req.warm_threads`` threads on its SM (the
+        ``_warm`` kernel of its path, :func:`gpumem.chains.warm_segments`); the accesses
+        walked: the whole warm-up, or 0 where it is not asked for, cannot be split, or the
+        kernel source has no such kernel (an architecture plugin's own chase kernels)."""
+        if req.warm_threads < 2 or req.path == "tex" or req.order == "pattern":
+            return 0
+        cycle = cycle_length(req.footprint, req.stride, req.order, req.element)
+        split = warm_segments(cycle, req.warmup, req.record, req.warm_threads)
+        if split is None:
+            return 0
+        try:
+            kern = self._kernel("pointer_chase", _PATH_KERNELS[req.path] + "_warm")
+        except Exception:  # noqa: BLE001 - no such kernel in this source: one thread warms
+            return 0
+        cp = self.cp
+        first, bounds = split
+        key = (req.footprint, req.stride, req.order, req.seed, req.warmup, req.record,
+               req.warm_threads)
+        if self._warm_key != key:  # l2_sm_map chases the same chain from every SM
+            pos = np.concatenate(([0], bounds[:-1]))
+            offsets = chain_offsets(req.footprint, req.stride, req.order, req.seed,
+                                    int(req.warmup), element=req.element)
+            self._warm_args = (cp.asarray((offsets[np.minimum(pos, req.warmup - 1)]
+                                           // req.element).astype(np.uint32)),
+                               cp.asarray(bounds))
+            self._warm_key = key
+        starts, bnds = self._warm_args
+        claim = cp.zeros(2, dtype=cp.uint32)
+        for blocks in (2 * self.info.sm_count, 16 * self.info.sm_count):
+            kern((blocks,), (req.warm_threads,), (arr, starts, bnds, np.int32(first),
+                                                  np.int32(req.sm), claim))
+            cp.cuda.runtime.deviceSynchronize()
+            if int(claim.get()[0]):
+                return req.warmup
+        raise PointSkipped(f"no block of the warm-up landed on SM {req.sm}")
 
     def _texture(self, arr: Any) -> Any:
         """A texture object over the chain (32-bit unsigned elements, element reads)."""
@@ -278,8 +324,11 @@ class CudaDevice(Device):
         # the L2-only path keeps the record in shared memory, out of L2's way.
         to_global = req.path != "cg" or 12 * req.record > SHARED_RECORD_MAX
         try:
+            # a warm-up walked by several threads (req.warm_threads) is done here; the
+            # chase then starts where it ended
+            warmed = self._warm_in_parallel(req, arr) if peer is None else 0
             start = int(chain_offsets(req.footprint, req.stride, req.order, req.seed, 1,
-                                      pattern=req.pattern)[0] // 4)
+                                      start=warmed, pattern=req.pattern)[0] // 4)
             word = cp.uint32 if to_global else cp.uint64
             lat = cp.empty(req.record, dtype=word)
             nxt = cp.empty(req.record, dtype=cp.uint32)
@@ -294,7 +343,7 @@ class CudaDevice(Device):
             # pinned to SM req.sm: enough one-thread blocks that one lands there; only the
             # first block on that SM runs the chase, the others return at once
             for blocks in (2 * self.info.sm_count, 16 * self.info.sm_count):
-                kern((blocks,), (1,), (chain, np.uint32(start), np.int32(req.warmup),
+                kern((blocks,), (1,), (chain, np.uint32(start), np.int32(req.warmup - warmed),
                                        np.int32(req.record), lat, nxt, state, ovh,
                                        np.int32(req.sm), claim), shared_mem=smem)
                 cp.cuda.runtime.deviceSynchronize()

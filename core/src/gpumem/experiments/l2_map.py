@@ -5,8 +5,11 @@ the SMs of the line's home partition and at far latency to the others, once the 
 too big for the near partition to keep copies (the latency ladder's middle plateau). The
 same random chain over an L2-resident footprint beyond the near capacity is chased from every
 SM (the kernel runs only on the block that lands on that SM, by ``%smid``); each recorded
-access's latency and element are kept. A latency single-SM ladders cannot give (the H100
-study: "single-SM latency cannot see the near/far structure") falls out: per line and SM,
+access's latency and element are kept. The warm-up pass before each chase is walked by
+1024 threads on the SM, the recorded lines first (``ChaseRequest.warm_threads``): on an H200
+its chases agreed with a one-thread pass's as two one-thread passes agree, in 2 ms a pass
+instead of 85 (``benchmarks/warm_parallel_check.py``). A latency single-SM ladders cannot
+give (the H100 study: "single-SM latency cannot see the near/far structure") falls out: per line and SM,
 near or far; SMs that agree on which lines are near share a partition.
 
 Findings: ``l2.sm_partition`` (per SM: its partition group, -1 when unclear),
@@ -29,6 +32,10 @@ from gpumem.presentation import Presentation
 
 STRIDE = 128
 RECORD = 2048
+#: Threads of the warm-up pass (``ChaseRequest.warm_threads``): the recorded lines first, by
+#: one thread, then the rest at once. One thread took 70 ms per SM on an H200 (9 of the
+#: experiment's 12 s); version 1 warmed with one thread.
+WARM_THREADS = 1024
 AGREE = 0.75  # SMs agreeing on this fraction of lines (or disagreeing) share a partition
 
 
@@ -51,7 +58,7 @@ class L2SmMap(Experiment):
     name = "l2_sm_map"
     summary = "per-SM L2 near/far map: the same chain chased from every SM"
     probes = ("pointer_chase",)
-    version = "1"
+    version = "2"  # 2: the warm-up pass walked by WARM_THREADS threads
     findings = ("l2.sm_groups", "l2.sm_partition", "l2.sm_map_near_latency",
                 "l2.sm_map_far_latency", "l2.near_fraction")
     references = ("Manjunath & Ramachandra, Concurrency Response of Plain Global Loads on the "
@@ -78,7 +85,8 @@ class L2SmMap(Experiment):
                        Var("ran_on", (), "1", "SM the kernel reported", dtype="int64")],
             inner={"access": np.arange(RECORD)},
             attrs={"footprint": footprint, "stride": STRIDE, "order": "random", "path": "cg",
-                   "warmup": footprint // STRIDE, "record": RECORD},
+                   "warmup": footprint // STRIDE, "record": RECORD,
+                   "warm_threads": WARM_THREADS},
         )
 
     def measure(self, device: Device, point: Mapping[str, Any], ctx: RunContext
@@ -87,7 +95,7 @@ class L2SmMap(Experiment):
         res = device.pointer_chase(ChaseRequest(
             footprint=int(a["footprint"]), stride=STRIDE, record=RECORD,
             warmup=int(a["warmup"]), order="random", path="cg", seed=ctx.seed,
-            sm=int(point["sm"])))
+            sm=int(point["sm"]), warm_threads=int(a["warm_threads"])))
         return {"latency": res.latency, "element": res.index,
                 "timer_overhead": res.timer_overhead, "ran_on": res.sm}
 

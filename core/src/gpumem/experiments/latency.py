@@ -154,6 +154,10 @@ class LatencyLadder(Experiment):
                                f"finding")
         lines = footprint // STRIDE
         if footprint <= 2 * int(plan_attrs["l2_bytes"]):  # a cache may hold it: one full pass
+            # walked by one thread: a pass walked by 1024 (ChaseRequest.warm_threads, the
+            # recorded lines first) left an H200's L2 in another state at its knees (59 MB
+            # sequential: a median of 546-581 cycles against 684-698 after one thread, on each
+            # placement; benchmarks/warm_parallel_check.py), though not l2_sm_map's map
             warmup = int(min(lines, plan_attrs["warmup_cap"]))
         else:  # DRAM-resident: warm only the TLBs, 16 accesses per 2 MB page (a random order
             # touches every page after about ln(pages) per page); a full pass of an 8 GB

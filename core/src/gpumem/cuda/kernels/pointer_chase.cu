@@ -114,6 +114,44 @@ extern "C" __global__ void NAME##_global(ARR_T arr, unsigned int start,         
     }                                                                                       \
 }
 
+// NAME_warm: a chase's warm-up walked by the threads of one block on target_sm (the first
+// block to land there runs, by %smid and an atomic on *claim; claim[1] is a sink). Thread 0
+// first walks `first` accesses from element starts[0], alone: the warm-up's accesses to the
+// lines the chase then records. Then thread t walks the chain positions bounds[t] ..
+// bounds[t+1]-1 from element starts[t + 1], all threads at once, each segment in chain order
+// (gpumem.chains.warm_segments). Every other line is touched after the recorded ones, as a
+// one-thread warm-up touches them, in a fraction of its time.
+#define GPUMEM_CHASE_WARM_KERNEL(NAME, ARR_T, LOAD)                                          \
+extern "C" __global__ void NAME##_warm(ARR_T arr, const unsigned int* starts,               \
+                                       const long long* bounds, int first, int target_sm,   \
+                                       unsigned int* claim) {                               \
+    __shared__ int mine;                                                                    \
+    if (threadIdx.x == 0) {                                                                 \
+        unsigned int smid;                                                                  \
+        asm volatile("mov.u32 %0, %%smid;" : "=r"(smid));                                   \
+        mine = (int)smid == target_sm && atomicCAS(claim, 0u, 1u) == 0u;                    \
+    }                                                                                       \
+    __syncthreads();                                                                        \
+    if (!mine) return;                                                                      \
+    unsigned int j = starts[0];                                                             \
+    if (threadIdx.x == 0) {                                                                 \
+        for (int i = 0; i < first; ++i) {                                                   \
+            unsigned int n;                                                                 \
+            LOAD(n, arr, j);                                                                \
+            j = n;                                                                          \
+        }                                                                                   \
+    }                                                                                       \
+    __syncthreads();                                                                        \
+    unsigned int k = starts[threadIdx.x + 1];                                               \
+    const long long steps = bounds[threadIdx.x + 1] - bounds[threadIdx.x];                  \
+    for (long long i = 0; i < steps; ++i) {                                                 \
+        unsigned int n;                                                                     \
+        LOAD(n, arr, k);                                                                    \
+        k = n;                                                                              \
+    }                                                                                       \
+    if ((j ^ k) == 0xFFFFFFFFu) claim[1] = k;                                               \
+}
+
 #define GPUMEM_LD_CA(dst, arr, j) asm volatile("ld.global.ca.u32 %0, [%1];" : "=r"(dst) : "l"(arr + j) : "memory")
 #define GPUMEM_LD_CG(dst, arr, j) asm volatile("ld.global.cg.u32 %0, [%1];" : "=r"(dst) : "l"(arr + j) : "memory")
 #define GPUMEM_LD_NC(dst, arr, j) asm volatile("ld.global.nc.u32 %0, [%1];" : "=r"(dst) : "l"(arr + j) : "memory")
@@ -122,6 +160,9 @@ typedef const unsigned int* __restrict__ gpumem_chain_t;
 GPUMEM_CHASE_KERNEL(pointer_chase_ca, gpumem_chain_t, GPUMEM_LD_CA)
 GPUMEM_CHASE_KERNEL(pointer_chase_cg, gpumem_chain_t, GPUMEM_LD_CG)
 GPUMEM_CHASE_KERNEL(pointer_chase_nc, gpumem_chain_t, GPUMEM_LD_NC)
+GPUMEM_CHASE_WARM_KERNEL(pointer_chase_ca, gpumem_chain_t, GPUMEM_LD_CA)
+GPUMEM_CHASE_WARM_KERNEL(pointer_chase_cg, gpumem_chain_t, GPUMEM_LD_CG)
+GPUMEM_CHASE_WARM_KERNEL(pointer_chase_nc, gpumem_chain_t, GPUMEM_LD_NC)
 
 // Chain builders (device side, so an 8 GB chain never crosses PCIe).
 // Sequential: arr[i] = (i + s) mod n.

@@ -1,0 +1,113 @@
+"""A chase's warm-up walked by many threads (``ChaseRequest.warm_threads``, issue 31 item 2).
+
+One thread's warm-up passes were most of the H200 suite's time (``l2_sm_map``: 70 ms per SM,
+132 SMs; ``latency``: 11 of 13-14 s). A device may walk the pass with many threads on the
+chase's SM if the lines the chase records are touched first, by one thread, and every other
+line after them: :func:`gpumem.chains.warm_segments` says how. These tests hold that
+split to its promise, and ``l2_sm_map`` to asking for it; the latency ladder keeps one
+thread (measured: not the same L2 state at its knees).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from gpumem.chains import chain_offsets, cycle_length, warm_segments
+from gpumem.device import ChaseRequest
+from gpumem.experiment import RunContext
+from gpumem.experiments.l2_map import WARM_THREADS, L2SmMap
+from gpumem.experiments.latency import LatencyLadder
+from gpumem.plugins import get_plugins
+from gpumem.sim.device import SimDevice
+
+
+@given(cycle=st.integers(1, 5000), record=st.integers(1, 3000), threads=st.integers(2, 64),
+       data=st.data())
+def test_the_split_walks_every_warm_up_position_once_the_recorded_lines_first(
+        cycle, record, threads, data):
+    warmup = data.draw(st.integers(0, cycle))
+    split = warm_segments(cycle, warmup, record, threads)
+    if warmup < 2 * threads:
+        assert split is None
+        return
+    assert split is not None
+    first, bounds = split
+    assert len(bounds) == threads + 1 and bounds[0] == first and bounds[-1] == warmup
+    assert np.all(np.diff(bounds) >= 0)
+    walked = np.concatenate([np.arange(first)]
+                            + [np.arange(bounds[t], bounds[t + 1]) for t in range(threads)])
+    assert np.array_equal(np.sort(walked), np.arange(warmup))  # each position once
+    # the warm-up positions whose lines the chase records next are exactly the first ones
+    recorded = {p % cycle for p in range(warmup, warmup + record)}
+    assert {p for p in range(warmup) if p in recorded} == set(range(first))
+
+
+def test_a_pass_longer_than_one_cycle_or_one_thread_is_not_split():
+    assert warm_segments(100, 101, 10, 4) is None  # touches recorded lines twice
+    assert warm_segments(100, 100, 10, 1) is None
+    assert warm_segments(100, 7, 10, 4) is None  # fewer than two accesses a thread
+    assert warm_segments(100, 100, 10, 4)[0] == 10
+
+
+@pytest.mark.parametrize("footprint,stride,order", [
+    (1 << 20, 128, "sequential"), (3 * 4096, 1024, "sequential"), (1000 * 128, 384, "sequential"),
+    (1 << 20, 128, "random"), (1 << 20, 256, "scattered")])
+def test_the_cycle_length_is_where_the_chase_comes_back(footprint, stride, order):
+    n = cycle_length(footprint, stride, order)
+    offs = chain_offsets(footprint, stride, order, 7, n + 1)
+    assert offs[n] == offs[0] and len(set(offs[:n].tolist())) == n
+
+
+def test_warm_threads_out_of_range_are_refused():
+    ChaseRequest(footprint=4096, stride=128, record=8, warm_threads=1024).validate()
+    for bad in (0, 1025):
+        with pytest.raises(ValueError, match="warm_threads"):
+            ChaseRequest(footprint=4096, stride=128, record=8, warm_threads=bad).validate()
+
+
+@pytest.fixture(scope="module")
+def hopper():
+    cfg = get_plugins().hook.gpumem_simulator_config(arch="hopper", simulator="sim")
+    return SimDevice(cfg, "hopper")
+
+
+def test_the_simulator_walks_the_pass_with_one_thread_and_records_the_same(hopper):
+    req = ChaseRequest(footprint=4 << 20, stride=128, record=512, warmup=(4 << 20) // 128,
+                       order="random", path="cg", seed=3, sm=5)
+    one = hopper.pointer_chase(req)
+    many = hopper.pointer_chase(ChaseRequest(**{**req.__dict__, "warm_threads": 1024}))
+    assert np.array_equal(one.index, many.index)
+    assert np.array_equal(one.latency, many.latency)
+
+
+class Recording:
+    def __init__(self, dev):
+        self.dev, self.requests = dev, []
+
+    def pointer_chase(self, req):
+        self.requests.append(req)
+        return self.dev.pointer_chase(req)
+
+
+def test_l2_sm_map_asks_for_a_parallel_pass(hopper):
+    exp, ctx = L2SmMap(), RunContext("hopper", hopper.info, quick=True)
+    dev = Recording(hopper)
+    exp.measure(dev, {"sm": 3}, ctx)
+    (req,) = dev.requests
+    assert req.warm_threads == WARM_THREADS > 1
+    assert req.warmup == cycle_length(req.footprint, req.stride, req.order)  # one full pass
+    assert warm_segments(req.warmup, req.warmup, req.record, req.warm_threads) is not None
+
+
+def test_the_ladder_keeps_its_one_thread_pass(hopper):
+    """Measured on an H200: a pass walked by 1024 threads left the L2 in another state at
+    its knees (59 MB: 546-581 cycles against 684-698), so the ladder never asks for one."""
+    exp, ctx = LatencyLadder(), RunContext("hopper", hopper.info)
+    l2 = hopper.info.l2_bytes
+    dev = Recording(hopper)
+    for fp, order in ((l2 // 2, "sequential"), (l2, "sequential"), (l2 // 2, "random")):
+        exp.measure(dev, {"order": order, "footprint": fp}, ctx)
+    assert dev.requests and {r.warm_threads for r in dev.requests} == {1}
