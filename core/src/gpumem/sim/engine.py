@@ -11,8 +11,6 @@ simulated them.
 
 from __future__ import annotations
 
-from typing import NamedTuple
-
 import numpy as np
 
 from gpumem.chains import permutation_params, scatter_key, splitmix64
@@ -38,6 +36,7 @@ from gpumem.sim.model import (
     MOD_M,
     MOD_S,
     N_SETS,
+    NARROW,
     ORDER_CODES,
     PART_LEN,
     PART_OFF,
@@ -51,32 +50,72 @@ from gpumem.sim.model import (
     TRANSLATE,
     W_OFF,
     WAY_BASE,
+    WIDE,
+    sectors,
+    tag_mask,
 )
 from gpumem.sim.primitives import _permute  # noqa: F401 - tests check it against gpumem.chains
 
 SPECIALISE_MIN = 100_000  # chases at least this long run a kernel specialised to their path
 
 
-class Hierarchy(NamedTuple):
+class Hierarchy:
     """Flat arrays describing all levels (caches first, then TLBs) and their state.
 
     Kept to a few arrays on purpose: the compiled loop unpacks them once, because fetching an
     array out of a tuple inside the loop costs a reference-count update per access.
+
+    The way state is one word per way: ``(tag & mask) << sectors | valid-sector mask``, 0 for
+    an invalid way (see :func:`gpumem.sim.model.tag_mask`), each set's ways in replacement
+    order for LRU and FIFO (the most recent first: no time stamps) and in place for random
+    and weighted. The words are int32 (16 ways in one host cache line: the simulator is
+    bound by the host's memory on big caches) while the tags held fit, else int64
+    (:func:`simulate_chase` switches, carrying the state over).
     """
 
-    meta: np.ndarray       # int64[L, META_COLUMNS]
-    set_ways: np.ndarray   # int64[S]  ways of each set
-    set_off: np.ndarray    # int64[S]  first way record of each set
-    idx_param: np.ndarray  # int64[P]  bits, masks, tables; partition masks
-    weights: np.ndarray    # float64[W] per-way eviction weights; per-SM latency offsets
-    cost: np.ndarray       # float64[L] hit latency (cache) or miss penalty (TLB)
-    far_cost: np.ndarray   # float64[L] hit latency in a far partition
-    way: np.ndarray        # int64[2T] per way: block number (-1 = invalid), then
-    #                        (time stamp << 32) | valid-sector mask, side by side so that one
-    #                        set's ways share a few host cache lines (the simulator is bound by
-    #                        the host's memory latency on big caches)
-    rng: np.ndarray        # uint64[L] replacement random stream per level
-    clock: np.ndarray      # int64[1]  accesses so far: the LRU/FIFO time stamp
+    __slots__ = ("meta", "set_ways", "set_off", "idx_param", "weights", "cost", "far_cost",
+                 "way", "rng", "clock", "_narrow", "_wide", "span", "_tags", "_n")
+
+    def __init__(self, meta: np.ndarray, set_ways: np.ndarray, set_off: np.ndarray,
+                 idx_param: np.ndarray, weights: np.ndarray, cost: np.ndarray,
+                 far_cost: np.ndarray, n_words: int, rng: np.ndarray, clock: np.ndarray):
+        self.meta = meta              # int64[L, META_COLUMNS]
+        self.set_ways = set_ways      # int64[S]  ways of each set
+        self.set_off = set_off        # int64[S]  first way word of each set
+        self.idx_param = idx_param    # int64[P]  bits, masks, tables; partition masks
+        self.weights = weights        # float64[W] per-way eviction weights; SM offsets
+        self.cost = cost              # float64[L] hit latency (cache) or miss penalty (TLB)
+        self.far_cost = far_cost      # float64[L] hit latency in a far partition
+        self.rng = rng                # uint64[L] replacement random stream per level
+        self.clock = clock            # int64[1]  accesses so far
+        #: per level: line shift, the divisor of its tags (sets for the modulo index, else
+        #: 1) and sector bits, for the tag windows (:func:`_words_for`)
+        rows = meta.tolist()
+        self._tags = [(r[LINE_SHIFT], r[N_SETS] if r[IDX_KIND] == 0 else 1, sectors(r))
+                      for r in rows]
+        self._n = n_words
+        self._narrow = (_zero_words(n_words, np.int32)
+                        if max(t[2] for t in self._tags) <= MAX_NARROW_SECTORS else None)
+        self._wide: np.ndarray | None = None
+        self.way = self._narrow if self._narrow is not None else self._wide_words()
+        #: the lowest and highest address accessed since the state was cold (None: cold)
+        self.span: tuple[int, int] | None = None
+
+    @property
+    def wbits(self) -> int:
+        """The way words' bits: :data:`gpumem.sim.model.NARROW` or ``WIDE``."""
+        return NARROW if self.way.dtype == np.int32 else WIDE
+
+    def _wide_words(self) -> np.ndarray:
+        if self._wide is None:
+            self._wide = _zero_words(self._n, np.int64)
+        return self._wide
+
+
+#: Levels with more sectors a line than this keep too few tag bits in an int32 word to be
+#: worth it: a hierarchy that has one uses int64 words throughout.
+MAX_NARROW_SECTORS = 16
+WORD_ALIGN = 16  # each level's first way word on a 64-byte boundary (int32 words)
 
 
 def _log2(x: int) -> int:
@@ -130,6 +169,7 @@ def compile_hierarchy(cfg: SimConfig, seed: int) -> tuple[Hierarchy, dict[str, i
         m[N_SETS] = len(ways)
         m[MOD_M], m[MOD_S] = _divider(len(ways))
         m[EQ_WAYS] = ways[0] if len(set(ways)) == 1 else 0
+        total_ways += -total_ways % WORD_ALIGN  # a 16-way set in one host line
         m[WAY_BASE] = total_ways
         m[SET_BASE] = len(set_ways)
         for w in ways:
@@ -151,7 +191,7 @@ def compile_hierarchy(cfg: SimConfig, seed: int) -> tuple[Hierarchy, dict[str, i
     h = Hierarchy(
         meta, np.array(set_ways, np.int64), np.array(set_off, np.int64),
         np.array(params or [0], np.int64), np.array(weights, np.float64), cost, far_cost,
-        _empty_ways(total_ways), rng, np.zeros(1, np.int64),
+        total_ways, rng, np.zeros(1, np.int64),
     )
     return h, {lv.name: i for i, lv in enumerate(levels)}
 
@@ -169,24 +209,68 @@ def _divider(d: int) -> tuple[int, int]:
     return (m - (1 << 64) if m >= 1 << 63 else m), lg - 1
 
 
-def _empty_ways(n: int) -> np.ndarray:
-    # aligned to the host's 64-byte cache lines: a set of 4k ways then spans k lines
-    raw = np.zeros(2 * n + 8, np.int64)
-    w = raw[(-raw.ctypes.data % 64) // 8:][:2 * n]
-    w[0::2] = -1
-    return w
-
-
-#: One way record of a cold hierarchy (tag -1: invalid; no stamp, no sector) as 16 bytes.
-_COLD_WAY = np.array([-1, 0], np.int64).view("V16")[0]
+def _zero_words(n: int, dtype) -> np.ndarray:
+    """``n`` invalid way words, aligned to the host's 64-byte cache lines."""
+    size = np.dtype(dtype).itemsize
+    raw = np.zeros(n + 64 // size, dtype)
+    return raw[(-raw.ctypes.data % 64) // size:][:n]
 
 
 def reset(h: Hierarchy) -> None:
-    """Invalidate every line and TLB entry (a cold hierarchy). The records are filled whole,
-    16 bytes at a time: one pass over the state instead of two strided ones (about a third
-    faster; a chase starts with one)."""
-    h.way.view("V16").fill(_COLD_WAY)
+    """Invalidate every line and TLB entry (a cold hierarchy, in int32 words if it can)."""
+    h.way = h._narrow if h._narrow is not None else h.way
+    h.way.fill(0)
+    h.span = None
     h.clock.fill(0)
+
+
+def _words_for(h: Hierarchy, lo: int, hi: int) -> None:
+    """Make ``h.way`` words whose tags tell apart every line of addresses ``lo ... hi`` and
+    of those accessed since the state was cold: int32 where they do, else int64 (the state
+    carried over). Raises ValueError where not even int64 words would (addresses far apart,
+    more than 16 sectors a line: beyond any in-tree config)."""
+    if lo < 0 or hi >= 1 << 62:
+        raise ValueError(f"addresses {lo:#x} ... {hi:#x}: the engine's addresses lie in "
+                         f"0 ... 2**62")
+    span = (lo, hi) if h.span is None else (min(lo, h.span[0]), max(hi, h.span[1]))
+    if h.way.dtype == np.int32 and not _fits(h, span, NARROW):
+        wide = h._wide_words()
+        if h.span is None:
+            wide.fill(0)
+        else:
+            _widen(h, wide)
+        h.way = wide
+    if h.way.dtype == np.int64 and not _fits(h, span, WIDE):
+        raise ValueError(f"addresses {span[0]:#x} ... {span[1]:#x} are too far apart for the "
+                         f"simulator's tags (since the last reset)")
+    h.span = span
+
+
+def _fits(h: Hierarchy, span: tuple[int, int], wbits: int) -> bool:
+    """Do the tags of every address in ``span`` fit ``wbits``-bit way words, in every level
+    (a window of at most ``tag_mask + 1`` consecutive tags)?"""
+    lo, hi = span
+    for (shift, div, _), row in zip(h._tags, h.meta, strict=True):
+        if ((hi >> shift) // div) - ((lo >> shift) // div) > tag_mask(row, wbits):
+            return False
+    return True
+
+
+def _widen(h: Hierarchy, wide: np.ndarray) -> None:
+    """``wide`` = ``h``'s int32 words as int64 words: each truncated tag made whole again from
+    the window it lies in (the one :data:`Hierarchy.span` gives), then truncated to the wide
+    mask. The same lines, in the same places."""
+    narrow = h._narrow
+    wide.fill(0)
+    for (shift, div, sec), row in zip(h._tags, h.meta, strict=True):
+        first = int(row[SET_BASE])
+        last = first + int(row[N_SETS]) - 1
+        a, b = int(h.set_off[first]), int(h.set_off[last] + h.set_ways[last])
+        w = narrow[a:b].astype(np.int64)
+        tm_n, tm_w = tag_mask(row, NARROW), tag_mask(row, WIDE)
+        q_lo = (h.span[0] >> shift) // div
+        q = q_lo + (((w >> sec) - q_lo) & tm_n)
+        wide[a:b] = np.where(w != 0, ((q & tm_w) << sec) | (w & ((1 << sec) - 1)), 0)
 
 
 def stream_seed(*parts: int) -> int:
@@ -222,8 +306,9 @@ def simulate_chase(h: Hierarchy, path_ids: np.ndarray, tlb_first: int, tlb_count
     (both come from :mod:`gpumem.sim.model`; :mod:`gpumem.sim.specialise` compiles and runs
     them).
     """
-    if int(h.clock[0]) + warmup + record >= 1 << 31:
-        raise ValueError("the hierarchy's clock would overflow its 31-bit stamps: reset() it")
+    if warmup + record > 0:
+        lo, hi = (min(pattern), max(pattern)) if order == "pattern" else (0, footprint - 1)
+        _words_for(h, base + lo, base + hi)
     out_lat = np.empty(record, np.float64)
     out_idx = np.empty(record, np.int64)
     out_level = np.empty(record, np.int8)
@@ -234,7 +319,7 @@ def simulate_chase(h: Hierarchy, path_ids: np.ndarray, tlb_first: int, tlb_count
             np.asarray(pattern or (0,), dtype=np.int64), np.int64(warmup), np.int64(record),
             float(overhead), float(jitter), float(outlier_rate), float(outlier_cycles),
             np.uint64(stream_seed(noise_seed)), out_lat, out_idx, out_level)
-    specialised = (not scalar and base >= 0 and warmup + record >= SPECIALISE_MIN
+    specialised = (not scalar and warmup + record >= SPECIALISE_MIN
                    and specialise.worth_it(h, path_ids, tlb_first, tlb_count, warmup + record))
     specialise.run(h, path_ids, tlb_first, tlb_count, specialised=specialised, scalar=scalar,
                    dram_latency=dram_latency, page_walk=page_walk, sm=sm,

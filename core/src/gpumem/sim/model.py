@@ -40,13 +40,38 @@ PF_BYTES = 1 << 18  # levels with more way state than this get their sets prefet
 # hopper far-L2 random 27 (64) -> 30 M/s (16); the generic kernel, 64 until both came from
 # here, is within noise at 16.
 PF_DIST = 16
-SIMD_WAYS = (16, 8, 4)  # set sizes scanned by one vector intrinsic (primitives._make_scan)
+SIMD_WAYS = (16, 8, 4)  # set sizes looked up by one vector intrinsic (primitives._make_find)
+#: The way words: int32 (tag bits 31 - sectors) while the tags a hierarchy holds fit, else
+#: int64 (63 - sectors); see :func:`tag_mask`.
+NARROW, WIDE = 31, 63
+HOST_LINE = 64  # bytes: the prefetch granularity
 
 
-def prefetch_candidate(m: Sequence[int]) -> bool:
-    """Is a level (its ``meta`` row) big enough, and simple enough to index, to prefetch?"""
+def prefetch_candidate(m: Sequence[int], wbits: int) -> bool:
+    """Is a level (its ``meta`` row) big enough, and simple enough to index, to prefetch, with
+    way words of ``wbits`` (:data:`NARROW` or :data:`WIDE`)?"""
     return (m[IDX_KIND] == 0 and m[EQ_WAYS] > 0 and m[N_SETS] > 1
-            and m[N_SETS] * m[EQ_WAYS] * 16 > PF_BYTES)
+            and m[N_SETS] * m[EQ_WAYS] * word_bytes(wbits) > PF_BYTES)
+
+
+def word_bytes(wbits: int) -> int:
+    return 4 if wbits == NARROW else 8
+
+
+def sectors(m: Sequence[int]) -> int:
+    """Sectors per line (1 ... 32) of a level's ``meta`` row: the valid-sector mask's bits,
+    the low bits of its way words."""
+    return 1 << (int(m[LINE_SHIFT]) - int(m[SECTOR_SHIFT]))
+
+
+def tag_mask(m: Sequence[int], wbits: int) -> int:
+    """The tag bits a way word of ``wbits`` keeps above the level's sector mask, as a mask
+    (0 if none). A way word is ``(tag & tag_mask) << sectors | valid-sector mask``, 0 for an
+    invalid way; the tag is the block number divided by the sets (modulo index) or the block
+    number (other indexes). Truncated tags are exact while every tag the level holds lies in a
+    window of ``tag_mask + 1`` consecutive values: the engine checks that before each chase
+    and takes the wide words where the narrow ones would not do."""
+    return (1 << max(0, wbits - sectors(m))) - 1
 
 
 def visit_order(path_ids: Sequence[int], translate: Sequence[bool], tlb_first: int,
@@ -71,8 +96,8 @@ class Level:
     runtime variable ``lv``."""
 
     def __init__(self, lv: int | None = None, key: tuple | None = None,
-                 prefetched: bool = False):
-        self.key = key
+                 prefetched: bool = False, wbits: int = NARROW):
+        self.key, self.wbits = key, wbits
         if key is None:
             self.mb, self.mw, self.rg, self.sc = ("mru_block[lv]", "mru_way[lv]", "rng[lv]",
                                                   "scans[lv]")
@@ -89,6 +114,14 @@ class Level:
     def e(self, col: int) -> str:
         """The column as an expression: a literal, or a read of the meta table."""
         return f"meta[lv, {COLUMNS[col]}]" if self.key is None else str(self.key[0][col])
+
+    def tags(self) -> tuple[str, str, str]:
+        """Expressions: sectors per line (the mask's bits), the tag mask, and ``keep``, the
+        word bits above the mask (:func:`tag_mask`)."""
+        if self.key is None:
+            return "tsec[lv]", "tmask[lv]", "tkeep[lv]"
+        sec = sectors(self.key[0])
+        return str(sec), str(tag_mask(self.key[0], self.wbits)), str(~((1 << sec) - 1))
 
 
 class Src:
@@ -122,30 +155,43 @@ def _bits(bit, values: Sequence[int]) -> str:
 # The model: one level's look-up, fill, victim and hit latency
 # ---------------------------------------------------------------------------------------------
 
-def set_index(s: Src, L: Level, src: str, blk: str, out: str, kind: int | None = None) -> None:
-    """``out`` = the set of address ``src`` (block ``blk``) in level ``L``."""
+def set_index(s: Src, L: Level, src: str, blk: str, out: str, kind: int | None = None,
+              quot: str | None = None) -> None:
+    """``out`` = the set of address ``src`` (block ``blk``) in level ``L``; with ``quot``,
+    that variable = the block's tag: ``blk // sets`` for the modulo index (the quotient the
+    set came from), else ``blk``."""
     kind = L.m(IDX_KIND) if kind is None else kind
     if kind is None:
         s("kind = meta[lv, IDX_KIND]")
         for k, head in enumerate(("if kind == 0:", "elif kind == 1:", "elif kind == 2:",
                                   "else:")):
             with s.block(head):
-                set_index(s, L, src, blk, out, k)
-    elif kind == 0:  # block % sets, without a division (engine._divider)
+                set_index(s, L, src, blk, out, k, quot)
+        return
+    if kind != 0 and quot:
+        s(f"{quot} = {blk}")
+    if kind == 0:  # block % sets, without a division (engine._divider)
+        q = quot or "qq"
         sets = L.m(N_SETS)
         if sets is None:
             with s.block("if meta[lv, MOD_S] < 0:"):
                 s(f"{out} = np.int64(0)")
+                if quot:
+                    s(f"{quot} = {blk}")
             with s.block("else:"):
-                s(f"{out} = {blk} - np.int64(_mulhi(_U({blk}), _U(meta[lv, MOD_M]))"
-                  f" >> _U(meta[lv, MOD_S])) * meta[lv, N_SETS]")
+                s(f"{q} = np.int64(_mulhi(_U({blk}), _U(meta[lv, MOD_M])) >> _U(meta[lv, MOD_S]))",
+                  f"{out} = {blk} - {q} * meta[lv, N_SETS]")
         elif sets == 1:
             s(f"{out} = np.int64(0)")
+            if quot:
+                s(f"{quot} = {blk}")
         elif sets & (sets - 1) == 0:  # blk >= 0: the same as blk % sets
             s(f"{out} = {blk} & {sets - 1}")
+            if quot:
+                s(f"{quot} = {blk} >> {sets.bit_length() - 1}")
         else:
-            s(f"{out} = {blk} - np.int64(_mulhi(_U({blk}), _U({L.m(MOD_M) & ((1 << 64) - 1)}))"
-              f" >> _U({L.m(MOD_S)})) * {sets}")
+            s(f"{q} = np.int64(_mulhi(_U({blk}), _U({L.m(MOD_M) & ((1 << 64) - 1)}))"
+              f" >> _U({L.m(MOD_S)}))", f"{out} = {blk} - {q} * {sets}")
     elif kind in (1, 2):  # selected address bits, or parities of masked addresses
         def bit(x: str) -> str:
             return f"(({src} >> {x}) & 1)" if kind == 1 else f"_parity1({src} & {x})"
@@ -159,25 +205,76 @@ def set_index(s: Src, L: Level, src: str, blk: str, out: str, kind: int | None =
         s(f"{out} = idx_param[_P({L.e(IDX_OFF)} + {blk} % {L.e(IDX_LEN)})]")
 
 
-def _touch(s: Src, L: Level) -> None:
-    """A hit on way ``j``: stamp it (LRU), fetch the sector if it is not valid yet."""
-    s("ss = way[_P(j + 1)]")
-    pol = L.m(POLICY)
-    if pol is None:
-        with s.block("if pol == 0:"):
-            s("ss = (now << 32) | (ss & 0xFFFFFFFF)")
-    elif pol == 0:
-        s("ss = (now << 32) | (ss & 0xFFFFFFFF)")
+def _front(s: Src, L: Level, ways: str, simd: list[int], f: str, word: str) -> None:
+    """Way ``f`` of the set moves to the front as ``word``, ways ``0 .. f - 1`` one place
+    back (``f = ways - 1``: a fill pushing the last way out): one vector intrinsic for the
+    set sizes in ``simd``, else one way at a time."""
+    if not simd:
+        with s.block(f"for w in range({f}, 0, -1):"):
+            s("way[_P(base_w + w)] = way[_P(base_w + w - 1)]")
+        s(f"way[_P(base_w)] = {word}")
+        return
+    _by_ways(s, ways, simd, lambda w: f"_front{w}(way, _P(base_w), {f}, {word})")
+
+
+def _by_ways(s: Src, ways: str, simd: list[int], call) -> None:
+    """``call(w)``'s line for the set size ``ways`` among ``simd`` (the last one otherwise)."""
+    for i, w in enumerate(simd):
+        if len(simd) == 1:
+            s(call(w))
+        else:
+            head = "else:" if i == len(simd) - 1 else \
+                f"{'if' if i == 0 else 'elif'} {ways} == {w}:"
+            with s.block(head):
+                s(call(w))
+
+
+def _touch(s: Src, L: Level, ways: str, simd: list[int]) -> None:
+    """A hit on way ``f``: its sector fetched if not valid yet; LRU moves it to the front
+    (the ways stand in recency order, so no time stamps), the others leave it in place."""
+    s("jf = base_w + f", "ss = way[_P(jf)]")
     with s.block("if ss & sbit:"):
         s("hit = True")
     with s.block("else:"):
         s("ss |= sbit")
-    s("way[_P(j + 1)] = ss")
+    pol = L.m(POLICY)
+    if pol is None:
+        with s.block("if pol == 0:"):
+            _front(s, L, ways, simd, "f", "ss")
+            s("j = base_w")
+        with s.block("else:"):
+            s("way[_P(jf)] = ss", "j = jf")
+    elif pol == 0:
+        _front(s, L, ways, simd, "f", "ss")
+        s("j = base_w")
+    else:
+        s("way[_P(jf)] = ss", "j = jf")
 
 
-def _fill(s: Src) -> None:
-    """A miss: the line goes into way ``j`` with only this sector valid, stamped now."""
-    s("way[_P(j)] = block", "way[_P(j + 1)] = (now << 32) | sbit")
+def _fill(s: Src, L: Level, ways: str, simd: list[int]) -> None:
+    """A miss: the line comes in with only this sector valid. LRU and FIFO put it at the
+    front, pushing the last way (the oldest, or an invalid one) out; random and weighted
+    put it in the first invalid way ``e``, or in a drawn victim's place in a full set."""
+    pol = L.m(POLICY)
+    if pol is None:
+        with s.block("if pol <= 1:"):
+            _front(s, L, ways, simd, f"{ways} - 1", "tw | sbit")
+            s("j = base_w")
+        with s.block("else:"):
+            _fill_slot(s, L, ways, None)
+    elif pol <= 1:
+        _front(s, L, ways, simd, f"{ways} - 1", "tw | sbit")
+        s("j = base_w")
+    else:
+        _fill_slot(s, L, ways, pol)
+
+
+def _fill_slot(s: Src, L: Level, ways: str, pol: int | None) -> None:
+    with s.block(f"if e < {ways}:"):
+        s("victim = e")
+    with s.block("else:"):
+        _draw(s, L, ways, pol)
+    s("j = base_w + victim", "way[_P(j)] = tw | sbit")
 
 
 def _draw(s: Src, L: Level, ways: str, pol: int | None) -> None:
@@ -212,77 +309,38 @@ def _pick(s: Src, L: Level, ways: str, pol: int) -> None:
             s("victim = w", "break")
 
 
-def _full_set_victim(s: Src, L: Level, ways: str, lru: str | None) -> None:
-    """An ``else:`` branch for a full set: ``victim`` = the oldest stamp (LRU / FIFO: ``lru``,
-    or already in ``victim`` if None), or a draw (random, weighted)."""
-    pol = L.m(POLICY)
-    if pol is not None and pol <= 1 and lru is None:
-        return
+def _scan_simd(s: Src, L: Level, ways: str, simd: list[int]) -> None:
+    """The set looked up by one vector intrinsic (4, 8 or 16 ways), then updated."""
+    _, _, keep = L.tags()
+    _by_ways(s, ways, simd, lambda w: f"res = _find{w}(way, _P(base_w), tw, {keep})")
+    s("f = res & 0xFF", "e = res >> 8")
+    with s.block(f"if f < {ways}:"):
+        _touch(s, L, ways, simd)
     with s.block("else:"):
-        if pol is None and lru:
-            with s.block("if pol <= 1:"):
-                s(f"victim = {lru}")
-            with s.block("else:"):
-                _draw(s, L, ways, None)
-        elif pol is None:
-            with s.block("if pol >= 2:"):
-                _draw(s, L, ways, None)
-        elif pol <= 1:
-            s(f"victim = {lru}")
-        else:
-            _draw(s, L, ways, pol)
-
-
-def _scan_simd(s: Src, L: Level, ways: str, counts: list[int]) -> None:
-    """The set looked up by one vector intrinsic (4, 8 or 16 ways)."""
-    s("jb = 2 * base_w")
-    if len(counts) == 1:
-        s(f"res = _scan{counts[0]}(way, jb, block, now << 32)")
-    else:
-        for i, w in enumerate(counts):
-            head = "else:" if i == len(counts) - 1 else \
-                f"{'if' if i == 0 else 'elif'} {ways} == {w}:"
-            with s.block(head):
-                s(f"res = _scan{w}(way, jb, block, now << 32)")
-    s("fw = res & 0xFF")
-    with s.block(f"if fw < {ways}:"):
-        s("j = jb + 2 * fw")
-        _touch(s, L)
-    with s.block("else:"):
-        s("e = (res >> 8) & 0xFF")
-        with s.block(f"if e < {ways}:"):
-            s("victim = e")
-        _full_set_victim(s, L, ways, "(res >> 16) & 0xFF")
-        s("j = jb + 2 * victim")
-        _fill(s)
+        _fill(s, L, ways, simd)
 
 
 def _scan_scalar(s: Src, L: Level, ways: str) -> None:
-    """The set looked up one way at a time (other way counts; ``scalar=True``)."""
-    s("found = False", "empty = -1", "victim = 0", "oldest = now << 32")
+    """The set looked up one way at a time (other way counts; ``scalar=True``). A set's valid
+    ways come first (nothing invalidates a line, fills take the first invalid way or push
+    the last out), so the first invalid way ends the search."""
+    _, _, keep = L.tags()
+    s(f"f = {ways}", f"e = {ways}")
     with s.block(f"for w in range({ways}):"):
-        s("j = 2 * (base_w + w)", "tg = way[_P(j)]")
-        with s.block("if tg == block:"):
-            s("found = True")
-            _touch(s, L)
-            s("break")
-        with s.block("if tg < 0:"):
-            with s.block("if empty < 0:"):
-                s("empty = w")
-        if L.m(POLICY) is None or L.m(POLICY) <= 1:
-            with s.block("elif way[_P(j + 1)] < oldest:"):  # stamps in the high bits
-                s("oldest = way[_P(j + 1)]", "victim = w")
-    with s.block("if not found:"):
-        with s.block("if empty >= 0:"):
-            s("victim = empty")
-        _full_set_victim(s, L, ways, None)
-        s("j = 2 * (base_w + victim)")
-        _fill(s)
+        s("x = way[_P(base_w + w)]")
+        with s.block("if x == 0:"):
+            s("e = w", "break")
+        with s.block(f"if (x & {keep}) == tw:"):
+            s("f = w", "break")
+    with s.block(f"if f < {ways}:"):
+        _touch(s, L, ways, [])
+    with s.block("else:"):
+        _fill(s, L, ways, [])
 
 
 def lookup(s: Src, L: Level) -> None:
     """``hit`` = does level ``L`` hold ``addr``'s sector; its state updated either way (LRU
-    stamp, sector fetched, line filled over the victim)."""
+    order, sector fetched, line filled); ``j`` = the way that holds the line now."""
     if L.key is None:
         s("pol = meta[lv, POLICY]", "shift = meta[lv, LINE_SHIFT]",
           "sshift = meta[lv, SECTOR_SHIFT]", "block = addr >> shift",
@@ -293,16 +351,18 @@ def lookup(s: Src, L: Level) -> None:
         s(f"sbit = np.int64(1) << ((addr >> {sshift}) & {(1 << (shift - sshift)) - 1})"
           if shift > sshift else "sbit = np.int64(1)")
     s("hit = False")
-    # the block this level saw last is still where it was put: no set scan, and its stamp is
-    # already the newest in its set (LRU order needs no update)
+    # the block this level saw last is still where it was put: no set scan, and it is
+    # already the most recent in its set (LRU order needs no update)
     with s.block(f"if block == {L.mb}:"):
-        s(f"j = {L.mw}", "ss = way[_P(j + 1)]")
+        s(f"j = {L.mw}", "ss = way[_P(j)]")
         with s.block("if ss & sbit:"):
             s("hit = True")
         with s.block("else:"):  # sector miss: the line stays, the sector is fetched
-            s("way[_P(j + 1)] = ss | sbit")
+            s("way[_P(j)] = ss | sbit")
     with s.block("else:"):
-        set_index(s, L, "addr", "block", "st")
+        set_index(s, L, "addr", "block", "st", quot="q")
+        tsec, tmask, _ = L.tags()
+        s(f"tw = (q & {tmask}) << {tsec}")
         if L.sc:
             s(f"{L.sc} += 1")
         eq = L.m(EQ_WAYS)
@@ -364,26 +424,28 @@ def hit_latency(s: Src, L: Level, p: int | None) -> None:
 ARGS = ("way, rng, clock, meta, set_ways, set_off, idx_param, weights, hitc, farc, homes, tlbc, "
         "steps, step_pos, tlb_done, pf_cand, dram_latency, page_walk, base, footprint, stride, "
         "element, order, fp, pattern, warmup, record, overhead, jitter, outlier_rate, "
-        "outlier_cycles, noise_seed, out_lat, out_idx, out_level, scalar")
+        "outlier_cycles, noise_seed, out_lat, out_idx, out_level, scalar, wbits")
 
 HEADER = f"""\
 # Generated by gpumem.sim.model: a pointer-chase kernel.
 import numba as nb
 import numpy as np
 
-from gpumem.sim.primitives import (CHUNK, _P, _U, _mix, _mulhi, _parity1, _permute, _prefetch,
-                                   _scan4, _scan8, _scan16, _timer_noise)
+from gpumem.sim.primitives import (CHUNK, _P, _U, _find4, _find8, _find16, _front4, _front8,
+                                   _front16, _mix, _mulhi, _parity1, _permute, _prefetch,
+                                   _timer_noise)
 
 {", ".join(COLUMNS)} = range({len(COLUMNS)})
 """
 
 
 def source(path_ids: Sequence[int] | None = None, path_keys: Sequence[tuple] = (),
-           tlb_first: int = 0, tlb_keys: Sequence[tuple] = ()) -> str:
+           tlb_first: int = 0, tlb_keys: Sequence[tuple] = (), wbits: int = NARROW) -> str:
     """Python source of ``_chase``: the generic kernel, or with ``path_ids`` the kernel for
     that path (levels ``path_ids`` with static parameters ``path_keys``, see
-    :func:`gpumem.sim.specialise.level_key`) and TLB levels ``tlb_first ...`` (``tlb_keys``).
-    Both take :data:`ARGS`; each ignores what it does not need."""
+    :func:`gpumem.sim.specialise.level_key`), TLB levels ``tlb_first ...`` (``tlb_keys``) and
+    way words of ``wbits`` (:data:`NARROW`, :data:`WIDE`; the generic kernel reads them from
+    its argument ``wbits``). Both take :data:`ARGS`; each ignores what it does not need."""
     s = Src()
     # no cache=True: Numba would keep its cache wherever NUMBA_CACHE_DIR says; the private
     # cache is attached by gpumem.sim.specialise
@@ -402,10 +464,9 @@ def source(path_ids: Sequence[int] | None = None, path_keys: Sequence[tuple] = (
     if path_ids is None:
         kernel: _Generic | _Static = _Generic()
     else:
-        kernel = _Static(path_ids, path_keys, tlb_first, tlb_keys)
+        kernel = _Static(path_ids, path_keys, tlb_first, tlb_keys, wbits)
     kernel.prologue(s)
     with s.block("for k in range(n_acc):"):
-        s("now = t0 + k + 1")
         with s.block("if k % CHUNK == 0:"):
             _chain_chunk(s)
             kernel.choose_prefetched(s)
@@ -429,7 +490,16 @@ class _Generic:
           "mru_block = np.full(n_levels, -1, np.int64)  # last block each level looked up",
           "mru_way = np.zeros(n_levels, np.int64)  # ... and where it sits",
           "scans = np.zeros(n_levels, np.int64)  # set scans per level in this chunk",
-          "n_cand = pf_cand.shape[0]", "pf = pf_cand.copy()", "n_pf = n_cand")
+          "n_cand = pf_cand.shape[0]", "pf = pf_cand.copy()", "n_pf = n_cand",
+          "# each level's way words: sector-mask bits, tag mask, the bits above the mask",
+          "tsec = np.empty(n_levels, np.int64)", "tmask = np.empty(n_levels, np.int64)",
+          "tkeep = np.empty(n_levels, np.int64)")
+        with s.block("for lv in range(n_levels):"):
+            s("tsec[lv] = np.int64(1) << (meta[lv, LINE_SHIFT] - meta[lv, SECTOR_SHIFT])",
+              "tmask[lv] = (np.int64(1) << max(0, wbits - tsec[lv])) - 1",
+              "tkeep[lv] = ~((np.int64(1) << tsec[lv]) - 1)")
+        s(f"pf_step = {HOST_LINE // word_bytes(NARROW)} if wbits == {NARROW} else "
+          f"{HOST_LINE // word_bytes(WIDE)}  # way words a host cache line")
 
     def choose_prefetched(self, s: Src) -> None:
         """Prefetch only levels that did set scans in the last chunk: an L1-resident chase
@@ -449,8 +519,8 @@ class _Generic:
             with s.block("for i in range(n_pf):"):
                 s("lv = pf[i]", "b2 = a2 >> meta[lv, LINE_SHIFT]")
                 set_index(s, Level(), "a2", "b2", "s2", kind=0)
-                s("ew = meta[lv, EQ_WAYS]", "j0 = 2 * (meta[lv, WAY_BASE] + s2 * ew)")
-                with s.block("for jj in range(j0, j0 + 2 * ew, 8):"):  # 4 ways a host line
+                s("ew = meta[lv, EQ_WAYS]", "j0 = meta[lv, WAY_BASE] + s2 * ew")
+                with s.block("for jj in range(j0, j0 + ew, pf_step):"):
                     s("_prefetch(way, _P(jj))")
 
     def walk(self, s: Src) -> None:
@@ -483,14 +553,14 @@ class _Static:
     order, each with its own literals."""
 
     def __init__(self, path_ids: Sequence[int], path_keys: Sequence[tuple], tlb_first: int,
-                 tlb_keys: Sequence[tuple]):
-        self.plen, self.n_tlb = len(path_ids), len(tlb_keys)
+                 tlb_keys: Sequence[tuple], wbits: int):
+        self.plen, self.n_tlb, self.wbits = len(path_ids), len(tlb_keys), wbits
         self.order = visit_order(path_ids, [bool(k[0][TRANSLATE]) for k in path_keys],
                                  tlb_first, len(tlb_keys))
         keys = dict(zip(path_ids, path_keys, strict=True)) | {
             tlb_first + t: k for t, k in enumerate(tlb_keys)}
-        self.pf = [lv for lv in keys if prefetch_candidate(keys[lv][0])]
-        self.levels = {lv: Level(lv, k, lv in self.pf) for lv, k in keys.items()}
+        self.pf = [lv for lv in keys if prefetch_candidate(keys[lv][0], wbits)]
+        self.levels = {lv: Level(lv, k, lv in self.pf, wbits) for lv, k in keys.items()}
 
     def prologue(self, s: Src) -> None:
         for p in range(self.plen):
@@ -524,8 +594,8 @@ class _Static:
                 with s.block(f"if pf{lv}:"):
                     s(f"b2 = a2 >> {L.m(LINE_SHIFT)}")
                     set_index(s, L, "a2", "b2", "s2")
-                    s(f"j0 = 2 * ({L.m(WAY_BASE)} + s2 * {L.m(EQ_WAYS)})")
-                    for d in range(0, 2 * L.m(EQ_WAYS), 8):
+                    s(f"j0 = {L.m(WAY_BASE)} + s2 * {L.m(EQ_WAYS)}")
+                    for d in range(0, L.m(EQ_WAYS), HOST_LINE // word_bytes(self.wbits)):
                         s(f"_prefetch(way, _P(j0 + {d}))")
 
     def walk(self, s: Src) -> None:

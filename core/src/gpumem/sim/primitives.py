@@ -1,5 +1,6 @@
-"""The compiled pieces the chase kernels call: LLVM intrinsics (wide multiply, SIMD set scans,
-prefetch, parity) and small inlined Numba functions (SplitMix64 output, chain permutation).
+"""The compiled pieces the chase kernels call: LLVM intrinsics (wide multiply, SIMD set look-ups
+and move-to-front, prefetch, parity) and small inlined Numba functions (SplitMix64 output,
+chain permutation).
 
 A leaf module on purpose: the generated kernels import only this, so compiling one never
 pulls in the engine or the generator, and :mod:`gpumem.sim.specialise` hashes this file into
@@ -32,40 +33,45 @@ def _mulhi(typingctx, a, b):
     return sig, codegen
 
 
-def _make_scan(n: int):
-    """An intrinsic that looks up a whole set of ``n`` ways at once with vector instructions
+def _vector_parts(context, builder, aryty, arr, j, n):
+    """Pointer to ``arr[j]``, the LLVM integer type of its elements, the vector of ``n`` of
+    them and a function that splats a scalar (an int64, truncated) across that vector."""
+    ary = context.make_array(aryty)(context, builder, arr)
+    ptr = cgutils.get_item_pointer(context, builder, aryty, ary, [j])
+    it = context.get_data_type(aryty.dtype)
+    vt = ir.VectorType(it, n)
+    i32 = ir.IntType(32)
+
+    def splat(x):
+        x = builder.trunc(x, it) if it.width < 64 else x
+        one = builder.insert_element(ir.Constant(vt, None), x, ir.Constant(i32, 0))
+        return builder.shuffle_vector(one, ir.Constant(vt, None),
+                                      ir.Constant(ir.VectorType(i32, n), [0] * n))
+
+    return builder.bitcast(ptr, vt.as_pointer()), it, vt, splat
+
+
+def _make_find(n: int):
+    """An intrinsic that looks a whole set of ``n`` ways up at once with vector instructions
     (the host's SIMD compares, no branch per way).
 
-    ``scan(way, j, block, limit)`` reads the ``n`` way records from ``way[j]`` (tag, word,
-    tag, word ...) and returns ``f | e << 8 | v << 16``: ``f`` the way holding ``block``, ``e``
-    the first invalid way (tag < 0), ``v`` the first way with the smallest word if that word
-    is below ``limit`` (else 0): the LRU / FIFO victim of a full set, as the scalar scan finds
-    it. ``f`` and ``e`` are ``n`` when there is no such way.
+    ``find(way, j, tag, keep)`` reads the ``n`` way words from ``way[j]`` (int32 or int64: a
+    tag above the sector mask, 0 for an invalid way) and returns ``f | e << 8``: ``f`` the
+    first valid way whose ``word & keep`` (``keep`` clears the mask bits) is ``tag``, ``e``
+    the first invalid way; either is ``n`` when there is none, as the one-way-at-a-time scan
+    of the model finds them.
     """
 
     @intrinsic
-    def scan(typingctx, arr, j, block, limit):
+    def find(typingctx, arr, j, tag, keep):
         sig = types.int64(arr, types.intp, types.int64, types.int64)
 
         def codegen(context, builder, signature, args):
-            aryty = signature.args[0]
-            ary = context.make_array(aryty)(context, builder, args[0])
-            ptr = cgutils.get_item_pointer(context, builder, aryty, ary, [args[1]])
-            i1, i32, i64 = ir.IntType(1), ir.IntType(32), ir.IntType(64)
-            vn = ir.VectorType(i64, n)
-            v2 = ir.VectorType(i64, 2 * n)
-            rec = builder.load(builder.bitcast(ptr, v2.as_pointer()), align=8)
-            undef2 = ir.Constant(v2, None)
-            tags = builder.shuffle_vector(
-                rec, undef2, ir.Constant(ir.VectorType(i32, n), [2 * i for i in range(n)]))
-            words = builder.shuffle_vector(
-                rec, undef2, ir.Constant(ir.VectorType(i32, n), [2 * i + 1 for i in range(n)]))
-
-            def splat(x):
-                one = builder.insert_element(ir.Constant(vn, None), x, ir.Constant(i32, 0))
-                return builder.shuffle_vector(one, ir.Constant(vn, None),
-                                              ir.Constant(ir.VectorType(i32, n), [0] * n))
-
+            vptr, it, vt, splat = _vector_parts(context, builder, signature.args[0], args[0],
+                                                args[1], n)
+            i1, i64 = ir.IntType(1), ir.IntType(64)
+            rec = builder.load(vptr, align=it.width // 8)
+            zero = ir.Constant(vt, [0] * n)
             cttz = cgutils.get_or_insert_function(
                 builder.module, ir.FunctionType(i64, [i64, i1]), "llvm.cttz.i64")
 
@@ -74,22 +80,48 @@ def _make_scan(n: int):
                 bits = builder.or_(bits, ir.Constant(i64, 1 << n))
                 return builder.call(cttz, [bits, ir.Constant(i1, 1)])
 
-            f = first(builder.icmp_signed("==", tags, splat(args[2])))
-            e = first(builder.icmp_signed("<", tags, ir.Constant(vn, [0] * n)))
-            smin = cgutils.get_or_insert_function(
-                builder.module, ir.FunctionType(i64, [vn]), f"llvm.vector.reduce.smin.v{n}i64")
-            mn = builder.call(smin, [words])
-            v = first(builder.icmp_signed("==", words, splat(mn)))
-            v = builder.select(builder.icmp_signed("<", mn, args[3]), v, ir.Constant(i64, 0))
-            out = builder.or_(f, builder.shl(e, ir.Constant(i64, 8)))
-            return builder.or_(out, builder.shl(v, ir.Constant(i64, 16)))
+            valid = builder.icmp_unsigned("!=", rec, zero)
+            same = builder.icmp_unsigned("==", builder.and_(rec, splat(args[3])), splat(args[2]))
+            f = first(builder.and_(same, valid))
+            e = first(builder.icmp_unsigned("==", rec, zero))
+            return builder.or_(f, builder.shl(e, ir.Constant(i64, 8)))
 
         return sig, codegen
 
-    return scan
+    return find
 
 
-_scan4, _scan8, _scan16 = _make_scan(4), _make_scan(8), _make_scan(16)
+def _make_front(n: int):
+    """An intrinsic that moves way ``f`` of a set of ``n`` to the front: ``front(way, j, f,
+    word)`` writes ``word`` to way 0 and shifts ways ``0 .. f - 1`` one place back (way ``f``'s
+    old word is dropped: a hit moving to the front, or with ``f = n - 1`` a fill pushing the
+    last way out), in one vector load, shuffle, blend and store."""
+
+    @intrinsic
+    def front(typingctx, arr, j, f, word):
+        sig = types.void(arr, types.intp, types.int64, types.int64)
+
+        def codegen(context, builder, signature, args):
+            vptr, it, vt, splat = _vector_parts(context, builder, signature.args[0], args[0],
+                                                args[1], n)
+            i32 = ir.IntType(32)
+            rec = builder.load(vptr, align=it.width // 8)
+            back = builder.shuffle_vector(rec, ir.Constant(vt, None), ir.Constant(
+                ir.VectorType(i32, n), [0] + list(range(n - 1))))
+            moved = builder.icmp_unsigned("<=", ir.Constant(vt, list(range(n))), splat(args[2]))
+            out = builder.select(moved, back, rec)
+            w = builder.trunc(args[3], it) if it.width < 64 else args[3]
+            out = builder.insert_element(out, w, ir.Constant(i32, 0))
+            builder.store(out, vptr, align=it.width // 8)
+            return context.get_dummy_value()
+
+        return sig, codegen
+
+    return front
+
+
+_find4, _find8, _find16 = _make_find(4), _make_find(8), _make_find(16)
+_front4, _front8, _front16 = _make_front(4), _make_front(8), _make_front(16)
 
 
 @intrinsic

@@ -55,10 +55,10 @@ def level_key(h, lv: int) -> tuple:
 
 
 def key_of(h, path_ids: np.ndarray, tlb_first: int, tlb_count: int) -> tuple:
-    """The key of the kernel specialised to this path of ``h``."""
+    """The key of the kernel specialised to this path of ``h`` and its way words' width."""
     pids = tuple(int(x) for x in path_ids)
     return (pids, tuple(level_key(h, lv) for lv in pids), int(tlb_first),
-            tuple(level_key(h, tlb_first + i) for i in range(tlb_count)))
+            tuple(level_key(h, tlb_first + i) for i in range(tlb_count)), h.wbits)
 
 
 # The generated modules (and Numba's cache of them) are named after a hash of their source
@@ -123,7 +123,7 @@ def _source(key: tuple) -> tuple[str, str]:
     """The module name and source of the kernel for ``key`` (:data:`GENERIC` or
     :func:`key_of`'s)."""
     if key not in _SOURCES:
-        src = M.source() if key == GENERIC else M.source(key[0], key[1], key[2], key[3])
+        src = M.source() if key == GENERIC else M.source(*key)
         _SOURCES[key] = ("chase_" + hashlib.sha256((_STAMP + src).encode()).hexdigest()[:24],
                          src)
     return _SOURCES[key]
@@ -280,12 +280,12 @@ _PATHS: dict[tuple, tuple] = {}
 
 
 def _path_args(h, path_ids: np.ndarray, tlb_first: int, tlb_count: int, sm: int,
-               sm_count: int) -> tuple:
+               sm_count: int, wbits: int) -> tuple:
     """The kernel arguments that describe the path (hit latencies by position with the SM's
     offset added, home partitions, TLB penalties, visiting order, prefetch candidates). Kept
     by content: working them out costs more than a short chase."""
     ck = (h.meta.tobytes(), h.cost.tobytes(), h.far_cost.tobytes(), h.weights.tobytes(),
-          path_ids.tobytes(), tlb_first, tlb_count, sm, sm_count)
+          path_ids.tobytes(), tlb_first, tlb_count, sm, sm_count, wbits)
     out = _PATHS.get(ck)
     if out is not None:
         return out
@@ -306,7 +306,7 @@ def _path_args(h, path_ids: np.ndarray, tlb_first: int, tlb_count: int, sm: int,
                           tlb_count)
     tlb_done = max((i + 1 for i, (_, p) in enumerate(order) if p < 0), default=0)
     pf_cand = [lv for lv in dict.fromkeys(lv for lv, _ in order)
-               if M.prefetch_candidate(rows[lv])]
+               if M.prefetch_candidate(rows[lv], wbits)]
     out = (np.array(hitc, np.float64), np.array(farc, np.float64), np.array(homes, np.int64),
            np.array([float(h.cost[tlb_first + t]) for t in range(tlb_count)] or [0.0]),
            np.array([lv for lv, _ in order], np.int64),
@@ -324,7 +324,8 @@ def run(h, path_ids: np.ndarray, tlb_first: int, tlb_count: int, *, specialised:
     """Run the generic kernel, or the one specialised to this path; ``args`` are the kernel
     arguments from ``base`` on (:data:`gpumem.sim.model.ARGS`), without ``scalar``."""
     fn = kernel(key_of(h, path_ids, tlb_first, tlb_count) if specialised else GENERIC)
+    wbits = h.wbits
     fn(h.way, h.rng, h.clock, h.meta, h.set_ways, h.set_off, h.idx_param, h.weights,
        *_path_args(h, np.asarray(path_ids, np.int64), int(tlb_first), int(tlb_count), int(sm),
-                   int(sm_count)),
-       float(dram_latency), float(page_walk), *args, bool(scalar))
+                   int(sm_count), wbits),
+       float(dram_latency), float(page_walk), *args, bool(scalar), np.int64(wbits))
