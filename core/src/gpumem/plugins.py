@@ -305,7 +305,9 @@ class Plugins:
         is given the watchdog's ``timeout`` seconds (``bounded``: what the call does, for the
         message; "answer HOOK" by default), after which its :class:`PluginTimeout` is
         yielded and the plugin is left out of every later call (a :class:`PluginTimeout`
-        with ``again`` set, at no wait)."""
+        with ``again`` set, at no wait). Each implementation gets the arguments it names
+        (pluggy lets it take any subset of the spec's), and with ``GPUMEM_TRACE_PLUGINS=1``
+        each call is traced on stderr (:func:`trace`)."""
         impls = getattr(self.pm.hook, hook).get_hookimpls()
         what = bounded or f"answer {hook}"
         for impl in (reversed(impls) if newest_first else impls):
@@ -313,15 +315,21 @@ class Plugins:
             if name in self.hung:
                 yield name, None, PluginTimeout(self.hung[name], again=True)
                 continue
+            start = time.perf_counter()
             try:
-                result = self.call(name, functools.partial(impl.function, **kwargs), what)
+                result = self.call(name, functools.partial(impl.function, **own_args(impl,
+                                                                                   kwargs)),
+                                   what)
             except PluginTimeout as e:
                 self.hung[name] = f"{e} (GPUMEM_PLUGIN_TIMEOUT)"
+                trace(hook, name, start, error=e)
                 yield name, None, PluginTimeout(self.hung[name])
                 continue
             except Exception as e:  # noqa: BLE001 - the plugin's bug, handed to the caller
+                trace(hook, name, start, error=e)
                 yield name, None, e
                 continue
+            trace(hook, name, start, result=result)
             yield name, result, None
 
     def expected_values(self, arch: str, device: Any,
@@ -410,6 +418,10 @@ class Plugins:
         except pluggy.PluginValidationError as e:
             self.pm.unregister(obj)
             return self._fail(record, _describe(e), warn)
+        wrapped = _wrapper_problem(self.pm, obj)
+        if wrapped:
+            self.pm.unregister(obj)
+            return self._fail(record, wrapped, warn)
         pending: list[tuple[str, str, Any]] = []
 
         def register_all() -> list[tuple[str, str, Any]]:
@@ -418,8 +430,10 @@ class Plugins:
                 for impl in getattr(self.pm.hook, hookname).get_hookimpls():
                     if impl.plugin is not obj:
                         continue
-                    impl.function(register=lambda o, _k=kind: got.append(
-                        (_k, _name_of(o, _k), o)))
+                    start = time.perf_counter()
+                    impl.function(**own_args(impl, {"register": lambda o, _k=kind: got.append(
+                        (_k, _name_of(o, _k), o))}))
+                    trace(hookname, record.name, start, result=None)
             return got
 
         try:
@@ -462,6 +476,49 @@ class Plugins:
         warn(f"plugin '{record.name}' ({record.distribution} {record.version}) "
              f"failed to load: {error}")
         return False
+
+
+def own_args(impl: Any, kwargs: dict[str, Any]) -> dict[str, Any]:
+    """The arguments a hook implementation names (pluggy lets it take any subset of its
+    spec's: ``def gpumem_expected_values(arch)`` is a valid one), from the call's."""
+    return {a: kwargs[a] for a in impl.argnames if a in kwargs}
+
+
+def _wrapper_problem(pm: pluggy.PluginManager, obj: Any) -> str:
+    """Why a plugin's hook wrapper cannot be taken ("" if it has none). gpumem calls each
+    plugin's implementation on its own (:meth:`Plugins.answers`), so that one plugin's error
+    or hang cannot stop another's answer; a wrapper, which runs around the other plugins'
+    calls, would then be called as if it answered the hook (a generator for a result)."""
+    for caller in pm.get_hookcallers(obj) or []:
+        for impl in caller.get_hookimpls():
+            if impl.plugin is obj and (impl.wrapper or impl.hookwrapper):
+                return (f"{caller.name} is a hook wrapper, which gpumem does not run: it asks "
+                        f"each plugin on its own so that one plugin's failure cannot stop "
+                        f"another's answer; implement {caller.name} as a plain hookimpl")
+    return ""
+
+
+#: ``GPUMEM_TRACE_PLUGINS=1``: every hook call gpumem makes is traced on stderr.
+TRACE_ENV = "GPUMEM_TRACE_PLUGINS"
+
+
+def trace(hook: str, plugin: str, start: float, *, result: Any = None,
+          error: BaseException | None = None) -> None:
+    """One stderr line per hook call when ``GPUMEM_TRACE_PLUGINS`` is set: the hook, the
+    plugin, how long it took and what it gave (a short description) or raised."""
+    if os.environ.get(TRACE_ENV, "").strip() in ("", "0"):
+        return
+    ms = (time.perf_counter() - start) * 1e3
+    if error is not None:
+        what = f"raised {_describe(error)}"
+    elif isinstance(result, (list, tuple)):
+        what = f"{type(result).__name__} of {len(result)}"
+    else:
+        what = "None" if result is None else type(result).__name__
+    from gpumem.printable import escape_controls
+
+    print(f"gpumem: trace: {hook} {plugin} {ms:.1f} ms -> {escape_controls(what)}",
+          file=sys.stderr)
 
 
 def _describe(e: BaseException) -> str:
