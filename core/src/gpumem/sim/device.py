@@ -107,6 +107,13 @@ class SimDevice(Device):
         return out
 
     @property
+    def independent_probes(self) -> bool:
+        """Is every probe's answer a function of its request alone, whichever probes came
+        before it, in this process or another? Yes unless a configured clock step counts the
+        chases served. The runner then runs experiments at once (``gpumem run -j N``)."""
+        return self.config.timer.clock_step_after <= 0
+
+    @property
     def chase_threads(self) -> int:
         """How many chases :meth:`pointer_chases` runs at once: ``threads``, or 1 where a
         chase's result depends on how many came before it (a configured clock step)."""
