@@ -12,11 +12,16 @@ regime of the pointer chase (L1, L2, far L2, DRAM, DRAM with TLB misses); every 
 architecture's default grid in <= 60 s; ``run --arch hopper all --device sim --workers 16``
 in <= 8 s on a 16-core x86 server; the 8 GB sweep in < 1 GB resident memory.
 
-``--workers N`` runs the points over N worker processes, as ``gpumem run -j N`` does;
-``--threads T`` also gives the adaptive searches T threads (``GPUMEM_SIM_THREADS``) to run
-their next probes ahead (default 1: on the GPU host's 16 cores, 16 threads made
-cache_structure 9.6-10.6 s against 3.9 s with one). The per-experiment wall times come from
-the run's manifest.
+``--workers N`` runs the points over N worker processes, as ``gpumem run -j N`` does (with
+N > 1 the experiments run at once, each adaptive search in a worker of its own;
+``--sequential`` runs them one after another, ``GPUMEM_SEQUENTIAL=1``); ``--threads T``
+also gives the adaptive searches T threads (``GPUMEM_SIM_THREADS``) to run their next probes
+ahead (default 1: on the GPU host's 16 cores, 16 threads made cache_structure 9.6-10.6 s
+against 3.9 s with one). The per-experiment wall times come from the run's manifest; the
+run's timeline (``GPUMEM_TIMELINE``) gives, per experiment, when it started, finished
+measuring and ended, counted from the command's start, and the critical path: start-up,
+then the experiment that ended last (measuring, then analysis and write), then the exit.
+A table of it goes to stderr.
 """
 
 from __future__ import annotations
@@ -118,18 +123,101 @@ def chase() -> dict:
     return res
 
 
-def _run(args: list[str], cwd: Path, threads: int = 1) -> float:
+def _run(args: list[str], cwd: Path, threads: int = 1, timeline: Path | None = None,
+         sequential: bool = False) -> float:
+    env = run_env(threads, sequential)
+    if timeline is not None:
+        from gpumem.runner import TIMELINE_ENV
+
+        env[TIMELINE_ENV] = str(timeline)
+        env["GPUMEM_BENCH_SPAWNED"] = repr(time.time())
     t = time.perf_counter()
     subprocess.run([sys.executable, "-m", "gpumem", *args], cwd=cwd, check=True,
-                   capture_output=True, text=True, env=run_env(threads))
-    return time.perf_counter() - t
+                   capture_output=True, text=True, env=env)
+    wall = time.perf_counter() - t
+    if timeline is not None and timeline.exists():  # offsets from the command's start
+        spawned = float(env["GPUMEM_BENCH_SPAWNED"])
+        marks = json.loads(timeline.read_text())
+        timeline.write_text(json.dumps({"wall_s": wall, "marks": [
+            [round(t - spawned, 3), what, name] for t, what, name in marks]}))
+    return wall
 
 
-def run_env(threads: int) -> dict[str, str]:
-    """The environment of a ``gpumem run`` given ``threads`` simulator threads."""
+def run_env(threads: int, sequential: bool = False) -> dict[str, str]:
+    """The environment of a ``gpumem run`` given ``threads`` simulator threads (and one
+    experiment at a time if ``sequential``)."""
+    from gpumem.runner import SEQUENTIAL_ENV
     from gpumem.sim.device import THREADS_ENV
 
-    return {**os.environ, THREADS_ENV: str(threads)}
+    env = {**os.environ, THREADS_ENV: str(threads)}
+    env.pop(SEQUENTIAL_ENV, None)
+    if sequential:
+        env[SEQUENTIAL_ENV] = "1"
+    return env
+
+
+def critical_path(timeline: dict) -> dict:
+    """From a run's timeline (:func:`_run`): per experiment when it started, finished
+    measuring and ended (seconds from the command's start), and the critical path: the
+    start-up before the first experiment, the experiment that ended last (its measuring,
+    analysis and write), and what followed (the summary, the exit)."""
+    marks = timeline["marks"]
+    at: dict[str, dict[str, float]] = {}
+    rounds: dict[str, int] = {}
+    for t, what, name in marks:
+        if what == "round":
+            rounds[name] = rounds.get(name, 0) + 1
+        elif name:
+            at.setdefault(name, {})[what] = t
+    first = {what: t for t, what, name in reversed(marks) if not name}
+    main_cpu = next((float(name) for _t, what, name in marks if what == "main_cpu_s"), None)
+    per = {}
+    for name, m in at.items():
+        if "end" not in m:
+            continue
+        row = {"start": m.get("start"), "end": m["end"], "wall": round(m["end"] - m["start"], 3)}
+        if "measured" in m:
+            row["measuring"] = round(m["measured"] - m["start"], 3)
+            row["analysis_and_write"] = round(m["end"] - m["measured"], 3)
+        if name in rounds:
+            row["refine_rounds"] = rounds[name]
+        per[name] = row
+    if not per:
+        return {"experiments": per}
+    last = max(per, key=lambda n: per[n]["end"])
+    begin = min(r["start"] for r in per.values())
+    return {
+        "experiments": per,
+        "startup_s": round(begin, 3),
+        "run_called_s": first.get("run"),
+        "workers_ready_s": first.get("workers"),
+        "last_experiment": last,
+        "last_end_s": per[last]["end"],
+        "after_last_s": round(timeline["wall_s"] - per[last]["end"], 3),
+        "sum_of_experiment_walls_s": round(sum(r["wall"] for r in per.values()), 3),
+        "main_process_cpu_s": main_cpu,  # near the wall: that process is the bottleneck
+        "critical_path": (f"start-up {begin:.2f} s, then {last} from "
+                          f"{per[last]['start']:.2f} s: measuring "
+                          f"{per[last].get('measuring', 0):.2f} s, analysis and write "
+                          f"{per[last].get('analysis_and_write', 0):.2f} s, then "
+                          f"{timeline['wall_s'] - per[last]['end']:.2f} s to the exit "
+                          f"(wall {timeline['wall_s']:.2f} s)"),
+    }
+
+
+def print_timeline(arch: str, cp: dict, out=sys.stderr) -> None:
+    """The timeline as a table, latest end last."""
+    print(f"{arch}: {cp.get('critical_path', 'no experiment ended')}; the main process "
+          f"used {cp.get('main_process_cpu_s')} s of CPU", file=out)
+    print(f"  {'experiment':18s} {'start':>6s} {'measured':>9s} {'end':>6s} {'wall':>6s} "
+          f"{'measure':>8s} {'an+write':>8s} {'rounds':>6s}", file=out)
+    rows = sorted(cp["experiments"].items(), key=lambda kv: kv[1]["end"])
+    for name, r in rows:
+        measured = r["start"] + r["measuring"] if "measuring" in r else float("nan")
+        print(f"  {name:18s} {r['start']:6.2f} {measured:9.2f} {r['end']:6.2f} "
+              f"{r['wall']:6.2f} {r.get('measuring', float('nan')):8.2f} "
+              f"{r.get('analysis_and_write', float('nan')):8.2f} "
+              f"{r.get('refine_rounds', 0):6d}", file=out)
 
 
 def experiment_walls(run_dir: Path) -> dict[str, float]:
@@ -160,19 +248,28 @@ def workers() -> dict:
 ARCHS = ("fermi", "kepler", "maxwell", "hopper")
 
 
-def archs(names: tuple[str, ...] = ARCHS, workers: int = 1, threads: int = 1) -> dict:
+def archs(names: tuple[str, ...] = ARCHS, workers: int = 1, threads: int = 1,
+          sequential: bool = False) -> dict:
     """``gpumem run --arch A all --device sim --workers N`` in a fresh process, each arch:
-    wall seconds, and each experiment's."""
-    out, per = {}, {}
+    wall seconds, each experiment's, and the run's timeline and critical path."""
+    out, per, paths = {}, {}, {}
+    load_before = list(os.getloadavg())
     with tempfile.TemporaryDirectory() as tmp:
         for arch in names:
             run_dir = Path(tmp) / arch
+            timeline = Path(tmp) / f"{arch}.timeline.json"
             out[arch] = round(_run(["run", "--arch", arch, "all", "--device", "sim",
                                     "--workers", str(workers), "--out", str(run_dir)],
-                                   Path(tmp), threads=threads), 1)
+                                   Path(tmp), threads=threads, timeline=timeline,
+                                   sequential=sequential), 1)
             per[arch] = experiment_walls(run_dir)
-    return {"workers": workers, "threads": threads, "run_all_sim_wall_s": out,
-            "experiment_wall_s": per}
+            if timeline.exists():
+                paths[arch] = critical_path(json.loads(timeline.read_text()))
+                print_timeline(arch, paths[arch])
+    return {"workers": workers, "threads": threads, "sequential": sequential,
+            "load_average_before_after": [load_before, list(os.getloadavg())],
+            "run_all_sim_wall_s": out,
+            "experiment_wall_s": per, "timeline": paths}
 
 
 def tlb8g() -> dict:
@@ -206,6 +303,8 @@ def main() -> None:
                     "searches (GPUMEM_SIM_THREADS; default 1)")
     ap.add_argument("--arch", action="append", choices=ARCHS,
                     help="archs: only these (repeatable; default all four)")
+    ap.add_argument("--sequential", action="store_true", help="archs: one experiment at a "
+                    "time even with --workers (GPUMEM_SEQUENTIAL=1)")
     opts = ap.parse_args()
     what = opts.what
     results: dict = {"cpu_count": os.cpu_count()}
@@ -216,7 +315,8 @@ def main() -> None:
         results["workers"] = w
         results["workers"]["scaling_model"] = scaling_model(w["wall_s"]["1"], w["wall_s"]["2"])
     if what in ("archs", "all"):
-        results.update(archs(tuple(opts.arch or ARCHS), opts.workers, opts.threads))
+        results.update(archs(tuple(opts.arch or ARCHS), opts.workers, opts.threads,
+                             opts.sequential))
     if what in ("tlb8g", "all"):
         results.update(tlb8g())
     print(json.dumps(results, indent=1))
