@@ -172,8 +172,12 @@ def test_kernel_lookup_names_a_failing_plugin_and_asks_the_next(capsys):
         def gpumem_kernel_source(self, arch, probe):
             raise RuntimeError("no kernels today")
 
+    from gpumem import builtin
+
     warnings: list[str] = []
     plugins = Plugins(warn=warnings.append)
+    # core first, as load_plugins does: it adds the CUDA backend's hook (gpumem_addhooks)
+    plugins.add(builtin, PluginRecord("core", "d", "1"), warnings.append)
     plugins.add(get_plugins().pm.get_plugin("kepler"), PluginRecord("kepler", "d", "1"),
                 warnings.append)
     plugins.add(Careless(), PluginRecord("careless", "d", "1"), warnings.append)

@@ -24,7 +24,7 @@ _SERIAL = itertools.count()
 
 
 def _plugin(tmp_path: Path, monkeypatch, name: str, body: str) -> EntryPoint:
-    module = f"hook_contract_{name}_{next(_SERIAL)}"
+    module = f"hook_contract_{name.replace('-', '_')}_{next(_SERIAL)}"
     (tmp_path / f"{module}.py").write_text(HEAD + body)
     monkeypatch.syspath_prepend(str(tmp_path))
     return EntryPoint(name, module, "gpumem")
@@ -105,3 +105,50 @@ def test_nothing_is_traced_unless_asked(tmp_path, monkeypatch, capsys):
                            warn=lambda _m: None)
     plugins.expected_values("hopper", _info(), warn=lambda _m: None)
     assert "gpumem: trace:" not in capsys.readouterr().err
+
+
+SPECS_MODULE = ("import pluggy\nspec = pluggy.HookspecMarker('gpumem')\n"
+                "@spec(firstresult=True)\ndef gpumem_hip_kernel_source(arch, probe):\n"
+                "    '''a ROCm backend's own hook'''\n")
+
+
+def test_a_plugin_adds_its_own_hooks_and_later_plugins_implement_them(tmp_path, monkeypatch):
+    """gpumem_addhooks, as pytest_addhooks: a backend brings its hook specs, another plugin
+    implements them, and the one hook path answers them."""
+    (tmp_path / "rocm_specs_for_test.py").write_text(SPECS_MODULE)
+    backend = _plugin(tmp_path, monkeypatch, "a-rocm",
+                      "@hookimpl\ndef gpumem_addhooks(pluginmanager):\n"
+                      "    import rocm_specs_for_test\n"
+                      "    pluginmanager.add_hookspecs(rocm_specs_for_test)\n")
+    arch = _plugin(tmp_path, monkeypatch, "b-mi300",
+                   "@hookimpl\ndef gpumem_hip_kernel_source(arch, probe):\n"
+                   "    return KernelSource(code='// hip', name=probe)\n")
+    said: list[str] = []
+    plugins = load_plugins(eps=[backend, arch], warn=said.append)
+    assert not plugins.failures, said
+    src = plugins.first_result("gpumem_hip_kernel_source", arch="mi300", probe="stream")
+    assert src.code == "// hip" and src.name == "stream"
+
+
+def test_the_cuda_kernel_hook_is_the_cuda_backends_own():
+    """Core's hook specs do not declare it; core's plugin adds it (gpumem.cuda.hookspecs),
+    so the architecture plugins that answer it load."""
+    from gpumem import hookspecs
+    from gpumem.cuda import hookspecs as cuda_hookspecs
+
+    assert not hasattr(hookspecs, "gpumem_kernel_source")
+    assert hasattr(cuda_hookspecs, "gpumem_kernel_source")
+    plugins = load_plugins(eps=_installed("kepler"), warn=lambda _m: None)
+    assert not plugins.failures
+    assert "pointer_chase_tex" in plugins.kernel_lookup("kepler")("pointer_chase").code
+
+
+def test_an_addhooks_that_raises_is_a_broken_plugin_in_one_line(tmp_path, monkeypatch):
+    ep = _plugin(tmp_path, monkeypatch, "bad-specs",
+                 "@hookimpl\ndef gpumem_addhooks(pluginmanager):\n"
+                 "    raise ImportError('no module named gpumem_rocm.hookspecs')\n")
+    said: list[str] = []
+    plugins = load_plugins(eps=[ep], warn=said.append)
+    (bad,) = plugins.failures
+    assert bad.name == "bad-specs" and "gpumem_addhooks raised ImportError" in bad.error
+    assert "\n" not in bad.error and len(said) == 1

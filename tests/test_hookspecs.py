@@ -8,9 +8,13 @@ from pathlib import Path
 import pytest
 
 from gpumem import hookspecs
+from gpumem.cuda import hookspecs as cuda_hookspecs
 
-SPECS = [name for name, fn in vars(hookspecs).items()
-         if name.startswith("gpumem_") and callable(fn)]
+#: core's hooks, and those the CUDA backend adds through gpumem_addhooks
+SPEC_MODULES = {name: module for module in (hookspecs, cuda_hookspecs)
+                for name, fn in vars(module).items()
+                if name.startswith("gpumem_") and callable(fn)}
+SPECS = list(SPEC_MODULES)
 
 
 def test_there_are_hooks_for_each_family():
@@ -22,12 +26,12 @@ def test_there_are_hooks_for_each_family():
 
 @pytest.mark.parametrize("name", SPECS)
 def test_hook_is_documented_with_an_example(name):
-    doc = inspect.getdoc(getattr(hookspecs, name)) or ""
+    doc = inspect.getdoc(getattr(SPEC_MODULES[name], name)) or ""
     assert len(doc.splitlines()[0]) > 20, f"{name}: needs a one-line summary"
     assert "Example::" in doc, f"{name}: docstring needs an 'Example::' block"
     example = doc.split("Example::", 1)[1]
     assert f"def {name}(" in example, f"{name}: the example must implement the hook"
-    for param in inspect.signature(getattr(hookspecs, name)).parameters:
+    for param in inspect.signature(getattr(SPEC_MODULES[name], name)).parameters:
         assert f":param {param}:" in doc, f"{name}: parameter '{param}' is undocumented"
 
 

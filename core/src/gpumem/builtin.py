@@ -1,14 +1,22 @@
 """Core's own plugin: registered first, exactly like an installed plugin.
 
 It contributes what does not belong to any one architecture: the device-agnostic
-experiments, the ``cuda`` device backend, the built-in ``sim`` simulator, and the expected
-values of the generic architecture ``sm_XY`` of a GPU no plugin describes
-(:mod:`gpumem.generic`).
+experiments, the ``cuda`` device backend (and its own hook, ``gpumem_kernel_source``), the
+built-in ``sim`` simulator, and the expected values of the generic architecture ``sm_XY`` of
+a GPU no plugin describes (:mod:`gpumem.generic`).
 """
 
 from __future__ import annotations
 
 from gpumem import hookimpl
+
+
+@hookimpl
+def gpumem_addhooks(pluginmanager):
+    """The CUDA backend's own hook (gpumem_kernel_source), before any plugin implements it."""
+    from gpumem.cuda import hookspecs as cuda_hookspecs
+
+    pluginmanager.add_hookspecs(cuda_hookspecs)
 
 
 @hookimpl

@@ -19,27 +19,59 @@ through one path (:meth:`gpumem.plugins.Plugins.answers`; registration through
 others still answer.
 
 The families follow the product: **Architecture** (what ``--arch NAME`` resolves to),
-**Experiment** (sweeps and their analysis, plus expected values), **Device** (hardware backends
-and the CUDA kernels of each probe) and **Simulator** (simulated devices and their configs).
+**Experiment** (sweeps and their analysis, plus expected values), **Device** (hardware backends)
+and **Simulator** (simulated devices and their configs). A backend's own hooks are added by
+its plugin through :func:`gpumem_addhooks`: the CUDA backend's ``gpumem_kernel_source`` (the
+kernel of each probe) lives in :mod:`gpumem.cuda.hookspecs`.
 ``tests/test_hookspecs.py`` fails when a hook here lacks a docstring with an example, or when no
 test exercises it.
 """
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any, Callable
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any
 
 import pluggy
 
 if TYPE_CHECKING:
     from gpumem.architecture import Architecture
-    from gpumem.device import DeviceBackend, DeviceInfo, KernelSource
+    from gpumem.device import DeviceBackend, DeviceInfo
     from gpumem.experiment import Experiment
     from gpumem.findings import Expected
     from gpumem.formats import Format
     from gpumem.simulator import Simulator
 
 hookspec = pluggy.HookspecMarker("gpumem")
+
+# ---------------------------------------------------------------------------------------------
+# Hooks that add hooks
+# ---------------------------------------------------------------------------------------------
+
+
+@hookspec
+def gpumem_addhooks(pluginmanager: pluggy.PluginManager) -> None:
+    """Add hook specifications of your own, as pytest's ``pytest_addhooks`` does.
+
+    Called once for each plugin that implements it, when it registers (through the same
+    bounded, isolated path as every hook), before its other hooks are checked; plugins
+    registered later may then implement the added hooks. Core's CUDA backend adds
+    :mod:`gpumem.cuda.hookspecs` (``gpumem_kernel_source``) this way: hooks only one backend
+    calls belong to that backend, not to every plugin's contract. A plugin whose specs clash
+    with existing ones, or whose hook raises, fails to load, named in one line.
+
+    :param pluginmanager: the ``pluggy.PluginManager``: call its ``add_hookspecs(module)``.
+
+    Example::
+
+        from gpumem.api import hookimpl
+
+        @hookimpl
+        def gpumem_addhooks(pluginmanager):
+            from gpumem_rocm import hookspecs  # defines gpumem_hip_kernel_source
+            pluginmanager.add_hookspecs(hookspecs)
+    """
+
 
 # ---------------------------------------------------------------------------------------------
 # Architecture hooks
@@ -161,35 +193,6 @@ def gpumem_register_devices(register: Callable[[DeviceBackend], None]) -> None:
         @hookimpl
         def gpumem_register_devices(register):
             register(RocmBackend())
-    """
-
-
-@hookspec(firstresult=True)
-def gpumem_kernel_source(arch: str, probe: str) -> KernelSource | None:
-    """Return the tuned CUDA kernel for ``probe`` on ``arch``, or ``None`` to use core's own.
-
-    Stops at the first non-``None`` result, each plugin asked on its own (one that raises is
-    named and the next asked). The runner hands the answer to the device backend it opens
-    (``DeviceBackend.open(index, arch, kernel_source)``). The probes are named in
-    :data:`gpumem.device.PROBES` (``pointer_chase``, ``stream``, ...); the kernel must keep the
-    probe's argument contract documented in ``gpumem/cuda/kernels``. An
-    :class:`~gpumem.api.ArchitecturePlugin` answers from ``kernels/`` for the probes it names.
-
-    :param arch: the architecture being measured.
-    :param probe: the probe name.
-    :return: a :class:`gpumem.KernelSource` or ``None``.
-
-    Example::
-
-        from importlib.resources import files
-        from gpumem.api import KernelSource, hookimpl
-
-        @hookimpl
-        def gpumem_kernel_source(arch, probe):
-            if arch == "hopper" and probe == "pointer_chase":
-                code = files("gpumem_hopper.kernels").joinpath("chase.cu").read_text()
-                return KernelSource(code=code, name="pointer_chase", options=("-std=c++17",))
-            return None
     """
 
 

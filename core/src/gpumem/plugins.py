@@ -413,6 +413,13 @@ class Plugins:
             self.pm.register(obj, name=record.name)
         except Exception as e:  # noqa: BLE001 - any failure is the plugin's, reported
             return self._fail(record, f"cannot register: {_describe(e)}", warn)
+        try:  # the hooks it adds (gpumem_addhooks) first: its other hooks may be of them
+            self.call(record.name, functools.partial(self._add_hooks, obj, record.name),
+                      "add its hooks")
+        except Exception as e:  # noqa: BLE001 - a timeout, or the plugin's bug
+            self.pm.unregister(obj)
+            return self._fail(record, f"gpumem_addhooks raised {_describe(e)}"
+                              if not isinstance(e, PluginTimeout) else str(e), warn)
         try:
             self.pm.check_pending()
         except pluggy.PluginValidationError as e:
@@ -468,6 +475,15 @@ class Plugins:
         for names in record.contributes.values():
             names.sort()
         return True
+
+    def _add_hooks(self, obj: Any, name: str) -> None:
+        """Call ``obj``'s own ``gpumem_addhooks`` (the specs it brings, as pytest's
+        ``pytest_addhooks``), once, as it registers."""
+        for impl in self.pm.hook.gpumem_addhooks.get_hookimpls():
+            if impl.plugin is obj:
+                start = time.perf_counter()
+                impl.function(**own_args(impl, {"pluginmanager": self.pm}))
+                trace("gpumem_addhooks", name, start)
 
     def _fail(self, record: PluginRecord, error: str, warn: Callable[[str], None]) -> bool:
         record.status = "error"
