@@ -152,3 +152,34 @@ def test_an_addhooks_that_raises_is_a_broken_plugin_in_one_line(tmp_path, monkey
     (bad,) = plugins.failures
     assert bad.name == "bad-specs" and "gpumem_addhooks raised ImportError" in bad.error
     assert "\n" not in bad.error and len(said) == 1
+
+
+BROKEN = "raise RuntimeError('half-installed')\n"
+
+
+def test_a_plugin_warning_is_a_python_warning_of_gpumems_class(tmp_path, monkeypatch):
+    """Library callers filter it, or make it an error, as any warning (default warn)."""
+    import warnings
+
+    from gpumem.errors import PluginWarning
+
+    ep = _plugin(tmp_path, monkeypatch, "halfway", BROKEN)
+    with pytest.warns(PluginWarning, match="plugin 'halfway' .* failed to load: import "
+                                           "failed: RuntimeError: half-installed"):
+        load_plugins(eps=[ep])
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", PluginWarning)
+        with pytest.raises(PluginWarning, match="halfway"):
+            load_plugins(eps=[_plugin(tmp_path, monkeypatch, "halfway", BROKEN)])
+
+
+def test_the_command_shows_a_plugin_warning_as_one_line(cli, tmp_path, monkeypatch):
+    ep = _plugin(tmp_path, monkeypatch, "halfway", BROKEN)
+    real = plugins_mod.entry_points()
+    monkeypatch.setattr(plugins_mod, "entry_points", lambda: [*real, ep])
+    res = cli("list-plugins")
+    assert res.code == 0
+    lines = [x for x in res.err.splitlines() if "halfway" in x]
+    assert len(lines) == 1 and lines[0].startswith("gpumem: warning: plugin 'halfway' "), \
+        res.err
+    assert "failed to load: import failed: RuntimeError: half-installed" in lines[0]

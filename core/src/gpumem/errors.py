@@ -23,6 +23,13 @@ class PluginError(GpumemError):
     """A plugin failed to load or conflicts with another (raised only in strict mode)."""
 
 
+class PluginWarning(UserWarning):
+    """A plugin failed to load, hung, or gave an answer gpumem left out; gpumem went on
+    without it. Issued with :func:`warnings.warn`, so ``-W error::gpumem.errors.PluginWarning``
+    (or ``ignore``) and pytest's warning capture apply; the ``gpumem`` command shows each as
+    one line, ``gpumem: warning: ...``."""
+
+
 class ResultsFileError(GpumemError):
     """A results file or run directory cannot be read: missing, truncated, corrupt."""
 

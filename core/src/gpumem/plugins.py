@@ -44,12 +44,14 @@ collected: a bad answer is dropped with one warning naming the plugin.
 from __future__ import annotations
 
 import _thread
+import contextlib
 import functools
 import os
 import queue
 import sys
 import threading
 import time
+import warnings
 import weakref
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
@@ -60,7 +62,7 @@ import pluggy
 from packaging.utils import canonicalize_name
 
 from gpumem import hookspecs
-from gpumem.errors import PluginError
+from gpumem.errors import PluginError, PluginWarning
 
 GROUP = "gpumem"
 BUILTIN = "core"
@@ -588,9 +590,32 @@ def entry_points() -> list[metadata.EntryPoint]:
 
 
 def _stderr_warn(message: str) -> None:
+    """The default ``warn``: a :class:`~gpumem.errors.PluginWarning` (one line on stderr under
+    the ``gpumem`` command, :func:`warnings_as_lines`)."""
+    warnings.warn(PluginWarning(message), stacklevel=2)
+
+
+@contextlib.contextmanager
+def warnings_as_lines() -> Iterator[None]:
+    """Within: each :class:`~gpumem.errors.PluginWarning` shown as ``gpumem: warning: ...``,
+    one line on stderr, every time (unless the user set warning filters: ``-W``,
+    ``PYTHONWARNINGS``); other warnings as Python shows them."""
     from gpumem.printable import escape_controls
 
-    print(f"gpumem: warning: {escape_controls(message)}", file=sys.stderr)
+    with warnings.catch_warnings():
+        if not sys.warnoptions:
+            warnings.simplefilter("always", PluginWarning)
+        previous = warnings.showwarning
+
+        def show(message: Any, category: type[Warning], filename: str, lineno: int,
+                 file: Any = None, line: str | None = None) -> None:
+            if issubclass(category, PluginWarning):
+                print(f"gpumem: warning: {escape_controls(str(message))}", file=sys.stderr)
+            else:
+                previous(message, category, filename, lineno, file, line)
+
+        warnings.showwarning = show
+        yield
 
 
 def strict_from_env() -> bool:

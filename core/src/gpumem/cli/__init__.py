@@ -39,6 +39,7 @@ from gpumem.cli import show as _show  # noqa: E402,F401
 from gpumem.cli._app import _CtrlC, app  # noqa: F401  (app: the typer application)
 from gpumem.cli._common import escape_controls
 from gpumem.errors import GpumemError
+from gpumem.plugins import warnings_as_lines
 
 
 def _click_exception() -> type[Exception]:
@@ -67,7 +68,8 @@ def _main(args: list[str]) -> int:
 
     _state.argv = ["gpumem", *args]
     try:
-        rv = app(args=args, prog_name="gpumem", standalone_mode=False)
+        with warnings_as_lines():  # a plugin's warning: one line, as every gpumem message
+            rv = app(args=args, prog_name="gpumem", standalone_mode=False)
         code = rv if isinstance(rv, int) else 0  # typer.Exit(n) inside a command returns n
     except typer.Exit as e:
         code = e.exit_code
