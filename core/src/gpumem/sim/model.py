@@ -397,7 +397,7 @@ def lookup(s: Src, L: Level) -> None:
 
 def hit_latency(s: Src, L: Level, p: int | None) -> None:
     """``lat`` = a hit's latency at path position ``p``: near or far partition (``hitc``,
-    ``farc`` include the SM's offset), plus the TLB penalties so far."""
+    ``farc`` include the SM's offset), plus the access's TLB penalties ``pen``."""
     if L.key is None:
         s("c = hitc[p]")
         with s.block("if meta[lv, PARTS] > 1:"):  # which partition is home, and is it ours?
@@ -472,9 +472,9 @@ def source(path_ids: Sequence[int] | None = None, path_keys: Sequence[tuple] = (
             kernel.choose_prefetched(s)
         s("off = chunk[k & (2 * CHUNK - 1)]", "addr = base + off")
         kernel.prefetch(s)
-        s("pen = 0.0", "lat = 0.0", "lvl = plen")
+        s("pen = 0.0", "lvl = plen")
         kernel.walk(s)
-        _record(s)
+        _record(s, kernel)
     kernel.epilogue(s)
     _noise(s)
     s("clock[0] = t0 + warmup + record")
@@ -491,6 +491,7 @@ class _Generic:
           "mru_way = np.zeros(n_levels, np.int64)  # ... and where it sits",
           "scans = np.zeros(n_levels, np.int64)  # set scans per level in this chunk",
           "n_cand = pf_cand.shape[0]", "pf = pf_cand.copy()", "n_pf = n_cand",
+          "pos_lv = np.zeros(max(plen, 1), np.int64)  # the level at each path position",
           "# each level's way words: sector-mask bits, tag mask, the bits above the mask",
           "tsec = np.empty(n_levels, np.int64)", "tmask = np.empty(n_levels, np.int64)",
           "tkeep = np.empty(n_levels, np.int64)")
@@ -498,6 +499,9 @@ class _Generic:
             s("tsec[lv] = np.int64(1) << (meta[lv, LINE_SHIFT] - meta[lv, SECTOR_SHIFT])",
               "tmask[lv] = (np.int64(1) << max(0, wbits - tsec[lv])) - 1",
               "tkeep[lv] = ~((np.int64(1) << tsec[lv]) - 1)")
+        with s.block("for i in range(n_steps):"):
+            with s.block("if step_pos[i] >= 0:"):
+                s("pos_lv[step_pos[i]] = steps[i]")
         s(f"pf_step = {HOST_LINE // word_bytes(NARROW)} if wbits == {NARROW} else "
           f"{HOST_LINE // word_bytes(WIDE)}  # way words a host cache line")
 
@@ -527,7 +531,7 @@ class _Generic:
         s("i = 0")
         with s.block("while True:"):
             with s.block("if i == n_steps:"):
-                s("lat = dram_latency + pen", "lvl = plen", "break")
+                s("lvl = plen", "break")
             s("lv = steps[i]")
             lookup(s, Level())
             s("p = step_pos[i]")
@@ -540,9 +544,16 @@ class _Generic:
                         s("pen += page_walk")
                 s("continue")
             with s.block("if hit:"):
-                hit_latency(s, Level(), None)
                 s("lvl = p", "break")
             s("i += 1")
+
+    def latency(self, s: Src) -> None:
+        """``lat`` of a recorded access served at path position ``lvl`` (``plen``: DRAM)."""
+        with s.block("if lvl == plen:"):
+            s("lat = dram_latency + pen")
+        with s.block("else:"):
+            s("p = lvl", "lv = pos_lv[p]")
+            hit_latency(s, Level(), None)
 
     def epilogue(self, s: Src) -> None:
         pass
@@ -605,7 +616,6 @@ class _Static:
                 if p >= 0:
                     lookup(s, self.levels[lv])
                     with s.block("if hit:"):
-                        hit_latency(s, self.levels[lv], p)
                         s(f"lvl = {p}", "break")
                 elif p == -1:  # all TLB levels at once; all missed: the page walk is paid
                     with s.block("while True:"):
@@ -615,7 +625,16 @@ class _Static:
                                 s("break")
                             s(f"pen += tc{t}")
                         s("pen += page_walk", "break")
-            s("lat = dram_latency + pen", f"lvl = {self.plen}", "break")
+            s(f"lvl = {self.plen}", "break")
+
+    def latency(self, s: Src) -> None:
+        """``lat`` of a recorded access served at path position ``lvl``."""
+        by_pos = {p: lv for lv, p in self.order if p >= 0}
+        for p in range(self.plen):
+            with s.block(f"{'if' if p == 0 else 'elif'} lvl == {p}:"):
+                hit_latency(s, self.levels[by_pos[p]], p)
+        with s.block("else:" if self.plen else "if True:"):
+            s("lat = dram_latency + pen")
 
     def epilogue(self, s: Src) -> None:
         for lv, L in self.levels.items():
@@ -650,10 +669,12 @@ def _chain_chunk(s: Src) -> None:
     s("gen = min(k + 2 * CHUNK, n_acc)")
 
 
-def _record(s: Src) -> None:
-    """A recorded access: its latency (timer noise is added after the loop, in one pass:
-    :func:`gpumem.sim.primitives._timer_noise`), the element read, the level that served it."""
+def _record(s: Src, kernel) -> None:
+    """A recorded access: its latency (worked out only here: the warm-up needs none; timer
+    noise is added after the loop, in one pass: :func:`gpumem.sim.primitives._timer_noise`),
+    the element read, the level that served it."""
     with s.block("if k >= warmup:"):
+        kernel.latency(s)
         s("i = k - warmup", "out_lat[i] = lat", "out_idx[i] = off // element",
           "out_level[i] = lvl")
 

@@ -106,12 +106,12 @@ def _make_front(n: int):
                                                 args[1], n)
             i32 = ir.IntType(32)
             rec = builder.load(vptr, align=it.width // 8)
-            back = builder.shuffle_vector(rec, ir.Constant(vt, None), ir.Constant(
-                ir.VectorType(i32, n), [0] + list(range(n - 1))))
+            # [word, way 0, ..., way n - 2]: the word comes in from a splat by the same
+            # shuffle (inserting an element into a 512-bit vector takes two more)
+            back = builder.shuffle_vector(rec, splat(args[3]), ir.Constant(
+                ir.VectorType(i32, n), [n] + list(range(n - 1))))
             moved = builder.icmp_unsigned("<=", ir.Constant(vt, list(range(n))), splat(args[2]))
             out = builder.select(moved, back, rec)
-            w = builder.trunc(args[3], it) if it.width < 64 else args[3]
-            out = builder.insert_element(out, w, ir.Constant(i32, 0))
             builder.store(out, vptr, align=it.width // 8)
             return context.get_dummy_value()
 
