@@ -347,3 +347,49 @@ def test_addresses_no_word_can_tell_apart_are_refused():
     engine.simulate_chase(h, path, 2, 1, DRAM, base=cfg.base_address + (512 << 30), **kw)
     with pytest.raises(ValueError, match="0 ... 2"):
         engine.simulate_chase(h, path, 2, 1, DRAM, base=-4096, **kw)
+
+
+def _hopper() -> SimConfig:
+    from gpumem.plugins import get_plugins
+
+    return get_plugins().hook.gpumem_simulator_config(arch="hopper", simulator="sim")
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_reset_clears_every_set_the_chases_filled(seed, monkeypatch):
+    """reset() clears, in a big state, only the sets of the blocks the chases since the last
+    reset could reach (a run of sets of each modulo-indexed level, wrapping round): after
+    short chases starting anywhere, at the end of a level's sets too, and long ones, no way
+    word is left; and levels were cleared in part, across their last set too."""
+    monkeypatch.setattr(engine, "SMALL_STATE", 0)  # the planted states are small
+    cfg = _hopper() if seed < 3 else _config(seed)
+    h, ids = engine.compile_hierarchy(cfg, seed)
+    levels = [lv for lv in [*cfg.caches, *cfg.tlbs] if lv.index.function == "modulo"
+              and len(lv.way_list) > 1]
+    rng = np.random.default_rng(seed)
+    partial = wrapped = 0
+    for i in range(16):
+        pad = int(rng.integers(0, 1 << 16)) * 128
+        if levels:  # the chase's first set, the level's last few every other time
+            lv = levels[int(rng.integers(len(levels)))]
+            line, sets = (lv.line if isinstance(lv, CacheLevel) else lv.page), len(lv.way_list)
+            start = sets - int(rng.integers(1, 8)) if i % 2 else int(rng.integers(sets))
+            pad = (start - cfg.base_address // line) % sets * line
+        path = list(cfg.paths)[i % len(cfg.paths)]
+        engine.simulate_chase(
+            h, np.array([ids[n] for n in cfg.paths[path]], np.int64), len(cfg.caches),
+            len(cfg.tlbs), DRAM, base=cfg.base_address + pad,
+            footprint=int(rng.choice([2048, 64 << 10, 1 << 20, 48 << 20])), stride=128,
+            element=4, order=str(rng.choice(["sequential", "random"])), seed=i,
+            warmup=int(rng.integers(0, 3000)), record=500, overhead=0.0, jitter=0.0,
+            outlier_rate=0.0, outlier_cycles=0.0, noise_seed=0)
+        assert h.way.any()
+        ranges = engine._dirty_words(h, *h.span)
+        partial += sum(b - a for a, b in ranges) < h.way.size
+        wrapped += len(ranges) > len(cfg.caches) + len(cfg.tlbs)
+        if i % 4 != 1:
+            engine.reset(h)
+            assert not h.way.any()
+            assert h._narrow is None or not h._narrow.any()
+    if seed < 3:  # hopper's levels are big enough to be cleared in part
+        assert partial > 0 and wrapped > 0
