@@ -12,9 +12,6 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from hypothesis import given
-from hypothesis import strategies as st
-
 from gpumem.chains import chain_offsets, cycle_length, warm_segments
 from gpumem.device import ChaseRequest
 from gpumem.experiment import RunContext
@@ -22,6 +19,8 @@ from gpumem.experiments.l2_map import WARM_THREADS, L2SmMap
 from gpumem.experiments.latency import LatencyLadder
 from gpumem.plugins import get_plugins
 from gpumem.sim.device import SimDevice
+from hypothesis import given
+from hypothesis import strategies as st
 
 
 @given(cycle=st.integers(1, 5000), record=st.integers(1, 3000), threads=st.integers(2, 64),
@@ -83,31 +82,30 @@ def test_the_simulator_walks_the_pass_with_one_thread_and_records_the_same(hoppe
     assert np.array_equal(one.latency, many.latency)
 
 
-class Recording:
-    def __init__(self, dev):
-        self.dev, self.requests = dev, []
+def _asked(dev, monkeypatch) -> list[ChaseRequest]:
+    """The chases ``dev`` is asked for from now on (it still runs them)."""
+    seen: list[ChaseRequest] = []
+    run = dev.pointer_chase
+    monkeypatch.setattr(dev, "pointer_chase", lambda req: seen.append(req) or run(req))
+    return seen
 
-    def pointer_chase(self, req):
-        self.requests.append(req)
-        return self.dev.pointer_chase(req)
 
-
-def test_l2_sm_map_asks_for_a_parallel_pass(hopper):
+def test_l2_sm_map_asks_for_a_parallel_pass(hopper, monkeypatch):
     exp, ctx = L2SmMap(), RunContext("hopper", hopper.info, quick=True)
-    dev = Recording(hopper)
-    exp.measure(dev, {"sm": 3}, ctx)
-    (req,) = dev.requests
+    asked = _asked(hopper, monkeypatch)
+    exp.measure(hopper, {"sm": 3}, ctx)
+    (req,) = asked
     assert req.warm_threads == WARM_THREADS > 1
     assert req.warmup == cycle_length(req.footprint, req.stride, req.order)  # one full pass
     assert warm_segments(req.warmup, req.warmup, req.record, req.warm_threads) is not None
 
 
-def test_the_ladder_keeps_its_one_thread_pass(hopper):
+def test_the_ladder_keeps_its_one_thread_pass(hopper, monkeypatch):
     """Measured on an H200: a pass walked by 1024 threads left the L2 in another state at
     its knees (59 MB: 546-581 cycles against 684-698), so the ladder never asks for one."""
     exp, ctx = LatencyLadder(), RunContext("hopper", hopper.info)
     l2 = hopper.info.l2_bytes
-    dev = Recording(hopper)
+    asked = _asked(hopper, monkeypatch)
     for fp, order in ((l2 // 2, "sequential"), (l2, "sequential"), (l2 // 2, "random")):
-        exp.measure(dev, {"order": order, "footprint": fp}, ctx)
-    assert dev.requests and {r.warm_threads for r in dev.requests} == {1}
+        exp.measure(hopper, {"order": order, "footprint": fp}, ctx)
+    assert asked and {r.warm_threads for r in asked} == {1}
