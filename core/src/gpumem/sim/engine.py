@@ -95,7 +95,8 @@ class Hierarchy:
                       for r in rows]
         self._n = n_words
         self._narrow = (_zero_words(n_words, np.int32)
-                        if max(t[2] for t in self._tags) <= MAX_NARROW_SECTORS else None)
+                        if max((t[2] for t in self._tags), default=1) <= MAX_NARROW_SECTORS
+                        else None)
         self._wide: np.ndarray | None = None
         self.way = self._narrow if self._narrow is not None else self._wide_words()
         #: the lowest and highest address accessed since the state was cold (None: cold)
