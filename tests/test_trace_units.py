@@ -142,16 +142,18 @@ def convert(runs: list[tuple], latency_unit: str = "cycle", byte_unit: str = "by
     return DOCS_CONVERT(own, byte_unit, latency_unit, clock_mhz)
 
 
-def analyze(path: Path) -> tuple[int, dict, str]:
+def analyze_in_a_process(path: Path) -> tuple[int, dict, str]:
+    """``gpumem analyze PATH --json`` in a child process: its real exit status and stderr."""
     p = subprocess.run([sys.executable, "-m", "gpumem", "analyze", str(path), "--json"],
                        capture_output=True, text=True)
     return p.returncode, (json.loads(p.stdout)["findings"] if p.returncode == 0 else {}), \
         p.stderr
 
 
-def analyze_here(path: Path) -> tuple[int, dict, str]:
-    """:func:`analyze` in this process (``gpumem analyze PATH --json`` through the CLI's
-    ``main``, its output captured): the same answer without a Python start per file."""
+def analyze(path: Path) -> tuple[int, dict, str]:
+    """:func:`analyze_in_a_process` in this process (``gpumem analyze PATH --json`` through
+    the CLI's ``main``, its output captured): the same answer without a Python start (2-3 s
+    of imports) per file. Two tests keep the child process, a success and a refusal."""
     import contextlib
     import io
 
@@ -194,7 +196,7 @@ def test_the_tool_is_an_lru_cache():
 
 def test_cycles_and_bytes_give_every_parameter(runs, tmp_path):
     convert(runs).to_netcdf(tmp_path / "t.nc")
-    rc, f, err = analyze(tmp_path / "t.nc")
+    rc, f, err = analyze_in_a_process(tmp_path / "t.nc")
     assert rc == 0, err
     assert _right(f) and f["l1d.hit_latency"]["value"] == HIT
 
@@ -222,7 +224,7 @@ def test_ns_latencies_with_the_clock_are_cycles(runs, tmp_path):
 
 def test_ns_latencies_without_a_clock_are_refused_in_one_line(runs, tmp_path):
     convert(runs, latency_unit="ns").to_netcdf(tmp_path / "ns.nc")
-    rc, _f, err = analyze(tmp_path / "ns.nc")
+    rc, _f, err = analyze_in_a_process(tmp_path / "ns.nc")
     assert one_line_refusal(rc, err), err
     assert "'ns'" in err and "clock_mhz" in err
 
@@ -346,7 +348,7 @@ def recovered(paths_and_caches) -> tuple[int, int, int]:
     """(right, unresolved, confident wrong) over size, line, ways, sets of each cache."""
     right = unres = wrong = 0
     for path, cache in paths_and_caches:
-        rc, f, _err = analyze_here(path)
+        rc, f, _err = analyze(path)
         truth = {"overflow_size": cache.size, "line": cache.line, "ways": cache.ways,
                  "sets": cache.sets}
         for name, want in truth.items():
