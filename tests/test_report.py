@@ -168,6 +168,16 @@ def sim_run(tmp_path_factory) -> Path:
 
 
 @pytest.fixture(scope="module")
+def small_run(tmp_path_factory) -> Path:
+    """One experiment (a report of it draws a few figures, not the whole page's)."""
+    out = tmp_path_factory.mktemp("runs") / "maxwell-latency"
+    reset_plugins()
+    assert main(["run", "--arch", "maxwell", "latency", "--device", "sim", "--quick",
+                 "--out", str(out)]) == 0
+    return out
+
+
+@pytest.fixture(scope="module")
 def report(tmp_path_factory, sim_run) -> Path:
     out = tmp_path_factory.mktemp("report") / "page"
     reset_plugins()
@@ -314,19 +324,19 @@ def test_bad_input_is_one_line_and_writes_nothing(cli, tmp_path, sim_run):
     assert sorted(p.name for p in tmp_path.iterdir()) == ["plain", "taken"]
 
 
-def test_a_report_replaces_its_own_files_and_only_those(cli, tmp_path, sim_run):
+def test_a_report_replaces_its_own_files_and_only_those(cli, tmp_path, small_run):
     """Rerun into its own folder: the page is rewritten, a figure the earlier report wrote and
     this one does not is removed, a file of the user's is kept (issue 15: a report once
     replaced the whole folder)."""
     out = tmp_path / "rep"
-    r = cli("report", str(sim_run), "--out", str(out))
+    r = cli("report", str(small_run), "--out", str(out))
     assert r.code == 0, r.err
     from gpumem.report import listing, write_listing
 
     (out / "old.png").write_bytes(b"x")  # a figure the earlier report wrote, as it wrote it
     write_listing(out, {**listing(out), "old.png": hashlib.sha256(b"x").hexdigest()})
     (out / "notes.txt").write_text("mine")
-    r = cli("report", str(sim_run), "--out", str(out))
+    r = cli("report", str(small_run), "--out", str(out))
     assert r.code == 0, r.err
     assert not (out / "old.png").exists() and (out / "notes.txt").read_text() == "mine"
     assert "gpumem report" in (out / "index.html").read_text()
