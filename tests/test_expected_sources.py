@@ -22,6 +22,7 @@ from pathlib import Path
 
 import pytest
 from gpumem.plugins import get_plugins
+from helpers import selected
 
 ROOT = Path(__file__).resolve().parents[1]
 #: References users cannot follow: project-internal notes and their tags.
@@ -168,11 +169,25 @@ def test_pattern_bands_keep_p3_and_p5_apart(arch):
 #: until knee_bracket stopped taking a ramp's points as the level's baseline.
 QUICK_FAILS: dict[str, set[str]] = {}
 
+#: A whole run of every experiment on kepler or maxwell simulates for 15-25 s (mostly their
+#: cache_structure searches): the tests reading those runs are marked slow (CI's full job
+#: runs them). Fermi's runs (about 5 s each) keep the checks in the developer's command, with
+#: kepler's quick run, which test_finding_names and test_cf_units read anyway.
+SLOW_RUN = pytest.mark.slow
+
+
+def _sim_arch_params(quick: bool) -> list:
+    slow = ("maxwell",) if quick else ("kepler", "maxwell")
+    return [pytest.param(a, marks=SLOW_RUN) if a in slow else a for a in MEI_CHU]
+
+
 @pytest.fixture(scope="module")
-def sim_runs(sim_run) -> dict[tuple[str, bool], tuple[int, Path, str]]:
+def sim_runs(sim_run, request) -> dict[tuple[str, bool], tuple[int, Path, str]]:
     """(arch, quick) -> (exit status of ``gpumem run ... --check``, run folder, output); the
-    runs are made once per session (conftest's sim_run)."""
-    runs = sim_run.many([(arch, quick) for arch in MEI_CHU for quick in (False, True)])
+    runs are made once per session (conftest's sim_run), those the selected tests read."""
+    keys = {(it.callspec.params["arch"], it.originalname == QUICK_TEST)
+            for it in selected(request, "sim_runs")}
+    runs = sim_run.many(sorted(keys))
     return {key: (r.code, r.out, r.text) for key, r in runs.items()}
 
 
@@ -180,7 +195,7 @@ def _check_tail(text: str) -> str:
     return "\n".join(text.strip().splitlines()[-3:])
 
 
-@pytest.mark.parametrize("arch", MEI_CHU)
+@pytest.mark.parametrize("arch", _sim_arch_params(quick=False))
 def test_full_sim_run_passes_its_own_expectations(sim_runs, arch):
     code, _, text = sim_runs[arch, False]
     assert code == 0, f"{arch}: gpumem run all --check failed:\n{_check_tail(text)}"
@@ -192,7 +207,10 @@ def _failing(text: str) -> set[str]:
     return set(m.group(2).split(", ")) if m else set()
 
 
-@pytest.mark.parametrize("arch", MEI_CHU)
+QUICK_TEST = "test_quick_sim_run_passes_its_own_expectations"
+
+
+@pytest.mark.parametrize("arch", _sim_arch_params(quick=True))
 def test_quick_sim_run_passes_its_own_expectations(sim_runs, arch):
     code, _, text = sim_runs[arch, True]
     known = QUICK_FAILS.get(arch, set())
@@ -210,7 +228,7 @@ def _finding_names(run: Path) -> set[str]:
             if f.get("status") != "not modelled"}
 
 
-@pytest.mark.parametrize("arch", MEI_CHU)
+@pytest.mark.parametrize("arch", _sim_arch_params(quick=False))
 def test_expected_values_cover_the_sim_runs_findings(sim_runs, arch):
     _, run, _ = sim_runs[arch, False]
     names = _finding_names(run)

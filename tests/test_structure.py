@@ -8,6 +8,7 @@ import json
 from pathlib import Path
 
 import pytest
+from helpers import selected
 
 PAPER_ARCHS = ("fermi", "kepler", "maxwell")
 # experiments whose findings are structure (sizes, ways, sets, bits, policies): exact. The
@@ -15,17 +16,37 @@ PAPER_ARCHS = ("fermi", "kepler", "maxwell")
 STRUCTURAL = ("cache_structure", "tlb_structure", "smem_latency", "patterns")
 
 
+#: Kepler's and maxwell's whole runs simulate for 15-25 s each (fermi's for 5): the tests that
+#: read them are marked slow (CI's full job runs them); fermi's keep the developer's command.
+SLOW_ARCHS = ("kepler", "maxwell")
+
+
+def _arch_params() -> list:
+    return [pytest.param(a, marks=pytest.mark.slow) if a in SLOW_ARCHS else a
+            for a in PAPER_ARCHS]
+
+
 @pytest.fixture(scope="module")
-def paper_runs(sim_run):
+def paper_runs(sim_run, request):
     """``gpumem run --arch A all --device sim`` for the three paper architectures (made once
-    per session: conftest's sim_run)."""
-    runs = sim_run.many([(arch, False) for arch in PAPER_ARCHS])
+    per session: conftest's sim_run); only fermi's unless a selected test reads more."""
+    wanted: set[str] = set()
+    for it in selected(request, "paper_runs"):
+        params = it.callspec.params if hasattr(it, "callspec") else {}
+        if "arch" in params:                   # its own run (or none of these: hopper, h200)
+            wanted.update({params["arch"]} & set(PAPER_ARCHS))
+        elif it.get_closest_marker("slow"):    # the three runs side by side
+            wanted.update(PAPER_ARCHS)
+        else:                                  # fermi's files
+            wanted.add("fermi")
+    archs = [a for a in PAPER_ARCHS if a in wanted]
+    runs = sim_run.many([(arch, False) for arch in archs])
     for (arch, _), r in runs.items():
         assert r.ran, f"{arch}: {r.text[-3000:]}"
     return {arch: r.out for (arch, _), r in runs.items()}
 
 
-@pytest.mark.parametrize("arch", PAPER_ARCHS)
+@pytest.mark.parametrize("arch", _arch_params())
 def test_compare_expected_matches_the_paper(cli, paper_runs, arch):
     res = cli("compare", str(paper_runs[arch]), "--expected", "--json")
     assert res.code == 0, res.err
@@ -54,6 +75,7 @@ def test_compare_expected_matches_the_paper(cli, paper_runs, arch):
     assert not bad, bad
 
 
+@pytest.mark.slow  # reads kepler's and maxwell's whole runs (see SLOW_ARCHS)
 def test_structural_findings_of_the_paper(cli, paper_runs):
     """The headline structures of Mei & Chu, by name (not only 'every row passes')."""
     res = cli("compare", *(str(paper_runs[a]) for a in PAPER_ARCHS), "--json")
@@ -97,6 +119,7 @@ def test_analyze_a_corrupt_file_is_one_line_and_exit_1(cli, tmp_path):
     assert res.code == 1 and res.err.count("\n") == 1 and str(bad) in res.err
 
 
+@pytest.mark.slow  # reads kepler's and maxwell's whole runs (see SLOW_ARCHS)
 def test_compare_two_runs_reports_differences(cli, paper_runs):
     res = cli("compare", str(paper_runs["kepler"]), str(paper_runs["maxwell"]), "--json")
     rows = {r["finding"]: r for r in json.loads(res.out)["rows"]}
@@ -113,14 +136,18 @@ def _names_by_experiment(cli, run) -> dict[str, set[str]]:
     return seen
 
 
-def test_one_meaning_per_finding_name_in_a_run(cli, paper_runs, sim_run):
+@pytest.mark.parametrize("arch", [*_arch_params(), "hopper quick", "h200"])
+def test_one_meaning_per_finding_name_in_a_run(cli, paper_runs, sim_run, arch):
     """No two experiments of one run report the same name (issue 16: `l1d.size` came from
     both the latency ladder and the structure search, with different meanings): the ladder's
     capacity is `*.size`, the structure search's no-miss footprint `*.overflow_size`."""
-    quick = sim_run("hopper", quick=True)
-    assert quick.ran, quick.text[-3000:]
-    hopper = quick.out
-    h200 = Path(__file__).parent / "data" / "h200-reruns" / "run1"
-    for run in [*paper_runs.values(), hopper, h200]:
-        twice = {n: sorted(e) for n, e in _names_by_experiment(cli, run).items() if len(e) > 1}
-        assert not twice, (run, twice)
+    if arch == "hopper quick":
+        quick = sim_run("hopper", quick=True)
+        assert quick.ran, quick.text[-3000:]
+        run = quick.out
+    elif arch == "h200":
+        run = Path(__file__).parent / "data" / "h200-reruns" / "run1"
+    else:
+        run = paper_runs[arch]
+    twice = {n: sorted(e) for n, e in _names_by_experiment(cli, run).items() if len(e) > 1}
+    assert not twice, (run, twice)
