@@ -462,6 +462,8 @@ def test_the_latency_ladder_runs_on_mean_chases(fake, cli, tmp_path):
     assert "lat.dram" in res.out and " 330 " in res.out     # the fake binary's DRAM chase
 
 
+# two ladders, every chase re-run (240 fake simulator starts), 2 workers: 23 s of CPU
+@pytest.mark.slow
 def test_provenance_and_deadlock_reruns_are_complete_with_workers(fake, cli, tmp_path,
                                                                  monkeypatch):
     """Issue 20, item 4: with --workers 2 the run's provenance counts the simulator runs and
@@ -582,6 +584,8 @@ def test_a_malformed_pace_is_one_line(fake, cli, tmp_path, monkeypatch):
     assert res.err.strip().count("\n") == 0 and "GPUMEM_ACCELSIM_PACE='fast'" in res.err
 
 
+# the plugin writes ~1M trace lines of streams and the fake reads them: 45 s of CPU
+@pytest.mark.slow
 def test_streams_sized_for_a_slow_device_give_their_findings(fake, cli, tmp_path,
                                                              monkeypatch):
     """Issue 20: bandwidth, bandwidth_levels and ilp had no point small enough for Accel-Sim

@@ -242,6 +242,7 @@ def test_exported_file_reads_back_with_the_same_options(h200_export, tmp_path):
 # ---- the commands ---------------------------------------------------------------------------
 
 
+@pytest.mark.slow  # the latency ladder on the imported H100's 50 MB L2 simulates for 20 s
 def test_import_writes_a_simconfig_the_builtin_simulator_runs(cli, tmp_path):
     toml = tmp_path / "h100.toml"
     res = cli("import", "accelsim", str(DATA / "SM90_H100"), "--out", str(toml),

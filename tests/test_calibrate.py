@@ -126,6 +126,8 @@ def test_a_bulk_copy_waits_its_own_round_trip(exported):
     assert full * cfg.clock_mhz / 1e3 == pytest.approx(hw["bw.dram_read_bulk"], rel=0.002)
 
 
+# a run, then a report drawing the figures of every experiment of run1: 19 s of CPU
+@pytest.mark.slow
 def test_the_report_of_two_runs_shows_their_agreement(tmp_path):
     """gpumem report HW SIM: a section with each finding's error and the same summary as
     gpumem compare (issue 19, item 3)."""

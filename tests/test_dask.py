@@ -45,6 +45,7 @@ def _same_data(a, b):
              and not k.startswith(("before_", "after_"))}.keys()
 
 
+@pytest.mark.slow  # a LocalCluster of two worker processes (its start and stop: 15 s of CPU)
 def test_cluster_run_equals_local_run(cluster, tmp_path):
     req = dict(arch="hopper", experiments=["latency", "bandwidth"], device="sim", quick=True)
     local = run(RunRequest(**req, out=tmp_path / "local"), plugins=get_plugins())
@@ -59,6 +60,7 @@ def test_cluster_run_equals_local_run(cluster, tmp_path):
     assert fa == fb and fa
 
 
+@pytest.mark.slow  # the LocalCluster above, a worker killed and restarted: 10 s of CPU more
 def test_a_worker_killed_mid_run_loses_no_point(cluster, tmp_path):
     from distributed import Client
 

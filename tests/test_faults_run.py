@@ -147,9 +147,16 @@ def assert_intact(out: Path, entry: dict) -> None:
 
 # ---- 1, 2: a signal during the write; SIGTERM -----------------------------------------------
 
+#: Each case starts gpumem (5-10 s of CPU): one stays in the developer's command, the other
+#: timings run in CI's full job (SIGTERM's exit status has its own test below).
+_OTHER_TIMING = pytest.mark.slow
+
+
 @pytest.mark.parametrize("sig, delay, times", [
-    (signal.SIGINT, 0.0, 1), (signal.SIGINT, 0.05, 1), (signal.SIGINT, 0.25, 1),
-    (signal.SIGINT, 0.05, 2), (signal.SIGTERM, 0.05, 1)])
+    pytest.param(signal.SIGINT, 0.0, 1, marks=_OTHER_TIMING), (signal.SIGINT, 0.05, 1),
+    pytest.param(signal.SIGINT, 0.25, 1, marks=_OTHER_TIMING),
+    pytest.param(signal.SIGINT, 0.05, 2, marks=_OTHER_TIMING),
+    pytest.param(signal.SIGTERM, 0.05, 1, marks=_OTHER_TIMING)])
 def test_a_signal_during_the_write_exits_promptly_and_keeps_the_result(
         tmp_path, env, sig, delay, times):
     """Once the temporary results file exists (the write has begun), send the signal (twice:

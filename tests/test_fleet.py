@@ -32,6 +32,7 @@ def _run(site, out, *extra, env=None):
                               "fakegpu", "--out", str(out), *extra], site=site, env=env)
 
 
+@pytest.mark.slow  # a gpumem process per simulated GPU, three, and compare: 27 s of CPU
 def test_every_gpu_gets_its_process_and_its_results(fakenode_site, tmp_path):
     out = tmp_path / "node"
     res = _run(fakenode_site, out, "--devices", "all")
@@ -49,6 +50,7 @@ def test_every_gpu_gets_its_process_and_its_results(fakenode_site, tmp_path):
     assert len(set(row["values"].values())) == 1        # three identical simulated GPUs
 
 
+@pytest.mark.slow  # a gpumem process per simulated GPU, three, and compare: 19 s of CPU
 def test_the_peer_matrix_of_a_node(fakenode_site, tmp_path):
     """p2p on every GPU: each writes its row; local reads are the fastest of each row."""
     out = tmp_path / "node"
@@ -64,6 +66,7 @@ def test_the_peer_matrix_of_a_node(fakenode_site, tmp_path):
         assert row[i] == min(row) and max(row) == row[i] + 900   # planted link: +900 cycles
 
 
+@pytest.mark.slow  # a gpumem process per simulated GPU, three: 13 s of CPU
 def test_one_gpu_failing_and_one_crashing_stop_nothing_else(fakenode_site, tmp_path):
     out = tmp_path / "node"
     res = _run(fakenode_site, out, "--devices", "0,1,2",

@@ -9,9 +9,12 @@ import subprocess
 import sys
 import time
 
+import pytest
 from helpers import GPUMEM_ENV
 
 
+# two gpumem processes through a paced sweep: 12 s of CPU (test_faults_run keeps Ctrl-C)
+@pytest.mark.slow
 def test_ctrl_c_keeps_finished_work_and_resume_completes(plugin_site, tmp_path):
     out = tmp_path / "run"
     env = {k: v for k, v in os.environ.items() if k not in GPUMEM_ENV}

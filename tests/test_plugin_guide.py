@@ -133,6 +133,7 @@ def test_run_all_on_the_simulator_then_compare_with_the_expected_values(example,
     assert len(checked) >= 10 and set(checked.values()) == {"pass"}, checked
 
 
+@pytest.mark.slow  # a gpumem run and a gpumem report as processes: 10 s of CPU
 def test_the_report_draws_the_examples_figure_in_its_own_section(example, tmp_path):
     """presentation() (guide section 6): gpumem report of a simulated run shows the
     example's section and figure beside core's."""
@@ -155,6 +156,7 @@ def test_the_report_draws_the_examples_figure_in_its_own_section(example, tmp_pa
     assert html.index('<section id="bank_conflicts">') < html.index('<section id="load_paths">')
 
 
+@pytest.mark.slow  # a pytest process of the example's tests, its simulated runs: 9 s of CPU
 def test_the_examples_own_tests_pass_against_the_installed_plugin(example):
     src, site = example
     res = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider",

@@ -59,6 +59,7 @@ def test_tlbs_are_recovered_behind_a_near_far_l2(seed):
     assert not miss, f"{planted.description}: {miss}"
 
 
+@pytest.mark.slow  # 40 whole cache_structure searches (a rate needs them all): 30 s of CPU
 def test_random_and_skewed_policies_are_mostly_recovered():
     """bench_recovery measured 94 % for these (the misses: sectored 128-B lines under random
     replacement, whose miss-count jump wobbles); 40 fixed geometries must reach 85 %."""

@@ -33,6 +33,7 @@ def results(sim_run) -> dict[str, dict]:
     return svh.run_comparisons(run.out)
 
 
+@pytest.mark.slow  # the whole hopper run reanalysed against five H200 runs: 23 s of CPU
 def test_every_structural_finding_equal_and_nine_in_ten_measured_within_5_percent(results):
     for name, data in results.items():
         s = data["agreement"]
@@ -44,6 +45,7 @@ def test_every_structural_finding_equal_and_nine_in_ten_measured_within_5_percen
         assert s["measured"] >= 45 and len(s["undecided"]) <= 5, name
 
 
+@pytest.mark.slow  # the same comparison as above (its module fixture)
 def test_the_document_states_what_the_comparison_gives(results):
     block = svh.doc_block(svh.DOC.read_text())
     assert block, f"{svh.DOC} lacks the {svh.BEGIN} block"

@@ -101,6 +101,7 @@ def _writer(args: tuple[str, int]) -> None:
                         sha256=sha)
 
 
+@pytest.mark.slow  # writer processes racing on one store: 10 s of CPU
 def test_concurrent_writers_never_corrupt_the_store(tmp_path):
     ctx = mp.get_context("spawn")
     with ctx.Pool(4) as pool:
