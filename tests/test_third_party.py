@@ -1,5 +1,9 @@
 """Real plugin distributions, pip-installed during the test run: a sample third-party
-architecture plugin, one that fails to import and one that steals a name."""
+architecture plugin, one that fails to import and one that steals a name.
+
+The plugin listings run in this process, the folder on ``sys.path`` (conftest's ``with_site``:
+the entry points are found as in a fresh process, without a Python start of 2-4 s each); the
+runs of the sample's experiments stay child processes, as a user runs them."""
 
 from __future__ import annotations
 
@@ -10,14 +14,14 @@ import xarray as xr
 from helpers import gpumem_subprocess
 
 
-def plugins_json(site, env=None):
-    res = gpumem_subprocess(["list-plugins", "--json"], site=site, env=env)
-    return res, {d["name"]: d for d in json.loads(res.stdout)}
+def plugins_json(cli, *args):
+    res = cli(*args, "list-plugins", "--json")
+    return res, {d["name"]: d for d in json.loads(res.out)}
 
 
-def test_list_plugins_reports_each_plugin_and_keeps_working(plugin_site):
-    res, by_name = plugins_json(plugin_site)
-    assert res.returncode == 0
+def test_list_plugins_reports_each_plugin_and_keeps_working(with_site, cli):
+    res, by_name = plugins_json(cli)
+    assert res.code == 0
     sample = by_name["sample"]
     assert (sample["distribution"], sample["version"], sample["status"]) == \
         ("gpumem-sample", "1.2.3", "ok")
@@ -31,21 +35,24 @@ def test_list_plugins_reports_each_plugin_and_keeps_working(plugin_site):
     assert dup["status"] == "error"
     assert "experiment 'latency' is already registered by plugin 'core'" in dup["error"]
     assert by_name["hopper"]["status"] == "ok"
-    warnings = [ln for ln in res.stderr.splitlines() if "warning" in ln]
+    warnings = [ln for ln in res.err.splitlines() if "warning" in ln]
     assert len(warnings) == 2  # broken and dup, once each
 
 
-def test_block_and_allow_lists(plugin_site):
-    _, by_name = plugins_json(plugin_site, {"GPUMEM_DISABLE_PLUGINS": "broken,dup"})
+def test_block_and_allow_lists(with_site, cli, monkeypatch):
+    monkeypatch.setenv("GPUMEM_DISABLE_PLUGINS", "broken,dup")
+    _, by_name = plugins_json(cli)
     assert "broken" not in by_name and "dup" not in by_name and "sample" in by_name
-    _, by_name = plugins_json(plugin_site, {"GPUMEM_LOAD_PLUGINS": "sample"})
+    monkeypatch.delenv("GPUMEM_DISABLE_PLUGINS")
+    monkeypatch.setenv("GPUMEM_LOAD_PLUGINS", "sample")
+    _, by_name = plugins_json(cli)
     assert set(by_name) == {"core", "sample"}
 
 
-def test_strict_mode_fails_on_plugin_errors(plugin_site):
-    res = gpumem_subprocess(["--strict", "list-plugins", "--json"], site=plugin_site)
-    assert res.returncode == 1
-    assert {d["name"] for d in json.loads(res.stdout)} >= {"broken", "dup"}
+def test_strict_mode_fails_on_plugin_errors(with_site, cli, plugin_site):
+    res, by_name = plugins_json(cli, "--strict")
+    assert res.code == 1
+    assert set(by_name) >= {"broken", "dup"}
     res = gpumem_subprocess(["run", "--arch", "toyarch", "toy-chase", "--device", "sim"],
                             site=plugin_site, env={"GPUMEM_STRICT_PLUGINS": "1"})
     assert res.returncode == 1
