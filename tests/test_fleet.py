@@ -81,8 +81,13 @@ def test_one_gpu_failing_and_one_crashing_stop_nothing_else(fakenode_site, tmp_p
     assert "does not answer" in (out / "logs" / "fakegpu2.log").read_text()
 
 
-def test_devices_usage_errors(fakenode_site, tmp_path):
-    res = _run(fakenode_site, tmp_path / "x", "--devices", "7")
-    assert res.returncode == 2 and "no hopper GPU fakegpu:7" in res.stderr
-    res = _run(fakenode_site, tmp_path / "x", "--devices", "0", "--executor", "dask")
-    assert res.returncode == 2 and len(res.stderr.strip().splitlines()) == 1
+def test_devices_usage_errors(fakenode_site, tmp_path, cli, monkeypatch):
+    """Refused before any process starts: in this process, the fake node's plugin on
+    sys.path (no Python start of 3 s per refusal)."""
+    monkeypatch.syspath_prepend(str(fakenode_site))
+    args = ("run", "--arch", "hopper", "latency", "--quick", "--device", "fakegpu", "--out",
+            str(tmp_path / "x"))
+    res = cli(*args, "--devices", "7")
+    assert res.code == 2 and "no hopper GPU fakegpu:7" in res.err
+    res = cli(*args, "--devices", "0", "--executor", "dask")
+    assert res.code == 2 and len(res.err.strip().splitlines()) == 1
