@@ -146,9 +146,17 @@ def plugin_site(tmp_path_factory) -> Path:
     return site
 
 
+#: The top-level packages of the distributions in ``plugin_site``.
+SITE_PACKAGES = ("gpumem_sample", "gpumem_broken", "gpumem_dup")
+
+
 @pytest.fixture
 def with_site(plugin_site, monkeypatch) -> Path:
-    """Make the pip-installed fixture plugins visible to this process."""
+    """Make the pip-installed fixture plugins visible to this process, imported from there:
+    a module of the same name another test imported (test_api makes a ``gpumem_broken`` of
+    its own) is set aside for the test, as a fresh process would not have it."""
+    for name in [m for m in sys.modules if m.split(".")[0] in SITE_PACKAGES]:
+        monkeypatch.delitem(sys.modules, name)
     monkeypatch.syspath_prepend(str(plugin_site))
     return plugin_site
 
