@@ -41,6 +41,7 @@ def test_lru_and_fifo_caches_are_recovered_exactly(seed):
     assert not miss, f"{planted.description}: {miss}"
 
 
+@pytest.mark.slow  # 30 whole tlb_structure searches: 6 s of CPU (the cache property stays)
 @PROPERTY
 @given(seed=SEEDS)
 def test_tlbs_are_recovered_exactly(seed):
@@ -49,6 +50,7 @@ def test_tlbs_are_recovered_exactly(seed):
     assert not miss, f"{planted.description}: {miss}"
 
 
+@pytest.mark.slow  # 30 whole tlb_structure searches: 6 s of CPU
 @PROPERTY
 @given(seed=SEEDS)
 def test_tlbs_are_recovered_behind_a_near_far_l2(seed):

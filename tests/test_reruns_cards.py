@@ -60,6 +60,7 @@ def test_the_far_l2_ends_where_it_does_in_every_run():
         assert 500 <= f[("latency", "lat.l2_far")].value <= 525, d.name
 
 
+@pytest.mark.slow  # fourteen committed runs re-analysed: 9 s of CPU
 def test_the_far_l2_latency_is_one_value_over_three_cards():
     """Fourteen committed runs on four cards (tests/data/h200-reruns and the three here):
     the far L2's latency, pooled over its whole plateau (its core holds one grid point), lies
