@@ -42,15 +42,21 @@ for _var in ("COLUMNS", "LINES"):
 SLOW_ENV = "GPUMEM_TEST_SLOW"
 
 #: Test files that take longest, started first: with ``--dist loadfile`` each file runs on
-#: one worker, and a long file begun last would leave the other worker idle at the end.
-#: The first three hold the full suite's slowest tests (GPUMEM_TEST_SLOW=1); the next make
-#: the shared simulated runs (see :func:`sim_run`) that several files wait for.
+#: one worker, and a long file begun last would leave the other worker idle at the end; the
+#: many short files left out of this list fill in at the end, so both workers finish within a
+#: few seconds of each other. The first three hold the full suite's slowest tests
+#: (GPUMEM_TEST_SLOW=1); the next make the shared simulated runs (see :func:`sim_run`) that
+#: several files wait for; then by CPU time in the developer's command (2026-12-03).
 LONG_FIRST = ("test_plugin_new.py", "test_generic_accelsim.py", "test_packaging.py",
               "test_expected_sources.py", "test_h200_reference.py", "test_structure.py",
               "test_sim_vs_authors.py", "test_finding_names.py", "test_sim_vs_h200.py",
-              "test_cf_units.py", "test_accelsim_device.py", "test_fleet.py",
-              "test_plugin_guide.py", "test_faults_run.py", "test_recovery.py", "test_noise.py",
-              "test_report.py", "test_accelsim_translate.py", "test_calibrate.py")
+              "test_cf_units.py", "test_faults_run.py", "test_accelsim_device.py",
+              "test_report.py", "test_runner_concurrent.py", "test_fleet.py",
+              "test_plugin_guide.py", "test_recovery.py", "test_compare_agreement.py",
+              "test_contention.py", "test_noise.py", "test_dask.py", "test_faults_rundir.py",
+              "test_third_party.py", "test_importers.py", "test_run.py",
+              "test_accelsim_translate.py", "test_trace_units.py", "test_calibrate.py",
+              "test_reruns.py", "test_faults_write.py", "test_interrupt.py", "test_store.py")
 
 _LEFT_KEY = pytest.StashKey[int]()  # how many slow tests collection left out
 _LEFT_OUT = "gpumem_slow_left_out"  # the same, sent by an xdist worker to the controller
