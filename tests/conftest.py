@@ -156,15 +156,22 @@ def plugin_site(tmp_path_factory) -> Path:
 SITE_PACKAGES = ("gpumem_sample", "gpumem_broken", "gpumem_dup")
 
 
+def _set_aside(packages) -> dict:
+    """Remove the modules of ``packages`` from ``sys.modules``; returns them."""
+    return {m: sys.modules.pop(m) for m in list(sys.modules) if m.split(".")[0] in packages}
+
+
 @pytest.fixture
-def with_site(plugin_site, monkeypatch) -> Path:
-    """Make the pip-installed fixture plugins visible to this process, imported from there:
-    a module of the same name another test imported (test_api makes a ``gpumem_broken`` of
-    its own) is set aside for the test, as a fresh process would not have it."""
-    for name in [m for m in sys.modules if m.split(".")[0] in SITE_PACKAGES]:
-        monkeypatch.delitem(sys.modules, name)
+def with_site(plugin_site, monkeypatch):
+    """Make the pip-installed fixture plugins visible to this process, imported from there as
+    in a fresh process: modules of the same names that another test imported (test_api makes a
+    ``gpumem_broken`` of its own) are set aside for the test, and the site's are dropped after
+    it, so that no later test of this worker finds them."""
+    saved = _set_aside(SITE_PACKAGES)
     monkeypatch.syspath_prepend(str(plugin_site))
-    return plugin_site
+    yield plugin_site
+    _set_aside(SITE_PACKAGES)
+    sys.modules.update(saved)
 
 
 # ---- whole simulated runs, made once per session ---------------------------------------------

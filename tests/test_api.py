@@ -155,6 +155,8 @@ def test_a_broken_expected_py_is_its_plugins_error_not_silence(tmp_path, monkeyp
     pkg.mkdir()
     (pkg / "__init__.py").write_text("")
     (pkg / "expected.py").write_text("import gpumem_no_such_module\n")
+    for name in [m for m in sys.modules if m.split(".")[0] == "gpumem_broken"]:
+        monkeypatch.delitem(sys.modules, name)  # the fixture distribution's, if imported
     monkeypatch.syspath_prepend(str(tmp_path))
     hooks = ArchitecturePlugin(Architecture("broken", "x"), "gpumem_broken")
     with pytest.raises(ModuleNotFoundError, match="gpumem_no_such_module"):

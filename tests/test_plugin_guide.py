@@ -96,8 +96,12 @@ def listed(example, cli, monkeypatch):
     process (an example module imported from its source by another test set aside), without
     a Python start of 3-4 s per listing. The runs below stay child processes."""
     _, site = example
-    for name in [m for m in sys.modules if m.split(".")[0] == "gpumem_example_arch"]:
-        monkeypatch.delitem(sys.modules, name)
+
+    def aside() -> dict:
+        return {m: sys.modules.pop(m) for m in list(sys.modules)
+                if m.split(".")[0] == "gpumem_example_arch"}
+
+    saved = aside()
     monkeypatch.syspath_prepend(str(site))
 
     def records(**env: str) -> dict[str, dict]:
@@ -108,7 +112,9 @@ def listed(example, cli, monkeypatch):
         assert res.code == 0, res.err
         return {r["name"]: r for r in json.loads(res.out)}
 
-    return records
+    yield records
+    aside()  # the installed copy's modules: no later test of this worker finds them
+    sys.modules.update(saved)
 
 
 def test_list_plugins_shows_the_example_as_the_guide_does(listed):
