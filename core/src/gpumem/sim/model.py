@@ -432,8 +432,8 @@ import numba as nb
 import numpy as np
 
 from gpumem.sim.primitives import (CHUNK, _P, _U, _find4, _find8, _find16, _front4, _front8,
-                                   _front16, _mix, _mulhi, _parity1, _permute, _prefetch,
-                                   _timer_noise)
+                                   _front16, _mix, _mulhi, _parity1, _permute_step,
+                                   _prefetch, _timer_noise)
 
 {", ".join(COLUMNS)} = range({len(COLUMNS)})
 """
@@ -453,11 +453,14 @@ def source(path_ids: Sequence[int] | None = None, path_keys: Sequence[tuple] = (
     s.depth = 1
     s("n_elem = footprint // element", "s_elem = stride // element",
       "n_lines = footprint // stride", "s_per_block = stride // element",
-      "fp_half, fk0, fk1, fk2, fk3, fn = fp[0], fp[1], fp[2], fp[3], fp[4], fp[5]",
+      "# the random order's permutation (chains.permutation_params), as uint64",
+      "pmask = (_U(1) << _U(fp[0])) - _U(1)", "psh = _U((fp[0] + 1) // 2)",
+      "pk0, pk1, pk2, pk3, pn = _U(fp[1]), _U(fp[2]), _U(fp[3]), _U(fp[4]), _U(fp[5])",
       "cur = np.int64(0)  # element index (sequential order)",
       "t0 = clock[0]", "n_acc = warmup + record",
       "# byte offsets of the accesses, computed up to two chunks ahead in a ring",
       "chunk = np.empty(2 * CHUNK, np.int64)", "gen = np.int64(0)  # accesses computed so far",
+      "todo = np.empty(2 * CHUNK, np.int64)  # positions of the chunk still cycle walking",
       "pos_l = np.int64(0)  # (k + r) % n_lines, kept as a counter (no division per access)",
       "pos_p = np.int64(0)  # (k + r) % len(pattern)", "n_pat = pattern.shape[0]",
       "plen = hitc.shape[0]", "j = np.int64(0)", "victim = np.int64(0)")
@@ -643,30 +646,48 @@ class _Static:
 
 
 def _chain_chunk(s: Src) -> None:
-    """The chain's next byte offsets, up to two chunks ahead (same order as gpumem.chains)."""
-    with s.block("for r in range(gen, min(k + 2 * CHUNK, n_acc)):"):
-        with s.block("if order == 0:"):
-            s("chunk[r & (2 * CHUNK - 1)] = cur * element", "cur += s_elem")
-            with s.block("if cur >= n_elem:"):
-                s("cur -= n_elem")
-        with s.block("elif order == 2:"):
-            s("chunk[r & (2 * CHUNK - 1)] = pattern[pos_p]", "pos_p += 1")
-            with s.block("if pos_p == n_pat:"):
-                s("pos_p = 0")
-        with s.block("elif order == 3:"):  # chains.scatter_vec, one block at a time
-            s("blk = pos_l", "pos_l += 1")
+    """The chain's next byte offsets, up to two chunks ahead (same order as gpumem.chains).
+    The random order's cycle walking goes a step at a time over the whole chunk, as
+    ``chains.permute_vec`` does: one value in four needs a second step on a footprint of
+    3 * 2**k lines, and a branch on that per value costs more than the step."""
+    s("hi = min(k + 2 * CHUNK, n_acc)")
+    with s.block("if order == 1:"):
+        s("nr = np.int64(0)  # the positions whose value is still outside the chain")
+        with s.block("for r in range(gen, hi):"):
+            s("v = _permute_step(_U(pos_l), pmask, psh, pk0, pk1, pk2, pk3)",
+              "chunk[r & (2 * CHUNK - 1)] = np.int64(v)", "todo[nr] = r", "nr += v >= pn",
+              "pos_l += 1")
             with s.block("if pos_l == n_lines:"):
                 s("pos_l = 0")
-            s("z = (_U(blk) + _U(fp[6])) * _U(0x9E3779B97F4A7C15)", "z ^= z >> _U(29)",
-              "z *= _U(0xBF58476D1CE4E5B9)", "z ^= z >> _U(32)",
-              "chunk[r & (2 * CHUNK - 1)] = blk * stride"
-              " + np.int64(z % _U(s_per_block)) * element")
-        with s.block("else:"):
-            s("chunk[r & (2 * CHUNK - 1)] = _permute(pos_l, fp_half, fk0, fk1, fk2, fk3, fn)"
-              " * stride", "pos_l += 1")
-            with s.block("if pos_l == n_lines:"):
-                s("pos_l = 0")
-    s("gen = min(k + 2 * CHUNK, n_acc)")
+        with s.block("while nr > 0:"):  # kept in order, in place: the writes trail the reads
+            s("n2 = np.int64(0)")
+            with s.block("for i in range(nr):"):
+                s("r = todo[i]",
+                  "v = _permute_step(_U(chunk[r & (2 * CHUNK - 1)]), pmask, psh, pk0, pk1, "
+                  "pk2, pk3)",
+                  "chunk[r & (2 * CHUNK - 1)] = np.int64(v)", "todo[n2] = r", "n2 += v >= pn")
+            s("nr = n2")
+        with s.block("for r in range(gen, hi):"):
+            s("chunk[r & (2 * CHUNK - 1)] *= stride")
+    with s.block("else:"):
+        with s.block("for r in range(gen, hi):"):
+            with s.block("if order == 0:"):
+                s("chunk[r & (2 * CHUNK - 1)] = cur * element", "cur += s_elem")
+                with s.block("if cur >= n_elem:"):
+                    s("cur -= n_elem")
+            with s.block("elif order == 2:"):
+                s("chunk[r & (2 * CHUNK - 1)] = pattern[pos_p]", "pos_p += 1")
+                with s.block("if pos_p == n_pat:"):
+                    s("pos_p = 0")
+            with s.block("else:"):  # chains.scatter_vec, one block at a time
+                s("blk = pos_l", "pos_l += 1")
+                with s.block("if pos_l == n_lines:"):
+                    s("pos_l = 0")
+                s("z = (_U(blk) + _U(fp[6])) * _U(0x9E3779B97F4A7C15)", "z ^= z >> _U(29)",
+                  "z *= _U(0xBF58476D1CE4E5B9)", "z ^= z >> _U(32)",
+                  "chunk[r & (2 * CHUNK - 1)] = blk * stride"
+                  " + np.int64(z % _U(s_per_block)) * element")
+    s("gen = hi")
 
 
 def _record(s: Src, kernel) -> None:

@@ -166,6 +166,19 @@ def _mix(z):
 
 
 @nb.njit(inline="always")  # inlined: nothing to cache (see specialise)
+def _permute_step(v, mask, sh, k0, k1, k2, k3):
+    """One step of :func:`_permute` (uint64 arguments: the value, ``2**bits - 1``, the
+    xor-shift, the keys): the chase kernels walk the cycles of a whole chunk of values a step
+    at a time, so no branch depends on how many steps a value needs."""
+    v = (v ^ k0) & mask
+    v = (v * k1) & mask
+    v ^= v >> sh
+    v = (v * k2) & mask
+    v ^= v >> sh
+    return (v + k3) & mask
+
+
+@nb.njit(inline="always")  # inlined: nothing to cache (see specialise)
 def _permute(x, bits, k0, k1, k2, k3, n):
     """The permutation of :func:`gpumem.chains.permute_vec`, one value at a time."""
     mask = (_U(1) << _U(bits)) - _U(1)
