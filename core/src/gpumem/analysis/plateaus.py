@@ -30,7 +30,11 @@ class Plateau:
         return self.stop - self.start
 
 
-def find_plateaus(x: np.ndarray, y: np.ndarray, rel_tol: float = 0.08,
+#: Relative latency difference a point may have from its run's median and stay on it.
+PLATEAU_TOL = 0.08
+
+
+def find_plateaus(x: np.ndarray, y: np.ndarray, rel_tol: float = PLATEAU_TOL,
                   min_points: int = 2, min_span: float = 1.05) -> list[Plateau]:
     """Greedy plateaus of ``y`` over ascending ``x``; NaNs are ignored.
 

@@ -35,7 +35,13 @@ from typing import Any
 import numpy as np
 import xarray as xr
 
-from gpumem.analysis.plateaus import Plateau, find_plateaus, half_crossing, knee_bracket
+from gpumem.analysis.plateaus import (
+    PLATEAU_TOL,
+    Plateau,
+    find_plateaus,
+    half_crossing,
+    knee_bracket,
+)
 from gpumem.analysis.stats import median_interval
 from gpumem.device import PLACEMENT_PADS, ChaseRequest, Device
 from gpumem.errors import PointSkipped, ProbeUnsupported
@@ -212,8 +218,9 @@ class LatencyLadder(Experiment):
 
     def refine(self, raw: xr.Dataset, ctx: RunContext) -> dict[str, list] | None:
         x, samples = _curve(raw, "sequential")
-        levels = find_plateaus(x, _median(samples))
-        new: set[int] = set()
+        meds = _median(samples)
+        levels = find_plateaus(x, meds)
+        new: set[int] = set(_split_level_points(x, meds, levels))
         for lower, upper in zip(levels, levels[1:]):
             br = knee_bracket(x, samples, lower, upper.latency)
             if br is None:
@@ -357,6 +364,36 @@ def _median(samples: np.ndarray) -> np.ndarray:
         return np.array([])
     with np.errstate(all="ignore"):
         return np.nanmedian(samples, axis=1)
+
+
+def _split_level_points(x: np.ndarray, meds: np.ndarray, levels: list[Plateau]) -> list[int]:
+    """Footprints to add where a level may hide between grid points that no plateau took.
+
+    Two neighbouring points on no plateau, a grid step apart and within twice the plateau
+    tolerance of each other, may be one level that the greedy plateaus split: an H200's far
+    L2 (32-59 MB) holds two first-pass points whose accesses split between two far distances
+    (modes near 455 and 535 cycles), so each point's median lands on either side (489-513
+    over 14 committed runs; 490 and 532 in one run on GPU-a67156e5, 2026-12-03, which then
+    had no far-L2 plateau, no far knee bisected, and ``l2.size`` came out as the near L2's
+    27.2 MB). The geometric middles of the gaps around them give that level more points. A
+    single point between plateaus is a knee's transition, which the knee bisection handles;
+    gaps narrower than :data:`LEVEL_SPAN` cannot hold a level."""
+    order = np.argsort(x, kind="stable")
+    xs, ys = x[order], meds[order]
+    on = np.zeros(xs.size, bool)
+    for p in levels:
+        on |= (xs >= p.first_x) & (xs <= p.last_x)
+    tol = np.log1p(2 * PLATEAU_TOL)
+    new = []
+    for i in range(xs.size - 1):
+        a, b = i, i + 1
+        if (on[a] or on[b] or not (np.isfinite(ys[a]) and np.isfinite(ys[b]))
+                or xs[b] < LEVEL_SPAN * xs[a] or abs(np.log(ys[b] / ys[a])) > tol):
+            continue
+        for lo, hi in ((a - 1, a), (a, b), (b, b + 1)):
+            if 0 <= lo and hi < xs.size and xs[hi] >= LEVEL_SPAN * xs[lo]:
+                new.append(_round(float(np.sqrt(xs[lo] * xs[hi]))))
+    return [v for v in new if v not in set(int(v) for v in xs)]
 
 
 def _core(x: np.ndarray, p: Plateau) -> np.ndarray:
