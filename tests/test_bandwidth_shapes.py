@@ -10,7 +10,7 @@ import json
 import numpy as np
 import pytest
 from gpumem.device import StreamRequest
-from gpumem.experiment import RunContext
+from gpumem.experiment import RunContext, measure_point
 from gpumem.experiments.bandwidth import Bandwidth
 from gpumem.experiments.bandwidth_levels import BandwidthLevels
 from gpumem.level_widths import l1_width
@@ -94,8 +94,8 @@ def test_bandwidth_runs_are_sized_in_time_within_their_floor_and_cap(hopper, gbs
     exp = Bandwidth()
     a = exp.plan(ctx).attrs
     dev = _Recorder(gbs)
-    out = exp.measure(dev, {"kind": "read", "width": 16, "ctas": 132, "threads": 1024,
-                            "ilp": 4}, ctx)
+    out = measure_point(exp, dev, {"kind": "read", "width": 16, "ctas": 132, "threads": 1024,
+                                   "ilp": 4}, ctx.with_repeats(exp.plan(ctx)))
     first, timed = dev.works[0], dev.works[1:]
     assert first == a["min_work_bytes"] and len(timed) == a["repeats"]
     want = min(max(a["min_work_bytes"], gbs * 1e9 * a["run_seconds"]), a["work_bytes"])
@@ -113,8 +113,8 @@ def test_bandwidth_levels_runs_last_about_run_seconds(hopper):
     a = exp.plan(ctx).attrs
     dev = _Recorder(30000.0)
     fp = info.sm_count * 64 * 1024
-    exp.measure(dev, {"path": "ca", "ctas_per_sm": 2, "threads": 256, "ilp": 8,
-                      "footprint": fp}, ctx)
+    measure_point(exp, dev, {"path": "ca", "ctas_per_sm": 2, "threads": 256, "ilp": 8,
+                             "footprint": fp}, ctx.with_repeats(exp.plan(ctx)))
     assert dev.works[1:] == [int(30000e9 * a["run_seconds"])] * a["repeats"]
 
 

@@ -5,13 +5,21 @@ An experiment knows nothing about CUDA or the simulator. It says
 * :meth:`~Experiment.plan` — the sweep axes (each becomes a dimension with a coordinate), the
   variables each point records (with their own inner dimensions, e.g. ``access``), sized from
   the device's properties;
-* :meth:`~Experiment.measure` — how one point runs through a device's probes;
+* :meth:`~Experiment.measure` — how one point runs through a device's probes (one timed run
+  of it, when the plan declares :attr:`~Plan.repeats`: the runner repeats it, see below);
 * :meth:`~Experiment.refine` — optionally, extra values of one axis worth measuring after a
   first pass (a knee to bisect), repeated until it returns ``None``;
 * :meth:`~Experiment.analyze` — a pure function from the raw dataset to findings, so a stored
   file can be analysed again later, by anyone.
 
 The runner assembles the points into one labeled dataset (see :mod:`gpumem.results.schema`).
+
+Repetition belongs to the framework, as in nvbench: a plan that declares ``repeats=N`` (usually
+:func:`repeat_count`) has each point timed N times by :func:`measure_point`: the experiment's
+``measure`` runs once per (point, repeat) with ``ctx.repeat`` and ``ctx.run_seed`` (the one
+formula, :func:`repeat_seed`), the runner stacks the runs along an innermost ``repeat``
+dimension, and analyses read each point's median through :func:`point_medians`. When to stop
+repeating is decided in one place, :class:`FixedRepeats`.
 """
 
 from __future__ import annotations
@@ -19,8 +27,8 @@ from __future__ import annotations
 import hashlib
 import json
 from abc import ABC, abstractmethod
-from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Callable, ClassVar, Mapping
+from dataclasses import dataclass, field, replace
+from typing import TYPE_CHECKING, Any, Callable, ClassVar, Mapping, Sequence
 
 import numpy as np
 import xarray as xr
@@ -45,23 +53,60 @@ class Axis:
 
 @dataclass(frozen=True)
 class Var:
-    """A variable recorded at every point; ``dims`` are its inner dimensions (beyond axes)."""
+    """A variable recorded at every point; ``dims`` are its inner dimensions (beyond axes).
+
+    In a plan that declares :attr:`Plan.repeats`, the variable gets the innermost ``repeat``
+    dimension (one value per timed run) unless ``repeated`` is false: then it is measured once
+    per point, by :meth:`Experiment.prepare`."""
 
     name: str
     dims: tuple[str, ...] = ()
     units: str = "1"
     long_name: str = ""
     dtype: str = "float64"
+    repeated: bool = True
 
 
 @dataclass
 class Plan:
-    """What an experiment will measure on this device."""
+    """What an experiment will measure on this device.
+
+    ``repeats``: timed runs of every point (usually :func:`repeat_count`). The plan then adds
+    the ``repeat`` coordinate to ``inner``, the ``repeat`` dimension (innermost) to each
+    repeated variable and ``repeats`` to ``attrs`` (where the experiment did not put it), and
+    the runner measures each point that many times (:func:`measure_point`). 0, the default:
+    ``measure`` runs once per point and returns every variable whole, ``repeat`` dimension
+    included where it has one (an experiment that repeats by itself, written before plans
+    declared repeats)."""
 
     axes: list[Axis]
     variables: list[Var]
     inner: dict[str, np.ndarray] = field(default_factory=dict)
     attrs: dict[str, Any] = field(default_factory=dict)
+    repeats: int = 0
+
+    def __post_init__(self) -> None:
+        if not self.repeats:
+            return
+        n = int(self.repeats)
+        if n < 1 or n != self.repeats:
+            raise ValueError(f"Plan.repeats must be a whole number >= 1, not {self.repeats!r}")
+        if "repeat" in self.inner and len(self.inner["repeat"]) != n:
+            raise ValueError(f"Plan.repeats is {n}, its inner 'repeat' has "
+                             f"{len(self.inner['repeat'])} values")
+        if self.attrs.get("repeats", n) != n:
+            raise ValueError(f"Plan.repeats is {n}, its attrs say {self.attrs['repeats']!r}")
+        variables = []
+        for var in self.variables:
+            if "repeat" in var.dims[:-1]:
+                raise ValueError(f"variable {var.name!r}: 'repeat' is the innermost dimension "
+                                 f"(leave it out of dims: Plan.repeats adds it)")
+            if var.repeated and var.dims[-1:] != ("repeat",):
+                var = replace(var, dims=(*var.dims, "repeat"))
+            variables.append(var)
+        self.variables = variables
+        self.inner = {**self.inner, "repeat": np.arange(n)}
+        self.attrs = {**self.attrs, "repeats": self.attrs.get("repeats", n)}
 
     def params_hash(self, experiment: Experiment) -> str:
         """Identifies (experiment, version, grid, attrs): the key under which results are kept."""
@@ -91,6 +136,25 @@ class RunContext:
     device: DeviceInfo
     quick: bool = False
     seed: int = 0
+    #: Timed runs of each point, from :attr:`Plan.repeats` (the runner sets it once the plan
+    #: is made; 0 in ``plan()`` and for an experiment whose plan declares none).
+    repeats: int = 0
+    #: Which timed run of the point this ``measure`` call is (0 .. repeats-1), set by
+    #: :func:`measure_point`; ``None`` outside a repeat.
+    repeat: int | None = None
+
+    @property
+    def run_seed(self) -> int:
+        """The seed of this timed run, :func:`repeat_seed` of :attr:`repeat`: what a probe
+        request of a repeated ``measure`` passes as its ``seed``."""
+        if self.repeat is None:
+            raise RuntimeError("ctx.run_seed is only set within a repeat: declare "
+                               "Plan(repeats=...) to have each point timed that many times")
+        return repeat_seed(self, self.repeat)
+
+    def with_repeats(self, plan: Plan) -> RunContext:
+        """This context for measuring ``plan``'s points (its declared :attr:`Plan.repeats`)."""
+        return replace(self, repeats=plan.repeats, repeat=None)
 
     @property
     def slow(self) -> bool:
@@ -104,15 +168,67 @@ class RunContext:
 REPEATS, QUICK_REPEATS = 10, 3
 
 
-def repeat_count(ctx: RunContext) -> int:
-    """Timed runs per point for this run."""
-    return QUICK_REPEATS if ctx.quick else REPEATS
+def repeat_count(ctx: RunContext, full: int = REPEATS) -> int:
+    """Timed runs per point for this run (what a plan declares as its ``repeats``): ``full``
+    (default :data:`REPEATS`; fewer for a long probe), :data:`QUICK_REPEATS` with --quick."""
+    return min(QUICK_REPEATS, full) if ctx.quick else full
+
+
+def repeat_seed(ctx: RunContext, r: int) -> int:
+    """The seed of timed run ``r`` of a point: the one formula (``ctx.run_seed`` in a repeat;
+    a run before the repeats that must see what run 0 sees takes ``repeat_seed(ctx, 0)``)."""
+    return ctx.seed * 1000 + r
+
+
+@dataclass(frozen=True)
+class FixedRepeats:
+    """The stopping rule: when a point has been timed enough. This one stops after ``n``
+    runs, whatever they say. A rule that stops earlier ("relative standard error of the
+    median below X, at most N") would look at the runs so far in :meth:`done` and be chosen
+    in :func:`stopping_rule`; :func:`measure_point` would then leave the runs it did not make
+    NaN (the ``repeat`` dimension keeps its N)."""
+
+    n: int
+
+    def done(self, runs: Sequence[Mapping[str, Any]]) -> bool:
+        return len(runs) >= self.n
+
+
+def stopping_rule(ctx: RunContext) -> FixedRepeats:
+    """The rule that decides how many of ``ctx.repeats`` runs a point gets: the one place
+    where another rule plugs in."""
+    return FixedRepeats(ctx.repeats)
+
+
+def measure_point(experiment: Experiment, device: Device, point: Mapping[str, Any],
+                  ctx: RunContext) -> Mapping[str, Any]:
+    """One point's values. Without declared repeats (``ctx.repeats`` 0): ``measure`` once, as
+    it returns them. With them: :meth:`Experiment.prepare` once, then ``measure`` once per
+    repeat (``ctx.repeat``, ``ctx.run_seed``; ``point`` with what ``prepare`` returned) until
+    the stopping rule says enough, each value stacked over the runs as the innermost
+    ``repeat`` dimension; ``prepare``'s entries are kept beside them (those named after a
+    variable that is not repeated are recorded as it)."""
+    if not ctx.repeats:
+        return experiment.measure(device, point, ctx)
+    shared = dict(experiment.prepare(device, point, ctx))
+    point = {**point, **shared}
+    rule = stopping_rule(ctx)
+    runs: list[Mapping[str, Any]] = []
+    while not rule.done(runs):
+        runs.append(experiment.measure(device, point, replace(ctx, repeat=len(runs))))
+    return {**shared, **stack_runs(runs)}
+
+
+def stack_runs(runs: Sequence[Mapping[str, Any]]) -> dict[str, np.ndarray]:
+    """Each value of the runs, stacked along a new last (``repeat``) axis."""
+    return {k: np.stack([np.asarray(run[k]) for run in runs], axis=-1) for k in runs[0]}
 
 
 def repeated(n: int, run: Callable[[int], Any], **fields: str) -> dict[str, np.ndarray]:
     """``n`` timed runs of a probe, ``run(r)`` for r = 0 .. n-1 in order, as one array per
     variable over the ``repeat`` dimension: ``fields`` maps each variable to the attribute of
-    a run's result it records (``repeated(3, run, latency="latency")``)."""
+    a run's result it records (``repeated(3, run, latency="latency")``). For an experiment
+    that repeats by itself; a plan that declares ``repeats`` has the runner do it."""
     runs = [run(r) for r in range(n)]
     return {var: np.array([getattr(x, attr) for x in runs]) for var, attr in fields.items()}
 
@@ -120,6 +236,14 @@ def repeated(n: int, run: Callable[[int], Any], **fields: str) -> dict[str, np.n
 def median_over_repeats(var: xr.DataArray) -> xr.DataArray:
     """Median over the ``repeat`` dimension (runs written before repeats existed have none)."""
     return var.median("repeat") if "repeat" in var.dims else var
+
+
+def point_medians(raw: xr.Dataset, name: str) -> xr.DataArray:
+    """Variable ``name`` of a raw dataset, each point's median over its repeats (the value
+    itself where it has no ``repeat`` dimension), NaN at points that did not measure
+    (``point_status`` not 0): how an analysis reads a repeated measurement."""
+    med = median_over_repeats(raw[name])
+    return med.where(raw["point_status"] == 0) if "point_status" in raw else med
 
 
 class Experiment(ABC):
@@ -159,10 +283,22 @@ class Experiment(ABC):
                 ) -> Mapping[str, Any]:
         """Run one point; return one array (shaped like the variable's inner dims) per Var.
 
+        Where the plan declares :attr:`Plan.repeats`, one timed run of the point: the values
+        without the ``repeat`` dimension, its probes seeded with ``ctx.run_seed``; the runner
+        calls it once per repeat (:func:`measure_point`).
+
         Raise :class:`gpumem.errors.PointSkipped` for a point that cannot run here. Grid
         experiments implement this; adaptive ones implement :meth:`sweep` instead.
         """
         raise TypeError(f"experiment '{self.name}' implements neither measure() nor sweep()")
+
+    def prepare(self, device: Device, point: Mapping[str, Any], ctx: RunContext
+                ) -> Mapping[str, Any]:
+        """Once per point, before its repeats (plans that declare :attr:`Plan.repeats`):
+        what every repeat of the point shares, e.g. the bytes of a run sized from a first
+        run. Each repeat's ``measure`` finds these entries in its ``point``; those named
+        after a variable declared ``repeated=False`` are recorded as it. Default: nothing."""
+        return {}
 
     def refine(self, raw: xr.Dataset, ctx: RunContext) -> dict[str, list] | None:
         """Extra values for one axis after looking at the data so far, or ``None`` to stop."""

@@ -30,7 +30,7 @@ import numpy as np
 
 from gpumem.device import ChaseRequest, ChaseResult, Device, StreamRequest, StreamResult
 from gpumem.errors import PointSkipped, ProbeUnsupported
-from gpumem.experiment import Experiment, Plan, RunContext
+from gpumem.experiment import Experiment, Plan, RunContext, measure_point
 
 
 def makespan(seconds: Sequence[float], workers: int) -> float:
@@ -131,7 +131,7 @@ def _price(experiment: Experiment, point: Mapping[str, Any], device: Device,
     """(seconds, refused) of one point: see :func:`price_point`."""
     pricing = _Pricing(device)
     try:
-        experiment.measure(pricing, point, ctx)
+        measure_point(experiment, pricing, point, ctx)  # each repeat the plan declares
     except ProbeUnsupported:
         raise
     except PointSkipped:
@@ -159,6 +159,7 @@ def estimate(experiment: Experiment, plan: Plan, device: Device, ctx: RunContext
 
     if type(experiment).sweep is not Experiment.sweep:
         return None
+    ctx = ctx.with_repeats(plan)
     seconds, refused = [], 0
     for point in points(plan.axes):
         try:

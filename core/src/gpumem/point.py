@@ -11,7 +11,7 @@ from typing import Any
 
 from gpumem.device import Device
 from gpumem.errors import PointSkipped, ProbeUnsupported
-from gpumem.experiment import Experiment, RunContext
+from gpumem.experiment import Experiment, RunContext, measure_point
 from gpumem.results.schema import (
     POINT_COUNTS,
     POINT_FAILED,
@@ -25,9 +25,11 @@ PointResult = tuple[int, str, Mapping[str, Any]]
 
 def run_point(experiment: Experiment, device: Device, point: Mapping[str, Any],
               ctx: RunContext) -> PointResult:
-    """One point, with its failure turned into data (ProbeUnsupported and Ctrl-C propagate).
-    The device's point state (clocks, throttling) before and after goes with the values, and
-    what the point added to the device's counters with any result."""
+    """One point, with its failure turned into data (ProbeUnsupported and Ctrl-C propagate):
+    each timed run its plan declares (:func:`gpumem.experiment.measure_point`), one failed
+    run failing the point. The device's point state (clocks, throttling) before and after
+    goes with the values, and what the point added to the device's counters with any
+    result."""
     counted = device.point_counters()
     status, reason, values = _measure(experiment, device, point, ctx)
     if counted:
@@ -41,7 +43,7 @@ def _measure(experiment: Experiment, device: Device, point: Mapping[str, Any],
              ctx: RunContext) -> PointResult:
     try:
         before = device.point_state()
-        values = experiment.measure(device, point, ctx)
+        values = measure_point(experiment, device, point, ctx)
         if before:
             after = device.point_state()
             values = {**values, POINT_STATE: {

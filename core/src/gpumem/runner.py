@@ -697,6 +697,7 @@ def run_experiment(plugins: Plugins, store: RunStore, device: Device, cls: type[
     t0 = time.monotonic()
     _mark("start", cls.name)
     plan: Plan = exp.plan(ctx)
+    ctx = ctx.with_repeats(plan)  # each point timed as often as the plan declares
     phash = plan.params_hash(exp)
     key = store.entry_key(device.info.key, exp.name, phash)
     if resume:

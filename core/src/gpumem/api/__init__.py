@@ -50,7 +50,9 @@ from gpumem.experiment import (
     RunContext,
     Var,
     median_over_repeats,
+    point_medians,
     repeat_count,
+    repeat_seed,
     repeated,
 )
 from gpumem.findings import Expected, Finding, exact, latency_pair
@@ -84,8 +86,9 @@ __all__ = [
     "Expected", "Experiment", "Finding", "Format", "FormatError", "generic_kernel_source",
     "GpumemError", "hookimpl", "Interconnect", "KernelSource", "latency_pair", "load_plugins",
     "load_source", "median_over_repeats", "MEI_CHU", "mei_chu_data", "MEI_CHU_REPO",
-    "OutputError", "pattern_expected", "Plan", "Plugins", "PointSkipped", "Presentation",
-    "ProbeUnsupported", "repeat_count", "repeated", "ReportFigure", "ReportSection", "run",
+    "OutputError", "pattern_expected", "Plan", "Plugins", "point_medians", "PointSkipped",
+    "Presentation", "ProbeUnsupported", "repeat_count", "repeat_seed", "repeated",
+    "ReportFigure", "ReportSection", "run",
     "RunContext", "RunRequest", "SetIndex", "SharedMemory", "SimConfig", "SimConfigError",
     "Simulator", "smem_expected", "StreamRequest", "StreamResult", "Throughput", "Timer",
     "tlb_expected", "TlbLevel", "UsageError", "Var", "write_text",

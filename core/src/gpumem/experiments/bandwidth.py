@@ -17,13 +17,23 @@ bytes read plus written), ``bw.dram_read_fraction`` (of the device's theoretical
 
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import Any, Mapping
 
 import numpy as np
 import xarray as xr
 
 from gpumem.device import Device, StreamRequest, StreamResult
-from gpumem.experiment import Axis, Experiment, Plan, RunContext, Var, repeat_count, repeated
+from gpumem.experiment import (
+    Axis,
+    Experiment,
+    Plan,
+    RunContext,
+    Var,
+    point_medians,
+    repeat_count,
+    repeat_seed,
+)
 from gpumem.experiments.figures import BANDWIDTH
 from gpumem.findings import Finding
 from gpumem.presentation import Presentation, ReportFigure
@@ -92,36 +102,39 @@ class Bandwidth(Experiment):
                   Axis("ctas", ctas, "1", "thread blocks in the grid"),
                   Axis("threads", threads, "1", "threads per block"),
                   Axis("ilp", ilps, "1", "independent loads per thread per iteration")],
-            variables=[Var("gbs", ("repeat",), "GB/s",
+            variables=[Var("gbs", (), "GB/s",
                            "bytes moved (read + written) per second, 10^9 byte/s"),
-                       Var("seconds", ("repeat",), "s", "time of one timed run")],
-            inner={"repeat": np.arange(repeats)},
+                       Var("seconds", (), "s", "time of one timed run")],
             attrs={"footprint": footprint, "order": "coalesced", "path": "cg",
                    "repeats": repeats, "work_bytes": work, "min_work_bytes": floor,
                    "sized_runs": sized, "run_seconds": RUN_S},
+            repeats=repeats,
         )
+
+    def prepare(self, device: Device, point: Mapping[str, Any], ctx: RunContext
+                ) -> Mapping[str, Any]:
+        """The request of the point's timed runs, its bytes sized for RUN_S at the rate a
+        first run shows (seeded as the first timed run)."""
+        attrs = self.plan(ctx).attrs
+        req = StreamRequest(
+            footprint=int(attrs["footprint"]), ctas=int(point["ctas"]),
+            threads=int(point["threads"]), ilp=int(point["ilp"]), width=int(point["width"]),
+            path="cg", kind=str(point["kind"]), work=int(attrs["work_bytes"]),
+            seed=repeat_seed(ctx, 0))
+        if int(attrs.get("sized_runs", 0)):
+            floor = int(attrs["min_work_bytes"])
+            req = replace(req, work=work_for(
+                device.stream(replace(req, work=floor)), float(attrs["run_seconds"]), floor,
+                req.work, 2 if point["kind"] == "copy" else 1))
+        return {"request": req}
 
     def measure(self, device: Device, point: Mapping[str, Any], ctx: RunContext
                 ) -> Mapping[str, Any]:
-        attrs = self.plan(ctx).attrs
-
-        def run(work: int, r: int):
-            return device.stream(StreamRequest(
-                footprint=int(attrs["footprint"]), ctas=int(point["ctas"]),
-                threads=int(point["threads"]), ilp=int(point["ilp"]), width=int(point["width"]),
-                path="cg", kind=str(point["kind"]), work=work, seed=ctx.seed * 1000 + r))
-
-        work = int(attrs["work_bytes"])
-        if int(attrs.get("sized_runs", 0)):  # bytes for RUN_S at the rate a first run shows
-            work = work_for(run(int(attrs["min_work_bytes"]), 0), float(attrs["run_seconds"]),
-                            int(attrs["min_work_bytes"]), work,
-                            2 if point["kind"] == "copy" else 1)
-        return repeated(int(attrs["repeats"]), lambda r: run(work, r),
-                        gbs="gbs", seconds="seconds")
+        res = device.stream(replace(point["request"], seed=ctx.run_seed))
+        return {"gbs": res.gbs, "seconds": res.seconds}
 
     def analyze(self, raw: xr.Dataset) -> list[Finding]:
-        ok = raw["point_status"] == 0
-        med = raw["gbs"].median("repeat").where(ok)
+        med = point_medians(raw, "gbs")
         out: list[Finding] = []
         for kind in KINDS:
             if kind not in raw["kind"].values:

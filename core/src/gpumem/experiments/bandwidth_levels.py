@@ -20,13 +20,23 @@ and as a fraction of the level's width where that is known (:mod:`gpumem.level_w
 
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import Any, Mapping
 
 import numpy as np
 import xarray as xr
 
 from gpumem.device import Device, StreamRequest
-from gpumem.experiment import Axis, Experiment, Plan, RunContext, Var, repeat_count, repeated
+from gpumem.experiment import (
+    Axis,
+    Experiment,
+    Plan,
+    RunContext,
+    Var,
+    point_medians,
+    repeat_count,
+    repeat_seed,
+)
 from gpumem.experiments.bandwidth import work_for
 from gpumem.experiments.figures import BANDWIDTH
 from gpumem.experiments.latency import footprint_grid
@@ -97,36 +107,39 @@ class BandwidthLevels(Experiment):
                        "iteration"),
                   Axis("footprint", tuple(grid), "byte", "buffer read by all blocks, each "
                        "its own slice")],
-            variables=[Var("gbs", ("repeat",), "GB/s", "bytes read per second, 10^9 byte/s"),
-                       Var("seconds", ("repeat",), "s", "time of one timed run")],
-            inner={"repeat": np.arange(repeats)},
+            variables=[Var("gbs", (), "GB/s", "bytes read per second, 10^9 byte/s"),
+                       Var("seconds", (), "s", "time of one timed run")],
             attrs={"width": WIDTH, "order": order, "repeats": repeats, "sized_runs": sized,
                    "work_bytes": MAX_WORK if sized else 0, "run_seconds": RUN_S,
                    **{k: w[0] for k, w in widths.items()},
                    **{f"{k}_source": w[1] for k, w in widths.items()}},
+            repeats=repeats,
         )
+
+    def prepare(self, device: Device, point: Mapping[str, Any], ctx: RunContext
+                ) -> Mapping[str, Any]:
+        """The request of the point's timed runs, its bytes sized for RUN_S at the rate a
+        first run shows (seeded as the first timed run)."""
+        a = self.plan(ctx).attrs
+        fp = int(point["footprint"])
+        req = StreamRequest(
+            footprint=fp, ctas=int(point["ctas_per_sm"]) * max(1, ctx.device.sm_count),
+            threads=int(point["threads"]), ilp=int(point["ilp"]), width=WIDTH,
+            path=str(point["path"]), kind="read", order=str(a["order"]), work=0,
+            seed=repeat_seed(ctx, 0))
+        if int(a["sized_runs"]):
+            first = device.stream(replace(req, work=max(fp, PROBE_WORK)))
+            req = replace(req, work=work_for(first, float(a["run_seconds"]), fp,
+                                             int(a["work_bytes"])))
+        return {"request": req}
 
     def measure(self, device: Device, point: Mapping[str, Any], ctx: RunContext
                 ) -> Mapping[str, Any]:
-        a = self.plan(ctx).attrs
-        fp = int(point["footprint"])
-
-        def run(work: int, r: int):
-            return device.stream(StreamRequest(
-                footprint=fp, ctas=int(point["ctas_per_sm"]) * max(1, ctx.device.sm_count),
-                threads=int(point["threads"]), ilp=int(point["ilp"]), width=WIDTH,
-                path=str(point["path"]), kind="read", order=str(a["order"]), work=work,
-                seed=ctx.seed * 1000 + r))
-
-        work = 0
-        if int(a["sized_runs"]):  # bytes for RUN_S at the rate a first run shows
-            work = work_for(run(max(fp, PROBE_WORK), 0), float(a["run_seconds"]), fp,
-                            int(a["work_bytes"]))
-        return repeated(int(a["repeats"]), lambda r: run(work, r), gbs="gbs",
-                        seconds="seconds")
+        res = device.stream(replace(point["request"], seed=ctx.run_seed))
+        return {"gbs": res.gbs, "seconds": res.seconds}
 
     def analyze(self, raw: xr.Dataset) -> list[Finding]:
-        med = raw["gbs"].median("repeat").where(raw["point_status"] == 0)
+        med = point_medians(raw, "gbs")
         if "ctas_per_sm" not in med.dims:  # version 2: two occupancies, no shape search
             return _analyze_v2(raw, med)
         best = med.max(list(SHAPE))  # per path and footprint: the best shape

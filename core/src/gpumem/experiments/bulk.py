@@ -26,16 +26,7 @@ import numpy as np
 import xarray as xr
 
 from gpumem.device import BulkRequest, Device
-from gpumem.experiment import (
-    Axis,
-    Experiment,
-    Plan,
-    RunContext,
-    Var,
-    median_over_repeats,
-    repeat_count,
-    repeated,
-)
+from gpumem.experiment import Axis, Experiment, Plan, RunContext, Var, point_medians, repeat_count
 from gpumem.experiments.figures import BULK_COPY
 from gpumem.findings import Finding
 from gpumem.presentation import Presentation, ReportFigure
@@ -74,24 +65,23 @@ class BulkCopy(Experiment):
         chunks, stages, ctas = CHUNKS, STAGES, CTAS_PER_SM
         if ctx.quick:
             chunks, stages, ctas = (1024, 16384), (1, 4), (1, 2)
-        repeats = repeat_count(ctx)
         return Plan(
             axes=[Axis("chunk", chunks, "byte", "bytes per bulk copy"),
                   Axis("stages", stages, "1", "copies in flight per block"),
                   Axis("ctas_per_sm", ctas, "1", "blocks per SM (one issuing thread each)")],
-            variables=[Var("gbs", ("repeat",), "GB/s", "bytes copied per second")],
-            inner={"repeat": np.arange(repeats)},
-            attrs={"footprint": _footprint(ctx), "repeats": repeats},
+            variables=[Var("gbs", (), "GB/s", "bytes copied per second")],
+            attrs={"footprint": _footprint(ctx)},
+            repeats=repeat_count(ctx),
         )
 
     def measure(self, device: Device, point: Mapping[str, Any], ctx: RunContext
                 ) -> Mapping[str, Any]:
-        return repeated(repeat_count(ctx), lambda r: device.bulk_copy(BulkRequest(
+        return {"gbs": device.bulk_copy(BulkRequest(
             footprint=_footprint(ctx), chunk=int(point["chunk"]), stages=int(point["stages"]),
-            ctas_per_sm=int(point["ctas_per_sm"]), seed=ctx.seed * 1000 + r)), gbs="gbs")
+            ctas_per_sm=int(point["ctas_per_sm"]), seed=ctx.run_seed)).gbs}
 
     def analyze(self, raw: xr.Dataset) -> list[Finding]:
-        gbs = median_over_repeats(raw["gbs"]).where(raw["point_status"] == 0)
+        gbs = point_medians(raw, "gbs")
         if not np.isfinite(gbs.values).any():
             return []
         best = float(gbs.max())

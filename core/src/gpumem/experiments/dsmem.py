@@ -26,16 +26,7 @@ import xarray as xr
 
 from gpumem.device import Device, DsmemRequest
 from gpumem.errors import PointSkipped
-from gpumem.experiment import (
-    Axis,
-    Experiment,
-    Plan,
-    RunContext,
-    Var,
-    median_over_repeats,
-    repeat_count,
-    repeated,
-)
+from gpumem.experiment import Axis, Experiment, Plan, RunContext, Var, point_medians, repeat_count
 from gpumem.experiments.figures import DSMEM
 from gpumem.findings import Finding
 from gpumem.presentation import Presentation, ReportFigure
@@ -69,10 +60,10 @@ class DsmemLatency(Experiment):
             axes=[Axis("cluster", clusters, "1", "blocks per thread block cluster"),
                   Axis("distance", tuple(range(max(clusters))), "1",
                        "rank of the block read, counted from the reader's (0: its own)")],
-            variables=[Var("latency", ("repeat",), "cycle",
+            variables=[Var("latency", (), "cycle",
                            "cycles per dependent load, clock reads cancelled")],
-            inner={"repeat": np.arange(repeat_count(ctx))},
-            attrs={"loads": 256, "repeats": repeat_count(ctx)},
+            attrs={"loads": 256},
+            repeats=repeat_count(ctx),
         )
 
     def measure(self, device: Device, point: Mapping[str, Any], ctx: RunContext
@@ -80,11 +71,11 @@ class DsmemLatency(Experiment):
         cluster, distance = int(point["cluster"]), int(point["distance"])
         if distance >= cluster:
             raise PointSkipped(f"a cluster of {cluster} has no block {distance} ranks away")
-        return repeated(repeat_count(ctx), lambda r: device.dsmem(DsmemRequest(
-            cluster=cluster, distance=distance, seed=ctx.seed * 1000 + r)), latency="latency")
+        return {"latency": device.dsmem(DsmemRequest(
+            cluster=cluster, distance=distance, seed=ctx.run_seed)).latency}
 
     def analyze(self, raw: xr.Dataset) -> list[Finding]:
-        lat = median_over_repeats(raw["latency"]).where(raw["point_status"] == 0)
+        lat = point_medians(raw, "latency")
         local = lat.sel(distance=0)
         remote = lat.where(lat["distance"] > 0)
         if not np.isfinite(local.values).any() or not np.isfinite(remote.values).any():
@@ -134,22 +125,20 @@ class DsmemBandwidth(Experiment):
                        "1: the next block's in the cluster"),
                   Axis("warps", warps, "1", "warps per block (one block per SM)"),
                   Axis("ilp", ilps, "1", "independent loads per thread per iteration")],
-            variables=[Var("bytes_per_cycle", ("repeat",), "byte/cycle",
-                           "bytes loaded per SM cycle")],
-            inner={"repeat": np.arange(repeat_count(ctx))},
-            attrs={"width": 4, "iterations": 1024, "repeats": repeat_count(ctx)},
+            variables=[Var("bytes_per_cycle", (), "byte/cycle", "bytes loaded per SM cycle")],
+            attrs={"width": 4, "iterations": 1024},
+            repeats=repeat_count(ctx),
         )
 
     def measure(self, device: Device, point: Mapping[str, Any], ctx: RunContext
                 ) -> Mapping[str, Any]:
-        req = DsmemRequest(cluster=int(point["cluster"]), distance=int(point["distance"]),
-                           kind="throughput", warps=int(point["warps"]),
-                           ilp=int(point["ilp"]))
-        return repeated(repeat_count(ctx), lambda _r: device.dsmem(req),
-                        bytes_per_cycle="bytes_per_cycle")
+        # one request, the same every run (the throughput model draws no seed)
+        return {"bytes_per_cycle": device.dsmem(DsmemRequest(
+            cluster=int(point["cluster"]), distance=int(point["distance"]), kind="throughput",
+            warps=int(point["warps"]), ilp=int(point["ilp"]))).bytes_per_cycle}
 
     def analyze(self, raw: xr.Dataset) -> list[Finding]:
-        bpc = median_over_repeats(raw["bytes_per_cycle"]).where(raw["point_status"] == 0)
+        bpc = point_medians(raw, "bytes_per_cycle")
         best = bpc.max(["warps", "ilp"], skipna=True)  # (cluster, distance)
         if not np.isfinite(best.sel(distance=1).values).any():
             return []

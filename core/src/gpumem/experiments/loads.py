@@ -33,7 +33,7 @@ import xarray as xr
 
 from gpumem.analysis.stats import median_interval
 from gpumem.device import Device, StreamRequest
-from gpumem.experiment import Axis, Experiment, Plan, RunContext, Var, repeated
+from gpumem.experiment import Axis, Experiment, Plan, RunContext, Var, point_medians, repeat_count
 from gpumem.experiments.figures import CPASYNC, ILP
 from gpumem.findings import Finding
 from gpumem.presentation import Presentation, ReportFigure
@@ -78,10 +78,6 @@ RATIO_NOTE = ("interval: the ratio's range from the 95 % intervals of the two me
 
 def _lists(spans: list[tuple[float, float]]) -> tuple[list[float], list[float]]:
     return [lo for lo, _hi in spans], [hi for _lo, hi in spans]
-
-
-def _median_gbs(raw: xr.Dataset) -> xr.DataArray:
-    return raw["gbs"].median("repeat").where(raw["point_status"] == 0)
 
 
 def curve_runs(raw: xr.Dataset, footprint: int, order: str, rev: int) -> dict[int, np.ndarray]:
@@ -144,7 +140,7 @@ class IlpSweep(Experiment):
         ))
 
     def plan(self, ctx: RunContext) -> Plan:
-        repeats = 3 if ctx.quick else 10
+        repeats = repeat_count(ctx)
         short = ctx.quick or ctx.slow
         attrs: dict[str, Any] = {}
         if ctx.slow:  # deterministic and paying per request: once, one pass
@@ -156,25 +152,25 @@ class IlpSweep(Experiment):
                        "1: the chunks are walked backwards"),
                   Axis("ilp", (1, 2, 4, 8) if short else KS, "1",
                        "independent loads per thread per iteration (K)")],
-            variables=[Var("gbs", ("repeat",), "GB/s", "bytes read per second, 10^9 byte/s"),
-                       Var("seconds", ("repeat",), "s", "time of one timed run")],
-            inner={"repeat": np.arange(repeats)},
+            variables=[Var("gbs", (), "GB/s", "bytes read per second, 10^9 byte/s"),
+                       Var("seconds", (), "s", "time of one timed run")],
             attrs={"ctas": max(1, ctx.device.sm_count), "threads": THREADS, "width": WIDTH,
                    "work_bytes": WORK, "path": "cg", "repeats": repeats, **attrs},
+            repeats=repeats,
         )
 
     def measure(self, device: Device, point: Mapping[str, Any], ctx: RunContext
                 ) -> Mapping[str, Any]:
         attrs = self.plan(ctx).attrs
-        return repeated(int(attrs["repeats"]), lambda r: device.stream(StreamRequest(
+        res = device.stream(StreamRequest(
             footprint=int(point["footprint"]), ctas=int(attrs["ctas"]), threads=THREADS,
             ilp=int(point["ilp"]), width=WIDTH, path="cg", order=str(point["order"]),
             kind="read", work=int(attrs["work_bytes"]), reverse=bool(point["reverse"]),
-            seed=ctx.seed * 1000 + r)),
-            gbs="gbs", seconds="seconds")
+            seed=ctx.run_seed))
+        return {"gbs": res.gbs, "seconds": res.seconds}
 
     def analyze(self, raw: xr.Dataset) -> list[Finding]:
-        med = _median_gbs(raw)
+        med = point_medians(raw, "gbs")
         l2 = float(raw.attrs.get("l2_bytes", 0) or 0)
         foot = [int(f) for f in raw["footprint"].values]
         resident = [f for f in foot if l2 and f <= l2 / 2]
@@ -261,7 +257,7 @@ class AsyncCopy(Experiment):
     def plan(self, ctx: RunContext) -> Plan:
         l2 = max(ctx.device.l2_bytes, 1 << 20)
         footprint = min(8 * l2, max(ctx.device.memory_bytes // 4, 64 << 20)) // (1 << 20) << 20
-        repeats = 3 if ctx.quick else 10
+        repeats = repeat_count(ctx)
         return Plan(
             axes=[Axis("method", ("plain", "cpasync"), "1",
                        "plain: 16-B ld.global.cg into registers; cpasync: cp.async.cg into "
@@ -269,25 +265,25 @@ class AsyncCopy(Experiment):
                   Axis("threads", (128, 512), "1", "threads per CTA (one CTA per SM)"),
                   Axis("groups", (1, 4, 16) if ctx.quick else GROUPS, "1",
                        "independent loads (cp.async groups) in flight per thread")],
-            variables=[Var("gbs", ("repeat",), "GB/s", "bytes read per second, 10^9 byte/s"),
-                       Var("seconds", ("repeat",), "s", "time of one timed run")],
-            inner={"repeat": np.arange(repeats)},
+            variables=[Var("gbs", (), "GB/s", "bytes read per second, 10^9 byte/s"),
+                       Var("seconds", (), "s", "time of one timed run")],
             attrs={"ctas": max(1, ctx.device.sm_count), "footprint": footprint,
                    "width": WIDTH, "work_bytes": WORK, "repeats": repeats, "order": "coalesced"},
+            repeats=repeats,
         )
 
     def measure(self, device: Device, point: Mapping[str, Any], ctx: RunContext
                 ) -> Mapping[str, Any]:
         attrs = self.plan(ctx).attrs
         probe = device.async_copy if point["method"] == "cpasync" else device.stream
-        return repeated(int(attrs["repeats"]), lambda r: probe(StreamRequest(
+        res = probe(StreamRequest(
             footprint=int(attrs["footprint"]), ctas=int(attrs["ctas"]),
             threads=int(point["threads"]), ilp=int(point["groups"]), width=WIDTH, path="cg",
-            order="coalesced", kind="read", work=WORK, seed=ctx.seed * 1000 + r)),
-            gbs="gbs", seconds="seconds")
+            order="coalesced", kind="read", work=WORK, seed=ctx.run_seed))
+        return {"gbs": res.gbs, "seconds": res.seconds}
 
     def analyze(self, raw: xr.Dataset) -> list[Finding]:
-        med = _median_gbs(raw)
+        med = point_medians(raw, "gbs")
         out: list[Finding] = []
         threads = sorted(int(t) for t in raw["threads"].values)
         for t, name in ((threads[-1], "cpasync.speedup"),

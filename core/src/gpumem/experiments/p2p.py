@@ -13,19 +13,20 @@ local one) and ``p2p.remote_bw_ratio`` (the best remote read over the local one)
 
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import Any, Mapping
 
 import numpy as np
 import xarray as xr
 
 from gpumem.device import ChaseRequest, Device, StreamRequest
-from gpumem.experiment import Axis, Experiment, Plan, RunContext, Var
+from gpumem.experiment import Axis, Experiment, Plan, RunContext, Var, point_medians, repeat_count
 from gpumem.findings import Finding
 
 RECORD = 2048
 STRIDE = 256               # bytes between chased elements (random order): one per line
 SMALL = 1 << 20            # in every L2
-REPEATS = 5
+REPEATS = 5                # timed reads of each peer (3 with --quick)
 THREADS, ILP, WIDTH = 512, 4, 16
 
 
@@ -47,19 +48,21 @@ class PeerAccess(Experiment):
             axes=[Axis("peer", peers, "1", "device whose memory holds the data (own index: "
                                            "local)")],
             variables=[Var("latency_l2", (), "cycle", "median chase latency, footprint in "
-                                                      "the owner's L2, timer overhead removed"),
+                                                      "the owner's L2, timer overhead removed",
+                           repeated=False),
                        Var("latency_dram", (), "cycle", "median chase latency, footprint far "
-                                                        "beyond the L2"),
-                       Var("read_gbs", ("repeat",), "GB/s", "streaming read bandwidth")],
-            inner={"repeat": np.arange(3 if ctx.quick else REPEATS)},
+                                                        "beyond the L2", repeated=False),
+                       Var("read_gbs", (), "GB/s", "streaming read bandwidth")],
             attrs={"small_footprint": SMALL, "large_footprint": big, "stride": STRIDE,
                    "record": RECORD, "threads": THREADS, "ilp": ILP, "width": WIDTH,
-                   "own_index": dev.index, "repeats": 3 if ctx.quick else REPEATS},
+                   "own_index": dev.index},
+            repeats=repeat_count(ctx, REPEATS),
         )
 
-    def measure(self, device: Device, point: Mapping[str, Any], ctx: RunContext
+    def prepare(self, device: Device, point: Mapping[str, Any], ctx: RunContext
                 ) -> Mapping[str, Any]:
-        a = self.plan(ctx).attrs
+        """The two chases (once per point), and the request of the timed reads."""
+        big = int(self.plan(ctx).attrs["large_footprint"])
         peer = int(point["peer"])
 
         def chase(footprint: int) -> float:
@@ -69,22 +72,21 @@ class PeerAccess(Experiment):
                 seed=ctx.seed, peer=peer))
             return float(np.median(res.latency) - res.timer_overhead)
 
-        big = int(a["large_footprint"])
         sms = max(1, device.info.sm_count)
-        gbs = [device.stream(StreamRequest(
-            footprint=big, ctas=2 * sms, threads=THREADS, ilp=ILP, width=WIDTH, path="cg",
-            kind="read", work=max(big, 1 << 30), seed=ctx.seed * 1000 + r, peer=peer)).gbs
-            for r in range(int(a["repeats"]))]
         return {"latency_l2": chase(SMALL), "latency_dram": chase(big),
-                "read_gbs": np.array(gbs)}
+                "request": StreamRequest(
+                    footprint=big, ctas=2 * sms, threads=THREADS, ilp=ILP, width=WIDTH,
+                    path="cg", kind="read", work=max(big, 1 << 30), peer=peer)}
+
+    def measure(self, device: Device, point: Mapping[str, Any], ctx: RunContext
+                ) -> Mapping[str, Any]:
+        return {"read_gbs": device.stream(replace(point["request"], seed=ctx.run_seed)).gbs}
 
     def analyze(self, raw: xr.Dataset) -> list[Finding]:
-        ok = raw["point_status"] == 0
         peers = [int(p) for p in raw["peer"].values]
         own = int(raw.attrs.get("plan_own_index", peers[0] if peers else 0))
-        l2 = raw["latency_l2"].where(ok).values
-        dram = raw["latency_dram"].where(ok).values
-        bw = raw["read_gbs"].median("repeat").where(ok).values
+        l2, dram, bw = (point_medians(raw, v).values
+                        for v in ("latency_l2", "latency_dram", "read_gbs"))
         idx = ("peer", peers)
         big_mb = int(raw.attrs.get("plan_large_footprint", 0)) >> 20
         out = [Finding("p2p.latency_l2", [round(float(x), 1) for x in l2], "cycle", 0.9,

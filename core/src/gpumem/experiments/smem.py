@@ -22,16 +22,7 @@ import numpy as np
 import xarray as xr
 
 from gpumem.device import Device, SmemRequest
-from gpumem.experiment import (
-    Axis,
-    Experiment,
-    Plan,
-    RunContext,
-    Var,
-    median_over_repeats,
-    repeat_count,
-    repeated,
-)
+from gpumem.experiment import Axis, Experiment, Plan, RunContext, Var, point_medians, repeat_count
 from gpumem.experiments.figures import BANDWIDTH, BANK_CONFLICTS
 from gpumem.findings import Finding
 from gpumem.presentation import Presentation, ReportFigure
@@ -61,22 +52,20 @@ class SmemLatency(Experiment):
         return Plan(
             axes=[Axis("bank_mode", modes, "byte", "bank width the run is configured for"),
                   Axis("stride", strides, "1", "words between neighbouring threads")],
-            variables=[Var("latency", ("repeat",), "cycle",
-                           "cycles per access, timer overhead removed")],
-            inner={"repeat": np.arange(repeat_count(ctx))},
-            attrs={"width": 4, "iterations": 64, "repeats": repeat_count(ctx)},
+            variables=[Var("latency", (), "cycle", "cycles per access, timer overhead removed")],
+            attrs={"width": 4, "iterations": 64},
+            repeats=repeat_count(ctx),
         )
 
     def measure(self, device: Device, point: Mapping[str, Any], ctx: RunContext
                 ) -> Mapping[str, Any]:
-        return repeated(repeat_count(ctx), lambda r: device.smem(SmemRequest(
+        return {"latency": device.smem(SmemRequest(
             stride=int(point["stride"]), bank_mode=int(point["bank_mode"]),
-            seed=ctx.seed * 1000 + r)), latency="latency")
+            seed=ctx.run_seed)).latency}
 
     def analyze(self, raw: xr.Dataset) -> list[Finding]:
         default = int(raw["bank_mode"].values[0])  # devices list their default mode first
-        lat = median_over_repeats(raw["latency"]).where(raw["point_status"] == 0)
-        lat = lat.sel(bank_mode=default)
+        lat = point_medians(raw, "latency").sel(bank_mode=default)
         by_stride = {int(s): float(v) for s, v in zip(lat["stride"].values, lat.values)
                      if np.isfinite(v)}
         out: list[Finding] = []
@@ -136,20 +125,19 @@ class SmemBandwidth(Experiment):
         return Plan(
             axes=[Axis("warps", warps, "1", "active warps per SM"),
                   Axis("ilp", ilps, "1", "independent loads per thread per iteration")],
-            variables=[Var("bytes_per_cycle", ("repeat",), "byte/cycle",
-                           "bytes loaded per SM cycle")],
-            inner={"repeat": np.arange(repeat_count(ctx))},
-            attrs={"width": 4, "stride": 1, "repeats": repeat_count(ctx)},
+            variables=[Var("bytes_per_cycle", (), "byte/cycle", "bytes loaded per SM cycle")],
+            attrs={"width": 4, "stride": 1},
+            repeats=repeat_count(ctx),
         )
 
     def measure(self, device: Device, point: Mapping[str, Any], ctx: RunContext
                 ) -> Mapping[str, Any]:
-        return repeated(repeat_count(ctx), lambda r: device.smem(SmemRequest(
+        return {"bytes_per_cycle": device.smem(SmemRequest(
             stride=1, warps=int(point["warps"]), ilp=int(point["ilp"]), kind="throughput",
-            seed=ctx.seed * 1000 + r)), bytes_per_cycle="bytes_per_cycle")
+            seed=ctx.run_seed)).bytes_per_cycle}
 
     def analyze(self, raw: xr.Dataset) -> list[Finding]:
-        bpc = median_over_repeats(raw["bytes_per_cycle"]).where(raw["point_status"] == 0)
+        bpc = point_medians(raw, "bytes_per_cycle")
         if not np.isfinite(bpc.values).any():
             return []
         peak = float(bpc.max())

@@ -1,0 +1,226 @@
+"""Repetition owned by the framework (issue 32, item 4): a plan declares its repeats, the
+runner times each point that often with one seed per (point, repeat) from one formula and
+adds the ``repeat`` dimension; analyses read medians through one helper."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+import xarray as xr
+from gpumem.device import SmemRequest, SmemResult
+from gpumem.experiment import (
+    Axis,
+    Experiment,
+    FixedRepeats,
+    Plan,
+    RunContext,
+    Var,
+    measure_point,
+    point_medians,
+    repeat_count,
+    repeat_seed,
+    repeated,
+    stopping_rule,
+)
+from gpumem.experiments.smem import SmemLatency
+from gpumem.plugins import load_plugins
+from gpumem.point import run_point
+from gpumem.results.io import open_raw
+from gpumem.results.schema import POINT_FAILED, POINT_OK, assemble, points
+from gpumem.results.store import RunStore
+from gpumem.runner import PointRunner, Reporter, run_experiment
+from gpumem.sim.device import SimDevice
+
+
+@pytest.fixture(scope="module")
+def plugins():
+    return load_plugins(warn=lambda _m: None)
+
+
+class Recording(SimDevice):
+    """The hopper simulator, noting every shared-memory request it serves."""
+
+    def __init__(self, plugins) -> None:
+        cfg = plugins.hook.gpumem_simulator_config(arch="hopper", simulator="sim")
+        super().__init__(cfg, "hopper")
+        self.requests: list[SmemRequest] = []
+
+    def smem(self, request: SmemRequest) -> SmemResult:
+        self.requests.append(request)
+        return super().smem(request)
+
+
+class Toy(Experiment):
+    """Declares its repeats; measure returns one run's values, nothing repeat-shaped."""
+
+    name = "toy-repeats"
+    probes = ("smem",)
+
+    def __init__(self, repeats: int = 4, fail_at: int | None = None) -> None:
+        self.repeats, self.fail_at = repeats, fail_at
+
+    def plan(self, ctx):
+        return Plan(axes=[Axis("stride", (1, 2, 3))],
+                    variables=[Var("latency", (), "cycle"), Var("per_lane", ("lane",), "cycle"),
+                               Var("once", (), "1", repeated=False)],
+                    inner={"lane": np.arange(2)}, attrs={"width": 4}, repeats=self.repeats)
+
+    def prepare(self, device, point, ctx):
+        return {"once": 10.0 * point["stride"], "shared": "x"}
+
+    def measure(self, device, point, ctx):
+        assert point["shared"] == "x" and ctx.repeat is not None
+        if point["stride"] == self.fail_at and ctx.repeat == 2:
+            raise RuntimeError("the third run failed")
+        lat = device.smem(SmemRequest(stride=int(point["stride"]), seed=ctx.run_seed)).latency
+        return {"latency": lat, "per_lane": np.array([lat, ctx.repeat])}
+
+    def analyze(self, raw):
+        return []
+
+
+class OldStyle(Toy):
+    """Written before plans declared repeats: builds its own ``repeat`` dimension."""
+
+    def plan(self, ctx):
+        return Plan(axes=[Axis("stride", (1, 2, 3))],
+                    variables=[Var("latency", ("repeat",), "cycle")],
+                    inner={"repeat": np.arange(3)}, attrs={"repeats": 3})
+
+    def measure(self, device, point, ctx):
+        assert ctx.repeat is None
+        return repeated(3, lambda r: device.smem(SmemRequest(
+            stride=int(point["stride"]), seed=repeat_seed(ctx, r))), latency="latency")
+
+
+def _measured(exp: Experiment, dev, ctx: RunContext) -> xr.Dataset:
+    plan = exp.plan(ctx)
+    results = PointRunner(dev, 1).run(exp, points(plan.axes), ctx.with_repeats(plan),
+                                      lambda: None)
+    return assemble(plan, list(plan.axes), results)
+
+
+def test_one_formula_gives_the_seed_of_each_repeat():
+    ctx = RunContext("hopper", None, seed=3)  # type: ignore[arg-type]
+    assert [repeat_seed(ctx, r) for r in range(3)] == [3000, 3001, 3002]
+    assert RunContext("x", None, seed=3, repeats=5, repeat=4).run_seed == 3004  # type: ignore
+    with pytest.raises(RuntimeError, match="only set within a repeat"):
+        _ = ctx.run_seed
+    quick = RunContext("x", None, quick=True)  # type: ignore[arg-type]
+    assert repeat_count(ctx) == 10 and repeat_count(quick) == 3
+    assert repeat_count(ctx, 5) == 5
+
+
+def test_the_runner_seeds_each_point_and_repeat_by_the_one_formula(plugins, tmp_path):
+    """A core experiment through the runner: every (point, repeat) asked once, in order,
+    with repeat_seed(ctx, r); the file holds the repeat dimension the plan declared."""
+    dev = Recording(plugins)
+    ctx = RunContext("hopper", dev.info, quick=True, seed=7)
+    store = RunStore.open(tmp_path / "run")
+    runner = PointRunner(dev, 1)
+    try:
+        out = run_experiment(plugins, store, dev, SmemLatency, ctx, [], runner, Reporter(),
+                             False, ["test"])
+    finally:
+        runner.close()
+    assert out.status == "complete", out.error
+    n = repeat_count(ctx)
+    plan = SmemLatency().plan(ctx)
+    want = [(int(p["bank_mode"]), int(p["stride"]), repeat_seed(ctx, r))
+            for p in points(plan.axes) for r in range(n)]
+    assert [(q.bank_mode, q.stride, q.seed) for q in dev.requests] == want
+    raw = open_raw(out.file)
+    assert raw["latency"].dims[-1] == "repeat" and raw.sizes["repeat"] == n
+    assert raw.attrs["plan_repeats"] == n
+
+
+def test_a_plan_that_declares_repeats_gets_the_dimension_without_building_it(plugins):
+    dev = Recording(plugins)
+    ctx = RunContext("hopper", dev.info, seed=2)
+    plan = Toy(4).plan(ctx)
+    assert plan.attrs == {"width": 4, "repeats": 4}
+    assert [v.dims for v in plan.variables] == [("repeat",), ("lane", "repeat"), ()]
+    assert list(plan.inner) == ["lane", "repeat"]
+    raw = _measured(Toy(4), dev, ctx)
+    assert raw["latency"].dims == ("stride", "repeat") and raw.sizes["repeat"] == 4
+    assert raw["per_lane"].dims == ("stride", "lane", "repeat")
+    assert raw["per_lane"].sel(lane=1, stride=2).values.tolist() == [0, 1, 2, 3]
+    assert raw["once"].values.tolist() == [10.0, 20.0, 30.0]
+    assert [q.seed for q in dev.requests] == [2000, 2001, 2002, 2003] * 3
+    # the same as each run asked by hand
+    by_hand = [dev.smem(SmemRequest(stride=2, seed=repeat_seed(ctx, r))).latency
+               for r in range(4)]
+    assert raw["latency"].sel(stride=2).values.tolist() == by_hand
+
+
+def test_a_failed_run_fails_its_point_only(plugins):
+    dev = Recording(plugins)
+    raw = _measured(Toy(4, fail_at=2), dev, RunContext("hopper", dev.info))
+    assert raw["point_status"].values.tolist() == [POINT_OK, POINT_FAILED, POINT_OK]
+    assert np.isnan(raw["latency"].sel(stride=2).values).all()
+    assert "the third run failed" in raw["point_status"].attrs["reasons"]
+
+
+def test_an_old_style_experiment_that_repeats_by_itself_runs_as_before(plugins):
+    dev = Recording(plugins)
+    ctx = RunContext("hopper", dev.info, seed=1)
+    exp = OldStyle()
+    plan = exp.plan(ctx)
+    assert plan.repeats == 0 and ctx.with_repeats(plan).repeats == 0
+    raw = _measured(exp, dev, ctx)
+    assert raw["latency"].dims == ("stride", "repeat") and raw.sizes["repeat"] == 3
+    assert [q.seed for q in dev.requests] == [1000, 1001, 1002] * 3
+    # what run_point gives is what measure returned, untouched
+    status, _why, values = run_point(exp, dev, {"stride": 1}, ctx.with_repeats(plan))
+    assert status == POINT_OK and set(values) == {"latency"}
+    assert values["latency"].tolist() == raw["latency"].sel(stride=1).values.tolist()
+
+
+def test_the_stopping_rule_is_fixed_n():
+    rule = stopping_rule(RunContext("x", None, repeats=3))  # type: ignore[arg-type]
+    assert rule == FixedRepeats(3)
+    assert [rule.done([{}] * k) for k in range(5)] == [False, False, False, True, True]
+
+
+def test_measure_point_stacks_runs_along_the_last_axis(plugins):
+    dev = Recording(plugins)
+    ctx = RunContext("hopper", dev.info).with_repeats(Toy(2).plan(
+        RunContext("hopper", dev.info)))
+    got = measure_point(Toy(2), dev, {"stride": 1}, ctx)
+    assert got["per_lane"].shape == (2, 2) and got["latency"].shape == (2,)
+    assert got["once"] == 10.0
+
+
+def test_plans_refuse_repeats_they_contradict():
+    with pytest.raises(ValueError, match="innermost"):
+        Plan([Axis("a", (1,))], [Var("v", ("repeat", "lane"))], {"lane": np.arange(2)},
+             repeats=2)
+    with pytest.raises(ValueError, match="attrs say"):
+        Plan([Axis("a", (1,))], [Var("v")], attrs={"repeats": 3}, repeats=2)
+    with pytest.raises(ValueError, match="whole number"):
+        Plan([Axis("a", (1,))], [Var("v")], repeats=-1)
+    # a plan written with the dimension spelled out, and the same declared, key alike
+    spelled = Plan([Axis("a", (1, 2))], [Var("v", ("repeat",))], {"repeat": np.arange(3)},
+                   {"repeats": 3})
+    declared = Plan([Axis("a", (1, 2))], [Var("v")], repeats=3)
+    assert spelled.params_hash(Toy()) == declared.params_hash(Toy())
+    assert declared.variables == spelled.variables
+
+
+def test_point_medians_ignore_points_that_did_not_measure():
+    raw = xr.Dataset(
+        {"gbs": (("ctas", "repeat"), np.array([[1.0, 2.0, 9.0], [4.0, 5.0, 6.0],
+                                               [7.0, np.nan, 8.0]])),
+         "point_status": (("ctas",), np.array([0, 2, 0], dtype=np.int8)),
+         "once": (("ctas",), np.array([1.0, 2.0, 3.0]))},
+        coords={"ctas": [1, 2, 4], "repeat": np.arange(3)})
+    med = point_medians(raw, "gbs")
+    assert med.dims == ("ctas",)
+    np.testing.assert_array_equal(med.values, [2.0, np.nan, 7.5])
+    np.testing.assert_array_equal(point_medians(raw, "once").values, [1.0, np.nan, 3.0])
+    # what the analyses wrote by hand before
+    xr.testing.assert_identical(med, raw["gbs"].median("repeat").where(raw["point_status"] == 0))
+    # a dataset without point_status (a converted file) is read whole
+    np.testing.assert_array_equal(point_medians(raw.drop_vars("point_status"), "gbs").values,
+                                  [2.0, 5.0, 7.5])
+
