@@ -54,6 +54,14 @@ def prefetch_candidate(m: Sequence[int], wbits: int) -> bool:
             and m[N_SETS] * m[EQ_WAYS] * word_bytes(wbits) > PF_BYTES)
 
 
+def stamped(m: Sequence[int]) -> bool:
+    """Can a path's kernel keep a level (its ``meta`` row) as a table of the lines a chase
+    touches while the chase cannot fill it past its ways (:func:`_lookup_stamped`)? One
+    LRU set of one sector a line, indexed by the block (the first-level TLBs)."""
+    return (m[N_SETS] == 1 and m[POLICY] == 0 and m[IDX_KIND] == 0 and m[EQ_WAYS] > 0
+            and m[LINE_SHIFT] == m[SECTOR_SHIFT])
+
+
 def word_bytes(wbits: int) -> int:
     return 4 if wbits == NARROW else 8
 
@@ -98,12 +106,18 @@ class Level:
     def __init__(self, lv: int | None = None, key: tuple | None = None,
                  prefetched: bool = False, wbits: int = NARROW):
         self.key, self.wbits = key, wbits
+        self.lz: str | None = None
+        self.ts: str | None = None
+        self.lb: str | None = None
+        self.at = ""  # where its stamps start in the kernel's scratch array
         if key is None:
             self.mb, self.mw, self.rg, self.sc = ("mru_block[lv]", "mru_way[lv]", "rng[lv]",
                                                   "scans[lv]")
             self.wt = None
         else:
             self.mb, self.mw, self.rg = f"mb{lv}", f"mw{lv}", f"rg{lv}"
+            if stamped(key[0]):  # the stamped mode's names (_lookup_stamped)
+                self.lz, self.ts, self.lb = f"zo{lv}", f"ts{lv}", f"lb{lv}"
             self.sc = f"sc{lv}" if prefetched else None
             self.wt = f"wt{lv}" if self.m(POLICY) == 3 and self.m(EQ_WAYS) > 0 else None
 
@@ -320,6 +334,79 @@ def _scan_simd(s: Src, L: Level, ways: str, simd: list[int]) -> None:
         _fill(s, L, ways, simd)
 
 
+NEVER = -(1 << 62)  # the stamp of a line a level in the stamped mode does not hold
+
+
+def _lookup_stamped(s: Src, L: Level) -> None:
+    """:func:`lookup` of a :func:`stamped` level in the stamped mode (chosen for a chase by
+    :func:`stamped_prologue`): the chase cannot fill it past its ways, so nothing is evicted
+    and the order of its ways matters only once the chase is over. It keeps, per line the
+    chase can touch (from ``L.lb`` on), the access number of its last look-up (its stamp,
+    in the kernel's scratch array ``todo`` at ``L.lz`` plus the line; :data:`NEVER` while
+    the level does not hold it, the ways it held before numbered ``-1, -2, ...`` from the
+    most recent): a hit is a held line, a miss brings it in. :func:`stamped_epilogue`
+    writes the ways back in recency order. A look-up is then a load and a store that no
+    later look-up waits for, where the move to the front stores the set that the next one
+    loads: a random walk over a few pages chained each access to the one before through
+    the host's memory."""
+    s(f"bi = (addr >> {L.m(LINE_SHIFT)}) + {L.lz}", f"hit = todo[bi] != {NEVER}",
+      "todo[bi] = k")
+
+
+def stamped_prologue(s: Src, L: Level) -> None:
+    """Choose the stamped mode for this chase (:func:`_lookup_stamped`): if the level's valid
+    ways and the lines of the addresses ``a_lo ... a_hi`` fit its ways. ``L.lz`` is then
+    where the stamps of line 0 would be in ``todo`` (else :data:`NEVER`), and each line it
+    holds among those gets its way's stamp."""
+    ways, wb, shift = L.m(EQ_WAYS), L.m(WAY_BASE), L.m(LINE_SHIFT)
+    tsec, tmask, keep = L.tags()
+    s(f"{L.lb} = a_lo >> {shift}", f"nb = (a_hi >> {shift}) - {L.lb} + 1", "nv = 0")
+    with s.block(f"while nv < {ways} and way[{wb} + nv] != 0:"):  # valid ways come first
+        s("nv += 1")
+    s(f"{L.lz} = {L.at} - {L.lb} if n_acc > 0 and nv + nb <= {ways} else {NEVER}",
+      f"{L.ts} = todo[{L.at}:{L.at} + {ways}]", f"{L.ts}[:] = {NEVER}")
+    with s.block(f"if {L.lz} != {NEVER}:"):
+        with s.block("for w in range(nv):"):
+            with s.block("for bi in range(nb):"):
+                with s.block(f"if (way[{wb} + w] & {keep}) == ((({L.lb} + bi) & {tmask}) "
+                             f"<< {tsec}):"):
+                    s(f"{L.ts}[bi] = -1 - w")
+
+
+def stamped_epilogue(s: Src, L: Level) -> None:
+    """The stamped mode's ways written back: the lines held, most recently looked up first
+    (the ways held before and not looked up keep their stamps ``-1 - way``)."""
+    ways, wb, shift = L.m(EQ_WAYS), L.m(WAY_BASE), L.m(LINE_SHIFT)
+    tsec, tmask, keep = L.tags()
+    with s.block(f"if {L.lz} != {NEVER}:"):
+        s(f"hw = np.zeros({ways}, np.int64)  # (stamp, word) of the ways held",
+          f"ht = np.full({ways}, {NEVER}, np.int64)", "nh = 0",
+          f"nb = (a_hi >> {shift}) - {L.lb} + 1")
+        with s.block(f"for w in range({ways}):"):  # the lines the chase cannot have touched
+            s(f"x = np.int64(way[{wb} + w])")
+            with s.block("if x == 0:"):
+                s("break")
+            s("inside = False")
+            with s.block("for bi in range(nb):"):
+                with s.block(f"if (x & {keep}) == ((({L.lb} + bi) & {tmask}) << {tsec}):"):
+                    s("inside = True")
+            with s.block("if not inside:"):
+                s("hw[nh] = x", "ht[nh] = -1 - w", "nh += 1")
+        with s.block("for bi in range(nb):"):
+            with s.block(f"if {L.ts}[bi] != {NEVER}:"):
+                s(f"hw[nh] = ((({L.lb} + bi) & {tmask}) << {tsec}) | 1",
+                  f"ht[nh] = {L.ts}[bi]", "nh += 1")
+        with s.block(f"for w in range({ways}):"):  # the most recent of those left, in turn
+            s("best = 0")
+            with s.block("for x in range(1, nh):"):
+                with s.block("if ht[x] > ht[best]:"):
+                    s("best = x")
+            with s.block(f"if nh > 0 and ht[best] != {NEVER}:"):
+                s(f"way[{wb} + w] = hw[best]", f"ht[best] = {NEVER}")
+            with s.block("else:"):
+                s(f"way[{wb} + w] = 0")
+
+
 def _scan_scalar(s: Src, L: Level, ways: str) -> None:
     """The set looked up one way at a time (other way counts; ``scalar=True``). A set's valid
     ways come first (nothing invalidates a line, fills take the first invalid way or push
@@ -340,7 +427,19 @@ def _scan_scalar(s: Src, L: Level, ways: str) -> None:
 
 def lookup(s: Src, L: Level) -> None:
     """``hit`` = does level ``L`` hold ``addr``'s sector; its state updated either way (LRU
-    order, sector fetched, line filled); ``j`` = the way that holds the line now."""
+    order, sector fetched, line filled); ``j`` = the way that holds the line now (not in
+    the stamped mode, :func:`_lookup_stamped`)."""
+    if L.lz:
+        with s.block(f"if {L.lz} != {NEVER}:"):
+            _lookup_stamped(s, L)
+        with s.block("else:"):
+            _lookup_sets(s, L)
+    else:
+        _lookup_sets(s, L)
+
+
+def _lookup_sets(s: Src, L: Level) -> None:
+    """:func:`lookup` through the level's sets."""
     if L.key is None:
         s("pol = meta[lv, POLICY]", "shift = meta[lv, LINE_SHIFT]",
           "sshift = meta[lv, SECTOR_SHIFT]", "block = addr >> shift",
@@ -460,7 +559,7 @@ def source(path_ids: Sequence[int] | None = None, path_keys: Sequence[tuple] = (
       "t0 = clock[0]", "n_acc = warmup + record",
       "# byte offsets of the accesses, computed up to two chunks ahead in a ring",
       "chunk = np.empty(2 * CHUNK, np.int64)", "gen = np.int64(0)  # accesses computed so far",
-      "todo = np.empty(2 * CHUNK, np.int64)  # positions of the chunk still cycle walking",
+
       "pos_l = np.int64(0)  # (k + r) % n_lines, kept as a counter (no division per access)",
       "pos_p = np.int64(0)  # (k + r) % len(pattern)", "n_pat = pattern.shape[0]",
       "plen = hitc.shape[0]", "j = np.int64(0)", "victim = np.int64(0)")
@@ -468,6 +567,8 @@ def source(path_ids: Sequence[int] | None = None, path_keys: Sequence[tuple] = (
         kernel: _Generic | _Static = _Generic()
     else:
         kernel = _Static(path_ids, path_keys, tlb_first, tlb_keys, wbits)
+    # positions of the chunk still cycle walking; after them, the stamped levels' stamps
+    s(f"todo = np.empty(2 * CHUNK + {kernel.stamp_words}, np.int64)")
     kernel.prologue(s)
     with s.block("for k in range(n_acc):"):
         with s.block("if k % CHUNK == 0:"):
@@ -487,6 +588,8 @@ def source(path_ids: Sequence[int] | None = None, path_keys: Sequence[tuple] = (
 class _Generic:
     """The generic kernel's parts: per-level state in arrays indexed by level, the path from
     the ``steps`` table, one look-up body for every level."""
+
+    stamp_words = 0
 
     def prologue(self, s: Src) -> None:
         s("n_steps = steps.shape[0]", "n_levels = meta.shape[0]",
@@ -575,6 +678,11 @@ class _Static:
             tlb_first + t: k for t, k in enumerate(tlb_keys)}
         self.pf = [lv for lv in keys if prefetch_candidate(keys[lv][0], wbits)]
         self.levels = {lv: Level(lv, k, lv in self.pf, wbits) for lv, k in keys.items()}
+        self.stamp_words = 0  # the stamped levels' stamps, at 2 * CHUNK + ... in todo
+        for L in self.levels.values():
+            if L.lz:
+                L.at = f"2 * CHUNK + {self.stamp_words}"
+                self.stamp_words += L.m(EQ_WAYS)
 
     def prologue(self, s: Src) -> None:
         for p in range(self.plen):
@@ -591,6 +699,14 @@ class _Static:
                     s(f"{L.wt} += weights[{L.m(W_OFF)} + w]")
         for lv in self.pf:
             s(f"sc{lv} = np.int64(0)", f"pf{lv} = True")
+        if any(L.lz for L in self.levels.values()):
+            s("# the addresses the chase can touch", "a_lo = base",
+              "a_hi = base + max(footprint - 1, 0)")
+            with s.block("if order == 2:"):
+                s("a_lo = base + pattern.min()", "a_hi = base + pattern.max()")
+            for L in self.levels.values():
+                if L.lz:
+                    stamped_prologue(s, L)
 
     def choose_prefetched(self, s: Src) -> None:
         if self.pf:
@@ -641,6 +757,8 @@ class _Static:
 
     def epilogue(self, s: Src) -> None:
         for lv, L in self.levels.items():
+            if L.lz:
+                stamped_epilogue(s, L)
             if L.m(POLICY) >= 2:
                 s(f"rng[{lv}] = {L.rg}")
 
