@@ -400,8 +400,8 @@ def _line_step(w: Any, cap: int, k: int) -> Chase | None:
 
 def _search_line(w: Any, cap: Any) -> bool:
     """The chase at C + 4 (one set overflows: n1 misses per pass, and the sector gap), then
-    the first footprint at which a second set overflows, bisected between C + 8 and
-    C + MAX_LINE + 4; its edge chased again on both sides. Under LRU or FIFO an overflowing
+    the first footprint at which a second set overflows, bisected between C + 4 and
+    C + 4 LINE_TOP (a line of up to MAX_LINE); its edge chased again on both sides. Under LRU or FIFO an overflowing
     set's lines miss in every pass; under a random policy they do not, and the next stages
     chase many more passes. False where the search stopped short."""
     rule, c0 = w.rule, cap.cap
