@@ -11,7 +11,6 @@ both at low and high concurrency, so the per-copy round trip the experiment repo
 from __future__ import annotations
 
 import numpy as np
-
 from gpumem.cuda.device import generic_kernel_source
 
 POINTS = [(1024, 1, 1), (1024, 8, 1), (4096, 8, 1), (16384, 4, 1), (32768, 4, 1)]

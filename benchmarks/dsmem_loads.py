@@ -12,7 +12,6 @@ relaxed cluster-scope loads and with plain (weak) loads, own block vs next block
 from __future__ import annotations
 
 import numpy as np
-
 from gpumem.cuda.device import DSMEM_BLOCK_SMEM, generic_kernel_source
 
 FLAVOURS = {

@@ -2,7 +2,6 @@
 
 import cupy as cp
 import numpy as np
-
 from gpumem.chains import chain_array, permutation_params
 from gpumem.cuda.device import generic_kernel_source
 

@@ -43,10 +43,8 @@ WORKERS = int(os.environ.get("GPUMEM_BENCH_WORKERS", "0")) or os.cpu_count() or 
 def hopper_sim():
     from gpumem.device import ChaseRequest
     from gpumem.plugins import get_plugins
-    from gpumem.sim import engine
+    from gpumem.sim import engine, specialise
     from gpumem.sim.device import SimDevice
-
-    from gpumem.sim import specialise
 
     cfg = get_plugins().hook.gpumem_simulator_config(arch="hopper", simulator="sim")
     dev = SimDevice(cfg, "hopper")

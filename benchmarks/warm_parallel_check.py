@@ -115,7 +115,7 @@ def main() -> None:
     print("latency, ca, SM 0: median (p10-p90) cycles, one thread / threads / one thread")
     for r in out["latency"]:
         cells = " / ".join(f"{m:.0f} ({lo:.0f}-{hi:.0f})"
-                           for m, lo, hi in zip(r["median"], r["p10"], r["p90"]))
+                           for m, lo, hi in zip(r["median"], r["p10"], r["p90"], strict=True))
         print(f"  {r['order'][:3]} {r['footprint'] / 2**20:6.1f} MiB p{r['placement']}: {cells}"
               f"; ms {r['ms']}")
 

@@ -7,7 +7,6 @@ import re
 from pathlib import Path
 
 import pytest
-
 from gpumem_accelsim.cachestring import (
     REQUIRED_CACHE_OPTIONS,
     CacheString,

@@ -10,7 +10,6 @@ import math
 from pathlib import Path
 
 import pytest
-
 from gpumem.errors import GpumemError
 from gpumem_accelsim.stats import AccelSimRunError, check_log, parse_file, parse_log
 

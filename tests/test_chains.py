@@ -4,10 +4,9 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from gpumem.chains import chain_array, chain_offsets, permutation_params, permute_vec
 from hypothesis import given, settings
 from hypothesis import strategies as st
-
-from gpumem.chains import chain_array, chain_offsets, permutation_params, permute_vec
 
 
 @settings(max_examples=50, deadline=None)

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import pytest
-
 from gpumem.plugins import get_plugins
 from gpumem.sim import SimConfig, SimConfigError
 

@@ -7,7 +7,6 @@ import subprocess
 from importlib.metadata import EntryPoint
 
 import pytest
-
 from gpumem import Architecture, DeviceInfo, KernelSource
 from gpumem.cuda.device import generic_kernel_source
 from gpumem.plugins import get_plugins, load_plugins

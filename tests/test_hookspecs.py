@@ -6,7 +6,6 @@ import inspect
 from pathlib import Path
 
 import pytest
-
 from gpumem import hookspecs
 from gpumem.cuda import hookspecs as cuda_hookspecs
 

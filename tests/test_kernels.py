@@ -10,7 +10,6 @@ import shutil
 import subprocess
 
 import pytest
-
 from gpumem.plugins import get_plugins
 
 LEGACY = ("fermi", "kepler", "maxwell")

@@ -9,7 +9,6 @@ So ``latency`` chases each sequential footprint from L2/8 to 2 L2 on every place
 from __future__ import annotations
 
 import pytest
-
 from gpumem.device import PLACEMENT_PADS, ChaseRequest
 from gpumem.experiment import RunContext
 from gpumem.experiments.latency import PLACED_RESOLUTION, PLACEMENTS, LatencyLadder, _capacity

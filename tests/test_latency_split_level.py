@@ -16,11 +16,10 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import gpumem.experiments.latency as latency
 import numpy as np
 import pytest
 import xarray as xr
-
-import gpumem.experiments.latency as latency
 from gpumem.experiments.latency import LatencyLadder
 
 DATA = Path(__file__).parent / "data"

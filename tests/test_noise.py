@@ -14,7 +14,6 @@ from pathlib import Path
 import numpy as np
 import pytest
 import xarray as xr
-
 from gpumem.device import ChaseRequest
 from gpumem.experiment import RunContext
 from gpumem.experiments.cache_structure import CacheStructure

@@ -6,7 +6,6 @@ import json
 from importlib.metadata import EntryPoint
 
 import pytest
-
 from gpumem.errors import PluginError
 from gpumem.plugins import load_plugins
 

@@ -9,15 +9,14 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from hypothesis import HealthCheck, example, given, settings
-from hypothesis import strategies as st
-
 from gpumem.analysis.structure import replay_evictions, way_weights
 from gpumem.experiment import RunContext
 from gpumem.experiments.cache_structure import CacheStructure
 from gpumem.experiments.tlb_structure import TlbStructure
 from gpumem.sim.device import SimDevice
 from gpumem.testing import random_cache, random_tlb, recovered
+from hypothesis import HealthCheck, example, given, settings
+from hypothesis import strategies as st
 
 SEEDS = st.integers(min_value=0, max_value=2**32 - 1)
 PROPERTY = settings(max_examples=30, deadline=None, derandomize=True,

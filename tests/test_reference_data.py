@@ -11,7 +11,6 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-
 from gpumem.experiments.latency import LatencyLadder
 from gpumem.results.io import open_raw
 

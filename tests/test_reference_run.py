@@ -10,7 +10,6 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-
 from gpumem.compare import analyze_file
 from gpumem.plugins import get_plugins
 from gpumem.results.io import open_raw
@@ -59,18 +58,18 @@ def test_l2_partition_map(found):
 
 def test_ilp_drop_belongs_to_the_per_thread_ordering(found):
     order = found["ilp.k8_vs_k2"].index[1]
-    ratio = dict(zip(order, found["ilp.k8_vs_k2"].value))
+    ratio = dict(zip(order, found["ilp.k8_vs_k2"].value, strict=True))
     assert ratio["thread"] < 0.7                     # the study's drop (-35 % on an H100)
     assert ratio["coalesced"] > 0.95 and ratio["warp"] > 0.95   # gone when each load coalesces
-    rev = dict(zip(order, found["ilp.k8_vs_k2_reverse"].value))
+    rev = dict(zip(order, found["ilp.k8_vs_k2_reverse"].value, strict=True))
     assert abs(rev["thread"] - ratio["thread"]) < 0.05    # direction does not matter
 
 
 def test_cpasync_helps_at_low_occupancy_only_with_many_groups(found):
     low = dict(zip(found["cpasync.speedup_low_occupancy"].index[1],
-                   found["cpasync.speedup_low_occupancy"].value))
+                   found["cpasync.speedup_low_occupancy"].value, strict=True))
     assert low[1] < 1.0 and low[16] > 1.5
-    full = dict(zip(found["cpasync.speedup"].index[1], found["cpasync.speedup"].value))
+    full = dict(zip(found["cpasync.speedup"].index[1], found["cpasync.speedup"].value, strict=True))
     assert 0.9 < full[16] < 1.2
 
 

@@ -18,7 +18,6 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-
 from gpumem.plugins import get_plugins
 from gpumem.reruns import agreement, run_findings
 

@@ -28,7 +28,6 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-
 from gpumem.compare import analyze_file
 from gpumem.plugins import get_plugins
 from gpumem.reruns import agreement, run_findings

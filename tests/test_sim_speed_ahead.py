@@ -8,7 +8,6 @@ from dataclasses import replace
 
 import numpy as np
 import pytest
-
 from gpumem.device import ChaseRequest
 from gpumem.errors import PointSkipped
 from gpumem.experiment import RunContext

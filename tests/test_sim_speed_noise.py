@@ -7,7 +7,6 @@ from __future__ import annotations
 import numba as nb
 import numpy as np
 import pytest
-
 from gpumem.sim import primitives as P
 
 

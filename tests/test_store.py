@@ -9,7 +9,6 @@ from pathlib import Path
 import numpy as np
 import pytest
 import xarray as xr
-
 from gpumem.errors import ResultsFileError, UsageError
 from gpumem.findings import Finding, to_dataset
 from gpumem.results.io import open_findings, open_raw
@@ -121,7 +120,6 @@ def test_point_state_is_stored_per_point_and_throttling_flagged(cli, tmp_path, m
     import itertools
 
     import xarray as xr
-
     from gpumem.sim.device import SimDevice
 
     calls = itertools.count()

@@ -68,7 +68,7 @@ def test_compare_expected_matches_the_paper(cli, paper_runs, arch):
             vals = value if isinstance(value, list) else [value]
             wants = want if isinstance(want, list) else [want]
             if len(vals) != len(wants) or any(abs(v - w) > 0.05 * abs(w) + 0.5
-                                              for v, w in zip(vals, wants)):
+                                              for v, w in zip(vals, wants, strict=True)):
                 bad.append((row["experiment"], row["finding"], value, want))
         if row["status"].get(label) != "pass":
             bad.append((row["experiment"], row["finding"], row["status"].get(label)))

@@ -10,7 +10,6 @@ from __future__ import annotations
 import json
 
 import xarray as xr
-
 from helpers import gpumem_subprocess
 
 

@@ -13,7 +13,8 @@ from __future__ import annotations
 
 import hashlib
 import pickle
-from typing import Any, Callable, Mapping
+from collections.abc import Callable, Mapping
+from typing import Any
 
 from gpumem.errors import ProbeUnsupported, UsageError
 from gpumem.experiment import Experiment, RunContext

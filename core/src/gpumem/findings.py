@@ -23,7 +23,7 @@ import math
 import numbers
 from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
-from typing import Any
+from typing import Any, cast
 
 import numpy as np
 import xarray as xr
@@ -190,8 +190,9 @@ class Finding:
                            status="n/a" if self.resolved else "unresolved")
         return replace(self, expected=exp.value, expected_source=exp.source,
                        expected_bound=exp.bound, expected_band=band_of(exp),
-                       status=status_of(self.value, exp, self.interval, self.index)
-                       if self.resolved else "unresolved")
+                       # a resolved finding has a value (only unresolved ones have none)
+                       status=status_of(cast(Value, self.value), exp, self.interval,
+                                        self.index) if self.resolved else "unresolved")
 
     def as_dict(self) -> dict[str, Any]:
         d = {
@@ -391,7 +392,7 @@ def status_of(value: Value, exp: Expected, interval: tuple | None = None,
 
 def evaluate(findings: Sequence[Finding], expected: Sequence[Expected]) -> list[Finding]:
     """Attach expected values (by name) and statuses; findings without one get ``n/a``."""
-    by_name = {}
+    by_name: dict[str, Expected] = {}
     for exp in expected:
         by_name.setdefault(exp.name, exp)
     return [f.with_expected(by_name.get(f.name)) for f in findings]
@@ -603,13 +604,15 @@ def from_dataset(ds: xr.Dataset) -> list[Finding]:
             continue
         values = var.values
         candidates = None
+        value: Value | None
+        index: tuple[str, list[Any]] | None
         if int(a.get("resolved", 1)) == 0:
             candidates = json.loads(str(a.get("candidates", "[]")))
-            value: Value | None = None
+            value = None
             index = None
         elif var.ndim == 0:
             v = values.item()
-            value: Value = v if isinstance(v, (str, int)) else _plain(float(v))
+            value = v if isinstance(v, (str, int)) else _plain(float(v))
             if a.get("value_type") == "int" and isinstance(value, float):
                 value = int(value)
             index = None
@@ -617,11 +620,12 @@ def from_dataset(ds: xr.Dataset) -> list[Finding]:
             value = [_plain(x) for x in values.tolist()]
             if a.get("value_type") == "list_int":
                 value = [int(x) for x in value]
-            dim = var.dims[0]
+            dim = str(var.dims[0])
             # the index's name: gpumem_index; files before CF units kept it in long_name
             label = ds[dim].attrs.get("gpumem_index",
                                       ds[dim].attrs.get("long_name", dim.rsplit("__", 1)[-1]))
-            index = None if dim.endswith("__i") else (label, _plain(ds[dim].values.tolist()))
+            index = None if dim.endswith("__i") else \
+                (str(label), _plain(ds[dim].values.tolist()))
         f = Finding(
             name=str(name), value=value, units=shown_units(a),
             confidence=float(a.get("confidence", 1.0)), method=str(a.get("method", "")),

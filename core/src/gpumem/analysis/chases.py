@@ -94,7 +94,8 @@ def chases_to_dataset(chases: list[Chase]) -> xr.Dataset:
         pattern[i, :len(c.pattern)] = c.pattern
     ev_chase = np.concatenate([np.full(c.ev_access.size, c.number, np.int64) for c in chases]
                               or [np.empty(0, np.int64)])
-    cat = (lambda f, dt: np.concatenate([getattr(c, f) for c in chases] or [np.empty(0, dt)]))
+    def cat(f: str, dt: type) -> np.ndarray:
+        return np.concatenate([getattr(c, f) for c in chases] or [np.empty(0, dt)])
 
     def v(dim: str, data, units: str, long_name: str):
         return (dim, data, {"units": units, "long_name": long_name})

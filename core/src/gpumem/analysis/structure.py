@@ -25,9 +25,9 @@ from __future__ import annotations
 
 import math
 from collections import Counter
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, replace
 from itertools import combinations
-from typing import Iterable, Sequence
 
 import numpy as np
 
@@ -219,14 +219,15 @@ def replay_evictions(miss_lines: Sequence[int], set_lines: Iterable[int],
     ways = len(lines) - 1
     if ways < 1:
         return [0] * max(ways, 0)
-    start = next((i for i, (x, ok) in enumerate(zip(seq, flags)) if ok and x in lines), None)
+    start = next((i for i, (x, ok) in enumerate(zip(seq, flags, strict=True))
+                  if ok and x in lines), None)
     if start is None:
         return [0] * ways
     slot0 = {line: i for i, line in enumerate(x for x in lines if x != seq[start])}
     skip = math.log(ways)  # a hit skips one eviction factor, worth 1/W on average
     # hypothesis: (score, absent line, slot map, counts, total, position of its last miss)
     hyps = [(0.0, seq[start], slot0, [0] * ways, 0, pos[start])]
-    for nxt, ok, at in zip(seq[start + 1:], flags[start + 1:], pos[start + 1:]):
+    for nxt, ok, at in zip(seq[start + 1:], flags[start + 1:], pos[start + 1:], strict=True):
         grown = []
         for score, cur, slot, counts, total, last in hyps:
             late = 20.0 if at - last > ways else 0.0  # a miss between went unseen

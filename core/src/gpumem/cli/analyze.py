@@ -7,7 +7,6 @@ named on stderr and not analysed (exit 1). Strings from the file print as text, 
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Optional
 
 import typer
 
@@ -28,9 +27,9 @@ from gpumem.compare import analyze_file
 @app.command("analyze")
 def analyze(
     file: Path = typer.Argument(..., help="A raw results file (.nc), ours or converted."),
-    experiment: Optional[str] = typer.Option(None, "--experiment", "-e",
+    experiment: str | None = typer.Option(None, "--experiment", "-e",
                                              help="Analysis to apply (default: the file's)."),
-    arch: Optional[str] = typer.Option(None, "--arch", "-a",
+    arch: str | None = typer.Option(None, "--arch", "-a",
                                        help="Architecture for expected values "
                                             "(default: the file's)."),
     json_: bool = typer.Option(False, "--json", help="Print JSON."),

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import sys
 from pathlib import Path
-from typing import Optional
 
 import typer
 
@@ -40,7 +39,7 @@ def import_(
     fmt: str = typer.Argument(..., metavar="FORMAT", help="Format name (gpumem list-plugins)."),
     source: Path = typer.Argument(..., help="The other tool's file."),
     out: Path = typer.Option(..., "--out", "-o", help="Where gpumem's equivalent goes."),
-    arch: Optional[str] = typer.Option(None, "--arch", "-a",
+    arch: str | None = typer.Option(None, "--arch", "-a",
                                        help="Architecture the result belongs to."),
 ) -> None:
     """Read another tool's FILE (a simulator config, another tool's results) into gpumem."""
@@ -54,10 +53,10 @@ def export(
     fmt: str = typer.Argument(..., metavar="FORMAT", help="Format name (gpumem list-plugins)."),
     run: Path = typer.Argument(..., help="A gpumem run directory."),
     out: Path = typer.Option(..., "--out", "-o", help="Directory for the written files."),
-    arch: Optional[str] = typer.Option(None, "--arch", "-a",
+    arch: str | None = typer.Option(None, "--arch", "-a",
                                        help="Architecture whose base config fills the gaps "
                                             "(default: the run's)."),
-    target: Optional[str] = typer.Option(None, "--target",
+    target: str | None = typer.Option(None, "--target",
                                          help="Version of the other tool to write for."),
 ) -> None:
     """Write another tool's input files from a measured run (e.g. an Accel-Sim config).

@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
-from typing import Optional
 
 import typer
 
@@ -36,7 +35,7 @@ def new(
                                          "gpumem_NAME), e.g. a100."),
     runs: list[Path] = typer.Option(..., "--from", help="Run directories of one kind of GPU "
                                                         "(give --from once per run)."),
-    out: Optional[Path] = typer.Option(None, "--out", "-o",
+    out: Path | None = typer.Option(None, "--out", "-o",
                                        help="Folder to write (default: ./gpumem-NAME); it "
                                             "must not exist or be empty."),
     workers: int = typer.Option(min(4, os.cpu_count() or 1), "--workers", "-j", min=1,

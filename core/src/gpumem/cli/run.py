@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any, Optional
+from typing import Any
 
 import typer
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
@@ -151,7 +151,7 @@ class _RunCommand(TyperCommand):
 
 @app.command("run", cls=_RunCommand)
 def run_cmd(
-    experiments: Optional[list[str]] = typer.Argument(
+    experiments: list[str] | None = typer.Argument(
         None, help="Experiments to run, or 'all' (the default)."),
     arch: str = typer.Option(
         "auto", "--arch", "-a",
@@ -160,7 +160,7 @@ def run_cmd(
              "capability, else the generic one (on a simulator: what --sim-config names)."),
     device: str = typer.Option("auto", "--device", "-d",
                                help="auto | cuda:N | sim | a simulator's name."),
-    out: Optional[Path] = typer.Option(None, "--out", "-o",
+    out: Path | None = typer.Option(None, "--out", "-o",
                                        help="Run directory (default: gpumem-results/ARCH-"
                                             "DEVICE-TIMESTAMP)."),
     resume: bool = typer.Option(False, "--resume",
@@ -168,14 +168,14 @@ def run_cmd(
     quick: bool = typer.Option(False, "--quick", help="Reduced grids, for smoke tests."),
     workers: int = typer.Option(1, "--workers", "-j", min=1,
                                 help="Worker processes for sweep points (simulators)."),
-    sim_config: Optional[Path] = typer.Option(None, "--sim-config",
+    sim_config: Path | None = typer.Option(None, "--sim-config",
                                               help="Simulator config file (TOML for sim)."),
     seed: int = typer.Option(0, "--seed", help="Seed for chains and simulated randomness."),
-    devices: Optional[str] = typer.Option(
+    devices: str | None = typer.Option(
         None, "--devices", help="all | 0,1,...: one process per GPU, one run directory."),
     executor: str = typer.Option("local", "--executor",
                                  help="local | dask: where sweep points run."),
-    scheduler: Optional[str] = typer.Option(
+    scheduler: str | None = typer.Option(
         None, "--scheduler", help="Dask scheduler address (tcp://HOST:8786) or scheduler "
                                   "file, for --executor dask."),
     check: bool = typer.Option(False, "--check",
@@ -183,7 +183,7 @@ def run_cmd(
                                     "value nor interval in it) or was measured while another "
                                     "process used the GPU; the failing rows are printed last, "
                                     "undecided ones counted (for a GPU fleet's CI)."),
-    exclusive: Optional[float] = typer.Option(
+    exclusive: float | None = typer.Option(
         None, "--exclusive", metavar="SECONDS",
         help="Wait up to SECONDS for no other process to be active on the GPU, then refuse "
              "(exit 75) if one still is; nothing is measured beside another job."),

@@ -94,9 +94,10 @@ class Nvml:
             out["driver_version"] = drv.decode() if isinstance(drv, bytes) else str(drv)
         except Exception:  # noqa: BLE001
             pass
-        for key, fn, args in (("max_sm_clock_mhz", "nvmlDeviceGetMaxClockInfo", (n.NVML_CLOCK_SM,)),
-                              ("max_mem_clock_mhz", "nvmlDeviceGetMaxClockInfo", (n.NVML_CLOCK_MEM,)),
-                              ("power_limit_mw", "nvmlDeviceGetEnforcedPowerLimit", ())):
+        for key, fn, args in (
+                ("max_sm_clock_mhz", "nvmlDeviceGetMaxClockInfo", (n.NVML_CLOCK_SM,)),
+                ("max_mem_clock_mhz", "nvmlDeviceGetMaxClockInfo", (n.NVML_CLOCK_MEM,)),
+                ("power_limit_mw", "nvmlDeviceGetEnforcedPowerLimit", ())):
             v = self._get(fn, *args)
             if v is not None:
                 out[key] = int(v)

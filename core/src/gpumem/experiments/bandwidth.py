@@ -17,8 +17,9 @@ bytes read plus written), ``bw.dram_read_fraction`` (of the device's theoretical
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import replace
-from typing import Any, Mapping
+from typing import Any
 
 import numpy as np
 import xarray as xr

@@ -4,13 +4,14 @@ Every block re-reads its own slice of one buffer (order ``block``: what the SM h
 slices of its resident blocks), with 16-byte loads through ``.ca`` (the L1 serves) and
 ``.cg`` (L1 bypassed; ``.nc`` is not searched: on Kepler it reads the texture cache, not the
 L1, and on Hopper it reads the same L1 as ``.ca``), so the bandwidth steps down where an
-SM's share stops fitting its L1, then where the buffer stops fitting the L2. A cache's bandwidth is the
-kernel's unless the kernel keeps the level busy, so each footprint is measured over kernel
-shapes (blocks per SM, threads per block, loads in flight per thread) the way ``bandwidth``
-searches them for DRAM, and each level reports its best: on an H200 a fixed shape (4 blocks
-of 512 threads, 2 loads each) read the L1 at 76 bytes per clock per SM, the best shape at
-126, the L1's width being 128 (issue 31). Each run lasts about :data:`RUN_S` (its bytes sized
-from a first run of the point), so slow shapes cost no more than fast ones.
+SM's share stops fitting its L1, then where the buffer stops fitting the L2. A cache's
+bandwidth is the kernel's unless the kernel keeps the level busy, so each footprint is
+measured over kernel shapes (blocks per SM, threads per block, loads in flight per thread)
+the way ``bandwidth`` searches them for DRAM, and each level reports its best: on an H200 a
+fixed shape (4 blocks of 512 threads, 2 loads each) read the L1 at 76 bytes per clock per
+SM, the best shape at 126, the L1's width being 128 (issue 31). Each run lasts about
+:data:`RUN_S` (its bytes sized from a first run of the point), so slow shapes cost no more
+than fast ones.
 
 Findings: ``bw.l1`` (aggregate, where ``.ca`` beats ``.cg`` by 1.3x: the L1 serves),
 ``bw.l2`` (``.cg``, footprint under half the L2), GB/s; each also per clock
@@ -20,8 +21,9 @@ and as a fraction of the level's width where that is known (:mod:`gpumem.level_w
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import replace
-from typing import Any, Mapping
+from typing import Any
 
 import numpy as np
 import xarray as xr

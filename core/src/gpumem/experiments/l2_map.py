@@ -9,8 +9,8 @@ access's latency and element are kept. The warm-up pass before each chase is wal
 1024 threads on the SM, the recorded lines first (``ChaseRequest.warm_threads``): on an H200
 its chases agreed with a one-thread pass's as two one-thread passes agree, in 2 ms a pass
 instead of 85 (``benchmarks/warm_parallel_check.py``). A latency single-SM ladders cannot
-give (the H100 study: "single-SM latency cannot see the near/far structure") falls out: per line and SM,
-near or far; SMs that agree on which lines are near share a partition.
+give (the H100 study: "single-SM latency cannot see the near/far structure") falls out: per
+line and SM, near or far; SMs that agree on which lines are near share a partition.
 
 Findings: ``l2.sm_partition`` (per SM: its partition group, -1 when unclear),
 ``l2.sm_groups`` (groups of SMs seen), ``l2.near_fraction`` (lines near to a typical SM),
@@ -19,7 +19,8 @@ Findings: ``l2.sm_partition`` (per SM: its partition group, -1 when unclear),
 
 from __future__ import annotations
 
-from typing import Any, Mapping
+from collections.abc import Mapping
+from typing import Any
 
 import numpy as np
 import xarray as xr

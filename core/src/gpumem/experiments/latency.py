@@ -30,6 +30,7 @@ from __future__ import annotations
 import zlib
 from collections.abc import Mapping
 from dataclasses import replace
+from itertools import pairwise
 from typing import Any
 
 import numpy as np
@@ -221,7 +222,7 @@ class LatencyLadder(Experiment):
         meds = _median(samples)
         levels = find_plateaus(x, meds)
         new: set[int] = set(_split_level_points(x, meds, levels))
-        for lower, upper in zip(levels, levels[1:]):
+        for lower, upper in pairwise(levels):
             br = knee_bracket(x, samples, lower, upper.latency)
             if br is None:
                 continue
@@ -272,7 +273,7 @@ class LatencyLadder(Experiment):
 
         caps: list[tuple[float, float] | None] = []
         halves: list[float | None] = []
-        for lower, upper in zip(levels, levels[1:]):
+        for lower, upper in pairwise(levels):
             caps.append(knee_bracket(x, samples, lower, upper.latency))
             half = half_crossing(x, samples, lower, upper)
             halves.append(half[2] if half else None)

@@ -26,7 +26,8 @@ Findings: ``ilp.best_k``, ``ilp.k8_vs_k2`` (HBM-resident, forward; indexed by or
 
 from __future__ import annotations
 
-from typing import Any, Mapping
+from collections.abc import Mapping
+from typing import Any
 
 import numpy as np
 import xarray as xr
@@ -187,7 +188,7 @@ class IlpSweep(Experiment):
 
         def curve(f: int, order: str, rev: int) -> dict[int, float]:
             c = med.sel(footprint=f, order=order, reverse=rev)
-            return {int(k): float(v) for k, v in zip(c["ilp"].values, c.values)
+            return {int(k): float(v) for k, v in zip(c["ilp"].values, c.values, strict=True)
                     if np.isfinite(v)}
 
         def k8_vs_k2_interval(f: int, order: str, rev: int) -> tuple[float, float]:
@@ -295,7 +296,7 @@ class AsyncCopy(Experiment):
             ok = np.isfinite(ratio.values)
             if not ok.any():
                 continue
-            groups = [int(g) for g, k in zip(ratio["groups"].values, ok) if k]
+            groups = [int(g) for g, k in zip(ratio["groups"].values, ok, strict=True) if k]
             out.append(Finding(name, [round(float(v), 3) for v in ratio.values[ok]], "1", 0.9,
                                f"median bandwidth of cp.async over matched plain loads, "
                                f"{int(raw.attrs.get('plan_ctas', 0))} CTAs x {t} threads, "

@@ -13,8 +13,9 @@ local one) and ``p2p.remote_bw_ratio`` (the best remote read over the local one)
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import replace
-from typing import Any, Mapping
+from typing import Any
 
 import numpy as np
 import xarray as xr
@@ -37,7 +38,8 @@ class PeerAccess(Experiment):
     version = "1"
     findings = ("p2p.latency_l2", "p2p.latency_dram", "p2p.read_bw", "p2p.remote_latency_ratio",
                 "p2p.remote_bw_ratio")
-    references = "new; peer reads as in NVIDIA's p2pBandwidthLatencyTest (github.com/NVIDIA/cuda-samples)"
+    references = ("new; peer reads as in NVIDIA's p2pBandwidthLatencyTest "
+                  "(github.com/NVIDIA/cuda-samples)")
 
     def plan(self, ctx: RunContext) -> Plan:
         dev = ctx.device

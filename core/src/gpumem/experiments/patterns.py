@@ -26,7 +26,7 @@ device's own).
 
 from __future__ import annotations
 
-from typing import Callable
+from collections.abc import Callable
 
 import numpy as np
 import xarray as xr

@@ -16,7 +16,9 @@ Findings: ``lat.smem``, ``smem.conflict_latency`` (indexed by ways), ``smem.bank
 
 from __future__ import annotations
 
-from typing import Any, Mapping
+from collections.abc import Mapping
+from itertools import pairwise
+from typing import Any
 
 import numpy as np
 import xarray as xr
@@ -66,7 +68,7 @@ class SmemLatency(Experiment):
     def analyze(self, raw: xr.Dataset) -> list[Finding]:
         default = int(raw["bank_mode"].values[0])  # devices list their default mode first
         lat = point_medians(raw, "latency").sel(bank_mode=default)
-        by_stride = {int(s): float(v) for s, v in zip(lat["stride"].values, lat.values)
+        by_stride = {int(s): float(v) for s, v in zip(lat["stride"].values, lat.values, strict=True)
                      if np.isfinite(v)}
         out: list[Finding] = []
         if 1 not in by_stride:
@@ -84,7 +86,7 @@ class SmemLatency(Experiment):
                                f" in the {default}-byte mode"))
         ways = [n for n in (1, 2, 4, 8, 16, 32, 64) if n * per in by_stride]
         banks = None
-        for n, m in zip(ways, ways[1:]):
+        for n, m in pairwise(ways):
             if by_stride[m * per] <= by_stride[n * per] * 1.02:
                 banks = n
                 break
@@ -144,7 +146,8 @@ class SmemBandwidth(Experiment):
         clock = float(raw.attrs.get("clock_mhz", 0) or 0)
         out = []
         best = bpc.max("ilp")
-        at = [int(w) for w, v in zip(best["warps"].values, best.values) if v >= 0.98 * peak]
+        at = [int(w) for w, v in zip(best["warps"].values, best.values, strict=True)
+              if v >= 0.98 * peak]
         if clock > 0:
             out.append(Finding("bw.smem", round(peak * clock / 1e3, 2), "GB/s", 1.0,
                                f"best of warps x ILP: {peak:.1f} B/cycle per SM x "

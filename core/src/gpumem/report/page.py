@@ -17,10 +17,11 @@ older page as its own (one written before the manifest); keep it.
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from html import escape
 from string import Template
-from typing import Any, Sequence
+from typing import Any
 
 from gpumem.findings import Finding
 from gpumem.report.provenance import device_rows, experiment_rows, in_page_order, run_rows

@@ -206,7 +206,7 @@ def throttled_points(s: Series, experiment: str, limit: int = 4) -> str:
     parts = []
     for idx in where[:limit]:
         coords = {d: ds[d].values[i].item() if d in ds.coords else int(i)
-                  for d, i in zip(flag.dims, idx)}
+                  for d, i in zip(flag.dims, idx, strict=True)}
         reasons = []
         for when in ("before", "after"):
             var = f"point_clock_event_reasons_{when}"

@@ -10,9 +10,10 @@ unreadable), so that the page can say so in one line instead of failing.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Sequence
+from typing import Any
 
 import numpy as np
 import xarray as xr
@@ -178,7 +179,7 @@ def load_runs(targets: Sequence[Path], order: Sequence[str] = ()) -> list[Series
             found.append((root, device, label, list(manifest.get("runs", [])), exps))
     labels = unique_labels([f[2] for f in found])
     out: list[Series] = []
-    for i, ((root, device, _, runs, exps), label) in enumerate(zip(found, labels)):
+    for i, ((root, device, _, runs, exps), label) in enumerate(zip(found, labels, strict=True)):
         s = Series(label, root, device, COLOURS[i % len(COLOURS)],
                    [r for r in runs if r.get("device") in (None, "", device)] or runs,
                    order=tuple(order))

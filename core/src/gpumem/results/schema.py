@@ -14,9 +14,10 @@ import getpass
 import json
 import platform
 import sys
+from collections.abc import Iterable, Mapping
 from datetime import datetime, timezone
 from itertools import product
-from typing import Any, Iterable, Mapping
+from typing import Any
 
 import numpy as np
 import xarray as xr
@@ -46,7 +47,7 @@ def now_iso() -> str:
 def points(axes: list[Axis]) -> list[dict[str, Any]]:
     """All sweep points, in axis order (the order results are merged in)."""
     names = [a.name for a in axes]
-    return [dict(zip(names, combo)) for combo in product(*(a.values for a in axes))]
+    return [dict(zip(names, combo, strict=True)) for combo in product(*(a.values for a in axes))]
 
 
 def point_key(point: Mapping[str, Any]) -> tuple:
@@ -149,7 +150,7 @@ def _add_point_counts(ds: xr.Dataset, axes: list[Axis], index: dict,
         added = values.get(POINT_COUNTS)
         if not added:
             continue
-        pos = tuple(index[a.name][_scalar(v)] for a, v in zip(axes, key))
+        pos = tuple(index[a.name][_scalar(v)] for a, v in zip(axes, key, strict=True))
         for name, v in added.items():
             if not name.endswith("_seconds"):
                 counts.setdefault(name, np.full(shape, np.nan))[pos] = v
@@ -180,7 +181,7 @@ def _add_point_state(ds: xr.Dataset, axes: list[Axis], index: dict,
         readings = values.get(POINT_STATE) if st == POINT_OK else None
         if not readings:
             continue
-        pos = tuple(index[a.name][_scalar(v)] for a, v in zip(axes, key))
+        pos = tuple(index[a.name][_scalar(v)] for a, v in zip(axes, key, strict=True))
         for name, v in readings.items():
             state.setdefault(name, np.full(shape, np.nan))[pos] = v
     for name, arr in sorted(state.items()):

@@ -31,9 +31,10 @@ import os
 import re
 import socket
 import uuid
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Callable, Iterator
+from typing import Any
 
 import numpy as np
 import xarray as xr
@@ -478,8 +479,8 @@ class RunStore:
     def write(self, device_key: str, experiment: str, params_hash: str,
               raw: xr.Dataset, findings: xr.Dataset, key: str | None = None,
               fields: dict[str, Any] | None = None) -> tuple[Path, str]:
-        """Write a results file; with ``key``, record it (``fields``, ``file``, ``sha256``, ``size``)
-        in the manifest in the same locked step as the rename, so the manifest always
+        """Write a results file; with ``key``, record it (``fields``, ``file``, ``sha256``,
+        ``size``) in the manifest in the same locked step as the rename, so the manifest always
         describes the file on disk even when two runs write the same one. Signals wait until
         both are done. OSError becomes ResultsWriteError naming the file and the cause."""
         path = self.file_for(device_key, experiment, params_hash)

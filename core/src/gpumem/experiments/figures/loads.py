@@ -81,7 +81,7 @@ def ilp_sweep(series: Sequence[Series]) -> Figure | None:
             ax.set_title(f"{title}\n" + ", ".join(dict.fromkeys(
                 size_label(f2) for s2, d2, p2 in data for t2, f2, r2 in p2 if t2 == title)),
                 fontsize=8)
-    for t, ax in zip(titles, axs[0]):
+    for t, ax in zip(titles, axs[0], strict=False):
         log_if_spread(ax, peaks[t])
         plain_log(ax)
         ax.set_xlabel("independent loads per thread K", fontsize=8)

@@ -68,7 +68,7 @@ def bank_conflicts(series: Sequence[Series]) -> Figure | None:
         width = s.value("smem_latency", "smem.bank_width") or 4
         if f is not None and f.index and isinstance(f.value, list):
             per = 2 if width == 8 else 1
-            for ways, v in zip(f.index[1], f.value):
+            for ways, v in zip(f.index[1], f.value, strict=True):
                 if v is not None and ways > 1 and ways * per not in labelled:
                     labelled.add(ways * per)
                     ax.annotate(f"{ways}-way", (ways * per, v), xytext=(3, -9),
