@@ -201,8 +201,8 @@ def test_simd_set_scans_match_the_one_way_at_a_time_reference(name, caches, tlbs
                 outlier_cycles=100.0, noise_seed=i, pattern=pattern, scalar=scalar))
             outs.append((h.way.copy(), h.rng.copy(), h.clock.copy()))
         runs.append(outs)
-    for fast, ref in zip(*runs):
-        for a, b in zip(fast, ref):
+    for fast, ref in zip(*runs, strict=True):
+        for a, b in zip(fast, ref, strict=True):
             assert np.array_equal(a, b)
 
 
@@ -277,7 +277,7 @@ def test_division_free_set_index_is_exact():
         m &= (1 << 64) - 1
         for n in [0, 1, d - 1, d, d + 1, (1 << 63) - 1, (1 << 63) - d,
                   *(int(x) >> int(b) for x, b in zip(rng.integers(0, 1 << 63, 500, dtype=np.int64),
-                                                     rng.integers(0, 62, 500)))]:
+                                                     rng.integers(0, 62, 500), strict=True))]:
             assert ((n * m) >> 64) >> s == n // d
     assert _divider(1) == (0, -1)
 

@@ -78,7 +78,8 @@ def _l2_fill_unit(fills: list[Chase]) -> Finding | None:
                    f"cold stride-4 chase on path 'cg' over {c.footprint >> 20} MB (four L2 "
                    f"capacities, built front to back): the first access of "
                    f"{score[unit]:.0%} of {unit}-B blocks is the slowest of its block by "
-                   f">{margin:.0f} cycles ({', '.join(f'{u} B {v:.0%}' for u, v in score.items())})")
+                   f">{margin:.0f} cycles "
+                   f"({', '.join(f'{u} B {v:.0%}' for u, v in score.items())})")
 
 
 def _l2_scatter_chases(log: ChaseLog, l2_bytes: int, memory: int) -> None:

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import math
 from collections import Counter
+from itertools import pairwise
 
 import numpy as np
 
@@ -64,7 +65,7 @@ def half_miss_bracket(size: list[Chase], miss_at: float) -> tuple[int, int, int]
     top = max((v for _, v in pts), default=0.0)
     if top < 0.05:
         return None
-    for (f0, v0), (f1, v1) in zip(pts, pts[1:]):
+    for (f0, v0), (f1, v1) in pairwise(pts):
         if v0 < 0.5 * top <= v1:
             t = (0.5 * top - v0) / (v1 - v0)
             return f0, f1, int(round(f0 * (f1 / f0) ** t))

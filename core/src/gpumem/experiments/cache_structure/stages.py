@@ -11,7 +11,7 @@ from __future__ import annotations
 import math
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
-from itertools import combinations
+from itertools import combinations, pairwise
 from typing import Any
 
 import numpy as np
@@ -289,7 +289,7 @@ def _capacity_edge(w: Any, groups: dict[int, list[Chase]]) -> Any:
             f"{first.median:.0f}): no footprint was seen to fit, so no capacity")
     # the bisection ends on a footprint that does not overflow next to one (32 B above)
     # that does; where misses ramp, a few larger footprints may pass again
-    edges = [a for a, b in zip(fs, fs[1:]) if over[a] is False and over[b] and b - a <= 32]
+    edges = [a for a, b in pairwise(fs) if over[a] is False and over[b] and b - a <= 32]
     open_ = [f for f in fs if over[f] is None]
     undecided = bool(not edges and open_)
     unbracketed = False
@@ -401,9 +401,9 @@ def _line_step(w: Any, cap: int, k: int) -> Chase | None:
 def _search_line(w: Any, cap: Any) -> bool:
     """The chase at C + 4 (one set overflows: n1 misses per pass, and the sector gap), then
     the first footprint at which a second set overflows, bisected between C + 4 and
-    C + 4 LINE_TOP (a line of up to MAX_LINE); its edge chased again on both sides. Under LRU or FIFO an overflowing
-    set's lines miss in every pass; under a random policy they do not, and the next stages
-    chase many more passes. False where the search stopped short."""
+    C + 4 LINE_TOP (a line of up to MAX_LINE); its edge chased again on both sides. Under LRU
+    or FIFO an overflowing set's lines miss in every pass; under a random policy they do not,
+    and the next stages chase many more passes. False where the search stopped short."""
     rule, c0 = w.rule, cap.cap
     w.line_passes = LINE_PASSES if _every_pass(w.last("size", cap.nxt), rule) \
         else LINE_PASSES_RANDOM
@@ -688,7 +688,7 @@ def _replayed_policy(w: Any, level: str, pol: Chase, frac: float, geo: Any) -> N
                         if own.size else own)  # clock that moved since the size stage
     sure = (lat >= clean[0]) & (lat <= clean[1])
     miss_lines = (pol.ev_index[m][order] * 4 // geo.line).tolist()
-    plain = replay_evictions([x for x, ok in zip(miss_lines, sure) if ok], geo.lines)
+    plain = replay_evictions([x for x, ok in zip(miss_lines, sure, strict=True) if ok], geo.lines)
     if uniform_enough(plain):
         w.out.append(Finding(f"{level}.policy", "random", "", READING,
                              f"{frac:.0%} of accesses to an overflowing set miss; evictions "

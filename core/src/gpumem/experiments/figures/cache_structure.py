@@ -118,7 +118,7 @@ def cache_lines(series: Sequence[Series]) -> Figure | None:
         return None
     levels = sorted({k for _, sh in data for k in sh}, key=lambda k: (k == "l2", k))
     fig, axs = panels(1, len(levels), 3.6, 3.2)
-    for ax, level in zip(axs[0], levels):
+    for ax, level in zip(axs[0], levels, strict=True):
         for s, sh in data:
             if level not in sh:
                 continue
