@@ -391,7 +391,7 @@ def test_cpasync_speedup_axis_holds_one_and_five_percent(h200_series):
 def test_ratio_axis_keeps_a_quarter_percent_small():
     """The reported case: a 0.25 % speed-up autoscaled to 1.0000-1.0025 looked like a
     cliff; the ratio axis shows 1.0 and at least 5 % either side."""
-    from gpumem.report.figures import ratio_axis
+    from gpumem.figures.draw import ratio_axis
 
     fig, ax = _axes()
     ys = [1.0, 1.001, 1.0025, 1.002]
@@ -403,7 +403,7 @@ def test_ratio_axis_keeps_a_quarter_percent_small():
 
 
 def test_pad_flat_axis_widens_only_near_flat_axes():
-    from gpumem.report.figures import MIN_REL_SPAN, finish, pad_flat_axis
+    from gpumem.figures.draw import MIN_REL_SPAN, finish, pad_flat_axis
 
     fig, ax = _axes()
     ax.plot([1, 2, 3], [4450.0, 4460.0, 4455.0])  # bandwidth flat to 0.2 %
@@ -434,7 +434,7 @@ def test_legends_have_no_repeated_labels(h200_series):
     """The ILP legend listed two entries that looked the same; no legend repeats a label,
     even two series of one run (h200x2) that share every style."""
     from gpumem.experiments.figures.loads import ilp_sweep
-    from gpumem.report.figures import dedupe_legends, legend_labels
+    from gpumem.figures.draw import dedupe_legends, legend_labels
     from gpumem.report.runs import load_runs
 
     two = load_runs([H200.parent / "h200x2-run"])
@@ -459,7 +459,7 @@ def test_legends_have_no_repeated_labels(h200_series):
 def test_titles_and_labels_stay_inside_their_figure():
     """Long panel titles are wrapped and the layout keeps every title and axis label inside
     the figure (a TLB panel's y label and titles ran off before)."""
-    from gpumem.report.figures import finish
+    from gpumem.figures.draw import finish
     from gpumem.report.runs import load_runs
 
     series = load_runs([H200.parent / "h200-reruns" / "run1"])  # has the TLB search trace

@@ -51,13 +51,13 @@ def _section(html: str, key: str) -> str:
 
 def test_the_report_package_names_no_experiment():
     """No registered experiment's name (core's or an installed plugin's) as a string and no
-    import of gpumem.experiments (nor a global plugin lookup) in gpumem/report: what it
-    draws comes from the presentations."""
+    import of gpumem.experiments (nor a global plugin lookup) in gpumem/report or the figure
+    toolkit (gpumem/figures): what they draw comes from the presentations."""
     names = set(core_experiments())
     assert len(names) >= 15
-    files = sorted(REPORT.glob("*.py"))
-    assert {p.name for p in files} >= {"__init__.py", "figures.py", "page.py", "provenance.py",
-                                       "runs.py", "sections.py"}
+    files = sorted(REPORT.glob("*.py")) + sorted((REPORT.parent / "figures").glob("*.py"))
+    assert {p.name for p in files} >= {"__init__.py", "draw.py", "page.py", "provenance.py",
+                                       "runs.py", "sections.py", "series.py"}
     bad = []
     for path in files:
         for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
@@ -128,7 +128,7 @@ class _FirstLadder(LatencyLadder):
     """The latency experiment presented by someone else: a section of its own, first."""
 
     def presentation(self):
-        from gpumem.report.figures import finished, panels, with_raw
+        from gpumem.figures.draw import finished, panels, with_raw
 
         @finished
         def draw(series):

@@ -5,13 +5,13 @@ draw function takes every series of the report (:class:`Series`: a run's legend,
 datasets and findings) and returns a matplotlib ``Figure`` or ``None``; pass it through
 :func:`finish` (or decorate it with :func:`finished`) so that flat axes, repeated legend
 labels and long titles are handled as in every core figure. What each helper does is in
-:mod:`gpumem.report.figures`; :func:`load_runs` gives the series of run directories, for a
+:mod:`gpumem.figures.draw`; :func:`load_runs` gives the series of run directories, for a
 plugin's tests of its draw functions.
 """
 
 from __future__ import annotations
 
-from gpumem.report.figures import (
+from gpumem.figures.draw import (
     MIN_REL_SPAN,
     PANEL_H,
     PANEL_W,

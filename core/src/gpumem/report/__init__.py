@@ -8,7 +8,7 @@ them, and the devices' provenance last. Modules:
 
 * :mod:`~gpumem.report.runs` reads run directories into series (one per device and run);
 * :mod:`~gpumem.report.provenance` says what was measured on what, and throttled points;
-* :mod:`~gpumem.report.figures` holds the drawing helpers (matplotlib, Agg, no pyplot);
+* :mod:`~gpumem.figures.draw` holds the drawing helpers (matplotlib, Agg, no pyplot);
 * :mod:`~gpumem.report.sections` says which figure goes where, and notes what is missing;
 * :mod:`~gpumem.report.page` writes the HTML.
 

@@ -23,9 +23,9 @@ from html import escape
 from string import Template
 from typing import Any
 
+from gpumem.figures.series import Series
 from gpumem.findings import Finding
 from gpumem.report.provenance import device_rows, experiment_rows, in_page_order, run_rows
-from gpumem.report.runs import Series
 
 LIST_LIMIT = 16  # list values longer than this are cut in the table (the files hold them all)
 

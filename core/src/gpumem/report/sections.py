@@ -22,10 +22,10 @@ from typing import Any
 
 from matplotlib.figure import Figure
 
+from gpumem.figures.draw import save
+from gpumem.figures.series import Series
 from gpumem.presentation import Presentation, ReportFigure, ReportSection, presentation_of
-from gpumem.report.figures import save
 from gpumem.report.page import FigureDoc, SectionDoc
-from gpumem.report.runs import Series
 
 
 @dataclass(frozen=True)

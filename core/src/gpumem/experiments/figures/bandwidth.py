@@ -10,7 +10,7 @@ import numpy as np
 from matplotlib.figure import Figure
 
 from gpumem.experiment import median_over_repeats
-from gpumem.report.figures import (
+from gpumem.figures.draw import (
     bytes_axis,
     finished,
     heatmap,
@@ -23,7 +23,7 @@ from gpumem.report.figures import (
     style_handles,
     with_raw,
 )
-from gpumem.report.runs import Series
+from gpumem.figures.series import Series
 
 
 @finished

@@ -6,7 +6,7 @@ import numpy as np
 from matplotlib.lines import Line2D
 
 from gpumem.experiment import median_over_repeats
-from gpumem.report.figures import (
+from gpumem.figures.draw import (
     bytes_axis,
     finish,
     legend,

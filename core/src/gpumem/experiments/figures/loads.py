@@ -12,7 +12,7 @@ from matplotlib.figure import Figure
 from matplotlib.ticker import FuncFormatter
 
 from gpumem.experiment import median_over_repeats
-from gpumem.report.figures import (
+from gpumem.figures.draw import (
     figure_legend,
     finished,
     log_if_spread,
@@ -25,7 +25,7 @@ from gpumem.report.figures import (
     style_handles,
     with_raw,
 )
-from gpumem.report.runs import Series
+from gpumem.figures.series import Series
 
 ORDER_STYLE = {"coalesced": "-", "warp": "--", "thread": ":"}
 

@@ -14,8 +14,8 @@ from matplotlib.ticker import FuncFormatter
 from gpumem.analysis.chases import Chase
 from gpumem.experiments.figures.chases import chase_list, chase_panel, with_events
 from gpumem.experiments.tlb_structure import SHIFT, decisions
-from gpumem.report.figures import finished, legend, panels, series_handles, with_raw
-from gpumem.report.runs import Series
+from gpumem.figures.draw import finished, legend, panels, series_handles, with_raw
+from gpumem.figures.series import Series
 
 
 def _pages(c: Chase) -> int:
