@@ -174,7 +174,7 @@ def test_export_is_the_calibrated_config_translated(h200_export):
     """Every option written from the SimConfig holds what translating the calibrated config
     gives, and the latencies are the calibrated ones, level by level."""
     from gpumem.compare import load_source
-    from gpumem.sim.calibrate import calibrate
+    from gpumem.interop.calibrate import calibrate
     from gpumem_accelsim.translate import translate
 
     base = base_config(get_plugins(), "hopper")

@@ -39,7 +39,7 @@ def test_every_calibrated_parameter_names_a_finding_of_the_run(exported):
                                       - value["cache_structure/l1d.hit_latency"])
     # the DRAM's rates: the model, at the bandwidth sweep's busiest point, moves what the H200
     # moved (efficiencies solved through the model, whose knee keeps reads under the cap)
-    from gpumem.sim.calibrate import _busiest_stream
+    from gpumem.interop.calibrate import _busiest_stream
     from gpumem.sim.throughput import stream_model
 
     assert cfg.dram.bandwidth_gbs == round(src.device.peak_bandwidth_gbs, 1)

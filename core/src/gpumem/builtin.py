@@ -65,7 +65,7 @@ def gpumem_register_simulators(register):
 def gpumem_register_formats(register):
     from gpumem.importers.gpu_benches import GpuBenchesFormat
     from gpumem.importers.mt4g import Mt4gFormat
-    from gpumem.sim.calibrate import SimFormat
+    from gpumem.interop.calibrate import SimFormat
 
     register(Mt4gFormat())
     register(GpuBenchesFormat())

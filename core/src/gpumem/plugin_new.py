@@ -8,7 +8,7 @@ architecture's or any other's) it derives
   and the finding's own interval (each value's source says which runs, which card, and how
   the band was chosen), plus what the device's own properties say for any other card of the
   compute capability (:func:`gpumem.generic.expected_values`);
-* the simulator config: the runs' calibrated ``export sim`` (:func:`~gpumem.sim.calibrate.
+* the simulator config: the runs' calibrated ``export sim`` (:func:`~gpumem.interop.calibrate.
   calibrated`; a base built from the runs where the architecture ships none);
 * which measured values that config reproduces: it is simulated here (a full and a quick
   run), and a value the model does not reproduce applies to the hardware only, said in the
@@ -281,7 +281,7 @@ def new_plugin(plugins: Plugins, name: str, runs: Sequence[Path], out: Path, *,
                workers: int = 1, progress: Any = None) -> NewPlugin:
     """Derive everything for the package (the caller writes it: :func:`write_plugin`)."""
     from gpumem import __version__
-    from gpumem.sim.calibrate import calibrated, commented_toml
+    from gpumem.interop.calibrate import calibrated, commented_toml
 
     say = progress or (lambda _m: None)
     check_name(plugins, name)

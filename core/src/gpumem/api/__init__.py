@@ -58,11 +58,11 @@ from gpumem.experiment import (
 from gpumem.findings import Expected, Finding, exact, latency_pair
 from gpumem.formats import Converted, Format, FormatError
 from gpumem.generic import expected_values as device_property_expected
+from gpumem.interop.calibrate import Calibrated, calibrate
 from gpumem.plugins import Plugins, load_plugins
 from gpumem.presentation import Presentation, ReportFigure, ReportSection
 from gpumem.runner import RunRequest, run
 from gpumem.safe_write import OutputError, write_text
-from gpumem.sim.calibrate import Calibrated, calibrate
 from gpumem.sim.config import (
     CacheLevel,
     Dram,

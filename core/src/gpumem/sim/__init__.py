@@ -14,5 +14,5 @@ from gpumem.sim.config import (
     TlbLevel,
 )
 
-__all__ = ["CacheLevel", "Dram", "Interconnect", "Neighbour", "SetIndex", "SharedMemory", "SimConfig", "SimConfigError",
-           "Throughput", "Timer", "TlbLevel"]
+__all__ = ["CacheLevel", "Dram", "Interconnect", "Neighbour", "SetIndex", "SharedMemory",
+           "SimConfig", "SimConfigError", "Throughput", "Timer", "TlbLevel"]

@@ -5,7 +5,7 @@ as the generic architecture (``sm_90``) has no packaged config, so :func:`base_c
 one from what the run found: the geometry the dissection decided (lines, sectors, ways, the
 L2's partitions, the TLB's page and entries), the device's own properties (SMs, clock, memory,
 shared memory, the warps an SM holds) and, for what nothing measured, a stated assumption.
-:func:`gpumem.sim.calibrate.calibrate` then sets every parameter a finding measures, as it
+:func:`gpumem.interop.calibrate.calibrate` then sets every parameter a finding measures, as it
 does for a packaged base. Each assumption is returned with its reason, for the file's
 comments: the result says what it does not know.
 

@@ -28,8 +28,8 @@ from typing import TYPE_CHECKING, Any
 from gpumem.device import BulkRequest, StreamRequest
 from gpumem.errors import UsageError
 from gpumem.formats import Converted, Format, FormatError
+from gpumem.interop.sim_from_run import positive
 from gpumem.sim.config import SimConfig, SimConfigError
-from gpumem.sim.from_run import positive
 from gpumem.sim.throughput import bulk_model, stream_model
 
 if TYPE_CHECKING:
@@ -336,7 +336,7 @@ _KEY = re.compile(r"^([\w]+)\s*=")
 def commented_toml(cal: Calibrated, run: Path | str, base_name: str,
                    assumed: dict[str, str] | None = None) -> str:
     """The config as TOML, each calibrated parameter's line commented with its finding.
-    ``assumed``: a base built from the run itself (:mod:`gpumem.sim.from_run`), whose
+    ``assumed``: a base built from the run itself (:mod:`gpumem.interop.sim_from_run`), whose
     assumptions are commented on their lines instead of the packaged base's. ``run``: how the
     header names the run; a Path is named by its base name only (the file is shared)."""
     if isinstance(run, Path):
@@ -374,7 +374,7 @@ def commented_toml(cal: Calibrated, run: Path | str, base_name: str,
     if assumed:
         base = ["# every other parameter is the run's device's own property, a geometry the",
                 "# run decided, or ASSUMED where commented so (no architecture plugin's base",
-                "# config: the model was built from the run, gpumem.sim.from_run)."]
+                "# config: the model was built from the run, gpumem.interop.sim_from_run)."]
     else:
         base = [f"# every other parameter is ASSUMED: the packaged '{base_name}' config's value "
                 f"(its own", "# file says where each came from)."]
@@ -397,7 +397,7 @@ def calibrated(plugins: Plugins, src: Source, arch: str
     """``src`` calibrated onto ``arch``'s packaged config, or, for an architecture that ships
     none (the generic ``sm_XY`` of a GPU no plugin describes), onto a base built from the
     run itself: (the calibration, the base's name, the base's assumptions by parameter)."""
-    from gpumem.sim.from_run import base_config
+    from gpumem.interop.sim_from_run import base_config
 
     base = plugins.first_result("gpumem_simulator_config", arch=arch, simulator="sim")
     assumed: dict[str, str] = {}
