@@ -128,7 +128,7 @@ def encode(ds: xr.Dataset) -> xr.Dataset:
     missing = [d for d in out.dims if d not in out.variables]
     if missing:
         out = out.assign_coords({d: (d, np.arange(out.sizes[d]),
-                                     {"long_name": f"index along {d.replace('_', ' ')}",
+                                     {"long_name": f"index along {str(d).replace('_', ' ')}",
                                       "units": "1"}) for d in missing})
     for name in list(out.variables):
         var = out.variables[name]
