@@ -4,6 +4,7 @@ layering of core (no import cycles), and the registry passed in rather than fetc
 from __future__ import annotations
 
 import ast
+import importlib
 import importlib.util
 import subprocess
 import sys
@@ -61,6 +62,26 @@ def test_every_public_name_resolves_and_is_listed():
     assert public <= set(api.__all__), f"not in __all__: {sorted(public - set(api.__all__))}"
 
 
+@pytest.mark.parametrize("part", ["gpumem.api.simulator", "gpumem.api.formats"])
+def test_every_name_of_a_part_resolves_and_none_is_also_in_the_core_api(part):
+    mod = importlib.import_module(part)
+    assert len(mod.__all__) == len(set(mod.__all__))
+    for name in mod.__all__:
+        assert getattr(mod, name) is not None, name
+        assert name not in api.__all__, f"{name}: in {part} and in gpumem.api"
+        assert api._MOVED[name] == part  # and still found in gpumem.api until 0.2 (below)
+
+
+def test_a_moved_name_is_still_found_with_a_warning_that_says_where():
+    from gpumem.api.simulator import SimConfig
+
+    with pytest.warns(DeprecationWarning, match=r"gpumem\.api\.SimConfig moved to "
+                                                r"gpumem\.api\.simulator"):
+        assert api.SimConfig is SimConfig
+    with pytest.raises(AttributeError, match="no attribute 'NoSuchName'"):
+        api.NoSuchName  # noqa: B018
+
+
 def test_every_figure_helper_resolves():
     import gpumem.api.figures as figures
 
@@ -69,7 +90,7 @@ def test_every_figure_helper_resolves():
 
 
 def test_importing_the_api_loads_no_cupy_numba_or_matplotlib():
-    code = ("import sys, gpumem.api\n"
+    code = ("import sys, gpumem.api, gpumem.api.simulator, gpumem.api.formats\n"
             "print(sorted(m for m in ('cupy', 'numba', 'matplotlib') if m in sys.modules))")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
                          check=True).stdout.strip()

@@ -60,7 +60,7 @@ class Format(ABC):  # noqa: B024 - a subclass overrides import_file, export_run 
         ``target`` names the other tool's version where its formats differ."""
         raise UsageError(f"format '{self.name}' cannot be exported")
 
-    # ---- helpers for the formats (reachable through gpumem.api.Format) ----------------------
+    # ---- helpers for the formats (reachable through gpumem.api.formats.Format) ----------
 
     @staticmethod
     def refuse_existing(path: Path) -> None:

@@ -183,7 +183,8 @@ def gpumem_register_devices(register: Callable[[DeviceBackend], None]) -> None:
 
     Example::
 
-        from gpumem.api import DeviceBackend, hookimpl
+        from gpumem.api import hookimpl
+        from gpumem.api.simulator import DeviceBackend
 
         class RocmBackend(DeviceBackend):
             name = "rocm"
@@ -212,7 +213,8 @@ def gpumem_register_simulators(register: Callable[[Simulator], None]) -> None:
 
     Example::
 
-        from gpumem.api import Simulator, hookimpl
+        from gpumem.api import hookimpl
+        from gpumem.api.simulator import Simulator
 
         class MySim(Simulator):
             name = "mysim"
@@ -231,7 +233,7 @@ def gpumem_simulator_config(arch: str, simulator: str) -> Any:
 
     Stops at the first non-``None`` result, each plugin asked on its own (one that raises is
     named and the next asked). For the built-in ``sim`` it is a
-    :class:`gpumem.api.SimConfig`; other simulators document their own type (``accelsim``
+    :class:`gpumem.api.simulator.SimConfig`; other simulators document their own type (``accelsim``
     takes a :class:`pathlib.Path` of a directory holding ``gpgpusim.config`` and
     ``trace.config``, so an architecture plugin ships its base config as plain files). An
     :class:`~gpumem.api.ArchitecturePlugin` answers with the package's resource named after
@@ -244,7 +246,8 @@ def gpumem_simulator_config(arch: str, simulator: str) -> Any:
     Example::
 
         from importlib.resources import files
-        from gpumem.api import SimConfig, hookimpl
+        from gpumem.api import hookimpl
+        from gpumem.api.simulator import SimConfig
 
         @hookimpl
         def gpumem_simulator_config(arch, simulator):
@@ -273,7 +276,8 @@ def gpumem_register_formats(register: Callable[[Format], None]) -> None:
 
     Example::
 
-        from gpumem.api import Converted, Format, hookimpl
+        from gpumem.api import hookimpl
+        from gpumem.api.formats import Converted, Format
 
         class Csv(Format):
             name = "csv"

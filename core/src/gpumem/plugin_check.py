@@ -39,7 +39,8 @@ else:  # pragma: no cover - exercised on 3.10 only
     import tomli as tomllib
 
 #: What a plugin may import from gpumem (tests may also use gpumem.testing).
-ALLOWED_IMPORTS = frozenset({"gpumem.api", "gpumem.api.figures"})
+ALLOWED_IMPORTS = frozenset({"gpumem.api", "gpumem.api.figures", "gpumem.api.simulator",
+                             "gpumem.api.formats"})
 ALLOWED_IN_TESTS = ALLOWED_IMPORTS | {"gpumem.testing"}
 
 

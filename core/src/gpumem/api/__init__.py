@@ -1,35 +1,38 @@
 """What a plugin may import from gpumem: the declared public API.
 
-Everything a plugin (an architecture, an experiment with its figures, a device backend, a
-simulator, a file format) needs is importable from here, and only what is here is promised to
-stay: modules behind it may move. The in-tree plugins import nothing else from gpumem (a
-test, ``tests/test_api.py``, fails when one does), so they show what a third party can rely
-on. Test code may also use :mod:`gpumem.testing` (planted-truth caches for simulator tests).
+Every plugin (an architecture, an experiment with its figures) needs what is here; the rest
+comes in three parts, each for one kind of plugin: :mod:`gpumem.api.simulator` (simulators and
+device backends), :mod:`gpumem.api.formats` (file formats) and :mod:`gpumem.api.figures` (an
+experiment's draw functions). Only what these four modules list is promised to stay: modules
+behind them may move. The in-tree plugins import nothing else from gpumem (a test,
+``tests/test_api.py``, fails when one does), so they show what a third party can rely on.
+Test code may also use :mod:`gpumem.testing` (planted-truth caches for simulator tests).
+
+A name that moved to one of the parts is still found here, with a ``DeprecationWarning``
+that names its new module (until 0.2).
 
 Importing it loads no CuPy, Numba or matplotlib: a plugin's ``plugin.py`` costs a few
-milliseconds more than gpumem's own contract classes. The drawing helpers of an experiment's
-figures are :mod:`gpumem.api.figures`, which loads matplotlib: import it inside the draw
-function (the report calls it), never at a plugin's top level.
+milliseconds more than gpumem's own contract classes. :mod:`gpumem.api.figures` loads
+matplotlib: import it inside the draw function (the report calls it), never at a plugin's
+top level.
 """
 
 from __future__ import annotations
 
+import importlib
+import typing
+import warnings
+
 from gpumem import __version__, hookimpl
 from gpumem.arch_plugin import ArchitecturePlugin
 from gpumem.architecture import Architecture
-from gpumem.chains import chain_offsets
-from gpumem.compare import load_source
-from gpumem.cuda.device import generic_kernel_source
 from gpumem.device import (
     PLACEMENT_PADS,
     BulkRequest,
     ChaseRequest,
     ChaseResult,
     Device,
-    DeviceBackend,
     DeviceInfo,
-    Discovery,
-    KernelSource,
     StreamRequest,
     StreamResult,
 )
@@ -56,42 +59,37 @@ from gpumem.experiment import (
     repeated,
 )
 from gpumem.findings import Expected, Finding, exact, latency_pair
-from gpumem.formats import Converted, Format, FormatError
 from gpumem.generic import expected_values as device_property_expected
-from gpumem.interop.calibrate import Calibrated, calibrate
 from gpumem.plugins import Plugins, load_plugins
 from gpumem.presentation import Presentation, ReportFigure, ReportSection
 from gpumem.runner import RunRequest, run
-from gpumem.safe_write import OutputError, write_text
-from gpumem.sim.config import (
-    CacheLevel,
-    Dram,
-    Interconnect,
-    SetIndex,
-    SharedMemory,
-    SimConfig,
-    SimConfigError,
-    Throughput,
-    Timer,
-    TlbLevel,
-)
-from gpumem.simulator import Simulator
 
 __all__ = [
-    "__version__", "Architecture", "ArchitecturePlugin", "Axis", "BulkRequest", "CacheLevel",
-    "Calibrated", "calibrate",
-    "chain_offsets", "ChaseRequest", "ChaseResult", "Converted", "Device", "DeviceBackend",
-    "PLACEMENT_PADS",
-    "DeviceInfo", "device_property_expected", "DeviceUnavailable", "Discovery", "Dram",
-    "dram_copy_expected", "exact",
-    "Expected", "Experiment", "Finding", "Format", "FormatError", "generic_kernel_source",
-    "GpumemError", "hookimpl", "Interconnect", "KernelSource", "latency_pair", "load_plugins",
-    "load_source", "median_over_repeats", "MEI_CHU", "mei_chu_data", "MEI_CHU_REPO",
-    "OutputError", "pattern_expected", "Plan", "Plugins", "point_medians", "PointSkipped",
-    "Presentation", "ProbeUnsupported", "repeat_count", "repeat_seed", "repeated",
-    "ReportFigure", "ReportSection", "run",
-    "RunContext", "RunRequest", "SetIndex", "SharedMemory", "SimConfig", "SimConfigError",
-    "Simulator", "smem_expected", "StreamRequest", "StreamResult", "Throughput", "Timer",
-    "tlb_expected", "TlbLevel", "UsageError", "Var", "write_text",
+    "__version__", "Architecture", "ArchitecturePlugin", "Axis", "BulkRequest",
+    "ChaseRequest", "ChaseResult", "Device", "DeviceInfo", "device_property_expected",
+    "DeviceUnavailable", "dram_copy_expected", "exact", "Expected", "Experiment", "Finding",
+    "GpumemError", "hookimpl", "latency_pair", "load_plugins", "median_over_repeats",
+    "MEI_CHU", "mei_chu_data", "MEI_CHU_REPO", "pattern_expected", "PLACEMENT_PADS", "Plan",
+    "Plugins", "point_medians", "PointSkipped", "Presentation", "ProbeUnsupported",
+    "repeat_count", "repeat_seed", "repeated", "ReportFigure", "ReportSection", "run",
+    "RunContext", "RunRequest", "smem_expected", "StreamRequest", "StreamResult",
+    "tlb_expected", "UsageError", "Var",
 ]
 
+#: Names that were here before the API was split (0.1.0), and the module that has them now.
+_MOVED = {name: "gpumem.api.simulator" for name in (
+    "CacheLevel", "Calibrated", "calibrate", "chain_offsets", "DeviceBackend", "Discovery",
+    "Dram", "generic_kernel_source", "Interconnect", "KernelSource", "SetIndex",
+    "SharedMemory", "SimConfig", "SimConfigError", "Simulator", "Throughput", "Timer",
+    "TlbLevel")} | {name: "gpumem.api.formats" for name in (
+    "Converted", "Format", "FormatError", "load_source", "OutputError", "write_text")}
+
+
+def __getattr__(name: str) -> typing.Any:
+    """A moved name, from its new module, with a warning that says where it went."""
+    module = _MOVED.get(name)
+    if module is None:
+        raise AttributeError(f"module 'gpumem.api' has no attribute '{name}'")
+    warnings.warn(f"gpumem.api.{name} moved to {module}: import it from there "
+                  f"(gpumem.api will stop giving it in 0.2)", DeprecationWarning, stacklevel=2)
+    return getattr(importlib.import_module(module), name)

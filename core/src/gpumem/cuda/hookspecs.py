@@ -35,7 +35,8 @@ def gpumem_kernel_source(arch: str, probe: str) -> KernelSource | None:
     Example::
 
         from importlib.resources import files
-        from gpumem.api import KernelSource, hookimpl
+        from gpumem.api import hookimpl
+        from gpumem.api.simulator import KernelSource
 
         @hookimpl
         def gpumem_kernel_source(arch, probe):

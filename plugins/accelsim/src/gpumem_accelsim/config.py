@@ -14,7 +14,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from gpumem.api import OutputError, write_text
+from gpumem.api.formats import OutputError, write_text
 
 from gpumem_accelsim.cachestring import CacheString
 from gpumem_accelsim.options import OptionFile, OptionFileError

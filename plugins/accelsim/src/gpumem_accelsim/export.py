@@ -3,7 +3,7 @@ where Accel-Sim reads it.
 
 Accel-Sim's own tuner pastes numbers from its microbenchmarks into a template and guesses the
 L2 associativity; users then edit configs by hand and get them wrong. Here the run is first
-turned into the built-in simulator's calibrated config (:func:`gpumem.api.calibrate`, what
+turned into the built-in simulator's calibrated config (:func:`gpumem.api.simulator.calibrate`, what
 ``gpumem export sim`` writes: the architecture's packaged SimConfig with every parameter a
 finding measures set from it), and that config is translated into Accel-Sim options
 (:func:`gpumem_accelsim.translate.translate`). So both simulators get the same numbers from
@@ -20,7 +20,9 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from gpumem.api import Calibrated, Format, Plugins, SimConfig, calibrate
+from gpumem.api import Plugins
+from gpumem.api.formats import Format
+from gpumem.api.simulator import Calibrated, SimConfig, calibrate
 
 from gpumem_accelsim.config import AccelSimConfig
 from gpumem_accelsim.known_options import VERSIONS, unknown_options

@@ -11,17 +11,9 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from gpumem.api import (
-    Converted,
-    Format,
-    FormatError,
-    OutputError,
-    Plugins,
-    SimConfig,
-    SimConfigError,
-    UsageError,
-    write_text,
-)
+from gpumem.api import Plugins, UsageError
+from gpumem.api.formats import Converted, Format, FormatError, OutputError, write_text
+from gpumem.api.simulator import SimConfig, SimConfigError
 
 from gpumem_accelsim.cachestring import CacheStringError, check_required
 from gpumem_accelsim.config import AccelSimConfig, AccelSimConfigError

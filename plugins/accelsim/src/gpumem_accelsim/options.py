@@ -405,8 +405,8 @@ class OptionFile:
 
     def save(self, path: str | Path, **kw: object) -> None:
         """Write :meth:`dumps` (same keyword arguments) to ``path``, atomically, replacing a
-        symlink there rather than writing through it (``gpumem.api.write_text``)."""
-        from gpumem.api import write_text
+        symlink there rather than writing through it (``gpumem.api.formats.write_text``)."""
+        from gpumem.api.formats import write_text
 
         text = self.dumps(**kw)  # type: ignore[arg-type]
         write_text(path, text, errors="surrogateescape")

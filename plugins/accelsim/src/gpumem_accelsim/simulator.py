@@ -6,7 +6,8 @@ import os
 from pathlib import Path
 from typing import Any
 
-from gpumem.api import Device, DeviceUnavailable, Simulator, UsageError
+from gpumem.api import Device, DeviceUnavailable, UsageError
+from gpumem.api.simulator import Simulator
 
 from gpumem_accelsim.config import AccelSimConfig
 from gpumem_accelsim.locate import LIMIT_ENV, find_binary, max_warp_insts

@@ -32,13 +32,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
-from gpumem.api import (
-    PLACEMENT_PADS,
-    ChaseRequest,
-    ProbeUnsupported,
-    StreamRequest,
-    chain_offsets,
-)
+from gpumem.api import PLACEMENT_PADS, ChaseRequest, ProbeUnsupported, StreamRequest
+from gpumem.api.simulator import chain_offsets
 
 #: Binary versions (SASS opcode maps) Accel-Sim's trace-driven front end accepts.
 BINARY_VERSIONS = (35, 60, 61, 70, 75, 80, 86)

@@ -15,7 +15,7 @@ an L1 hit takes ``-gpgpu_l1_latency`` + 4 cycles on the 2024-10 build), which a 
 for a known build takes out so that the simulator reproduces the latencies.
 
 Provenance: :func:`translate` records, per option it writes, the SimConfig parameters
-(``cache:l1d.hit_latency``, as :class:`gpumem.api.Calibrated` names them) its value comes
+(``cache:l1d.hit_latency``, as :class:`gpumem.api.simulator.Calibrated` names them) its value comes
 from, and given a calibration's ``sources`` names in the option's comment the finding that
 set each one (``gpumem export accelsim``: :mod:`gpumem_accelsim.export`).
 """
@@ -26,7 +26,7 @@ import math
 from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 
-from gpumem.api import CacheLevel, Dram, SharedMemory, SimConfig, Throughput, Timer
+from gpumem.api.simulator import CacheLevel, Dram, SharedMemory, SimConfig, Throughput, Timer
 
 from gpumem_accelsim.cachestring import CacheString, CacheStringError
 from gpumem_accelsim.config import AccelSimConfig, AccelSimConfigError
@@ -172,7 +172,7 @@ def to_accelsim(sim: SimConfig, base: AccelSimConfig
 class Translated:
     """A SimConfig written as Accel-Sim options: the config, a comment per option set from
     the SimConfig, the warnings, and per option the SimConfig parameters (paths as
-    :class:`gpumem.api.Calibrated` names them: ``cache:l1d.hit_latency``) its value comes
+    :class:`gpumem.api.simulator.Calibrated` names them: ``cache:l1d.hit_latency``) its value comes
     from."""
 
     config: AccelSimConfig
