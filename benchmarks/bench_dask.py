@@ -17,7 +17,7 @@ import xarray as xr
 
 def _run(arch: str, experiment: str, out: Path, **kw) -> float:
     from gpumem.plugins import get_plugins
-    from gpumem.runner import RunRequest, run
+    from gpumem.run.runner import RunRequest, run
 
     t = time.perf_counter()
     run(RunRequest(arch, [experiment], device="sim", out=out, **kw), plugins=get_plugins())

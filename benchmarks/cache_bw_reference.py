@@ -162,8 +162,8 @@ def main() -> int:
 
 def gpumem_figures(run_dir: Path) -> dict[str, float]:
     """``bw.l1`` and ``bw.l2`` (GB/s) from a gpumem run directory's findings."""
+    from gpumem.interop.reruns import run_findings
     from gpumem.plugins import load_plugins
-    from gpumem.reruns import run_findings
 
     found = run_findings(run_dir, load_plugins())
     return {name: float(f.value) for (_exp, name), f in found.items()

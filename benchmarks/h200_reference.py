@@ -3,7 +3,7 @@
     python benchmarks/h200_reference.py RUN_DIR [RUN_DIR ...] [--markdown]
 
 Each RUN_DIR is one ``gpumem run --arch hopper all`` (for example tests/data/h200-reruns/run1
-... run5). Findings are re-derived by today's analysis (:func:`gpumem.reruns.run_findings`);
+... run5). Findings are re-derived by today's analysis (:func:`gpumem.interop.reruns.run_findings`);
 for each, the values of every run, their median, and the largest relative deviation from it.
 This is where the hopper plugin's ``REFERENCE`` expectations come from
 (docs/h200-reference.md, gpumem_hopper.expected); tests/test_h200_reference.py checks that
@@ -21,8 +21,8 @@ import numpy as np
 
 def series(dirs: list[Path]) -> dict[tuple[str, str], list[Any]]:
     """(experiment, finding) -> the value of each run (None where a run lacks it)."""
+    from gpumem.interop.reruns import run_findings
     from gpumem.plugins import get_plugins
-    from gpumem.reruns import run_findings
 
     plugins = get_plugins()
     runs = [run_findings(d, plugins) for d in dirs]

@@ -9,7 +9,7 @@ band, fail when band and interval do not overlap, undecided otherwise). It print
 the rows whose status changed (finding, value, interval, band, old, new) and the counts.
 
 Nothing is written: the committed .nc files and manifests (with their checksums) stay as
-they are. Run directories read their findings from the netCDF files (gpumem.compare's
+they are. Run directories read their findings from the netCDF files (gpumem.interop.compare's
 loader); h200-generic holds manifests only: their findings (value, interval, index) are read
 from the manifest, and its device properties (what expected values of sm_90 and of the
 hopper plugin's device-derived values rest on) are taken from tests/data/h200-run's file,
@@ -29,8 +29,8 @@ from pathlib import Path
 from typing import Any
 
 from gpumem.cli._common import fmt_band, fmt_interval, fmt_value
-from gpumem.compare import device_from_attrs, load_sources
 from gpumem.findings import Expected, Finding, _by_label, band_of, status_of
+from gpumem.interop.compare import device_from_attrs, load_sources
 from gpumem.plugins import get_plugins
 
 ROOT = Path(__file__).resolve().parents[1]

@@ -5,7 +5,7 @@
 
 Each run is an ordinary ``gpumem run`` into ``OUT/run1`` ... ``OUT/runN``, timed (wall clock,
 compilation included). Then every finding is judged across the runs by
-:mod:`gpumem.reruns` (structural: identical or unresolved in all; latencies within 2 %,
+:mod:`gpumem.interop.reruns` (structural: identical or unresolved in all; latencies within 2 %,
 bandwidths within 3 %, measured footprints within their intervals) and the disagreements are
 printed, with the count that agreed. ``--check-only`` judges existing run directories. This
 is how ``tests/data/h200-reruns`` was made; ``tests/test_reruns.py`` applies the same check
@@ -46,8 +46,8 @@ def main() -> int:
                                  stdout=subprocess.DEVNULL)
             last = time.perf_counter() - t
             print(f"{d.name}: rc {rc}, {last:.1f} s wall", flush=True)
+    from gpumem.interop.reruns import agreement, run_findings
     from gpumem.plugins import load_plugins
-    from gpumem.reruns import agreement, run_findings
 
     plugins = load_plugins()
     rows = agreement([run_findings(d, plugins) for d in dirs])

@@ -7,7 +7,7 @@ Runs ``gpumem run --arch ARCH all --device sim`` in a temporary folder (or reads
 the architecture whose source cites Xinxin Mei and Xiaowen Chu, "Dissecting GPU Memory
 Hierarchy through Microbenchmarking" (IEEE TPDS 28(1):72-86, 2017) or their released raw
 data (github.com/zhanglx13/GPU-Benchmark-Dissecting-GPU-Mem). The error and the agreement are
-``gpumem compare``'s (:func:`gpumem.compare.agreement_summary`, the authors' value as the
+``gpumem compare``'s (:func:`gpumem.interop.compare.agreement_summary`, the authors' value as the
 reference): a measured finding agrees within 5 % (relative, the largest over a list's
 elements), a structural one when equal. An authors' value the simulator does not report (or
 leaves unresolved) counts as a disagreement.
@@ -40,9 +40,9 @@ from typing import Any
 
 import numpy as np
 from gpumem import __version__
-from gpumem.compare import AGREEMENT_TOL, agreement_summary, load_source, row_error
 from gpumem.expected_blocks import MEI_CHU, MEI_CHU_REPO
 from gpumem.findings import Expected, Finding, kind_of
+from gpumem.interop.compare import AGREEMENT_TOL, agreement_summary, load_source, row_error
 from gpumem.plugins import get_plugins
 
 ROOT = Path(__file__).resolve().parents[1]

@@ -27,7 +27,7 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
-from gpumem.compare import compare
+from gpumem.interop.compare import compare
 from gpumem.plugins import get_plugins
 
 ROOT = Path(__file__).resolve().parents[1]

@@ -23,7 +23,7 @@ from gpumem.device import ChaseRequest, StreamRequest
 from gpumem.errors import DeviceUnavailable, PointSkipped, ProbeUnsupported, UsageError
 from gpumem.experiment import Axis, Experiment, Plan, RunContext, Var
 from gpumem.results.schema import POINT_COUNTS, POINT_FAILED, POINT_OK, point_key
-from gpumem.runner import PointRunner
+from gpumem.run.runner import PointRunner
 from gpumem_accelsim.config import AccelSimConfig
 from gpumem_accelsim.device import WARP_CYCLE_SECTORS, AccelSimDevice, AccelSimSetup
 from gpumem_accelsim.simulator import AccelSim

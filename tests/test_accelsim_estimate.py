@@ -1,7 +1,7 @@
 """Honest estimates on a slow simulator (issue 31, item 4): the plan priced is the one that
 runs (``--quick`` included), a point over ``GPUMEM_ACCELSIM_MAX_WARP_INSTS`` is a skipped
 point that costs nothing, and while an experiment runs the estimate is revised from the time
-its finished points took (``gpumem.pace.Revision``).
+its finished points took (``gpumem.run.pace.Revision``).
 
 Runs the fake ``accel-sim.out`` of tests/fixtures/fake_accelsim (see test_accelsim_device.py).
 """
@@ -20,9 +20,9 @@ from gpumem.device import ChaseRequest, Device, StreamRequest
 from gpumem.errors import PointSkipped
 from gpumem.experiment import Axis, Experiment, Plan, RunContext, Var
 from gpumem.experiments.latency import LatencyLadder
-from gpumem.pace import Estimate, Revision, estimate, makespan
 from gpumem.results.schema import points
-from gpumem.runner import Reporter, price_run
+from gpumem.run.pace import Estimate, Revision, estimate, makespan
+from gpumem.run.runner import Reporter, price_run
 from gpumem_accelsim.config import AccelSimConfig
 from gpumem_accelsim.device import AccelSimDevice, AccelSimSetup
 from gpumem_accelsim.traces import (
@@ -200,7 +200,7 @@ class Clock:
 def test_the_revision_follows_the_measured_pace(monkeypatch):
     """Points priced 4 s that take 8: from the first finished point on, what is left is the
     true remainder (twice the price), not the first estimate."""
-    monkeypatch.setattr("gpumem.pace.REVISE_EVERY_S", 0.0)
+    monkeypatch.setattr("gpumem.run.pace.REVISE_EVERY_S", 0.0)
     clock = Clock()
     rev = Revision(Estimate("x", (4.0,) * 6, 0, 1), clock)
     assert rev.line() == ""  # nothing finished yet
@@ -218,7 +218,7 @@ def test_the_revision_follows_the_measured_pace(monkeypatch):
 
 
 def test_the_revision_on_workers_and_through_refinement(monkeypatch):
-    monkeypatch.setattr("gpumem.pace.REVISE_EVERY_S", 0.0)
+    monkeypatch.setattr("gpumem.run.pace.REVISE_EVERY_S", 0.0)
     clock = Clock()
     rev = Revision(Estimate("x", (30.0, 10.0, 10.0, 10.0), 2, 2), clock)
     clock.t += 30  # two workers: the 30 s point and two 10 s ones, at the price
@@ -235,7 +235,7 @@ def test_the_revision_on_workers_and_through_refinement(monkeypatch):
 
 
 def test_revisions_are_spaced(monkeypatch):
-    monkeypatch.setattr("gpumem.pace.REVISE_EVERY_S", 60.0)
+    monkeypatch.setattr("gpumem.run.pace.REVISE_EVERY_S", 60.0)
     clock = Clock()
     rev = Revision(Estimate("x", (10.0,) * 20, 0, 1), clock)
     said = []
@@ -253,7 +253,7 @@ def test_a_run_revises_its_estimate_from_its_points(fake, cli, tmp_path, monkeyp
     """On the fake, every simulation sleeps 0.3 s where the declared pace prices a point at
     a few hundredths: the revisions say how much slower the points ran, and what is left
     grows from the first estimate toward that pace."""
-    monkeypatch.setattr("gpumem.pace.REVISE_EVERY_S", 0.0)
+    monkeypatch.setattr("gpumem.run.pace.REVISE_EVERY_S", 0.0)
     monkeypatch.setenv("GPUMEM_ACCELSIM_PACE", "1000000,1000000,0.01")
     monkeypatch.setenv("GPUMEM_ACCELSIM_MAX_WARP_INSTS", "300")  # a few points run
     monkeypatch.setenv("FAKE_ACCELSIM_SLEEP", "0.3")

@@ -147,7 +147,7 @@ def test_export_comments_each_measured_value_with_its_finding(h200_export):
 
 def test_export_values_follow_the_findings(h200_export):
     """The tuner's rules on the run's own findings: rop = L2 - L1, DRAM = DRAM - L2."""
-    from gpumem.compare import load_source
+    from gpumem.interop.compare import load_source
 
     f = {name: x.value for (exp, name), x in load_source(H200_RUN).findings.items()
          if exp in ("latency", "cache_structure")}
@@ -173,8 +173,8 @@ def test_export_values_follow_the_findings(h200_export):
 def test_export_is_the_calibrated_config_translated(h200_export):
     """Every option written from the SimConfig holds what translating the calibrated config
     gives, and the latencies are the calibrated ones, level by level."""
-    from gpumem.compare import load_source
     from gpumem.interop.calibrate import calibrate
+    from gpumem.interop.compare import load_source
     from gpumem_accelsim.translate import translate
 
     base = base_config(get_plugins(), "hopper")

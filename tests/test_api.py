@@ -35,9 +35,9 @@ def offending(folder: Path, allowed: frozenset[str]) -> list[str]:
 
 def test_the_checker_finds_an_import_past_the_api():
     src = ("from gpumem.api import Experiment\nimport gpumem.sim.engine\n"
-           "def f():\n    from gpumem.compare import load_source\n")
+           "def f():\n    from gpumem.interop.compare import load_source\n")
     assert [m for _, m in gpumem_imports(src)] == ["gpumem.api", "gpumem.sim.engine",
-                                                   "gpumem.compare"]
+                                                   "gpumem.interop.compare"]
 
 
 @pytest.mark.parametrize("package", PLUGIN_SOURCES, ids=lambda p: p.name)
@@ -113,7 +113,7 @@ def test_core_has_no_import_cycles():
     imports it back, directly or through others: each layer can be read on its own."""
     arch = _architecture_module()
     graph = arch.import_graph(ROOT)
-    assert "gpumem.runner" in graph and "gpumem.sim.engine" in graph
+    assert "gpumem.run.runner" in graph and "gpumem.sim.engine" in graph
     assert arch.strongly_connected(graph) == []
     assert arch.strongly_connected(arch.package_graph(graph)) == []
 

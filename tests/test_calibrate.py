@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 from gpumem.cli import main
-from gpumem.compare import load_source
+from gpumem.interop.compare import load_source
 from gpumem.sim.config import SimConfig
 
 RUN = Path(__file__).parent / "data" / "h200-reruns" / "run1"

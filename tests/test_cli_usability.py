@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 from gpumem.device import DeviceInfo
 from gpumem.findings import Finding
-from gpumem.runner import Outcome, RunReport
+from gpumem.run.runner import Outcome, RunReport
 from rich.console import Console
 from rich.text import Text
 

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 from gpumem.cli import main
-from gpumem.compare import agreement_summary, row_error
+from gpumem.interop.compare import agreement_summary, row_error
 
 H200_RUN = Path(__file__).parent / "data" / "h200-run"
 
@@ -53,7 +53,7 @@ RUN = Path(__file__).parent / "data" / "h200-reruns" / "run1"
 
 
 def test_each_run_after_the_first_is_compared_with_the_first():
-    from gpumem.compare import agreements
+    from gpumem.interop.compare import agreements
 
     rows = [{"experiment": "x", "finding": "a", "kind": "measured",
              "values": {"hw": 100.0, "sim": 104.0, "accel": 110.0}},
@@ -150,7 +150,7 @@ def test_reanalyze_compares_what_todays_analyses_find(capsys):
     """run1 was analysed when the far L2's latency came from one grid point (492 cycles);
     today's analysis pools the plateau (515). --reanalyze derives every run's findings
     afresh, so runs that older and newer gpumem versions analysed compare like with like."""
-    from gpumem.compare import compare
+    from gpumem.interop.compare import compare
     from gpumem.plugins import get_plugins
 
     def far(reanalyze: bool) -> float:

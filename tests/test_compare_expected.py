@@ -116,7 +116,7 @@ def test_a_run_whose_architecture_no_plugin_knows_has_no_expected_values(
         kepler_maxwell, capsys, monkeypatch):
     """A run recorded as an architecture no plugin describes (a generic name no plugin
     gives values for) beside a known one: it is judged by nothing, the known run by its own."""
-    import gpumem.compare as cmp
+    import gpumem.interop.compare as cmp
 
     load = cmp.load_sources
 

@@ -15,7 +15,7 @@ import xarray as xr
 distributed = pytest.importorskip("distributed")
 
 from gpumem.plugins import get_plugins  # noqa: E402
-from gpumem.runner import RunRequest, run  # noqa: E402
+from gpumem.run.runner import RunRequest, run  # noqa: E402
 
 
 @pytest.fixture(scope="module")

@@ -91,7 +91,7 @@ def test_a_sim_config_hook_that_hangs_does_not_hang_a_run(cli, tmp_path, monkeyp
 
 
 def test_no_plugin_answering_in_time_is_one_error_naming_it(tmp_path, monkeypatch):
-    from gpumem.resolve import simulator_config
+    from gpumem.run.resolve import simulator_config
 
     monkeypatch.setenv("GPUMEM_PLUGIN_TIMEOUT", TIMEOUT)
     plugins = load_plugins(eps=[_plugin(tmp_path, monkeypatch, "zhang", HANG_CONFIG)],
@@ -378,7 +378,7 @@ def test_a_string_as_sim_config_is_dropped_and_the_next_plugin_answers(cli, tmp_
 
 
 def test_a_string_as_the_only_sim_config_is_an_error_naming_the_plugin(tmp_path, monkeypatch):
-    from gpumem.resolve import simulator_config
+    from gpumem.run.resolve import simulator_config
 
     plugins = load_plugins(eps=[_plugin(tmp_path, monkeypatch, "zstring", STRING_CONFIG)],
                            warn=lambda _m: None)
@@ -432,7 +432,7 @@ def test_a_config_of_another_architecture_is_refused_under_arch(cli, tmp_path):
 def test_a_config_of_a_claimed_compute_capability_is_accepted_under_arch():
     """The H200 config under the generic sm_90 (whose compute capability it has) is fine."""
     from gpumem.plugins import get_plugins
-    from gpumem.resolve import resolve_arch, resolve_device
+    from gpumem.run.resolve import resolve_arch, resolve_device
 
     plugins = get_plugins()
     choice = resolve_device(plugins, resolve_arch(plugins, "sm_90"), "sim", HOPPER_TOML)
@@ -440,7 +440,7 @@ def test_a_config_of_a_claimed_compute_capability_is_accepted_under_arch():
 
 
 def test_a_config_naming_an_unknown_architecture_is_taken_with_one_warning(tmp_path):
-    from gpumem.resolve import resolve_arch, resolve_device
+    from gpumem.run.resolve import resolve_arch, resolve_device
 
     text = HOPPER_TOML.read_text().replace('arch = "hopper"', 'arch = "my-gpu"')
     (tmp_path / "mine.toml").write_text(text)

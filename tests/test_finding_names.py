@@ -60,7 +60,7 @@ def plugins() -> Iterator[Plugins]:
 @pytest.fixture(scope="module")
 def emitted(plugins, sim_run, tmp_path_factory) -> dict[str, dict[str, set[str]]]:
     """run -> experiment -> the finding names that run emitted."""
-    from gpumem.runner import RunRequest, run
+    from gpumem.run.runner import RunRequest, run
     from gpumem.sim import Interconnect
 
     base = tmp_path_factory.mktemp("finding_names")

@@ -18,7 +18,7 @@ from gpumem.generic import (
     is_generic,
 )
 from gpumem.plugins import PluginRecord, load_plugins
-from gpumem.runner import RunRequest, run
+from gpumem.run.runner import RunRequest, run
 
 #: the sources a generic architecture's expected values may cite: the device's properties only
 PROPERTY_WORDS = ("device property", "theoretical memory bandwidth", "warps an SM")
@@ -186,7 +186,7 @@ def _manifest_findings(path: Path) -> dict[tuple[str, str], dict]:
 
 def _agreement(first: dict, second: dict) -> dict:
     """``gpumem compare``'s agreement of two runs, over the findings their manifests keep."""
-    from gpumem.compare import agreement_summary
+    from gpumem.interop.compare import agreement_summary
 
     rows = []
     for key in sorted(set(first) | set(second)):
@@ -230,7 +230,7 @@ def test_on_an_h200_the_generic_architecture_finds_what_hopper_finds():
 
 
 def test_gpumem_devices_says_what_each_gpu_is_measured_as(monkeypatch):
-    from gpumem.resolve import list_devices
+    from gpumem.run.resolve import list_devices
 
     ps = _plugins([("NVIDIA L40S", "8.9"), ("NVIDIA H200", "9.0")], monkeypatch)
     (fake,) = [b for b in list_devices(ps)["backends"] if b["name"] == "fake"]

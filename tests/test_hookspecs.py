@@ -91,7 +91,7 @@ def test_a_plugin_raising_in_simulator_config_does_not_break_another_architectur
     from gpumem import hookimpl
     from gpumem.errors import GpumemError
     from gpumem.plugins import PluginRecord, load_plugins
-    from gpumem.resolve import simulator_config
+    from gpumem.run.resolve import simulator_config
 
     class Careless:
         @hookimpl

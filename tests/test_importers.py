@@ -9,7 +9,7 @@ import json
 from pathlib import Path
 
 import pytest
-from gpumem.compare import load_source
+from gpumem.interop.compare import load_source
 from gpumem.plugins import get_plugins
 from gpumem.results.io import open_findings, open_raw
 from gpumem.results.store import RunStore, sha256_file
@@ -281,7 +281,7 @@ def test_gpu_stream_raw_data(cli, tmp_path):
 
 def _h200_findings() -> dict:
     """The committed H200 run's findings, (experiment, name) -> value, as compare reads them."""
-    from gpumem.compare import load_source
+    from gpumem.interop.compare import load_source
 
     return {k: f.value for k, f in load_source(H200_RUN).findings.items()}
 
@@ -385,7 +385,7 @@ def test_missing_unreadable_or_occupied_paths_exit_2(cli, tmp_path):
 
 
 def test_a_failure_while_writing_leaves_nothing(tmp_path, monkeypatch):
-    from gpumem.importers.mt4g import Mt4gFormat
+    from gpumem.interop.importers.mt4g import Mt4gFormat
 
     real = RunStore.write
     calls = []

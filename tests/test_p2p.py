@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 from gpumem.device import ChaseRequest, StreamRequest
 from gpumem.plugins import get_plugins
-from gpumem.runner import RunRequest, run
+from gpumem.run.runner import RunRequest, run
 from gpumem.sim import Interconnect, SimConfig
 from gpumem.sim.device import SimDevice
 

@@ -1,4 +1,4 @@
-"""Slow devices: plans sized for them, and priced before they run (gpumem.pace)."""
+"""Slow devices: plans sized for them, and priced before they run (gpumem.run.pace)."""
 
 from __future__ import annotations
 
@@ -11,8 +11,8 @@ from gpumem.errors import PointSkipped
 from gpumem.experiment import RunContext
 from gpumem.experiments.cache_structure import CacheStructure
 from gpumem.experiments.latency import SLOW_RECORD, LatencyLadder
-from gpumem.pace import Estimate, estimate, makespan
 from gpumem.results.schema import points
+from gpumem.run.pace import Estimate, estimate, makespan
 
 L2 = 60 << 20
 INFO = DeviceInfo(kind="toy", name="toy", compute_capability="9.0", sm_count=132,

@@ -153,7 +153,7 @@ def test_a_plugin_whose_expected_values_raise_stops_no_run(tmp_path):
     and the run itself go on."""
     from gpumem import hookimpl
     from gpumem.plugins import load_plugins
-    from gpumem.runner import RunRequest, run
+    from gpumem.run.runner import RunRequest, run
 
     class Buggy:
         @hookimpl

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from gpumem.compare import analyze_file
+from gpumem.interop.compare import analyze_file
 from gpumem.plugins import get_plugins
 from gpumem.results.io import open_raw
 

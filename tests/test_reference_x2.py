@@ -8,7 +8,7 @@ import json
 from pathlib import Path
 
 import pytest
-from gpumem.compare import load_sources
+from gpumem.interop.compare import load_sources
 
 RUN = Path(__file__).parent / "data" / "h200x2-run"
 

@@ -24,11 +24,11 @@ from gpumem.experiment import (
 )
 from gpumem.experiments.smem import SmemLatency
 from gpumem.plugins import load_plugins
-from gpumem.point import run_point
 from gpumem.results.io import open_raw
 from gpumem.results.schema import POINT_FAILED, POINT_OK, assemble, points
 from gpumem.results.store import RunStore
-from gpumem.runner import PointRunner, Reporter, run_experiment
+from gpumem.run.point import run_point
+from gpumem.run.runner import PointRunner, Reporter, run_experiment
 from gpumem.sim.device import SimDevice
 
 

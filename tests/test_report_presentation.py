@@ -79,7 +79,7 @@ def test_loading_the_experiments_loads_no_matplotlib():
     """presentation() imports its figures when called: `gpumem run` never does."""
     code = ("import sys\n"
             "from gpumem.plugins import load_plugins\n"
-            "import gpumem.runner\n"
+            "import gpumem.run.runner\n"
             "[c() for c in load_plugins().experiments().values()]\n"
             "print(sorted(m for m in sys.modules if m.startswith('matplotlib'))[:3])\n")
     res = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,

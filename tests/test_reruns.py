@@ -3,7 +3,7 @@
 tests/data/h200-reruns/run1 ... run5 were made back to back by
 ``python benchmarks/reruns.py --runs 5`` on one card (GPU-e3cd7c15, 2026-12-01). Every finding
 is re-derived from the raw files by today's analysis and judged across the five
-(:mod:`gpumem.reruns`): structural findings (page size, TLB entries and levels, lines,
+(:mod:`gpumem.interop.reruns`): structural findings (page size, TLB entries and levels, lines,
 sectors, partitions, SM groups, banks, ...) identical or unresolved in every run; latencies
 within 2 % of the runs' median (or 2 cycles), bandwidths within 3 %, ladder knees within 15 %.
 
@@ -18,8 +18,8 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+from gpumem.interop.reruns import agreement, run_findings
 from gpumem.plugins import get_plugins
-from gpumem.reruns import agreement, run_findings
 
 RERUNS = Path(__file__).parent / "data" / "h200-reruns"
 

@@ -28,9 +28,9 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from gpumem.compare import analyze_file
+from gpumem.interop.compare import analyze_file
+from gpumem.interop.reruns import agreement, run_findings
 from gpumem.plugins import get_plugins
-from gpumem.reruns import agreement, run_findings
 from gpumem.results.store import RunStore
 
 CARDS = Path(__file__).parent / "data" / "h200-cards"

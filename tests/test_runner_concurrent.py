@@ -16,7 +16,7 @@ import pytest
 import xarray as xr
 from gpumem.errors import ResultsFileError
 from gpumem.results.store import MANIFEST, ResultsWriteError, RunStore, sha256_file
-from gpumem.runner import (
+from gpumem.run.runner import (
     SEQUENTIAL_ENV,
     TIMELINE_ENV,
     PointRunner,

@@ -361,7 +361,7 @@ def test_a_latency_ladder_sees_the_two_plateaus_of_a_near_copy(cli, tmp_path):
     res = cli("run", "--arch", "maxwell", "latency", "--device", "sim", "--sim-config",
               str(cfg), "--quick", "--out", str(tmp_path / "out"))
     assert res.code == 0, res.err
-    from gpumem.compare import load_source
+    from gpumem.interop.compare import load_source
 
     found = {name: f.value for (_e, name), f in load_source(tmp_path / "out").findings.items()}
     assert found["l2.partitions"] == 2

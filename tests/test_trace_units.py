@@ -204,7 +204,7 @@ def test_cycles_and_bytes_give_every_parameter(runs, tmp_path):
 # ---- units ------------------------------------------------------------------------------------
 
 def test_the_unit_table():
-    from gpumem.trace_units import byte_factor, seconds_factor
+    from gpumem.interop.trace_units import byte_factor, seconds_factor
     assert [byte_factor(u) for u in ("B", "byte", "bytes", "kB", "KiB", "MiB", "GiB",
                                      "1024 byte", "1048576 byte", "kbyte", "Mbyte")] == \
         [1, 1, 1, 1000, 1024, 2**20, 2**30, 1024, 2**20, 1000, 10**6]
@@ -261,7 +261,7 @@ def test_a_fraction_of_a_byte_is_refused(runs, tmp_path):
 def test_gpumem_files_pass_unchanged():
     """Every committed chase log (cycle / '1' + gpumem_units, byte, '1') is read as it is:
     the conversion returns the dataset itself, so its analysis cannot change."""
-    from gpumem.trace_units import to_analysis_units
+    from gpumem.interop.trace_units import to_analysis_units
     files = sorted(DATA.rglob("cache_structure-*.nc")) + \
         sorted(DATA.rglob("tlb_structure-*.nc"))
     assert len(files) >= 8
@@ -271,7 +271,7 @@ def test_gpumem_files_pass_unchanged():
 
 
 def test_a_chase_log_without_units_reads_in_the_schemas_units(runs):
-    from gpumem.trace_units import to_analysis_units
+    from gpumem.interop.trace_units import to_analysis_units
     ds = convert(runs[:3])
     for v in ds.variables.values():
         v.attrs.pop("units", None)
@@ -279,7 +279,7 @@ def test_a_chase_log_without_units_reads_in_the_schemas_units(runs):
 
 
 def test_the_refusal_is_a_results_file_error(runs):
-    from gpumem.trace_units import to_analysis_units
+    from gpumem.interop.trace_units import to_analysis_units
     ds = convert(runs[:3], latency_unit="ns")
     with pytest.raises(ResultsFileError, match="clock_mhz"):
         to_analysis_units(ds, "x.nc")
@@ -383,7 +383,7 @@ def test_gpumem_cf_files_read_as_cycles_even_without_gpumem_units(runs):
     """gpumem writes a cycle count as units '1' with a long_name saying "clock cycles"
     (docs/results.md, "Units"): with gpumem_units dropped (a CF tool rewrote the file) it is
     still read as cycles; a bare '1' on a latency without that long_name is refused."""
-    from gpumem.trace_units import to_analysis_units
+    from gpumem.interop.trace_units import to_analysis_units
     from gpumem.units import HUMAN_ATTR, encode
     ds = encode(convert(runs[:3]))
     assert ds["event_latency"].attrs["units"] == "1"

@@ -63,9 +63,9 @@ def gpumem_register_simulators(register):
 
 @hookimpl
 def gpumem_register_formats(register):
-    from gpumem.importers.gpu_benches import GpuBenchesFormat
-    from gpumem.importers.mt4g import Mt4gFormat
     from gpumem.interop.calibrate import SimFormat
+    from gpumem.interop.importers.gpu_benches import GpuBenchesFormat
+    from gpumem.interop.importers.mt4g import Mt4gFormat
 
     register(Mt4gFormat())
     register(GpuBenchesFormat())

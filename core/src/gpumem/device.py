@@ -442,7 +442,7 @@ class Device(ABC):
     def estimate_seconds(self, request: Any) -> float | None:
         """Wall seconds the probe call ``request`` will take here, for a device that
         declares itself slow (``info.cycles_per_second``): the runner prices a plan with it
-        before running it (:mod:`gpumem.pace`). Raises what the probe would raise for a
+        before running it (:mod:`gpumem.run.pace`). Raises what the probe would raise for a
         request it refuses (``PointSkipped``, ``ProbeUnsupported``). ``None``: not known."""
         return None
 

@@ -307,7 +307,7 @@ class Experiment(ABC):
 
     def refine_bound(self, ctx: RunContext) -> int:
         """Most rounds :meth:`refine` can add on this device (for the time estimate of a
-        slow device, :mod:`gpumem.pace`); 0 for an experiment that does not refine."""
+        slow device, :mod:`gpumem.run.pace`); 0 for an experiment that does not refine."""
         return 0
 
     def sweep(self, device: Device, ctx: RunContext, progress: Callable[[int], None]

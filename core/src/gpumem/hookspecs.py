@@ -39,7 +39,7 @@ if TYPE_CHECKING:
     from gpumem.device import DeviceBackend, DeviceInfo
     from gpumem.experiment import Experiment
     from gpumem.findings import Expected
-    from gpumem.formats import Format
+    from gpumem.interop.formats import Format
     from gpumem.simulator import Simulator
 
 hookspec = pluggy.HookspecMarker("gpumem")
@@ -266,9 +266,9 @@ def gpumem_simulator_config(arch: str, simulator: str) -> Any:
 def gpumem_register_formats(register: Callable[[Format], None]) -> None:
     """Contribute file formats of other tools: ``gpumem import NAME`` and ``export NAME``.
 
-    A :class:`gpumem.formats.Format` overrides ``import_file`` (the other tool's file into a
+    A :class:`gpumem.interop.formats.Format` overrides ``import_file`` (the other tool's file into a
     simulator config or a run directory), ``export_run`` (a measured run into the other tool's
-    input files), or both, and returns a :class:`gpumem.formats.Converted` with the paths it
+    input files), or both, and returns a :class:`gpumem.interop.formats.Converted` with the paths it
     wrote and a warning for everything one side cannot express. Both receive ``plugins``, the
     registry the command runs with (architectures, expected values, base configs).
 

@@ -168,7 +168,7 @@ def _sim_config(plugins: Plugins, arch: Any) -> tuple[Check, Any]:
 def _quick_run(plugins: Plugins, arch: Any, workers: int) -> Check:
     from gpumem.cells import fmt_band, fmt_value
     from gpumem.findings import CHECK_FAILS
-    from gpumem.runner import RunRequest, run
+    from gpumem.run.runner import RunRequest, run
 
     what = f"{arch.name}: quick simulated run meets its expected values"
     with tempfile.TemporaryDirectory(prefix="gpumem-plugin-check-") as tmp:

@@ -27,11 +27,11 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
-from gpumem.compare import Source, analyze_file, load_sources
 from gpumem.errors import UsageError
 from gpumem.findings import NOT_MODELLED, Expected, Finding, kind_of, status_of
-from gpumem.formats import Format
 from gpumem.generic import is_generic
+from gpumem.interop.compare import Source, analyze_file, load_sources
+from gpumem.interop.formats import Format
 from gpumem.plugins import Plugins
 
 _NAME = re.compile(r"^[a-z][a-z0-9]*(?:[-_][a-z0-9]+)*$")
@@ -248,7 +248,7 @@ def simulate(plugins: Plugins, config_toml: str, arch: str, experiments: list[st
              quick: bool, workers: int, out: Path) -> dict[str, Finding]:
     """The findings a run of the calibrated config gives (as the plugin's own check will
     run it), by finding name."""
-    from gpumem.runner import RunRequest, run
+    from gpumem.run.runner import RunRequest, run
 
     cfg = out.with_suffix(".toml")
     cfg.write_text(config_toml)

@@ -560,7 +560,7 @@ def _registration_problem(kind: str, obj: Any) -> str:
     from gpumem.architecture import Architecture
     from gpumem.device import DeviceBackend
     from gpumem.experiment import Experiment
-    from gpumem.formats import Format
+    from gpumem.interop.formats import Format
     from gpumem.simulator import Simulator
 
     if kind == "experiments":

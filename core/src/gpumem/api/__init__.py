@@ -62,7 +62,7 @@ from gpumem.findings import Expected, Finding, exact, latency_pair
 from gpumem.generic import expected_values as device_property_expected
 from gpumem.plugins import Plugins, load_plugins
 from gpumem.presentation import Presentation, ReportFigure, ReportSection
-from gpumem.runner import RunRequest, run
+from gpumem.run.runner import RunRequest, run
 
 __all__ = [
     "__version__", "Architecture", "ArchitecturePlugin", "Axis", "BulkRequest",

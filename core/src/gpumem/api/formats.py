@@ -9,8 +9,8 @@ followed; :class:`OutputError` on failure).
 
 from __future__ import annotations
 
-from gpumem.compare import load_source
-from gpumem.formats import Converted, Format, FormatError
+from gpumem.interop.compare import load_source
+from gpumem.interop.formats import Converted, Format, FormatError
 from gpumem.safe_write import OutputError, write_text
 
 __all__ = ["Converted", "Format", "FormatError", "load_source", "OutputError", "write_text"]

@@ -21,7 +21,7 @@ from gpumem.cli._common import (
     stdout,
 )
 from gpumem.cli.show import FINDINGS_DROP, finding_cells, findings_table
-from gpumem.compare import analyze_file
+from gpumem.interop.compare import analyze_file
 
 
 @app.command("analyze")

@@ -46,8 +46,8 @@ from gpumem.cli._common import (
     stdout,
     text_column,
 )
-from gpumem.compare import compare, run_expectation
 from gpumem.findings import Expected, band_of, plain_band, status_rank
+from gpumem.interop.compare import compare, run_expectation
 
 
 @app.command("compare")
@@ -96,7 +96,7 @@ def compare_cmd(
 
 
 def row_band(e: dict | None) -> object:
-    """The band of an expectation as :func:`gpumem.compare.run_expectation` gives it: its
+    """The band of an expectation as :func:`gpumem.interop.compare.run_expectation` gives it: its
     ``band``, else (data of an older gpumem) computed from its value and tolerance."""
     if not e:
         return None

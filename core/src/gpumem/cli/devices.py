@@ -7,7 +7,7 @@ from rich.table import Table
 
 from gpumem.cli._app import app
 from gpumem.cli._common import escape_controls, plugins, print_json, safe_text, stdout
-from gpumem.resolve import list_devices
+from gpumem.run.resolve import list_devices
 
 
 def _mib(n: int) -> str:

@@ -31,7 +31,7 @@ from gpumem.cli._common import (
     stdout,
 )
 from gpumem.cli.show import finding_columns
-from gpumem.runner import Outcome, Reporter, RunReport, RunRequest, run
+from gpumem.run.runner import Outcome, Reporter, RunReport, RunRequest, run
 
 
 class RichReporter(Reporter):
@@ -200,7 +200,7 @@ def run_cmd(
                      exclusive=exclusive)
     ps = plugins()
     if estimate:
-        from gpumem.runner import estimate_run
+        from gpumem.run.runner import estimate_run
 
         estimate_run(req, plugins=ps, reporter=RichReporter())
         return
@@ -266,7 +266,7 @@ def resumed_line(report: RunReport) -> str:
 
 
 def _run_fleet(req: RunRequest, devices: str, ps, check: bool = False) -> None:
-    from gpumem.fleet import run_fleet
+    from gpumem.run.fleet import run_fleet
 
     if req.executor != "local":
         from gpumem.errors import UsageError
@@ -288,7 +288,7 @@ def _run_fleet(req: RunRequest, devices: str, ps, check: bool = False) -> None:
     failing = False
     if check:  # every device's findings against the expected values
         from gpumem.cli.compare import failing_rows
-        from gpumem.compare import compare
+        from gpumem.interop.compare import compare
 
         failing = print_check(failing_rows(compare(ps, [report.run_dir], True)))
     if report.failed:

@@ -27,13 +27,13 @@ from typing import TYPE_CHECKING, Any
 
 from gpumem.device import BulkRequest, StreamRequest
 from gpumem.errors import UsageError
-from gpumem.formats import Converted, Format, FormatError
+from gpumem.interop.formats import Converted, Format, FormatError
 from gpumem.interop.sim_from_run import positive
 from gpumem.sim.config import SimConfig, SimConfigError
 from gpumem.sim.throughput import bulk_model, stream_model
 
 if TYPE_CHECKING:
-    from gpumem.compare import Source
+    from gpumem.interop.compare import Source
     from gpumem.plugins import Plugins
 
 

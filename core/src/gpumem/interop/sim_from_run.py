@@ -31,7 +31,7 @@ from gpumem.sim.config import (
 )
 
 if TYPE_CHECKING:
-    from gpumem.compare import Source
+    from gpumem.interop.compare import Source
 
 #: A partitioned L2's home hash, where nothing measured it: any balanced one behaves alike for
 #: the chases (parity of address bits 12, 17 and 22).

@@ -457,8 +457,8 @@ def agreement_section(series: Sequence[Series], order: Sequence[str] = ()) -> st
     equal), under the count of those that do ('' for any other number of runs)."""
     if len(series) != 2:
         return ""
-    from gpumem.compare import AGREEMENT_TOL, agreement_summary
     from gpumem.findings import kind_of
+    from gpumem.interop.compare import AGREEMENT_TOL, agreement_summary
 
     first, second = series
     rows: list[dict[str, Any]] = []

@@ -14,9 +14,9 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from gpumem.compare import unique_labels
 from gpumem.errors import ResultsFileError
 from gpumem.figures.series import COLOURS, Series
+from gpumem.interop.compare import unique_labels
 from gpumem.results.store import MANIFEST, RunStore, file_of
 
 __all__ = ["COLOURS", "Series", "check_run_dir", "load_runs"]

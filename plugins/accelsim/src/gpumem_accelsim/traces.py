@@ -52,7 +52,7 @@ LOCAL_BASE = 0x00007F1000000000
 CHASE_UNROLL = 8
 #: Largest trace (warp instructions over all kernels) the generators write by default: about
 #: 150 MB of trace text, a single pass of 16-byte loads over a 75 MB buffer at K = 1 (a slow
-#: device's DRAM-resident stream, :mod:`gpumem.pace`). What a run will cost is priced before it
+#: device's DRAM-resident stream, :mod:`gpumem.run.pace`). What a run will cost is priced before it
 #: runs; this bounds the files, and a trace over it is a skipped point, which the price knows
 #: (:func:`chase_warp_insts`, :func:`stream_warp_insts`).
 MAX_WARP_INSTS = 2_000_000

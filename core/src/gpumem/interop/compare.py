@@ -43,9 +43,9 @@ from gpumem.findings import (
     plain_band,
     status_of,
 )
+from gpumem.interop.trace_units import to_analysis_units
 from gpumem.results.io import open_findings, open_raw
 from gpumem.results.store import MANIFEST, RunStore
-from gpumem.trace_units import to_analysis_units
 
 if TYPE_CHECKING:
     from gpumem.plugins import Plugins

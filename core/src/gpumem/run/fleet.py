@@ -22,9 +22,9 @@ from typing import Any
 
 from gpumem.errors import Interrupted, UsageError
 from gpumem.plugins import Plugins
-from gpumem.resolve import default_out, resolve_arch
 from gpumem.results.store import RunStore
-from gpumem.runner import DEFAULT_RESULTS_ROOT, RunRequest, with_arch
+from gpumem.run.resolve import default_out, resolve_arch
+from gpumem.run.runner import DEFAULT_RESULTS_ROOT, RunRequest, with_arch
 
 #: exit codes of a single-device ``gpumem run`` and what they mean for its GPU
 _STATUS = {0: "complete", 1: "failed", 2: "unavailable", 130: "interrupted"}

@@ -18,8 +18,8 @@ from typing import Any
 
 from gpumem.errors import ProbeUnsupported, UsageError
 from gpumem.experiment import Experiment, RunContext
-from gpumem.point import run_point
 from gpumem.results.schema import POINT_SKIPPED, point_key
+from gpumem.run.point import run_point
 
 _devices: dict[str, Any] = {}   # per worker process: spec digest -> open device
 

@@ -64,18 +64,7 @@ from gpumem.errors import (
 from gpumem.experiment import Axis, Experiment, Plan, RunContext
 from gpumem.findings import Expected, Finding, evaluate, not_modelled, to_dataset
 from gpumem.generic import AUTO
-from gpumem.pace import Estimate, Revision, estimate, price_point
 from gpumem.plugins import Plugins, load_plugins
-from gpumem.point import PointResult, run_point
-from gpumem.resolve import (
-    choose_arch,
-    default_out,
-    latest_run,
-    open_device,
-    resolve_arch,
-    resolve_device,
-    resolve_experiments,
-)
 from gpumem.results.schema import (
     POINT_FAILED,
     POINT_OK,
@@ -89,6 +78,17 @@ from gpumem.results.schema import (
     points,
 )
 from gpumem.results.store import ResultsWriteError, RunStore
+from gpumem.run.pace import Estimate, Revision, estimate, price_point
+from gpumem.run.point import PointResult, run_point
+from gpumem.run.resolve import (
+    choose_arch,
+    default_out,
+    latest_run,
+    open_device,
+    resolve_arch,
+    resolve_device,
+    resolve_experiments,
+)
 
 DEFAULT_RESULTS_ROOT = Path("gpumem-results")
 MAX_REFINE_ROUNDS = 32
@@ -322,7 +322,7 @@ class PointRunner:
                     f"here")
                 client.close()
             else:
-                from gpumem.executors import DaskPoints
+                from gpumem.run.executors import DaskPoints
 
                 self.cluster = DaskPoints(client, spec)
                 self.where = f"dask {getattr(client.scheduler, 'address', '?')}"
@@ -769,7 +769,7 @@ def _with_point_totals(before: Mapping[str, Any], after: dict[str, Any],
 
 def _prices(exp: Experiment, pts: Sequence[Mapping[str, Any]], device: Device,
             ctx: RunContext) -> list[float] | None:
-    """The prices of refinement points (:func:`gpumem.pace.price_point`), ``None`` if one
+    """The prices of refinement points (:func:`gpumem.run.pace.price_point`), ``None`` if one
     cannot be priced."""
     out = []
     for p in pts:
@@ -946,7 +946,7 @@ def _run(req: RunRequest, *, plugins: Plugins, reporter: Reporter | None,
     choice = resolve_device(plugins, arch_obj, req.device, req.sim_config)
     client = None
     if req.executor == "dask":
-        from gpumem.executors import connect
+        from gpumem.run.executors import connect
 
         client = connect(req.scheduler)  # a wrong address fails before anything is written
     try:

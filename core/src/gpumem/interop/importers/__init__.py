@@ -37,7 +37,7 @@ from gpumem import __version__
 from gpumem.device import DeviceInfo
 from gpumem.errors import UsageError
 from gpumem.findings import Finding, evaluate, to_dataset
-from gpumem.formats import FormatError
+from gpumem.interop.formats import FormatError
 from gpumem.results.schema import POINT_OK, attr_safe, global_attrs, now_iso
 from gpumem.results.store import MANIFEST, RunStore
 

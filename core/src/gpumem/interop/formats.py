@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING
 from gpumem.errors import GpumemError, ResultsFileError, UsageError
 
 if TYPE_CHECKING:
-    from gpumem.compare import Source
+    from gpumem.interop.compare import Source
     from gpumem.plugins import Plugins
 
 
@@ -82,12 +82,13 @@ class Format(ABC):  # noqa: B024 - a subclass overrides import_file, export_run 
 
     @staticmethod
     def load_run(run: Path, *, reanalyze_with: Plugins | None = None) -> Source:
-        """The run's one device and findings (:func:`gpumem.compare.load_source`), refusing a
-        damaged run: reading skips a results file it cannot open, and an export would then
-        quietly take the packaged config's value where the file's finding belongs. Every
+        """The run's one device and findings (:func:`gpumem.interop.compare.load_source`),
+        refusing a damaged run: reading skips a results file it cannot open, and an export
+        would then quietly take the packaged config's value where the file's finding belongs.
+        Every
         entry is checked against the manifest first (missing, size, checksum, outside the
         run); a :class:`ResultsFileError` (exit 1) names the first damaged file."""
-        from gpumem.compare import load_source
+        from gpumem.interop.compare import load_source
         from gpumem.results.io import open_findings
         from gpumem.results.store import MANIFEST, RunStore, file_of
         from gpumem.results.verify import CHECKED, verify_target

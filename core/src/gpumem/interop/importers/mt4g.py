@@ -53,8 +53,8 @@ import xarray as xr
 
 from gpumem.device import DeviceInfo
 from gpumem.findings import Finding
-from gpumem.formats import Converted, Format, FormatError
-from gpumem.importers import (
+from gpumem.interop.formats import Converted, Format, FormatError
+from gpumem.interop.importers import (
     Imported,
     Source,
     check_out,

@@ -49,7 +49,7 @@ class Agreement:
 def run_findings(run_dir: Path, plugins: Plugins) -> dict[tuple[str, str], Finding]:
     """(experiment, finding) -> finding of one run directory, re-derived from its raw files
     with the experiments of ``plugins`` (every device of the run pooled: a run of one GPU)."""
-    from gpumem.compare import analyze_file
+    from gpumem.interop.compare import analyze_file
     from gpumem.results.store import RunStore
 
     out: dict[tuple[str, str], Finding] = {}
