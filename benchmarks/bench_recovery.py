@@ -29,7 +29,7 @@ BANDS = ((0.0, 0.5), (0.5, 0.9), (0.9, 1.01))
 
 
 def _one(job: tuple[str, int, str]) -> dict:
-    from gpumem.experiment import RunContext
+    from gpumem.contracts.experiment import RunContext
     from gpumem.experiments.cache_structure import CacheStructure
     from gpumem.experiments.tlb_structure import TlbStructure
     from gpumem.sim.device import SimDevice

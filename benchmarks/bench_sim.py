@@ -43,7 +43,7 @@ REPO = Path(__file__).resolve().parents[1]
 TLB_SWEEP_CODE = (
     "import resource\n"
     "from gpumem.plugins import get_plugins\n"
-    "from gpumem.device import ChaseRequest\n"
+    "from gpumem.contracts.device import ChaseRequest\n"
     "from gpumem.sim.device import SimDevice\n"
     "cfg = get_plugins().hook.gpumem_simulator_config(arch='hopper', simulator='sim')\n"
     "dev = SimDevice(cfg, 'hopper')\n"
@@ -76,7 +76,7 @@ def chase() -> dict:
     """Accesses per second of the chase kernel on the hopper config, by regime (warm-up
     dominated, 4096 recorded accesses, as the experiments use it): the kernel specialised to
     the path, which long chases run, and the generic one, which short chases run."""
-    from gpumem.device import ChaseRequest
+    from gpumem.contracts.device import ChaseRequest
     from gpumem.sim import engine, specialise
     from gpumem.sim.device import SimDevice
 

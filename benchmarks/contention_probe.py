@@ -69,7 +69,7 @@ def nvml_view() -> dict:
 
 
 def measure(dev, label: str) -> dict:
-    from gpumem.device import ChaseRequest, StreamRequest
+    from gpumem.contracts.device import ChaseRequest, StreamRequest
 
     clock = dev.info.clock_mhz
     chases = []

@@ -1,8 +1,9 @@
-"""On a GPU: the device-built random chain equals gpumem.chains.chain_array (same Feistel)."""
+"""On a GPU: the device-built random chain equals gpumem.contracts.chains.chain_array (same
+Feistel)."""
 
 import cupy as cp
 import numpy as np
-from gpumem.chains import chain_array, permutation_params
+from gpumem.contracts.chains import chain_array, permutation_params
 from gpumem.cuda.device import generic_kernel_source
 
 src = generic_kernel_source()

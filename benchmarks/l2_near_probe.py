@@ -32,8 +32,8 @@ def main() -> int:
     ap.add_argument("--json")
     a = ap.parse_args()
 
+    from gpumem.contracts.device import ChaseRequest
     from gpumem.cuda.backend import CudaBackend, import_cupy
-    from gpumem.device import ChaseRequest
 
     cp = import_cupy()
     dev = CudaBackend().open(0, "hopper")

@@ -4,7 +4,8 @@ For every committed run (tests/data/h200-run, h200-reruns, h200-cards, h200x2-ru
 h200-generic, h200-tlb-reruns), each stored finding with an expected value is judged against
 the expected values of the installed plugins twice: by the OLD rule (gpumem up to commit
 2fd08a6: pass when the value *or its interval* comes within the tolerance, warn within twice
-it) and by the NEW rule (:func:`gpumem.findings.status_of`: pass when the value lies in the
+it) and by the NEW rule (:func:`gpumem.contracts.findings.status_of`: pass when the value lies in
+the
 band, fail when band and interval do not overlap, undecided otherwise). It prints, per run,
 the rows whose status changed (finding, value, interval, band, old, new) and the counts.
 
@@ -29,7 +30,7 @@ from pathlib import Path
 from typing import Any
 
 from gpumem.cli._common import fmt_band, fmt_interval, fmt_value
-from gpumem.findings import Expected, Finding, _by_label, band_of, status_of
+from gpumem.contracts.findings import Expected, Finding, _by_label, band_of, status_of
 from gpumem.interop.compare import device_from_attrs, load_sources
 from gpumem.plugins import get_plugins
 
@@ -39,7 +40,8 @@ RUNS = ("h200-run", "h200-reruns", "h200-cards", "h200x2-run", "h200-generic",
         "h200-tlb-reruns")
 
 # ---------------------------------------------------------------------------------------------
-# THE OLD RULE (gpumem/findings.py at commit 2fd08a6), kept here only to compare: pass when
+# THE OLD RULE (gpumem/contracts/findings.py at commit 2fd08a6), kept here only to compare: pass
+# when
 # the value or its interval comes within tol = max(abs_tol, rel_tol*|e|) of the expected
 # value (a limit: only how far beyond it counts), warn within 2 tol, fail beyond.
 # ---------------------------------------------------------------------------------------------
@@ -77,7 +79,7 @@ def _old_status_scalar(v: Any, exp: Expected, e: Any, span: Any = None) -> str:
 
 
 def old_status_of(value: Any, exp: Expected, interval: Any = None, index: Any = None) -> str:
-    """The OLD rule, as gpumem.findings.status_of was at commit 2fd08a6."""
+    """The OLD rule, as gpumem.contracts.findings.status_of was at commit 2fd08a6."""
     e = exp.value
     if isinstance(e, (list, tuple)):
         paired = _by_label(value, exp, interval, index)

@@ -40,8 +40,8 @@ from typing import Any
 
 import numpy as np
 from gpumem import __version__
-from gpumem.expected_blocks import MEI_CHU, MEI_CHU_REPO
-from gpumem.findings import Expected, Finding, kind_of
+from gpumem.contracts.expected_blocks import MEI_CHU, MEI_CHU_REPO
+from gpumem.contracts.findings import Expected, Finding, kind_of
 from gpumem.interop.compare import AGREEMENT_TOL, agreement_summary, load_source, row_error
 from gpumem.plugins import get_plugins
 

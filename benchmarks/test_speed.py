@@ -41,7 +41,7 @@ WORKERS = int(os.environ.get("GPUMEM_BENCH_WORKERS", "0")) or os.cpu_count() or 
 
 @pytest.fixture(scope="module")
 def hopper_sim():
-    from gpumem.device import ChaseRequest
+    from gpumem.contracts.device import ChaseRequest
     from gpumem.plugins import get_plugins
     from gpumem.sim import engine, specialise
     from gpumem.sim.device import SimDevice
@@ -64,7 +64,7 @@ def hopper_sim():
 @pytest.mark.parametrize("regime", list(REGIMES))
 def test_chase_accesses_per_second(benchmark, hopper_sim, regime):
     """One simulated pointer chase of 4 M accesses (4096 recorded), hopper config."""
-    from gpumem.device import ChaseRequest
+    from gpumem.contracts.device import ChaseRequest
 
     req = ChaseRequest(stride=128, record=4096, warmup=CHASE_ACCESSES - 4096,
                        **REGIMES[regime])

@@ -4,7 +4,7 @@
 
 ``ChaseRequest.warm_threads`` walks a chase's warm-up pass with many threads on the chase's
 SM: the lines the chase records first, by one thread, then every other line at once
-(:func:`gpumem.chains.warm_segments`). Under any eviction that depends only on which lines
+(:func:`gpumem.contracts.chains.warm_segments`). Under any eviction that depends only on which lines
 came after a line (LRU, FIFO, an H200's L2 and the near copies of its partitions, as far as
 gpumem has seen) the recorded accesses then see the caches a one-thread pass leaves. This
 checks it on the device, in the two experiments that use it, each chase made three times:
@@ -41,7 +41,7 @@ def _chase(dev, req):
 
 
 def l2_map(dev, threads: int, sms: list[int]) -> list[dict]:
-    from gpumem.device import ChaseRequest
+    from gpumem.contracts.device import ChaseRequest
     from gpumem.experiments.l2_map import RECORD, STRIDE, _two_means
 
     footprint = (3 * dev.info.l2_bytes // 4) // STRIDE * STRIDE
@@ -66,7 +66,7 @@ def l2_map(dev, threads: int, sms: list[int]) -> list[dict]:
 
 
 def ladder(dev, threads: int) -> list[dict]:
-    from gpumem.device import PLACEMENT_PADS, ChaseRequest
+    from gpumem.contracts.device import PLACEMENT_PADS, ChaseRequest
 
     l2 = dev.info.l2_bytes
     rows = []

@@ -19,9 +19,9 @@ from typing import Any
 import numpy as np
 import pytest
 import xarray as xr
-from gpumem.device import ChaseRequest, StreamRequest
-from gpumem.errors import DeviceUnavailable, PointSkipped, ProbeUnsupported, UsageError
-from gpumem.experiment import Axis, Experiment, Plan, RunContext, Var
+from gpumem.contracts.device import ChaseRequest, StreamRequest
+from gpumem.contracts.errors import DeviceUnavailable, PointSkipped, ProbeUnsupported, UsageError
+from gpumem.contracts.experiment import Axis, Experiment, Plan, RunContext, Var
 from gpumem.results.schema import POINT_COUNTS, POINT_FAILED, POINT_OK, point_key
 from gpumem.run.runner import PointRunner
 from gpumem_accelsim.config import AccelSimConfig
@@ -599,7 +599,7 @@ def test_streams_sized_for_a_slow_device_give_their_findings(fake, cli, tmp_path
     assert res.code == 0, res.err
     for name in ("bandwidth", "bandwidth_levels", "ilp"):
         assert f"estimate: {name}: " in res.err
-    from gpumem.findings import from_dataset
+    from gpumem.contracts.findings import from_dataset
     from gpumem.results.io import open_findings
 
     found = {f.name for nc in out.rglob("*.nc") for f in from_dataset(open_findings(nc))}

@@ -16,9 +16,9 @@ from typing import Any
 
 import numpy as np
 import pytest
-from gpumem.device import ChaseRequest, Device, StreamRequest
-from gpumem.errors import PointSkipped
-from gpumem.experiment import Axis, Experiment, Plan, RunContext, Var
+from gpumem.contracts.device import ChaseRequest, Device, StreamRequest
+from gpumem.contracts.errors import PointSkipped
+from gpumem.contracts.experiment import Axis, Experiment, Plan, RunContext, Var
 from gpumem.experiments.latency import LatencyLadder
 from gpumem.results.schema import points
 from gpumem.run.pace import Estimate, Revision, estimate, makespan

@@ -10,7 +10,7 @@ import math
 from pathlib import Path
 
 import pytest
-from gpumem.errors import GpumemError
+from gpumem.contracts.errors import GpumemError
 from gpumem_accelsim.stats import AccelSimRunError, check_log, parse_file, parse_log
 
 LOGS = Path(__file__).parent / "data" / "accelsim" / "logs"

@@ -16,9 +16,9 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from gpumem.chains import chain_offsets
-from gpumem.device import ChaseRequest, StreamRequest
-from gpumem.errors import ProbeUnsupported
+from gpumem.contracts.chains import chain_offsets
+from gpumem.contracts.device import ChaseRequest, StreamRequest
+from gpumem.contracts.errors import ProbeUnsupported
 from gpumem_accelsim.traces import (
     GLOBAL_BASE,
     GLOBAL_BASE_B,
@@ -220,7 +220,7 @@ def test_warmup_loads_in_parallel_what_a_chase_would_leave(tmp_path):
 
 
 def test_placement_moves_the_chain(tmp_path):
-    from gpumem.device import PLACEMENT_PADS
+    from gpumem.contracts.device import PLACEMENT_PADS
 
     chase_trace(tmp_path, ChaseRequest(footprint=4096, stride=128, record=2, placement=2))
     _base, timed = _kernels(tmp_path)

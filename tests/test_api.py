@@ -13,8 +13,8 @@ from pathlib import Path
 import gpumem.api as api
 import pytest
 from gpumem.arch_plugin import ArchitecturePlugin
-from gpumem.architecture import Architecture
-from gpumem.errors import PluginError
+from gpumem.contracts.architecture import Architecture
+from gpumem.contracts.errors import PluginError
 from gpumem.plugin_check import ALLOWED_IMPORTS, gpumem_imports, imports_past_api
 from gpumem.plugin_check import ALLOWED_IN_TESTS as ALLOWED_TESTS
 from gpumem.plugins import PluginRecord, Plugins, first_party, get_plugins
@@ -213,8 +213,8 @@ def test_kernel_lookup_names_a_failing_plugin_and_asks_the_next(capsys):
 
 def test_the_cuda_device_asks_the_lookup_it_was_given_not_a_global(monkeypatch):
     """CudaDevice takes its kernels from the lookup passed in (the runner's registry)."""
+    from gpumem.contracts.device import KernelSource
     from gpumem.cuda import device as cuda_device
-    from gpumem.device import KernelSource
 
     asked = []
 
@@ -235,7 +235,7 @@ def test_the_cuda_device_asks_the_lookup_it_was_given_not_a_global(monkeypatch):
 
 
 def test_tlb_block_derives_entries_sets_and_reach_from_the_geometry():
-    from gpumem.expected_blocks import tlb_expected, ways_text
+    from gpumem.contracts.expected_blocks import tlb_expected, ways_text
 
     assert ways_text((17, 8, 8, 8, 8, 8, 8)) == "one 17-entry set and six 8-entry sets"
     assert ways_text((4, 4)) == "two 4-entry sets"
@@ -254,7 +254,7 @@ def test_tlb_block_derives_entries_sets_and_reach_from_the_geometry():
 def test_the_three_paper_plugins_share_the_blocks_and_cite_one_paper():
     """Fermi, Kepler and Maxwell state TLB, copy bandwidth, shared memory and patterns through
     the shared builders: the same finding names, each cited to Mei & Chu."""
-    from gpumem.device import DeviceInfo
+    from gpumem.contracts.device import DeviceInfo
 
     names = None
     for arch in ("fermi", "kepler", "maxwell"):

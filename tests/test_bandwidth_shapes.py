@@ -9,11 +9,11 @@ import json
 
 import numpy as np
 import pytest
-from gpumem.device import StreamRequest
-from gpumem.experiment import RunContext, measure_point
+from gpumem.contracts.device import StreamRequest
+from gpumem.contracts.experiment import RunContext, measure_point
+from gpumem.contracts.level_widths import l1_width
 from gpumem.experiments.bandwidth import Bandwidth
 from gpumem.experiments.bandwidth_levels import BandwidthLevels
-from gpumem.level_widths import l1_width
 from gpumem.plugins import get_plugins
 from gpumem.sim.device import SimDevice, sim_device_info
 from gpumem.sim.throughput import stream_model
@@ -80,7 +80,7 @@ class _Recorder:
         self.gbs, self.works = gbs, []
 
     def stream(self, req):
-        from gpumem.device import StreamResult
+        from gpumem.contracts.device import StreamResult
 
         self.works.append(req.bytes_per_direction)
         moved = req.bytes_per_direction * (2 if req.kind == "copy" else 1)

@@ -7,7 +7,7 @@ import dataclasses
 import json
 
 import pytest
-from gpumem.device import BulkRequest
+from gpumem.contracts.device import BulkRequest
 from gpumem.plugins import get_plugins
 
 

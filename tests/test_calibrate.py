@@ -50,7 +50,7 @@ def test_every_calibrated_parameter_names_a_finding_of_the_run(exported):
     assert 0.8 < cfg.dram.mix_efficiency < 1.0  # an H200's copy loses ~9 % to the mix
     # the L2's look-ups: the model's per-thread contiguous K=8/K=2 ratios, L2-resident and
     # HBM-resident, are the measured ones
-    from gpumem.device import StreamRequest
+    from gpumem.contracts.device import StreamRequest
 
     def ratio(footprint: int) -> float:
         def bw(k: int) -> float:
@@ -95,7 +95,7 @@ def test_a_cluster_load_of_the_blocks_own_shared_memory_has_its_own_latency(expo
     it, plain shared loads stay at smem.latency; 0 keeps the old behaviour."""
     from dataclasses import replace
 
-    from gpumem.device import DsmemRequest
+    from gpumem.contracts.device import DsmemRequest
     from gpumem.sim.throughput import dsmem_model
 
     cfg = SimConfig.from_toml(exported.read_text())
@@ -112,7 +112,7 @@ def test_a_bulk_copy_waits_its_own_round_trip(exported):
     """throughput.bulk_latency: Little's law for TMA bulk copies uses the measured round trip
     (plus the copy engine's time for the chunk), so the lone 1-KB copy per SM moves what the
     H200's did; and the best rate with shared memory full of copies is the H200's."""
-    from gpumem.device import BulkRequest
+    from gpumem.contracts.device import BulkRequest
     from gpumem.sim.throughput import bulk_model
 
     cfg = SimConfig.from_toml(exported.read_text())

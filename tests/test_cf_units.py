@@ -15,9 +15,9 @@ import netCDF4
 import numpy as np
 import pytest
 import xarray as xr
-from gpumem.findings import Finding, from_dataset, to_dataset, unresolved
+from gpumem.contracts.findings import Finding, from_dataset, to_dataset, unresolved
+from gpumem.contracts.units import CF_UNITS, HUMAN_ATTR, cf_units, encode
 from gpumem.results.io import open_findings, open_raw
-from gpumem.units import CF_UNITS, HUMAN_ATTR, cf_units, encode
 
 cf = pytest.importorskip("cf_units")
 pint = pytest.importorskip("pint")

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from gpumem.chains import chain_array, chain_offsets, permutation_params, permute_vec
+from gpumem.contracts.chains import chain_array, chain_offsets, permutation_params, permute_vec
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -54,7 +54,7 @@ def test_scattered_reads_one_element_of_each_block_in_block_order(blocks, per_bl
 
 @pytest.mark.parametrize("order", ["random", "scattered"])
 def test_sim_records_the_chain_order_for(order):
-    from gpumem.device import ChaseRequest
+    from gpumem.contracts.device import ChaseRequest
     from gpumem.plugins import get_plugins
     from gpumem.sim.device import SimDevice
 
@@ -67,7 +67,7 @@ def test_sim_records_the_chain_order_for(order):
 
 
 def test_sim_records_the_chain_order():
-    from gpumem.device import ChaseRequest
+    from gpumem.contracts.device import ChaseRequest
     from gpumem.plugins import get_plugins
     from gpumem.sim.device import SimDevice
 

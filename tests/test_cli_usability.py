@@ -10,8 +10,8 @@ import re
 from pathlib import Path
 
 import pytest
-from gpumem.device import DeviceInfo
-from gpumem.findings import Finding
+from gpumem.contracts.device import DeviceInfo
+from gpumem.contracts.findings import Finding
 from gpumem.run.runner import Outcome, RunReport
 from rich.console import Console
 from rich.text import Text
@@ -164,7 +164,7 @@ def test_run_help_lists_architectures_and_experiments(cli):
 
 def test_run_help_survives_plugins_that_fail(cli, monkeypatch):
     import gpumem.cli.run as run_mod
-    from gpumem.errors import PluginError
+    from gpumem.contracts.errors import PluginError
 
     def broken():
         raise PluginError("plugin 'x' failed to load: [bold]boom\x1b[0m")

@@ -13,8 +13,8 @@ from pathlib import Path
 
 import pytest
 from gpumem.cli import main
-from gpumem.device import DeviceInfo
-from gpumem.findings import Expected, status_of
+from gpumem.contracts.device import DeviceInfo
+from gpumem.contracts.findings import Expected, status_of
 
 ROOT = Path(__file__).resolve().parents[1]
 H200_RUN = ROOT / "tests" / "data" / "h200-reruns" / "run1"

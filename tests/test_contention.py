@@ -15,7 +15,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 import xarray as xr
-from gpumem.contention import (
+from gpumem.contracts.contention import (
     CONTENDED,
     GAP_S,
     DeviceBusy,
@@ -25,7 +25,7 @@ from gpumem.contention import (
     reapply,
     wait_until_free,
 )
-from gpumem.findings import Finding
+from gpumem.contracts.findings import Finding
 from gpumem.results.store import MANIFEST
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -312,7 +312,7 @@ def test_adaptive_searches_are_watched_too(cli, tmp_path):
 
 
 def test_a_watch_looks_at_most_every_quarter_second_unless_forced():
-    from gpumem.contention import Watch
+    from gpumem.contracts.contention import Watch
 
     now = [0.0]
     calls = []

@@ -8,7 +8,7 @@ import json
 
 import pytest
 import xarray as xr
-from gpumem.device import DsmemRequest
+from gpumem.contracts.device import DsmemRequest
 from gpumem.plugins import get_plugins
 
 

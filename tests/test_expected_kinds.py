@@ -5,7 +5,14 @@ smaller grid is compared on the coordinates it has."""
 from __future__ import annotations
 
 import pytest
-from gpumem.findings import Expected, Finding, evaluate, from_dataset, status_of, to_dataset
+from gpumem.contracts.findings import (
+    Expected,
+    Finding,
+    evaluate,
+    from_dataset,
+    status_of,
+    to_dataset,
+)
 
 PEAK = Expected("bw.dram_read", 4800.0, "peak", "GB/s", rel_tol=0.01, bound="max")
 

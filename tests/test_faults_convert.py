@@ -11,7 +11,7 @@ import sys
 from pathlib import Path
 
 import pytest
-from gpumem.errors import ResultsFileError
+from gpumem.contracts.errors import ResultsFileError
 from gpumem.plugins import get_plugins
 from gpumem.results.io import open_raw
 

@@ -25,8 +25,8 @@ from pathlib import Path
 
 import pytest
 from gpumem import plugins as plugins_mod
-from gpumem.device import DeviceInfo
-from gpumem.errors import GpumemError, PluginError
+from gpumem.contracts.device import DeviceInfo
+from gpumem.contracts.errors import GpumemError, PluginError
 from gpumem.plugins import load_plugins
 from helpers import GPUMEM_ENV
 

@@ -11,7 +11,7 @@ which no experiment reports, so it was never compared with anything and nothing 
   plugin's ``path_latency``, in this process;
 * (b) every expected value of every in-tree plugin and of the example plugin, on a real
   H200 (the REFERENCE values), another CUDA card and the simulator, names a declared finding;
-* (c) :func:`gpumem.finding_names.undeclared` names the issue's ``lat.lat.l1``.
+* (c) :func:`gpumem.contracts.finding_names.undeclared` names the issue's ``lat.lat.l1``.
 """
 
 from __future__ import annotations
@@ -22,10 +22,10 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from gpumem.device import DeviceInfo
-from gpumem.experiment import Experiment
-from gpumem.finding_names import declared, family, matches, undeclared
-from gpumem.findings import latency_pair
+from gpumem.contracts.device import DeviceInfo
+from gpumem.contracts.experiment import Experiment
+from gpumem.contracts.finding_names import declared, family, matches, undeclared
+from gpumem.contracts.findings import latency_pair
 from gpumem.plugins import PluginRecord, Plugins, load_plugins
 from gpumem.results.store import MANIFEST
 from helpers import GPUMEM_ENV

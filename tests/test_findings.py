@@ -3,7 +3,14 @@
 from __future__ import annotations
 
 import pytest
-from gpumem.findings import Expected, Finding, evaluate, from_dataset, status_of, to_dataset
+from gpumem.contracts.findings import (
+    Expected,
+    Finding,
+    evaluate,
+    from_dataset,
+    status_of,
+    to_dataset,
+)
 
 
 @pytest.mark.parametrize("value, exp, status", [
@@ -51,7 +58,7 @@ def test_round_trip_through_netcdf(tmp_path):
 def test_an_unresolved_finding_keeps_its_candidates_and_no_value(tmp_path):
     """Issue 14: where the evidence does not decide, the finding says so, with candidates
     (lists too) and the evidence; its status is 'unresolved' whatever is expected."""
-    from gpumem.findings import unresolved
+    from gpumem.contracts.findings import unresolved
 
     fs = [unresolved("tlb.page", "byte", [16 << 20, 32 << 20], "two strides",
                      "16 MB: 17 pages miss; 32 MB: the quarter-stride probe"),
@@ -75,7 +82,7 @@ def test_an_unresolved_finding_keeps_its_candidates_and_no_value(tmp_path):
 
 def test_unresolved_findings_show_their_candidates_in_tables():
     from gpumem.cli._common import fmt_finding
-    from gpumem.findings import unresolved
+    from gpumem.contracts.findings import unresolved
 
     cell = fmt_finding(unresolved("tlb.page", "byte", [16777216, 33554432], "m", "e").as_dict())
     assert cell == "unresolved: 16777216 | 33554432"
@@ -86,7 +93,7 @@ def test_a_measured_interval_that_holds_the_expectation_is_undecided():
     """A hashed cache's capacity is bracketed by its first misses and its half crossing (an
     H200's L1: 215-238 KB); an expected 233 KiB inside that bracket, the value outside the
     band, is undecided: the data cannot say (issue 30; it passed before)."""
-    from gpumem.findings import Expected, status_of
+    from gpumem.contracts.findings import Expected, status_of
 
     exp = Expected("l1d.size", 238592, "MT4G", "byte", rel_tol=0.01)
     assert status_of(215424, exp) == "fail"

@@ -9,8 +9,8 @@ from pathlib import Path
 
 import pytest
 from gpumem import hookimpl
-from gpumem.device import DeviceBackend, Discovery
-from gpumem.errors import DeviceUnavailable, UsageError
+from gpumem.contracts.device import DeviceBackend, Discovery
+from gpumem.contracts.errors import DeviceUnavailable, UsageError
 from gpumem.generic import (
     choose_architecture,
     generic_architecture,

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from gpumem.chains import chain_array, permutation_params
-from gpumem.device import BulkRequest, ChaseRequest, DsmemRequest
-from gpumem.errors import DeviceUnavailable
+from gpumem.contracts.chains import chain_array, permutation_params
+from gpumem.contracts.device import BulkRequest, ChaseRequest, DsmemRequest
+from gpumem.contracts.errors import DeviceUnavailable
 from gpumem.plugins import get_plugins
 
 pytestmark = pytest.mark.gpu
@@ -45,7 +45,7 @@ def test_small_chase_hits_l1_and_ends_where_the_chain_says(cuda_device, order):
 
 
 def test_a_chase_behind_each_placement_pad_ends_where_the_chain_says(cuda_device):
-    from gpumem.device import PLACEMENT_PADS
+    from gpumem.contracts.device import PLACEMENT_PADS
 
     for k in range(len(PLACEMENT_PADS)):
         res = cuda_device.pointer_chase(ChaseRequest(footprint=4 << 20, stride=128,
@@ -78,7 +78,7 @@ def test_device_built_random_chain_matches_numpy(cuda_device):
 
 def test_device_built_scattered_chain_matches_numpy(cuda_device):
     import cupy as cp
-    from gpumem.chains import scatter_key
+    from gpumem.contracts.chains import scatter_key
 
     mod = cuda_device._module("pointer_chase")
     footprint, stride = 3 << 20, 512
@@ -118,7 +118,7 @@ def test_provenance_has_clocks_and_throttle_reasons(cuda_device):
 
 
 def test_stream_read_write_copy(cuda_device):
-    from gpumem.device import StreamRequest
+    from gpumem.contracts.device import StreamRequest
 
     sms = cuda_device.info.sm_count
     fp = 8 * cuda_device.info.l2_bytes
@@ -133,7 +133,7 @@ def test_stream_read_write_copy(cuda_device):
 
 
 def test_async_copy_streams(cuda_device):
-    from gpumem.device import StreamRequest
+    from gpumem.contracts.device import StreamRequest
 
     sms = cuda_device.info.sm_count
     r = cuda_device.async_copy(StreamRequest(footprint=8 * cuda_device.info.l2_bytes,
@@ -142,7 +142,7 @@ def test_async_copy_streams(cuda_device):
 
 
 def test_smem_latency_grows_with_conflicts_and_throughput_is_sane(cuda_device):
-    from gpumem.device import SmemRequest
+    from gpumem.contracts.device import SmemRequest
 
     lat = {s: cuda_device.smem(SmemRequest(stride=s)).latency for s in (1, 2, 32)}
     assert 10 < lat[1] < 60 and lat[1] < lat[2] < lat[32]
@@ -180,7 +180,7 @@ def test_texture_path_chase(kepler_kernels_device):
 def test_async_copy_moves_what_it_reports(cuda_device):
     """cp.async with 16 groups in flight cannot beat the HBM's theoretical peak (a first
     version counted 16 elements per iteration where the kernel moved one: '78 TB/s')."""
-    from gpumem.device import StreamRequest
+    from gpumem.contracts.device import StreamRequest
 
     if "async_copy" not in cuda_device.probes:
         pytest.skip("no cp.async")
@@ -194,7 +194,7 @@ def test_async_copy_moves_what_it_reports(cuda_device):
 def test_every_probe_asks_for_its_carveout(cuda_device):
     """Chases and streams ask for the largest L1, shared-memory probes for the largest
     shared side; the preference read back is recorded in the provenance."""
-    from gpumem.device import SmemRequest, StreamRequest
+    from gpumem.contracts.device import SmemRequest, StreamRequest
 
     cuda_device.stream(StreamRequest(footprint=64 << 20, ctas=cuda_device.info.sm_count,
                                      threads=256, ilp=1, width=16, kind="read"))
@@ -207,7 +207,7 @@ def test_every_probe_asks_for_its_carveout(cuda_device):
 def test_stream_block_order_reads_the_l1_at_most_its_width(cuda_device):
     """Per-block slices that fit the L1 read faster through .ca than .cg, and never above
     128 bytes per clock per SM (Hopper's L1 width) at the device's clock."""
-    from gpumem.device import StreamRequest
+    from gpumem.contracts.device import StreamRequest
 
     sms = cuda_device.info.sm_count
     req = dict(footprint=sms * 2 * 32 * 1024, ctas=2 * sms, threads=256, ilp=8, width=16,

@@ -16,7 +16,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from gpumem.device import DeviceInfo
+from gpumem.contracts.device import DeviceInfo
 from gpumem.plugins import get_plugins
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -159,7 +159,7 @@ def test_what_the_simulator_does_not_reproduce_is_listed_and_true(simulated_h200
     each value it lists fails its REFERENCE band in the full or the quick run."""
     from dataclasses import replace
 
-    from gpumem.findings import status_of
+    from gpumem.contracts.findings import status_of
     from gpumem.sim.config import SimConfig
     from gpumem.sim.device import sim_device_info
     from gpumem_hopper.expected import NOT_SIMULATED, expected_values

@@ -16,10 +16,10 @@ from pathlib import Path
 
 import pytest
 from gpumem import plugins as plugins_mod
-from gpumem.device import DeviceInfo
+from gpumem.contracts.device import DeviceInfo
 from gpumem.plugins import load_plugins
 
-HEAD = "from gpumem import hookimpl, KernelSource\nfrom gpumem.findings import Expected\n"
+HEAD = "from gpumem import hookimpl, KernelSource\nfrom gpumem.contracts.findings import Expected\n"
 _SERIAL = itertools.count()
 
 
@@ -133,7 +133,7 @@ def test_a_plugin_adds_its_own_hooks_and_later_plugins_implement_them(tmp_path, 
 def test_the_cuda_kernel_hook_is_the_cuda_backends_own():
     """Core's hook specs do not declare it; core's plugin adds it (gpumem.cuda.hookspecs),
     so the architecture plugins that answer it load."""
-    from gpumem import hookspecs
+    from gpumem.contracts import hookspecs
     from gpumem.cuda import hookspecs as cuda_hookspecs
 
     assert not hasattr(hookspecs, "gpumem_kernel_source")
@@ -161,7 +161,7 @@ def test_a_plugin_warning_is_a_python_warning_of_gpumems_class(tmp_path, monkeyp
     """Library callers filter it, or make it an error, as any warning (default warn)."""
     import warnings
 
-    from gpumem.errors import PluginWarning
+    from gpumem.contracts.errors import PluginWarning
 
     ep = _plugin(tmp_path, monkeypatch, "halfway", BROKEN)
     with pytest.warns(PluginWarning, match="plugin 'halfway' .* failed to load: import "

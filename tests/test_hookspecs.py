@@ -6,7 +6,7 @@ import inspect
 from pathlib import Path
 
 import pytest
-from gpumem import hookspecs
+from gpumem.contracts import hookspecs
 from gpumem.cuda import hookspecs as cuda_hookspecs
 
 #: core's hooks, and those the CUDA backend adds through gpumem_addhooks
@@ -54,7 +54,7 @@ def test_expected_values_first_registered_wins_and_a_failing_plugin_is_isolated(
     """As hookspecs.gpumem_expected_values and the plugin guide say: the first registered
     plugin's value of a name wins; a plugin that raises is named and left out."""
     from gpumem import Expected, hookimpl
-    from gpumem.findings import Finding, evaluate
+    from gpumem.contracts.findings import Finding, evaluate
     from gpumem.plugins import PluginRecord, Plugins
 
     class First:
@@ -89,7 +89,7 @@ def test_a_plugin_raising_in_simulator_config_does_not_break_another_architectur
     `--device sim` for hopper, and the error blamed hopper. Now the hopper plugin answers, the
     failing plugin is named in a warning; with no answer at all, the failure names it."""
     from gpumem import hookimpl
-    from gpumem.errors import GpumemError
+    from gpumem.contracts.errors import GpumemError
     from gpumem.plugins import PluginRecord, load_plugins
     from gpumem.run.resolve import simulator_config
 

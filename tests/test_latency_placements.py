@@ -3,14 +3,14 @@
 An H200's near L2 partition ended at 26.1-28.0 MB in four processes and 33.2 MB in a fifth:
 where a hashed cache's first set overflows depends on the physical pages one allocation got.
 So ``latency`` chases each sequential footprint from L2/8 to 2 L2 on every placement of
-:data:`gpumem.device.PLACEMENT_PADS`, a part of the record on each.
+:data:`gpumem.contracts.device.PLACEMENT_PADS`, a part of the record on each.
 """
 
 from __future__ import annotations
 
 import pytest
-from gpumem.device import PLACEMENT_PADS, ChaseRequest
-from gpumem.experiment import RunContext
+from gpumem.contracts.device import PLACEMENT_PADS, ChaseRequest
+from gpumem.contracts.experiment import RunContext
 from gpumem.experiments.latency import PLACED_RESOLUTION, PLACEMENTS, LatencyLadder, _capacity
 from gpumem.plugins import get_plugins
 from gpumem.sim.device import SimDevice

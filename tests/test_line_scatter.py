@@ -8,7 +8,7 @@ import dataclasses
 import random
 
 import pytest
-from gpumem.experiment import RunContext
+from gpumem.contracts.experiment import RunContext
 from gpumem.experiments.cache_structure import (
     CacheStructure,
     _l2_line,

@@ -7,8 +7,8 @@ import shutil
 
 import numpy as np
 import pytest
-from gpumem.device import DeviceInfo
-from gpumem.experiment import RunContext
+from gpumem.contracts.device import DeviceInfo
+from gpumem.contracts.experiment import RunContext
 from gpumem.experiments.l2_map import L2SmMap
 from gpumem.experiments.loads import _footprints
 from gpumem.sim.config import CacheLevel, Dram, SimConfig, TlbLevel

@@ -14,8 +14,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 import xarray as xr
-from gpumem.device import ChaseRequest
-from gpumem.experiment import RunContext
+from gpumem.contracts.device import ChaseRequest
+from gpumem.contracts.experiment import RunContext
 from gpumem.experiments.cache_structure import CacheStructure
 from gpumem.experiments.latency import _curve
 from gpumem.experiments.tlb_structure import TlbStructure

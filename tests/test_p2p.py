@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import pytest
-from gpumem.device import ChaseRequest, StreamRequest
+from gpumem.contracts.device import ChaseRequest, StreamRequest
 from gpumem.plugins import get_plugins
 from gpumem.run.runner import RunRequest, run
 from gpumem.sim import Interconnect, SimConfig
@@ -39,7 +39,7 @@ def test_a_lone_gpu_skips_p2p(tmp_path):
 
 def test_a_peer_outside_the_node_is_skipped_and_bad_peers_rejected(tmp_path):
     dev = SimDevice(SimConfig.load(_node(tmp_path)), "hopper")
-    from gpumem.errors import PointSkipped
+    from gpumem.contracts.errors import PointSkipped
 
     with pytest.raises(PointSkipped, match="no peer GPU 5"):
         dev.pointer_chase(ChaseRequest(footprint=4096, stride=64, record=8, peer=5))

@@ -6,9 +6,9 @@ from dataclasses import replace
 
 import numpy as np
 import pytest
-from gpumem.device import ChaseResult, Device, DeviceInfo
-from gpumem.errors import PointSkipped
-from gpumem.experiment import RunContext
+from gpumem.contracts.device import ChaseResult, Device, DeviceInfo
+from gpumem.contracts.errors import PointSkipped
+from gpumem.contracts.experiment import RunContext
 from gpumem.experiments.cache_structure import CacheStructure
 from gpumem.experiments.latency import SLOW_RECORD, LatencyLadder
 from gpumem.results.schema import points
@@ -92,7 +92,7 @@ def test_what_cannot_be_priced_says_so():
 
 
 def test_an_experiment_the_device_cannot_run_is_priced_as_skipped():
-    from gpumem.errors import ProbeUnsupported
+    from gpumem.contracts.errors import ProbeUnsupported
 
     class MeansOnly(PricedDevice):
         def estimate_seconds(self, request):

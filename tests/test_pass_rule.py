@@ -17,7 +17,7 @@ import re
 
 import pytest
 import xarray as xr
-from gpumem.findings import (
+from gpumem.contracts.findings import (
     STATUSES,
     Expected,
     Finding,

@@ -6,7 +6,7 @@ import json
 from importlib.metadata import EntryPoint
 
 import pytest
-from gpumem.errors import PluginError
+from gpumem.contracts.errors import PluginError
 from gpumem.plugins import load_plugins
 
 IN_TREE = {"fermi", "kepler", "maxwell", "hopper", "accelsim"}

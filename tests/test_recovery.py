@@ -10,7 +10,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 from gpumem.analysis.structure import replay_evictions, way_weights
-from gpumem.experiment import RunContext
+from gpumem.contracts.experiment import RunContext
 from gpumem.experiments.cache_structure import CacheStructure
 from gpumem.experiments.tlb_structure import TlbStructure
 from gpumem.sim.device import SimDevice

@@ -7,8 +7,8 @@ from __future__ import annotations
 import numpy as np
 import pytest
 import xarray as xr
-from gpumem.device import SmemRequest, SmemResult
-from gpumem.experiment import (
+from gpumem.contracts.device import SmemRequest, SmemResult
+from gpumem.contracts.experiment import (
     Axis,
     Experiment,
     FixedRepeats,

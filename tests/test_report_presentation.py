@@ -12,10 +12,10 @@ from pathlib import Path
 
 import pytest
 from gpumem.cli import main
+from gpumem.contracts.presentation import Presentation, ReportFigure, ReportSection
 from gpumem.experiments.figures import LATENCY
 from gpumem.experiments.latency import LatencyLadder
 from gpumem.plugins import reset_plugins
-from gpumem.presentation import Presentation, ReportFigure, ReportSection
 from gpumem.report import build_report
 from gpumem.report.provenance import experiment_rows
 from gpumem.report.runs import load_runs

@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 import xarray as xr
-from gpumem.errors import ResultsFileError
+from gpumem.contracts.errors import ResultsFileError
 from gpumem.results.store import MANIFEST, ResultsWriteError, RunStore, sha256_file
 from gpumem.run.runner import (
     SEQUENTIAL_ENV,
@@ -167,7 +167,7 @@ def test_at_once_only_where_every_probe_stands_alone(monkeypatch):
     one worker, a slow device or GPUMEM_SEQUENTIAL=1 runs one experiment at a time."""
     from dataclasses import replace
 
-    from gpumem.experiment import RunContext
+    from gpumem.contracts.experiment import RunContext
     from gpumem.plugins import load_plugins
     from gpumem.sim.device import SimDevice
 

@@ -15,7 +15,7 @@ import math
 
 import numpy as np
 import pytest
-from gpumem.chains import chain_offsets
+from gpumem.contracts.chains import chain_offsets
 from gpumem.sim import CacheLevel, Dram, SetIndex, SimConfig, Timer, TlbLevel, engine, specialise
 
 _GOLDEN = 0x9E3779B97F4A7C15

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from gpumem.device import ChaseRequest
+from gpumem.contracts.device import ChaseRequest
 from gpumem.sim import CacheLevel, Dram, SetIndex, SimConfig, Timer, TlbLevel
 from gpumem.sim.device import SimDevice
 
@@ -127,7 +127,7 @@ def test_timer_overhead_jitter_and_outliers_are_seeded():
 
 
 def test_footprint_beyond_memory_is_skipped_not_crashed():
-    from gpumem.errors import PointSkipped
+    from gpumem.contracts.errors import PointSkipped
 
     cfg = config()
     cfg.memory_bytes = 1 << 20
@@ -136,7 +136,7 @@ def test_footprint_beyond_memory_is_skipped_not_crashed():
 
 
 def test_unknown_path_is_unsupported():
-    from gpumem.errors import ProbeUnsupported
+    from gpumem.contracts.errors import ProbeUnsupported
 
     with pytest.raises(ProbeUnsupported, match="no 'tex' load path"):
         chase(config(), footprint=4096, stride=128, path="tex")

@@ -13,8 +13,8 @@ from __future__ import annotations
 import hashlib
 
 import pytest
-from gpumem.device import ChaseRequest
-from gpumem.errors import PointSkipped
+from gpumem.contracts.device import ChaseRequest
+from gpumem.contracts.errors import PointSkipped
 from gpumem.plugins import get_plugins
 from gpumem.sim import engine, specialise
 from gpumem.sim.device import SimDevice

@@ -9,7 +9,7 @@ from __future__ import annotations
 import dataclasses
 
 import pytest
-from gpumem.device import BulkRequest, DsmemRequest, StreamRequest
+from gpumem.contracts.device import BulkRequest, DsmemRequest, StreamRequest
 from gpumem.sim import CacheLevel, Dram, SharedMemory, SimConfig, Throughput, TlbLevel
 from gpumem.sim.config import SetIndex, SimConfigError
 from gpumem.sim.throughput import bulk_model, dsmem_model, smooth_min, stream_model, warp_sectors
@@ -148,7 +148,7 @@ def test_a_hashed_index_is_balanced_deterministic_and_round_trips_through_toml()
 def test_a_hashed_l1_overflows_before_its_capacity(tmp_path):
     """Balls in bins: a sequential footprint of 90 % of a 4-way hashed cache already misses
     in the sets the hash loads most; a modulo cache holds it all."""
-    from gpumem.device import ChaseRequest
+    from gpumem.contracts.device import ChaseRequest
     from gpumem.sim.device import SimDevice
 
     def misses(function: str) -> float:

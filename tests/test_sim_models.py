@@ -7,8 +7,8 @@ import math
 
 import numpy as np
 import pytest
-from gpumem.device import ChaseRequest, SmemRequest, StreamRequest
-from gpumem.errors import PointSkipped
+from gpumem.contracts.device import ChaseRequest, SmemRequest, StreamRequest
+from gpumem.contracts.errors import PointSkipped
 from gpumem.sim import CacheLevel, Dram, SharedMemory, SimConfig, Throughput, TlbLevel
 from gpumem.sim.device import SimDevice
 from gpumem.sim.throughput import bank_conflict_ways, smooth_min, warp_sectors

@@ -8,9 +8,9 @@ from dataclasses import replace
 
 import numpy as np
 import pytest
-from gpumem.device import ChaseRequest
-from gpumem.errors import PointSkipped
-from gpumem.experiment import RunContext
+from gpumem.contracts.device import ChaseRequest
+from gpumem.contracts.errors import PointSkipped
+from gpumem.contracts.experiment import RunContext
 from gpumem.experiments.cache_structure import Ahead, CacheStructure, bisection_guesses
 from gpumem.plugins import get_plugins
 from gpumem.sim.device import SimDevice

@@ -15,8 +15,8 @@ import re
 from pathlib import Path
 
 import pytest
-from gpumem.expected_blocks import mei_chu_data
-from gpumem.findings import Expected
+from gpumem.contracts.expected_blocks import mei_chu_data
+from gpumem.contracts.findings import Expected
 from gpumem.plugins import get_plugins
 from helpers import selected
 

@@ -9,8 +9,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 import xarray as xr
-from gpumem.errors import ResultsFileError, UsageError
-from gpumem.findings import Finding, to_dataset
+from gpumem.contracts.errors import ResultsFileError, UsageError
+from gpumem.contracts.findings import Finding, to_dataset
 from gpumem.results.io import open_findings, open_raw
 from gpumem.results.store import MANIFEST, RunStore, write_results_file
 

@@ -19,7 +19,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 import xarray as xr
-from gpumem.errors import ResultsFileError
+from gpumem.contracts.errors import ResultsFileError
 from gpumem.results.io import open_raw
 
 HIT, MISS = 30.0, 200.0     # cycles
@@ -383,8 +383,8 @@ def test_gpumem_cf_files_read_as_cycles_even_without_gpumem_units(runs):
     """gpumem writes a cycle count as units '1' with a long_name saying "clock cycles"
     (docs/results.md, "Units"): with gpumem_units dropped (a CF tool rewrote the file) it is
     still read as cycles; a bare '1' on a latency without that long_name is refused."""
+    from gpumem.contracts.units import HUMAN_ATTR, encode
     from gpumem.interop.trace_units import to_analysis_units
-    from gpumem.units import HUMAN_ATTR, encode
     ds = encode(convert(runs[:3]))
     assert ds["event_latency"].attrs["units"] == "1"
     for v in ds.variables.values():

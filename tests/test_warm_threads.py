@@ -3,7 +3,7 @@
 One thread's warm-up passes were most of the H200 suite's time (``l2_sm_map``: 70 ms per SM,
 132 SMs; ``latency``: 11 of 13-14 s). A device may walk the pass with many threads on the
 chase's SM if the lines the chase records are touched first, by one thread, and every other
-line after them: :func:`gpumem.chains.warm_segments` says how. These tests hold that
+line after them: :func:`gpumem.contracts.chains.warm_segments` says how. These tests hold that
 split to its promise, and ``l2_sm_map`` to asking for it; the latency ladder keeps one
 thread (measured: not the same L2 state at its knees).
 """
@@ -12,9 +12,9 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from gpumem.chains import chain_offsets, cycle_length, warm_segments
-from gpumem.device import ChaseRequest
-from gpumem.experiment import RunContext
+from gpumem.contracts.chains import chain_offsets, cycle_length, warm_segments
+from gpumem.contracts.device import ChaseRequest
+from gpumem.contracts.experiment import RunContext
 from gpumem.experiments.l2_map import WARM_THREADS, L2SmMap
 from gpumem.experiments.latency import LatencyLadder
 from gpumem.plugins import get_plugins

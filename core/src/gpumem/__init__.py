@@ -18,8 +18,8 @@ DISTRIBUTION = "gpumem-dissect"
 #: Marker for hook implementations in plugins: ``@gpumem.hookimpl``.
 hookimpl = pluggy.HookimplMarker("gpumem")
 
-from gpumem.architecture import Architecture  # noqa: E402
-from gpumem.device import (  # noqa: E402
+from gpumem.contracts.architecture import Architecture  # noqa: E402
+from gpumem.contracts.device import (  # noqa: E402
     ChaseRequest,
     ChaseResult,
     Device,
@@ -28,9 +28,9 @@ from gpumem.device import (  # noqa: E402
     Discovery,
     KernelSource,
 )
-from gpumem.experiment import Axis, Experiment, Plan, RunContext, Var  # noqa: E402
-from gpumem.findings import Expected, Finding  # noqa: E402
-from gpumem.simulator import Simulator  # noqa: E402
+from gpumem.contracts.experiment import Axis, Experiment, Plan, RunContext, Var  # noqa: E402
+from gpumem.contracts.findings import Expected, Finding  # noqa: E402
+from gpumem.contracts.simulator import Simulator  # noqa: E402
 
 __all__ = [
     "Architecture", "Axis", "ChaseRequest", "ChaseResult", "Device", "DeviceBackend",

@@ -26,7 +26,7 @@ from pathlib import Path
 from typing import Any
 
 from gpumem import hookimpl
-from gpumem.architecture import Architecture
+from gpumem.contracts.architecture import Architecture
 
 BUILTIN_SIMULATOR = "sim"
 

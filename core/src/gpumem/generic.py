@@ -19,9 +19,9 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-from gpumem.architecture import Architecture
-from gpumem.device import DeviceInfo
-from gpumem.findings import Expected
+from gpumem.contracts.architecture import Architecture
+from gpumem.contracts.device import DeviceInfo
+from gpumem.contracts.findings import Expected
 
 #: ``--arch`` for "choose for me": what gpumem run does without ``--arch``.
 AUTO = "auto"

@@ -30,7 +30,7 @@ from importlib import metadata
 from pathlib import Path
 from typing import Any
 
-from gpumem.errors import UsageError
+from gpumem.contracts.errors import UsageError
 from gpumem.plugins import GROUP, Plugins, entry_points, load_plugins
 
 if sys.version_info >= (3, 11):
@@ -167,7 +167,7 @@ def _sim_config(plugins: Plugins, arch: Any) -> tuple[Check, Any]:
 
 def _quick_run(plugins: Plugins, arch: Any, workers: int) -> Check:
     from gpumem.cells import fmt_band, fmt_value
-    from gpumem.findings import CHECK_FAILS
+    from gpumem.contracts.findings import CHECK_FAILS
     from gpumem.run.runner import RunRequest, run
 
     what = f"{arch.name}: quick simulated run meets its expected values"
@@ -203,7 +203,7 @@ def _asked_devices(arch: Any, cfg: Any) -> list[Any]:
     """The devices the expected values are asked for: the simulated card (where there is a
     config), and real cards of the architecture, named as the config and the architecture
     describe them (values for one product)."""
-    from gpumem.device import DeviceInfo
+    from gpumem.contracts.device import DeviceInfo
     from gpumem.sim.device import sim_device_info
 
     cc = (arch.compute_capabilities or ("0.0",))[0]
@@ -218,7 +218,7 @@ def _asked_devices(arch: Any, cfg: Any) -> list[Any]:
 
 
 def _expected_names(plugins: Plugins, arch: Any, cfg: Any) -> tuple[Check, Check]:
-    from gpumem.finding_names import undeclared
+    from gpumem.contracts.finding_names import undeclared
 
     values: dict[str, Any] = {}
     for dev in _asked_devices(arch, cfg):

@@ -27,8 +27,8 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
-from gpumem.errors import UsageError
-from gpumem.findings import NOT_MODELLED, Expected, Finding, kind_of, status_of
+from gpumem.contracts.errors import UsageError
+from gpumem.contracts.findings import NOT_MODELLED, Expected, Finding, kind_of, status_of
 from gpumem.generic import is_generic
 from gpumem.interop.compare import Source, analyze_file, load_sources
 from gpumem.interop.formats import Format

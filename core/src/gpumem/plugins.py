@@ -16,7 +16,7 @@ the group ``gpumem`` (sorted by name, after core's built-in plugin and gpumem's 
 4. on any failure record (name, distribution, version, error), warn once on stderr, go on.
 
 ``strict=True`` (``--strict`` or ``GPUMEM_STRICT_PLUGINS=1``) turns any failure into a
-:class:`~gpumem.errors.PluginError` after everything was tried.
+:class:`~gpumem.contracts.errors.PluginError` after everything was tried.
 
 A plugin that hangs must not hang every command (``list-plugins`` included): its import, its
 registration hooks and every later hook call (:meth:`Plugins.answers`: expected values,
@@ -37,7 +37,8 @@ A non-daemon thread a plugin starts during its import or a hook is remembered wi
 plugin's name (the threads alive before and after each call, compared):
 :func:`lingering_threads` tells ``gpumem`` which ones would keep the process from exiting.
 What a plugin registers is checked when it registers (an experiment must be an
-:class:`~gpumem.experiment.Experiment` subclass, ...), and its expected values when they are
+:class:`~gpumem.contracts.experiment.Experiment` subclass, ...), and its expected values when they
+are
 collected: a bad answer is dropped with one warning naming the plugin.
 """
 
@@ -61,8 +62,8 @@ from typing import Any
 import pluggy
 from packaging.utils import canonicalize_name
 
-from gpumem import hookspecs
-from gpumem.errors import PluginError, PluginWarning
+from gpumem.contracts import hookspecs
+from gpumem.contracts.errors import PluginError, PluginWarning
 
 GROUP = "gpumem"
 BUILTIN = "core"
@@ -339,10 +340,10 @@ class Plugins:
         """Every plugin's expected values for ``arch`` on ``device``. Each plugin's hook is
         called on its own: one that raises or hangs is reported (once per call, on stderr)
         and the others' values still count, so a plugin's bug cannot stop a run or a
-        comparison. An answer that is no list of valid :class:`~gpumem.findings.Expected`
+        comparison. An answer that is no list of valid :class:`~gpumem.contracts.findings.Expected`
         (strings, objects, a value that is no number, text or list of them) is dropped, the
         valid entries of a list kept, with one warning naming the plugin."""
-        from gpumem.findings import expected_problem
+        from gpumem.contracts.findings import expected_problem
 
         out: list[Any] = []
         warn = warn or _stderr_warn
@@ -557,11 +558,11 @@ def _registration_problem(kind: str, obj: Any) -> str:
     :class:`Experiment` subclass (core instantiates it per run), a :class:`DeviceBackend`,
     a :class:`Simulator` or a :class:`Format` instance. Checked when the plugin registers, so
     a bad object is one line about its plugin, not a traceback in a later command."""
-    from gpumem.architecture import Architecture
-    from gpumem.device import DeviceBackend
-    from gpumem.experiment import Experiment
+    from gpumem.contracts.architecture import Architecture
+    from gpumem.contracts.device import DeviceBackend
+    from gpumem.contracts.experiment import Experiment
+    from gpumem.contracts.simulator import Simulator
     from gpumem.interop.formats import Format
-    from gpumem.simulator import Simulator
 
     if kind == "experiments":
         if isinstance(obj, type) and issubclass(obj, Experiment):
@@ -590,14 +591,16 @@ def entry_points() -> list[metadata.EntryPoint]:
 
 
 def _stderr_warn(message: str) -> None:
-    """The default ``warn``: a :class:`~gpumem.errors.PluginWarning` (one line on stderr under
+    """The default ``warn``: a :class:`~gpumem.contracts.errors.PluginWarning` (one line on stderr
+    under
     the ``gpumem`` command, :func:`warnings_as_lines`)."""
     warnings.warn(PluginWarning(message), stacklevel=2)
 
 
 @contextlib.contextmanager
 def warnings_as_lines() -> Iterator[None]:
-    """Within: each :class:`~gpumem.errors.PluginWarning` shown as ``gpumem: warning: ...``,
+    """Within: each :class:`~gpumem.contracts.errors.PluginWarning` shown as ``gpumem: warning:
+    ...``,
     one line on stderr, every time (unless the user set warning filters: ``-W``,
     ``PYTHONWARNINGS``); other warnings as Python shows them."""
     from gpumem.printable import escape_controls

@@ -22,7 +22,7 @@ import secrets
 import stat
 from pathlib import Path
 
-from gpumem.errors import GpumemError, UsageError
+from gpumem.contracts.errors import GpumemError, UsageError
 
 __all__ = ["EXCLUSIVE_FLAGS", "OutputError", "WriteFailed", "fsync_dir", "os_cause",
            "replace_file", "write_bytes", "write_text"]

@@ -10,7 +10,8 @@ order, pattern, warm-up and record counts, timer overhead, median latency) and, 
 only the *events*: accesses at or above the chase's event threshold (misses, and mis-timed
 accesses), with their position in the record, element index and latency. Every other access
 was below the threshold; which element it touched follows from the chain's definition
-(:func:`gpumem.chains.chain_offsets`), so nothing an analysis needs is lost. A threshold of
+(:func:`gpumem.contracts.chains.chain_offsets`), so nothing an analysis needs is lost. A threshold
+of
 ``-inf`` keeps every access (the small calibration chases).
 
 A *paired* chase visits a pattern of (first, second) offsets, the second in the same 32-byte
@@ -34,7 +35,7 @@ from dataclasses import dataclass, field
 import numpy as np
 import xarray as xr
 
-from gpumem.chains import chain_offsets
+from gpumem.contracts.chains import chain_offsets
 
 MAX_EVENTS_PER_CHASE = 200_000
 
@@ -168,7 +169,7 @@ def check_chase_log(ds: xr.Dataset) -> None:
     """One-line errors for a chase log that cannot be analysed: a required variable missing,
     a random or scattered chase without its ``seed``, a pattern chase without ``pattern``,
     a chase without ``median_latency`` whose events are not every access."""
-    from gpumem.errors import ResultsFileError
+    from gpumem.contracts.errors import ResultsFileError
 
     missing = [v for v in REQUIRED if v not in ds.variables]
     if missing:

@@ -25,8 +25,8 @@ import warnings
 
 from gpumem import __version__, hookimpl
 from gpumem.arch_plugin import ArchitecturePlugin
-from gpumem.architecture import Architecture
-from gpumem.device import (
+from gpumem.contracts.architecture import Architecture
+from gpumem.contracts.device import (
     PLACEMENT_PADS,
     BulkRequest,
     ChaseRequest,
@@ -36,8 +36,14 @@ from gpumem.device import (
     StreamRequest,
     StreamResult,
 )
-from gpumem.errors import DeviceUnavailable, GpumemError, PointSkipped, ProbeUnsupported, UsageError
-from gpumem.expected_blocks import (
+from gpumem.contracts.errors import (
+    DeviceUnavailable,
+    GpumemError,
+    PointSkipped,
+    ProbeUnsupported,
+    UsageError,
+)
+from gpumem.contracts.expected_blocks import (
     MEI_CHU,
     MEI_CHU_REPO,
     dram_copy_expected,
@@ -46,7 +52,7 @@ from gpumem.expected_blocks import (
     smem_expected,
     tlb_expected,
 )
-from gpumem.experiment import (
+from gpumem.contracts.experiment import (
     Axis,
     Experiment,
     Plan,
@@ -58,10 +64,10 @@ from gpumem.experiment import (
     repeat_seed,
     repeated,
 )
-from gpumem.findings import Expected, Finding, exact, latency_pair
+from gpumem.contracts.findings import Expected, Finding, exact, latency_pair
+from gpumem.contracts.presentation import Presentation, ReportFigure, ReportSection
 from gpumem.generic import expected_values as device_property_expected
 from gpumem.plugins import Plugins, load_plugins
-from gpumem.presentation import Presentation, ReportFigure, ReportSection
 from gpumem.run.runner import RunRequest, run
 
 __all__ = [

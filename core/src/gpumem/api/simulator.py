@@ -9,9 +9,10 @@ one to a measured run (:func:`calibrate`); a device backend discovers devices
 
 from __future__ import annotations
 
-from gpumem.chains import chain_offsets
+from gpumem.contracts.chains import chain_offsets
+from gpumem.contracts.device import DeviceBackend, Discovery, KernelSource
+from gpumem.contracts.simulator import Simulator
 from gpumem.cuda.device import generic_kernel_source
-from gpumem.device import DeviceBackend, Discovery, KernelSource
 from gpumem.interop.calibrate import Calibrated, calibrate
 from gpumem.sim.config import (
     CacheLevel,
@@ -25,7 +26,6 @@ from gpumem.sim.config import (
     Timer,
     TlbLevel,
 )
-from gpumem.simulator import Simulator
 
 __all__ = [
     "CacheLevel", "Calibrated", "calibrate", "chain_offsets", "DeviceBackend", "Discovery",

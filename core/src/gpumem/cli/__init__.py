@@ -38,7 +38,7 @@ from gpumem.cli import run as _run  # noqa: E402,F401
 from gpumem.cli import show as _show  # noqa: E402,F401
 from gpumem.cli._app import _CtrlC, app  # noqa: F401  (app: the typer application)
 from gpumem.cli._common import escape_controls
-from gpumem.errors import GpumemError
+from gpumem.contracts.errors import GpumemError
 from gpumem.plugins import warnings_as_lines
 
 

@@ -157,7 +157,7 @@ def require_paths(paths: Iterable[Path]) -> None:
     report, import, export): a path the user names that does not exist is a usage error
     (:class:`UsageError`, exit 2), like any other bad argument; a path that exists but does
     not hold what it should (damaged, corrupt, not a run directory) is exit 1; Ctrl-C 130."""
-    from gpumem.errors import UsageError
+    from gpumem.contracts.errors import UsageError
 
     for p in paths:
         if not os.path.lexists(p):

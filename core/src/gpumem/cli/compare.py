@@ -46,7 +46,7 @@ from gpumem.cli._common import (
     stdout,
     text_column,
 )
-from gpumem.findings import Expected, band_of, plain_band, status_rank
+from gpumem.contracts.findings import Expected, band_of, plain_band, status_rank
 from gpumem.interop.compare import compare, run_expectation
 
 

@@ -9,7 +9,7 @@ import typer
 
 from gpumem.cli._app import app
 from gpumem.cli._common import check_damage, escape_controls, plugins, require_paths
-from gpumem.errors import ResultsFileError, UsageError
+from gpumem.contracts.errors import ResultsFileError, UsageError
 from gpumem.interop.formats import Converted, Format
 
 

@@ -18,7 +18,7 @@ from gpumem.cli._common import (
     stderr,
     stdout,
 )
-from gpumem.errors import ResultsFileError, UsageError
+from gpumem.contracts.errors import ResultsFileError, UsageError
 
 plugin_app = typer.Typer(help="Write a plugin from measured runs, or check one.",
                          no_args_is_help=True)

@@ -249,7 +249,7 @@ def check_seed(seed: int) -> None:
     """Refuse a seed no results file can record, before anything is measured (it would
     otherwise fail every experiment at write time)."""
     if not SEED_MIN <= seed <= SEED_MAX:
-        from gpumem.errors import UsageError
+        from gpumem.contracts.errors import UsageError
 
         text = str(seed)
         shown = text if len(text) <= 30 else f"{text[:24]}... ({len(text)} digits)"
@@ -269,7 +269,7 @@ def _run_fleet(req: RunRequest, devices: str, ps, check: bool = False) -> None:
     from gpumem.run.fleet import run_fleet
 
     if req.executor != "local":
-        from gpumem.errors import UsageError
+        from gpumem.contracts.errors import UsageError
 
         raise UsageError("--devices runs one local process per GPU; --executor dask farms "
                          "out a simulator's points")

@@ -29,8 +29,8 @@ from gpumem.cli._common import (
     stdout,
     text_column,
 )
-from gpumem.errors import ResultsFileError
-from gpumem.findings import from_dataset
+from gpumem.contracts.errors import ResultsFileError
+from gpumem.contracts.findings import from_dataset
 from gpumem.results.io import open_findings, open_raw
 from gpumem.results.store import MANIFEST, RunStore, dead_writer
 

@@ -2,5 +2,5 @@
 
 Nothing here imports CuPy at module import time; a machine without CuPy or without a GPU
 gets a plain message from :meth:`CudaBackend.discover` and a
-:class:`~gpumem.errors.DeviceUnavailable` from :meth:`CudaBackend.open`.
+:class:`~gpumem.contracts.errors.DeviceUnavailable` from :meth:`CudaBackend.open`.
 """

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from gpumem.device import Device, DeviceBackend, DeviceInfo, Discovery, KernelLookup
-from gpumem.errors import DeviceUnavailable
+from gpumem.contracts.device import Device, DeviceBackend, DeviceInfo, Discovery, KernelLookup
+from gpumem.contracts.errors import DeviceUnavailable
 
 #: Shared-memory bank widths CUDA lets a program choose, by compute capability major: only
 #: cudaDeviceSetSharedMemConfig on 3.x changes the width (CUDA C++ Programming Guide,

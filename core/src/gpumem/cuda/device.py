@@ -10,15 +10,14 @@ from typing import Any
 
 import numpy as np
 
-from gpumem.chains import (
+from gpumem.contracts.chains import (
     chain_offsets,
     cycle_length,
     permutation_params,
     scatter_key,
     warm_segments,
 )
-from gpumem.cuda import cupy_cache
-from gpumem.device import (
+from gpumem.contracts.device import (
     PLACEMENT_PADS,
     BulkRequest,
     ChaseRequest,
@@ -33,7 +32,8 @@ from gpumem.device import (
     StreamRequest,
     StreamResult,
 )
-from gpumem.errors import PointSkipped, ProbeUnsupported
+from gpumem.contracts.errors import PointSkipped, ProbeUnsupported
+from gpumem.cuda import cupy_cache
 
 GENERIC_SOURCE = "pointer_chase.cu"
 _PATH_KERNELS = {"ca": "pointer_chase_ca", "cg": "pointer_chase_cg", "nc": "pointer_chase_nc",
@@ -210,7 +210,7 @@ class CudaDevice(Device):
         n = req.footprint // 4
         arr = cp.empty(n, dtype=cp.uint32)
         if req.order == "pattern":
-            from gpumem.chains import pattern_array
+            from gpumem.contracts.chains import pattern_array
 
             idx, nxt = pattern_array(req.pattern)
             arr[cp.asarray(idx)] = cp.asarray(nxt.astype(np.uint32))
@@ -232,7 +232,7 @@ class CudaDevice(Device):
 
     def _warm_in_parallel(self, req: ChaseRequest, arr: Any) -> int:
         """Walk the chase's warm-up with ``req.warm_threads`` threads on its SM (the
-        ``_warm`` kernel of its path, :func:`gpumem.chains.warm_segments`); the accesses
+        ``_warm`` kernel of its path, :func:`gpumem.contracts.chains.warm_segments`); the accesses
         walked: the whole warm-up, or 0 where it is not asked for, cannot be split, or the
         kernel source has no such kernel (an architecture plugin's own chase kernels)."""
         if req.warm_threads < 2 or req.path == "tex" or req.order == "pattern":
@@ -307,7 +307,7 @@ class CudaDevice(Device):
             if req.placement:  # held in front of the chain until the chase is done
                 pad = cp.empty(PLACEMENT_PADS[req.placement], dtype=cp.uint8)
             if peer is not None:  # built here, placed in the peer's memory
-                from gpumem.chains import chain_array
+                from gpumem.contracts.chains import chain_array
 
                 arr = self._peer_array(peer, chain_array(req.footprint, req.stride, req.order,
                                                          req.seed))
@@ -622,7 +622,9 @@ class CudaDevice(Device):
         snap = self.nvml.snapshot()
         out = {f"nvml_{k}": v for k, v in snap.items()}
         if self.nvml.seen:  # the other processes seen since the last call (an experiment's
-            from gpumem.contention import describe_all  # points), at their largest SM share
+            from gpumem.contracts.contention import (
+                describe_all,  # points), at their largest SM share
+            )
 
             out["neighbours_seen"] = describe_all(list(self.nvml.seen.values()), 8)
             self.nvml.seen.clear()

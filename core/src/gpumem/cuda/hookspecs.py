@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING
 import pluggy
 
 if TYPE_CHECKING:
-    from gpumem.device import KernelSource
+    from gpumem.contracts.device import KernelSource
 
 hookspec = pluggy.HookspecMarker("gpumem")
 
@@ -24,7 +24,8 @@ def gpumem_kernel_source(arch: str, probe: str) -> KernelSource | None:
     Stops at the first non-``None`` result, each plugin asked on its own (one that raises is
     named and the next asked). The runner hands the answer to the device backend it opens
     (``DeviceBackend.open(index, arch, kernel_source)``). The probes are named in
-    :data:`gpumem.device.PROBES` (``pointer_chase``, ``stream``, ...); the kernel must keep the
+    :data:`gpumem.contracts.device.PROBES` (``pointer_chase``, ``stream``, ...); the kernel must
+    keep the
     probe's argument contract documented in ``gpumem/cuda/kernels``. An
     :class:`~gpumem.api.ArchitecturePlugin` answers from ``kernels/`` for the probes it names.
 

@@ -19,7 +19,7 @@ import os
 import time
 from typing import Any
 
-from gpumem.contention import Neighbour
+from gpumem.contracts.contention import Neighbour
 
 # nvmlClocksEventReason* bits (nvidia-ml-py 12+; "throttle" is the old name)
 REASON_BITS = {

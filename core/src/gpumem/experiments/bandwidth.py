@@ -24,8 +24,8 @@ from typing import Any
 import numpy as np
 import xarray as xr
 
-from gpumem.device import Device, StreamRequest, StreamResult
-from gpumem.experiment import (
+from gpumem.contracts.device import Device, StreamRequest, StreamResult
+from gpumem.contracts.experiment import (
     Axis,
     Experiment,
     Plan,
@@ -35,9 +35,9 @@ from gpumem.experiment import (
     repeat_count,
     repeat_seed,
 )
+from gpumem.contracts.findings import Finding
+from gpumem.contracts.presentation import Presentation, ReportFigure
 from gpumem.experiments.figures import BANDWIDTH
-from gpumem.findings import Finding
-from gpumem.presentation import Presentation, ReportFigure
 
 KINDS = ("read", "write", "copy")
 #: Bytes each run moves per direction, at most: one pass over a 480 MB buffer took 110 us on

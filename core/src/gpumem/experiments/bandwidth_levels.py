@@ -16,7 +16,7 @@ than fast ones.
 Findings: ``bw.l1`` (aggregate, where ``.ca`` beats ``.cg`` by 1.3x: the L1 serves),
 ``bw.l2`` (``.cg``, footprint under half the L2), GB/s; each also per clock
 (``bw.l1_bytes_per_clk`` per SM, ``bw.l2_bytes_per_clk``) at the SM clock the point ran at,
-and as a fraction of the level's width where that is known (:mod:`gpumem.level_widths`).
+and as a fraction of the level's width where that is known (:mod:`gpumem.contracts.level_widths`).
 """
 
 from __future__ import annotations
@@ -28,8 +28,8 @@ from typing import Any
 import numpy as np
 import xarray as xr
 
-from gpumem.device import Device, StreamRequest
-from gpumem.experiment import (
+from gpumem.contracts.device import Device, StreamRequest
+from gpumem.contracts.experiment import (
     Axis,
     Experiment,
     Plan,
@@ -39,12 +39,12 @@ from gpumem.experiment import (
     repeat_count,
     repeat_seed,
 )
+from gpumem.contracts.findings import Finding
+from gpumem.contracts.level_widths import l1_width, l2_width
+from gpumem.contracts.presentation import Presentation, ReportFigure
 from gpumem.experiments.bandwidth import work_for
 from gpumem.experiments.figures import BANDWIDTH
 from gpumem.experiments.latency import footprint_grid
-from gpumem.findings import Finding
-from gpumem.level_widths import l1_width, l2_width
-from gpumem.presentation import Presentation, ReportFigure
 
 #: Seconds one timed run lasts (its bytes sized from a first run of the point): 0.5 ms keeps
 #: a launch's few microseconds under 1 % of it.

@@ -25,11 +25,19 @@ from typing import Any
 import numpy as np
 import xarray as xr
 
-from gpumem.device import BulkRequest, Device
-from gpumem.experiment import Axis, Experiment, Plan, RunContext, Var, point_medians, repeat_count
+from gpumem.contracts.device import BulkRequest, Device
+from gpumem.contracts.experiment import (
+    Axis,
+    Experiment,
+    Plan,
+    RunContext,
+    Var,
+    point_medians,
+    repeat_count,
+)
+from gpumem.contracts.findings import Finding
+from gpumem.contracts.presentation import Presentation, ReportFigure
 from gpumem.experiments.figures import BULK_COPY
-from gpumem.findings import Finding
-from gpumem.presentation import Presentation, ReportFigure
 
 CHUNKS = (1024, 4096, 16384, 32768)
 STAGES = (1, 2, 4, 8)

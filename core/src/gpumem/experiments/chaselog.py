@@ -8,8 +8,8 @@ import numpy as np
 import xarray as xr
 
 from gpumem.analysis.chases import MAX_EVENTS_PER_CHASE, Chase, chases_to_dataset
-from gpumem.device import ChaseRequest, ChaseResult, Device
-from gpumem.errors import PointSkipped
+from gpumem.contracts.device import ChaseRequest, ChaseResult, Device
+from gpumem.contracts.errors import PointSkipped
 
 
 def median(x: np.ndarray) -> float:

@@ -24,12 +24,20 @@ from typing import Any
 import numpy as np
 import xarray as xr
 
-from gpumem.device import Device, DsmemRequest
-from gpumem.errors import PointSkipped
-from gpumem.experiment import Axis, Experiment, Plan, RunContext, Var, point_medians, repeat_count
+from gpumem.contracts.device import Device, DsmemRequest
+from gpumem.contracts.errors import PointSkipped
+from gpumem.contracts.experiment import (
+    Axis,
+    Experiment,
+    Plan,
+    RunContext,
+    Var,
+    point_medians,
+    repeat_count,
+)
+from gpumem.contracts.findings import Finding
+from gpumem.contracts.presentation import Presentation, ReportFigure
 from gpumem.experiments.figures import DSMEM
-from gpumem.findings import Finding
-from gpumem.presentation import Presentation, ReportFigure
 
 CLUSTERS = (2, 4, 8)
 REFERENCES = ("NVIDIA Hopper tuning guide, 'Distributed Shared Memory'; Luo et al., "

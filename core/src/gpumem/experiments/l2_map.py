@@ -25,11 +25,11 @@ from typing import Any
 import numpy as np
 import xarray as xr
 
-from gpumem.device import ChaseRequest, Device
-from gpumem.experiment import Axis, Experiment, Plan, RunContext, Var
+from gpumem.contracts.device import ChaseRequest, Device
+from gpumem.contracts.experiment import Axis, Experiment, Plan, RunContext, Var
+from gpumem.contracts.findings import Finding
+from gpumem.contracts.presentation import Presentation
 from gpumem.experiments.figures import LATENCY
-from gpumem.findings import Finding
-from gpumem.presentation import Presentation
 
 STRIDE = 128
 RECORD = 2048

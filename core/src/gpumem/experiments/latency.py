@@ -17,7 +17,8 @@ Where a cache is hashed on physical addresses, its capacity as one chain sees it
 which pages the chain got: an H200's near L2 partition ended at 26.1-28.0 MB in four
 processes and at 33.2 MB in a fifth, and within one process at 25.5-29.3 MB behind pads of
 different sizes. So each sequential footprint from an eighth of the L2 to twice it is chased
-on ``PLACEMENTS`` placements (:data:`gpumem.device.PLACEMENT_PADS`), a quarter of its record
+on ``PLACEMENTS`` placements (:data:`gpumem.contracts.device.PLACEMENT_PADS`), a quarter of its
+record
 on each: a knee is where the first placement leaves the level, and the half crossing where
 half the accesses of all of them have, whatever the process was given.
 
@@ -44,12 +45,12 @@ from gpumem.analysis.plateaus import (
     knee_bracket,
 )
 from gpumem.analysis.stats import median_interval
-from gpumem.device import PLACEMENT_PADS, ChaseRequest, Device
-from gpumem.errors import PointSkipped, ProbeUnsupported
-from gpumem.experiment import Axis, Experiment, Plan, RunContext, Var
+from gpumem.contracts.device import PLACEMENT_PADS, ChaseRequest, Device
+from gpumem.contracts.errors import PointSkipped, ProbeUnsupported
+from gpumem.contracts.experiment import Axis, Experiment, Plan, RunContext, Var
+from gpumem.contracts.findings import Finding, unresolved
+from gpumem.contracts.presentation import Presentation, ReportFigure
 from gpumem.experiments.figures import LATENCY
-from gpumem.findings import Finding, unresolved
-from gpumem.presentation import Presentation, ReportFigure
 
 STRIDE = 128
 #: A level spans at least this factor of footprints. The bisected knees put many points into

@@ -33,11 +33,19 @@ import numpy as np
 import xarray as xr
 
 from gpumem.analysis.stats import median_interval
-from gpumem.device import Device, StreamRequest
-from gpumem.experiment import Axis, Experiment, Plan, RunContext, Var, point_medians, repeat_count
+from gpumem.contracts.device import Device, StreamRequest
+from gpumem.contracts.experiment import (
+    Axis,
+    Experiment,
+    Plan,
+    RunContext,
+    Var,
+    point_medians,
+    repeat_count,
+)
+from gpumem.contracts.findings import Finding
+from gpumem.contracts.presentation import Presentation, ReportFigure
 from gpumem.experiments.figures import CPASYNC, ILP
-from gpumem.findings import Finding
-from gpumem.presentation import Presentation, ReportFigure
 
 WIDTH = 16
 THREADS = 1024
@@ -45,7 +53,7 @@ WORK = 2 << 30           # bytes read per run, whatever K, footprint and orderin
 KS = tuple(range(1, 9))
 GROUPS = (1, 2, 4, 8, 16)
 #: The H100 study's three orderings of a thread's K loads (the grid-strided ones of
-#: :data:`gpumem.device.STREAM_ORDERS`; ``block`` is the cache-level kernels')
+#: :data:`gpumem.contracts.device.STREAM_ORDERS`; ``block`` is the cache-level kernels')
 ORDERS = ("coalesced", "thread", "warp")
 
 

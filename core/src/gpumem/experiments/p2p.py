@@ -20,9 +20,17 @@ from typing import Any
 import numpy as np
 import xarray as xr
 
-from gpumem.device import ChaseRequest, Device, StreamRequest
-from gpumem.experiment import Axis, Experiment, Plan, RunContext, Var, point_medians, repeat_count
-from gpumem.findings import Finding
+from gpumem.contracts.device import ChaseRequest, Device, StreamRequest
+from gpumem.contracts.experiment import (
+    Axis,
+    Experiment,
+    Plan,
+    RunContext,
+    Var,
+    point_medians,
+    repeat_count,
+)
+from gpumem.contracts.findings import Finding
 
 RECORD = 2048
 STRIDE = 256               # bytes between chased elements (random order): one per line

@@ -33,12 +33,12 @@ import xarray as xr
 
 from gpumem.analysis.chases import chases_from_dataset
 from gpumem.analysis.stats import median_interval
-from gpumem.device import Device, StreamRequest
-from gpumem.experiment import Experiment, Plan, RunContext
+from gpumem.contracts.device import Device, StreamRequest
+from gpumem.contracts.experiment import Experiment, Plan, RunContext
+from gpumem.contracts.findings import Finding, unresolved
+from gpumem.contracts.presentation import Presentation
 from gpumem.experiments.chaselog import ChaseLog
 from gpumem.experiments.figures import LATENCY
-from gpumem.findings import Finding, unresolved
-from gpumem.presentation import Presentation
 
 PAGE = 2 << 20
 LINE = 128

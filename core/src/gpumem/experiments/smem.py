@@ -23,11 +23,19 @@ from typing import Any
 import numpy as np
 import xarray as xr
 
-from gpumem.device import Device, SmemRequest
-from gpumem.experiment import Axis, Experiment, Plan, RunContext, Var, point_medians, repeat_count
+from gpumem.contracts.device import Device, SmemRequest
+from gpumem.contracts.experiment import (
+    Axis,
+    Experiment,
+    Plan,
+    RunContext,
+    Var,
+    point_medians,
+    repeat_count,
+)
+from gpumem.contracts.findings import Finding
+from gpumem.contracts.presentation import Presentation, ReportFigure
 from gpumem.experiments.figures import BANDWIDTH, BANK_CONFLICTS
-from gpumem.findings import Finding
-from gpumem.presentation import Presentation, ReportFigure
 
 STRIDES = (0, 1, *range(2, 65, 2))
 

@@ -55,13 +55,13 @@ import numpy as np
 import xarray as xr
 
 from gpumem.analysis.chases import Chase, chases_from_dataset
-from gpumem.device import Device
-from gpumem.experiment import Experiment, Plan, RunContext
+from gpumem.contracts.device import Device
+from gpumem.contracts.experiment import Experiment, Plan, RunContext
+from gpumem.contracts.finding_names import family
+from gpumem.contracts.findings import Finding, unresolved
+from gpumem.contracts.presentation import Presentation, ReportFigure
 from gpumem.experiments.chaselog import ChaseLog
 from gpumem.experiments.figures import TLB_STRUCTURE
-from gpumem.finding_names import family
-from gpumem.findings import Finding, unresolved
-from gpumem.presentation import Presentation, ReportFigure
 
 MAX_STRIDE = 32 << 20
 MIN_PAGE = 64 << 10

@@ -1,7 +1,7 @@
 """Drawing helpers for the report's figures: the small set a figure of any plugin may use.
 
 The report draws no figure of its own: each experiment's ``presentation()``
-(:mod:`gpumem.presentation`) names draw functions, each taking every series of the report
+(:mod:`gpumem.contracts.presentation`) names draw functions, each taking every series of the report
 (:class:`~gpumem.figures.series.Series`) and returning a matplotlib ``Figure``, or ``None`` when
 no series has anything to draw. Series lacking the experiment are left out; the page says why
 (:mod:`gpumem.report.sections`). Curves of several series share one axes, one colour per

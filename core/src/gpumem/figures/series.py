@@ -14,8 +14,8 @@ from typing import Any
 import numpy as np
 import xarray as xr
 
-from gpumem.errors import ResultsFileError
-from gpumem.findings import Finding, from_dataset
+from gpumem.contracts.errors import ResultsFileError
+from gpumem.contracts.findings import Finding, from_dataset
 from gpumem.results.io import open_findings, open_raw
 from gpumem.results.store import file_of
 

@@ -25,8 +25,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from gpumem.device import BulkRequest, StreamRequest
-from gpumem.errors import UsageError
+from gpumem.contracts.device import BulkRequest, StreamRequest
+from gpumem.contracts.errors import UsageError
 from gpumem.interop.formats import Converted, Format, FormatError
 from gpumem.interop.sim_from_run import positive
 from gpumem.sim.config import SimConfig, SimConfigError
@@ -207,7 +207,7 @@ def _solve(model: Callable[[float], float], target: float, lo: float, hi: float)
 def _busiest_stream(cfg: SimConfig, kind: str) -> StreamRequest:
     """The point of the bandwidth sweep's own plan (on a device of this config) with the most
     bytes in flight, every axis at its largest: where its best median is measured."""
-    from gpumem.experiment import RunContext
+    from gpumem.contracts.experiment import RunContext
     from gpumem.experiments.bandwidth import Bandwidth
     from gpumem.sim.device import sim_device_info
 

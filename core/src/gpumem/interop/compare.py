@@ -14,7 +14,7 @@ run whose architecture no plugin knows (it has none). A row's ``expected``,
 ``expected_source``, ``tolerance`` and ``band`` are the first run's, as ever; where a run's
 own expectation differs from them, ``expected_per_run`` gives every run's that has the
 finding (:func:`run_expectation`). A row's ``status`` per run is pass / undecided / fail by
-the band (:func:`gpumem.findings.status_of`), ``contended`` as the run stored it (its
+the band (:func:`gpumem.contracts.findings.status_of`), ``contended`` as the run stored it (its
 ``notes`` say what was seen); ``intervals`` gives each run's interval where known.
 """
 
@@ -29,10 +29,10 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 import xarray as xr
 
-from gpumem.contention import CONTENDED, reapply
-from gpumem.device import DeviceInfo
-from gpumem.errors import ResultsFileError, UsageError
-from gpumem.findings import (
+from gpumem.contracts.contention import CONTENDED, reapply
+from gpumem.contracts.device import DeviceInfo
+from gpumem.contracts.errors import ResultsFileError, UsageError
+from gpumem.contracts.findings import (
     Expected,
     Finding,
     band_of,
@@ -304,7 +304,7 @@ def compare(plugins: Plugins, targets: list[Path], with_expected: bool,
 
 def _expectation(e: Expected) -> dict[str, Any]:
     """An expected value as plain data: value, source, tolerance (with the bound, for a
-    limit) and band (what a value must lie in to pass, :func:`gpumem.findings.band_of`:
+    limit) and band (what a value must lie in to pass, :func:`gpumem.contracts.findings.band_of`:
     ``[lo, hi]``, null for a limit's open end; null for text)."""
     out = {"value": e.value if not isinstance(e.value, tuple) else list(e.value),
            "source": e.source, "tolerance": {"rel": e.rel_tol, "abs": e.abs_tol},

@@ -18,7 +18,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from gpumem.errors import GpumemError, ResultsFileError, UsageError
+from gpumem.contracts.errors import GpumemError, ResultsFileError, UsageError
 
 if TYPE_CHECKING:
     from gpumem.interop.compare import Source

@@ -1,7 +1,7 @@
 """Do reruns agree? What a healthy GPU's repeated runs must show.
 
 A structural finding (a line size, a count of TLB entries, a page size: see
-:func:`gpumem.findings.kind_of`) is a decision among discrete answers: every run must give
+:func:`gpumem.contracts.findings.kind_of`) is a decision among discrete answers: every run must give
 the same answer, or every run must say it is unresolved. A measured finding is a number with
 an error: every run's value must lie within LATENCY_TOL of the runs' median for latencies
 (or LATENCY_ABS cycles, a clock read's granularity, for small differences such as a TLB miss
@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from gpumem.findings import Finding, kind_of
+from gpumem.contracts.findings import Finding, kind_of
 
 if TYPE_CHECKING:
     from gpumem.plugins import Plugins

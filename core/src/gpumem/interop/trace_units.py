@@ -4,7 +4,7 @@
 A chase log (``cache_structure``, ``tlb_structure``) may come from another tool, in that
 tool's units. Before analysis, :func:`to_analysis_units` reads the stored unit of every
 variable the analysis uses (``gpumem_units`` where present, else ``units``:
-:func:`gpumem.units.shown_units`) and converts it to the unit the analysis works in:
+:func:`gpumem.contracts.units.shown_units`) and converts it to the unit the analysis works in:
 
 * **bytes** (``footprint``, ``stride``, ``pattern``): ``B``, ``byte``, ``bytes``, an SI
   prefix (``kB``, ``MB``, ``GB``, ``TB``, or ``kbyte``, ``Mbyte`` ...: powers of 1000) or an
@@ -14,7 +14,7 @@ variable the analysis uses (``gpumem_units`` where present, else ``units``:
   that is not a whole number of bytes once converted is refused.
 * **clock cycles** (``timer_overhead``, ``median_latency``, ``event_threshold``,
   ``event_latency``): ``cycle``, ``cycles``, ``clock cycle(s)``, ``clk``; ``1`` only with a
-  ``long_name`` saying "clock cycles" (gpumem's own convention, :mod:`gpumem.units`); or a
+  ``long_name`` saying "clock cycles" (gpumem's own convention, :mod:`gpumem.contracts.units`); or a
   **time** (``s``, ``ms``, ``us``, ``µs``, ``ns``, ``ps``, with or without a factor) together
   with the clock the file records in its global attribute ``clock_mhz`` (MHz, the clock the
   latencies were timed at): cycles = seconds x clock_mhz x 1e6.
@@ -25,7 +25,8 @@ A variable with no ``units`` attribute (or an empty one) is read in the unit the
 it (docs/results.md, "Chase logs"): that is the documented default, as for the other
 defaults of a converted log, not a guess at a stated unit. Anything else (an unknown unit,
 a time without ``clock_mhz``, a byte unit on a latency) is refused in one line naming the
-variable and its unit (:class:`gpumem.errors.ResultsFileError`, exit 1). Other experiments'
+variable and its unit (:class:`gpumem.contracts.errors.ResultsFileError`, exit 1). Other
+experiments'
 raw files are gpumem's own and pass unchanged.
 """
 
@@ -39,8 +40,8 @@ from typing import Any
 import numpy as np
 import xarray as xr
 
-from gpumem.errors import ResultsFileError
-from gpumem.units import HUMAN_ATTR, shown_units
+from gpumem.contracts.errors import ResultsFileError
+from gpumem.contracts.units import HUMAN_ATTR, shown_units
 
 #: the clock the latencies were timed at, a global attribute in MHz (gpumem's own files
 #: carry it as the device's clock)

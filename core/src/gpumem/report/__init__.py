@@ -13,7 +13,7 @@ them, and the devices' provenance last. Modules:
 * :mod:`~gpumem.report.page` writes the HTML.
 
 The report knows no experiment: what the page shows comes from the registered experiments'
-``presentation()`` (:mod:`gpumem.presentation`): sections, figures, and the order of both.
+``presentation()`` (:mod:`gpumem.contracts.presentation`): sections, figures, and the order of both.
 The caller passes the registry in (``gpumem report`` passes the CLI's plugin set).
 
 Ownership: the report writes only its own files into ``OUT`` (``index.html``, the figures,
@@ -44,7 +44,7 @@ from pathlib import Path
 from typing import Any
 
 from gpumem import __version__
-from gpumem.errors import UsageError
+from gpumem.contracts.errors import UsageError
 from gpumem.report.page import render
 from gpumem.report.runs import load_runs
 from gpumem.report.sections import _NAME, build_sections, page_sections

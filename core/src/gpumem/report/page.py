@@ -23,8 +23,8 @@ from html import escape
 from string import Template
 from typing import Any
 
+from gpumem.contracts.findings import Finding
 from gpumem.figures.series import Series
-from gpumem.findings import Finding
 from gpumem.report.provenance import device_rows, experiment_rows, in_page_order, run_rows
 
 LIST_LIMIT = 16  # list values longer than this are cut in the table (the files hold them all)
@@ -457,7 +457,7 @@ def agreement_section(series: Sequence[Series], order: Sequence[str] = ()) -> st
     equal), under the count of those that do ('' for any other number of runs)."""
     if len(series) != 2:
         return ""
-    from gpumem.findings import kind_of
+    from gpumem.contracts.findings import kind_of
     from gpumem.interop.compare import AGREEMENT_TOL, agreement_summary
 
     first, second = series

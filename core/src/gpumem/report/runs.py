@@ -14,7 +14,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from gpumem.errors import ResultsFileError
+from gpumem.contracts.errors import ResultsFileError
 from gpumem.figures.series import COLOURS, Series
 from gpumem.interop.compare import unique_labels
 from gpumem.results.store import MANIFEST, RunStore, file_of

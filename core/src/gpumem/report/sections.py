@@ -1,7 +1,7 @@
 """Which figures the page shows, in which section, and what it says when data are missing.
 
 The report names no experiment: the sections come from the registered experiments'
-presentations (:mod:`gpumem.presentation`), passed in by the caller. :func:`page_sections`
+presentations (:mod:`gpumem.contracts.presentation`), passed in by the caller. :func:`page_sections`
 groups them by section key, sections by ``order``, experiments within one by ``rank`` then
 name, each experiment's figures in its own order. A figure is drawn for the series that have
 its experiment; a series without it gets one note (why: skipped, failed, not run), and when
@@ -22,9 +22,9 @@ from typing import Any
 
 from matplotlib.figure import Figure
 
+from gpumem.contracts.presentation import Presentation, ReportFigure, ReportSection, presentation_of
 from gpumem.figures.draw import save
 from gpumem.figures.series import Series
-from gpumem.presentation import Presentation, ReportFigure, ReportSection, presentation_of
 from gpumem.report.page import FigureDoc, SectionDoc
 
 

@@ -2,7 +2,7 @@
 
 A truncated or corrupt netCDF file makes the netCDF library raise assorted errors
 (``OSError: [Errno -101] NetCDF: HDF error`` and others); callers get one
-:class:`~gpumem.errors.ResultsFileError` naming the file instead.
+:class:`~gpumem.contracts.errors.ResultsFileError` naming the file instead.
 """
 
 from __future__ import annotations
@@ -15,8 +15,8 @@ from pathlib import Path
 
 import xarray as xr
 
-from gpumem.errors import ResultsFileError
-from gpumem.units import decode
+from gpumem.contracts.errors import ResultsFileError
+from gpumem.contracts.units import decode
 
 FINDINGS_GROUP = "findings"
 DEFERRED_SIGNALS = (signal.SIGINT, signal.SIGTERM)

@@ -23,9 +23,9 @@ import numpy as np
 import xarray as xr
 
 from gpumem import __version__
-from gpumem.device import DeviceInfo
-from gpumem.experiment import Axis, Plan
-from gpumem.units import human_long_name
+from gpumem.contracts.device import DeviceInfo
+from gpumem.contracts.experiment import Axis, Plan
+from gpumem.contracts.units import human_long_name
 
 SCHEMA_VERSION = 1
 CONVENTIONS = "CF-1.12"
@@ -173,7 +173,7 @@ def _add_point_state(ds: xr.Dataset, axes: list[Axis], index: dict,
     """Per-point device readings (``point_<reading>_before/_after``), ``point_throttled``
     (1 when a throttling clock-event reason was set before or after the point) and
     ``point_contended`` (1 when another process was active on the GPU before or after it;
-    see :mod:`gpumem.contention`)."""
+    see :mod:`gpumem.contracts.contention`)."""
     shape = tuple(len(a.values) for a in axes)
     dims = tuple(a.name for a in axes)
     state: dict[str, np.ndarray] = {}

@@ -45,11 +45,11 @@ try:
 except ImportError:  # pragma: no cover - not on Windows
     resource = None  # type: ignore[assignment]
 
-from gpumem.errors import GpumemError, ResultsFileError, UsageError
+from gpumem.contracts.errors import GpumemError, ResultsFileError, UsageError
+from gpumem.contracts.units import encode
 from gpumem.results.io import FINDINGS_GROUP, defer_signals, open_findings, open_raw
 from gpumem.results.schema import now_iso
 from gpumem.safe_write import EXCLUSIVE_FLAGS, fsync_dir, os_cause
-from gpumem.units import encode
 
 MANIFEST = "manifest.json"
 MANIFEST_VERSION = 1

@@ -20,7 +20,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from gpumem.errors import ResultsFileError
+from gpumem.contracts.errors import ResultsFileError
 from gpumem.results.io import open_raw
 from gpumem.results.store import MANIFEST, OutsideRun, RunStore, file_of, sha256_file
 

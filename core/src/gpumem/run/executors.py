@@ -16,8 +16,8 @@ import pickle
 from collections.abc import Callable, Mapping
 from typing import Any
 
-from gpumem.errors import ProbeUnsupported, UsageError
-from gpumem.experiment import Experiment, RunContext
+from gpumem.contracts.errors import ProbeUnsupported, UsageError
+from gpumem.contracts.experiment import Experiment, RunContext
 from gpumem.results.schema import POINT_SKIPPED, point_key
 from gpumem.run.point import run_point
 

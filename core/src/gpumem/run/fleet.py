@@ -20,7 +20,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
-from gpumem.errors import Interrupted, UsageError
+from gpumem.contracts.errors import Interrupted, UsageError
 from gpumem.plugins import Plugins
 from gpumem.results.store import RunStore
 from gpumem.run.resolve import default_out, resolve_arch

@@ -4,12 +4,14 @@ A cycle-level simulator runs a GPU thousands of times slower than the GPU itself
 with an H200 config: about 2,000 simulated cycles per second while one thread waits on
 memory), so a plan sized for hardware can run for days. Such a device declares itself slow
 (``DeviceInfo.cycles_per_second``) and prices each probe call
-(:meth:`~gpumem.device.Device.estimate_seconds`); experiments size their plans down
+(:meth:`~gpumem.contracts.device.Device.estimate_seconds`); experiments size their plans down
 (``RunContext.slow``), and the runner prices every point of the plan here, before the first
-one runs, by running the experiment's own :meth:`~gpumem.experiment.Experiment.measure` on a
+one runs, by running the experiment's own :meth:`~gpumem.contracts.experiment.Experiment.measure`
+on a
 stand-in device that only adds up prices. What the points cost on ``workers`` workers is the
 longest-first schedule of their prices; refinement adds at most
-:meth:`~gpumem.experiment.Experiment.refine_bound` rounds, each priced as the dearest point of
+:meth:`~gpumem.contracts.experiment.Experiment.refine_bound` rounds, each priced as the dearest
+point of
 the first pass (the points it adds lie between points already priced). A point the device
 refuses (``PointSkipped``: a trace over Accel-Sim's size limit, say) is not run, so it costs
 nothing; the plan priced is the one that runs (``--quick`` included). Measured against the
@@ -28,9 +30,9 @@ from typing import Any
 
 import numpy as np
 
-from gpumem.device import ChaseRequest, ChaseResult, Device, StreamRequest, StreamResult
-from gpumem.errors import PointSkipped, ProbeUnsupported
-from gpumem.experiment import Experiment, Plan, RunContext, measure_point
+from gpumem.contracts.device import ChaseRequest, ChaseResult, Device, StreamRequest, StreamResult
+from gpumem.contracts.errors import PointSkipped, ProbeUnsupported
+from gpumem.contracts.experiment import Experiment, Plan, RunContext, measure_point
 
 
 def makespan(seconds: Sequence[float], workers: int) -> float:

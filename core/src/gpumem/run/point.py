@@ -9,9 +9,9 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from gpumem.device import Device
-from gpumem.errors import PointSkipped, ProbeUnsupported
-from gpumem.experiment import Experiment, RunContext, measure_point
+from gpumem.contracts.device import Device
+from gpumem.contracts.errors import PointSkipped, ProbeUnsupported
+from gpumem.contracts.experiment import Experiment, RunContext, measure_point
 from gpumem.results.schema import (
     POINT_COUNTS,
     POINT_FAILED,
@@ -26,7 +26,7 @@ PointResult = tuple[int, str, Mapping[str, Any]]
 def run_point(experiment: Experiment, device: Device, point: Mapping[str, Any],
               ctx: RunContext) -> PointResult:
     """One point, with its failure turned into data (ProbeUnsupported and Ctrl-C propagate):
-    each timed run its plan declares (:func:`gpumem.experiment.measure_point`), one failed
+    each timed run its plan declares (:func:`gpumem.contracts.experiment.measure_point`), one failed
     run failing the point. The device's point state (clocks, throttling) before and after
     goes with the values, and what the point added to the device's counters with any
     result."""

@@ -18,10 +18,10 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
-from gpumem.architecture import Architecture
-from gpumem.device import Device
-from gpumem.errors import DeviceUnavailable, GpumemError, UsageError
-from gpumem.experiment import Experiment
+from gpumem.contracts.architecture import Architecture
+from gpumem.contracts.device import Device
+from gpumem.contracts.errors import DeviceUnavailable, GpumemError, UsageError
+from gpumem.contracts.experiment import Experiment
 from gpumem.generic import (
     ArchChoice,
     choose_architecture,

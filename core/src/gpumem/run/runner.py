@@ -3,7 +3,7 @@
 ``gpumem run`` is a thin wrapper over :func:`run`. The order of work is deliberate:
 
 1. resolve everything the user typed (architecture, experiments, device, output folder) and
-   raise :class:`~gpumem.errors.UsageError` for anything wrong *before* writing a byte;
+   raise :class:`~gpumem.contracts.errors.UsageError` for anything wrong *before* writing a byte;
 2. open the device and the run store;
 3. per experiment: plan the sweep, skip it if ``--resume`` finds it complete and intact, run
    its points (in worker processes with ``--workers N`` where the device allows), let it
@@ -52,17 +52,17 @@ from typing import Any
 
 import numpy as np
 
-from gpumem.contention import ATTR as CONTENTION_ATTR
-from gpumem.contention import CONTENDED, Watch, assess, mark, wait_until_free
-from gpumem.device import Device, DeviceInfo
-from gpumem.errors import (
+from gpumem.contracts.contention import ATTR as CONTENTION_ATTR
+from gpumem.contracts.contention import CONTENDED, Watch, assess, mark, wait_until_free
+from gpumem.contracts.device import Device, DeviceInfo
+from gpumem.contracts.errors import (
     GpumemError,
     Interrupted,
     ProbeUnsupported,
     UsageError,
 )
-from gpumem.experiment import Axis, Experiment, Plan, RunContext
-from gpumem.findings import Expected, Finding, evaluate, not_modelled, to_dataset
+from gpumem.contracts.experiment import Axis, Experiment, Plan, RunContext
+from gpumem.contracts.findings import Expected, Finding, evaluate, not_modelled, to_dataset
 from gpumem.generic import AUTO
 from gpumem.plugins import Plugins, load_plugins
 from gpumem.results.schema import (
@@ -124,7 +124,7 @@ class Outcome:
     error: str = ""
     wall_s: float = 0.0
     points: int = 0
-    contention: str = ""   # what was seen of other work on the GPU (gpumem.contention)
+    contention: str = ""   # what was seen of other work on the GPU (gpumem.contracts.contention)
 
 
 @dataclass
@@ -705,7 +705,7 @@ def run_experiment(plugins: Plugins, store: RunStore, device: Device, cls: type[
         if ok:
             entry = store.entry(key)
             assert entry is not None
-            from gpumem.findings import from_dataset
+            from gpumem.contracts.findings import from_dataset
             from gpumem.results.io import open_findings
 
             path = store.path_of(entry.data)  # inside the run: is_complete checked it
@@ -913,7 +913,7 @@ def contention_line(report: RunReport) -> str:
 def run(req: RunRequest, *, plugins: Plugins, reporter: Reporter | None = None,
         results_root: Path = DEFAULT_RESULTS_ROOT) -> RunReport:
     """Run ``req``; see the module docstring for the order of work. SIGTERM is handled
-    like Ctrl-C, as :class:`~gpumem.errors.Interrupted` with exit code 143."""
+    like Ctrl-C, as :class:`~gpumem.contracts.errors.Interrupted` with exit code 143."""
     try:
         with sigterm_as_interrupt():
             return _run(req, plugins=plugins, reporter=reporter, results_root=results_root)

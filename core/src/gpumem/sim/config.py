@@ -45,7 +45,7 @@ import tomli_w
 from pydantic import Field
 from pydantic.fields import FieldInfo
 
-from gpumem.chains import splitmix64
+from gpumem.contracts.chains import splitmix64
 from gpumem.sim.noise import SPREADS
 
 if sys.version_info >= (3, 11):
@@ -910,7 +910,7 @@ class Interconnect:
 @dataclass
 class Neighbour:
     """Another process on the simulated GPU, for tests of contention detection
-    (:mod:`gpumem.contention`): what NVML would list beside each point, and what its work
+    (:mod:`gpumem.contracts.contention`): what NVML would list beside each point, and what its work
     does to the measurements. The defaults of the effects are what an H200 showed while a
     second process copied a 2 GB buffer in a loop (``benchmarks/contention_probe.py``,
     2026-12-03): L2 hits 410 cycles instead of 283, a time slice of 2.6 million cycles in one

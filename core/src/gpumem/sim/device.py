@@ -10,7 +10,7 @@ from typing import Any
 
 import numpy as np
 
-from gpumem.device import (
+from gpumem.contracts.device import (
     PLACEMENT_PADS,
     BulkRequest,
     ChaseRequest,
@@ -23,7 +23,7 @@ from gpumem.device import (
     StreamRequest,
     StreamResult,
 )
-from gpumem.errors import PointSkipped, ProbeUnsupported, UsageError
+from gpumem.contracts.errors import PointSkipped, ProbeUnsupported, UsageError
 from gpumem.sim import engine, noise
 from gpumem.sim.config import SimConfig
 from gpumem.sim.throughput import (
@@ -274,7 +274,7 @@ class SimDevice(Device):
                 "other_busy_pct": float(nb.busy_pct)}
 
     def neighbours(self) -> list[Any]:
-        from gpumem.contention import Neighbour
+        from gpumem.contracts.contention import Neighbour
 
         nb = self.config.neighbour
         return [Neighbour(SIM_NEIGHBOUR_PID + i, "simulated neighbour", 0, "compute",
@@ -287,7 +287,7 @@ class SimDevice(Device):
             "sim_seed": self.seed,
         }
         if self.config.neighbour.active:
-            from gpumem.contention import describe_all
+            from gpumem.contracts.contention import describe_all
 
             out["neighbours_seen"] = describe_all(self.neighbours())
         return out

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from gpumem.chains import permutation_params, scatter_key, splitmix64
+from gpumem.contracts.chains import permutation_params, scatter_key, splitmix64
 from gpumem.sim import specialise
 from gpumem.sim.config import (
     MAX_STATE_BYTES,
@@ -54,7 +54,7 @@ from gpumem.sim.model import (
     sectors,
     tag_mask,
 )
-from gpumem.sim.primitives import _permute  # noqa: F401 - tests check it against gpumem.chains
+from gpumem.sim.primitives import _permute  # noqa: F401 - tests check it against gpumem.contracts.chains
 
 SPECIALISE_MIN = 100_000  # chases at least this long run a kernel specialised to their path
 

@@ -773,7 +773,8 @@ class _Static:
 
 
 def _chain_chunk(s: Src) -> None:
-    """The chain's next byte offsets, up to two chunks ahead (same order as gpumem.chains).
+    """The chain's next byte offsets, up to two chunks ahead (same order as
+    gpumem.contracts.chains).
     The random order's cycle walking goes a step at a time over the whole chunk, as
     ``chains.permute_vec`` does: one value in four needs a second step on a footprint of
     3 * 2**k lines, and a branch on that per value costs more than the step."""

@@ -180,7 +180,7 @@ def _permute_step(v, mask, sh, k0, k1, k2, k3):
 
 @nb.njit(inline="always")  # inlined: nothing to cache (see specialise)
 def _permute(x, bits, k0, k1, k2, k3, n):
-    """The permutation of :func:`gpumem.chains.permute_vec`, one value at a time."""
+    """The permutation of :func:`gpumem.contracts.chains.permute_vec`, one value at a time."""
     mask = (_U(1) << _U(bits)) - _U(1)
     sh = _U((bits + 1) // 2)
     v = _U(x)

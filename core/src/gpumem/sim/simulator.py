@@ -4,10 +4,10 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from gpumem.device import Device
-from gpumem.errors import UsageError
+from gpumem.contracts.device import Device
+from gpumem.contracts.errors import UsageError
+from gpumem.contracts.simulator import Simulator
 from gpumem.sim.config import SimConfig, SimConfigError
-from gpumem.simulator import Simulator
 
 
 class BuiltinSimulator(Simulator):

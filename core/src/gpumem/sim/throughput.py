@@ -32,8 +32,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from gpumem.device import BulkRequest, DsmemRequest, SmemRequest, StreamRequest
-from gpumem.errors import PointSkipped
+from gpumem.contracts.device import BulkRequest, DsmemRequest, SmemRequest, StreamRequest
+from gpumem.contracts.errors import PointSkipped
 from gpumem.sim.config import CacheLevel, SimConfig
 
 SECTOR = 32
@@ -54,7 +54,8 @@ def smooth_min(a: float, b: float, p: float) -> float:
 
 def warp_sectors(order: str, width: int, ilp: int, granule: int = SECTOR) -> tuple[int, int]:
     """(sectors per load instruction, distinct sectors over the ``ilp`` instructions) of one
-    warp, for the orderings of :data:`gpumem.device.STREAM_ORDERS`; with ``granule`` a line
+    warp, for the orderings of :data:`gpumem.contracts.device.STREAM_ORDERS`; with ``granule`` a
+    line
     size, the same in lines (the requests the instructions make)."""
     t = np.arange(WARP)
     per_instr = []

@@ -2,7 +2,8 @@
 
 Accel-Sim replays SASS traces that NVBit records on a real GPU. gpumem's probes are so simple
 that their traces can be written directly from a request, with the same chains
-(:mod:`gpumem.chains`) and the same address orderings as the CUDA kernels: no GPU, no NVBit.
+(:mod:`gpumem.contracts.chains`) and the same address orderings as the CUDA kernels: no GPU, no
+NVBit.
 
 A trace directory holds ``kernelslist.g`` and one ``kernel-N.traceg`` per launch, in the
 format of Accel-Sim's trace parser (tracer version 5: a ``-key = value`` header closed by a
@@ -269,7 +270,7 @@ def chase_trace(directory: str | Path, request: ChaseRequest, *, binary_version:
     """Write the traces of a pointer chase into ``directory`` (created if missing).
 
     The timed part is one thread: a chain of dependent loads (each load's destination register
-    is the next load's address register) over the byte offsets :func:`gpumem.chains.
+    is the next load's address register) over the byte offsets :func:`gpumem.contracts.chains.
     chain_offsets` gives, at ``base + PLACEMENT_PADS[placement] + offset``, ``element`` bytes
     wide, through ``request.path`` (see :func:`load_opcode`); ``unroll`` loads form one loop
     iteration, closed by a ``BRA``. It is the ``record`` accesses that follow the first

@@ -40,8 +40,11 @@ import xarray as xr
 
 from gpumem.analysis.chases import chases_from_dataset
 from gpumem.analysis.structure import LEVEL_OF_PATH
-from gpumem.device import Device
-from gpumem.experiment import Experiment, Plan, RunContext
+from gpumem.contracts.device import Device
+from gpumem.contracts.experiment import Experiment, Plan, RunContext
+from gpumem.contracts.finding_names import family
+from gpumem.contracts.findings import Finding
+from gpumem.contracts.presentation import Presentation, ReportFigure
 from gpumem.experiments.cache_structure.ahead import AHEAD_RECORDS, Ahead, bisection_guesses
 from gpumem.experiments.cache_structure.l2 import (
     _l2_fill_chase,
@@ -70,9 +73,6 @@ from gpumem.experiments.cache_structure.stages import scatter_chases
 from gpumem.experiments.cache_structure.walk import _LiveSource, _StoredSource, walk
 from gpumem.experiments.chaselog import ChaseLog
 from gpumem.experiments.figures import CACHE_STRUCTURE
-from gpumem.finding_names import family
-from gpumem.findings import Finding
-from gpumem.presentation import Presentation, ReportFigure
 
 __all__ = [
     "AHEAD_RECORDS", "CALIBRATION_PASSES", "LEVEL_FINDINGS", "LINE_PASSES", "MAX_CAPACITY",

@@ -7,7 +7,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import replace
 from typing import Any
 
-from gpumem.device import ChaseRequest, ChaseResult, Device
+from gpumem.contracts.device import ChaseRequest, ChaseResult, Device
 
 AHEAD_RECORDS = 24 << 20   # recorded accesses of the chases held ahead at once (~17 B each)
 

@@ -10,6 +10,7 @@ from typing import Any
 import numpy as np
 
 from gpumem.analysis.chases import Chase
+from gpumem.contracts.findings import Finding
 from gpumem.experiments.cache_structure.confidence import CLEAR, QUALIFIED
 from gpumem.experiments.cache_structure.rules import (
     CHAIN_SPAN,
@@ -24,7 +25,6 @@ from gpumem.experiments.cache_structure.rules import (
     scatter_line,
 )
 from gpumem.experiments.chaselog import ChaseLog
-from gpumem.findings import Finding
 
 
 def _l2_fill_chase(log: ChaseLog, l2_bytes: int, memory: int) -> None:

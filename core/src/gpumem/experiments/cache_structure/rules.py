@@ -21,8 +21,8 @@ from gpumem.analysis.structure import (
     passes_of,
     pooled,
 )
+from gpumem.contracts.findings import Finding
 from gpumem.experiments.cache_structure.confidence import CLEAR, UNCONFIRMED
-from gpumem.findings import Finding
 
 MAX_CAPACITY = 4 << 20     # largest first-level cache searched for
 START = 512                # smallest footprint: hit latency (no cache is smaller)

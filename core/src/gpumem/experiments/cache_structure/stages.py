@@ -27,6 +27,7 @@ from gpumem.analysis.structure import (
     uniform_enough,
     way_weights,
 )
+from gpumem.contracts.findings import Finding, unresolved
 from gpumem.experiments.cache_structure.ahead import bisection_guesses
 from gpumem.experiments.cache_structure.confidence import (
     CLEAR,
@@ -83,7 +84,6 @@ from gpumem.experiments.cache_structure.rules import (
     scatter_line,
 )
 from gpumem.experiments.chaselog import ChaseLog
-from gpumem.findings import Finding, unresolved
 
 #: every access to an overflowing set misses (LRU or FIFO) from this share of them up
 EVERY_ACCESS = 0.97

@@ -28,12 +28,12 @@ import numpy as np
 
 from gpumem.analysis.chases import Chase
 from gpumem.analysis.structure import LEVEL_OF_PATH, MissRule
+from gpumem.contracts.findings import Finding
 from gpumem.experiments.cache_structure import stages
 from gpumem.experiments.cache_structure.ahead import Ahead
 from gpumem.experiments.cache_structure.l2 import l2_stages
 from gpumem.experiments.cache_structure.rules import MAX_CAPACITY
 from gpumem.experiments.chaselog import ChaseLog
-from gpumem.findings import Finding
 
 
 class _StoredSource:

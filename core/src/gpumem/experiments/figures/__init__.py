@@ -1,7 +1,8 @@
 """The core experiments' figures, one module per family, and the sections of the page they
 share.
 
-Each experiment's ``presentation()`` (:mod:`gpumem.presentation`) names its section (one of
+Each experiment's ``presentation()`` (:mod:`gpumem.contracts.presentation`) names its section (one
+of
 the constants below) and its draw functions, imported from these modules inside the method:
 this package's ``__init__`` imports no matplotlib, its modules do. The sections are ordered
 in steps of 100, so a plugin's section can go between two of them.
@@ -9,7 +10,7 @@ in steps of 100, so a plugin's section can go between two of them.
 
 from __future__ import annotations
 
-from gpumem.presentation import ReportSection
+from gpumem.contracts.presentation import ReportSection
 
 LATENCY = ReportSection(
     "latency", "Latency ladder",

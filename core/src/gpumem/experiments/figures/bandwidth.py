@@ -9,7 +9,7 @@ from collections.abc import Sequence
 import numpy as np
 from matplotlib.figure import Figure
 
-from gpumem.experiment import median_over_repeats
+from gpumem.contracts.experiment import median_over_repeats
 from gpumem.figures.draw import (
     bytes_axis,
     finished,

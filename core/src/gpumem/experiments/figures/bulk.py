@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 from matplotlib.lines import Line2D
 
-from gpumem.experiment import median_over_repeats
+from gpumem.contracts.experiment import median_over_repeats
 from gpumem.figures.draw import (
     bytes_axis,
     finish,

@@ -11,7 +11,7 @@ import xarray as xr
 from matplotlib.figure import Figure
 from matplotlib.ticker import FuncFormatter
 
-from gpumem.experiment import median_over_repeats
+from gpumem.contracts.experiment import median_over_repeats
 from gpumem.figures.draw import (
     figure_legend,
     finished,

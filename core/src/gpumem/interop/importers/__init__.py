@@ -34,9 +34,9 @@ import numpy as np
 import xarray as xr
 
 from gpumem import __version__
-from gpumem.device import DeviceInfo
-from gpumem.errors import UsageError
-from gpumem.findings import Finding, evaluate, to_dataset
+from gpumem.contracts.device import DeviceInfo
+from gpumem.contracts.errors import UsageError
+from gpumem.contracts.findings import Finding, evaluate, to_dataset
 from gpumem.interop.formats import FormatError
 from gpumem.results.schema import POINT_OK, attr_safe, global_attrs, now_iso
 from gpumem.results.store import MANIFEST, RunStore

@@ -51,8 +51,8 @@ import numpy as np
 import xarray as xr
 
 from gpumem.analysis.plateaus import Plateau, find_plateaus
-from gpumem.device import DeviceInfo
-from gpumem.findings import Finding
+from gpumem.contracts.device import DeviceInfo
+from gpumem.contracts.findings import Finding
 from gpumem.interop.formats import Converted, Format, FormatError
 from gpumem.interop.importers import (
     Imported,

@@ -51,8 +51,8 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 import xarray as xr
 
-from gpumem.device import DeviceInfo
-from gpumem.findings import Finding
+from gpumem.contracts.device import DeviceInfo
+from gpumem.contracts.findings import Finding
 from gpumem.interop.formats import Converted, Format, FormatError
 from gpumem.interop.importers import (
     Imported,

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 
-from gpumem.findings import Expected, exact
+from gpumem.contracts.findings import Expected, exact
 
 #: Xinxin Mei and Xiaowen Chu, "Dissecting GPU Memory Hierarchy through Microbenchmarking",
 #: IEEE TPDS 28(1):72-86, 2017, as the Fermi, Kepler and Maxwell plugins cite it.

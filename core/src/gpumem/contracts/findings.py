@@ -400,7 +400,7 @@ def evaluate(findings: Sequence[Finding], expected: Sequence[Expected]) -> list[
 
 def not_modelled(findings: Sequence[Finding], reasons: dict[str, str]) -> list[Finding]:
     """``findings`` with every one a device cannot model (``reasons``: finding name or
-    fnmatch pattern -> why, :meth:`gpumem.device.Device.unmodelled`) marked
+    fnmatch pattern -> why, :meth:`gpumem.contracts.device.Device.unmodelled`) marked
     :data:`NOT_MODELLED`, the reason in its note."""
     from fnmatch import fnmatchcase
 
@@ -497,9 +497,9 @@ def to_dataset(findings: Sequence[Finding]) -> xr.Dataset:
 
     ``units`` is the CF/UDUNITS-2 spelling of the finding's unit and ``gpumem_units`` the one
     gpumem shows, where they differ (``cycle`` is stored as ``1``, ``GB/s`` as ``Gbyte/s``:
-    :mod:`gpumem.units`). Integer findings are int64; an unresolved one holds
+    :mod:`gpumem.contracts.units`). Integer findings are int64; an unresolved one holds
     :data:`INT_FILL`, declared its ``_FillValue``, and ``resolved = 0``."""
-    from gpumem.units import unit_attrs
+    from gpumem.contracts.units import unit_attrs
 
     data_vars: dict[str, xr.Variable] = {}
     coords: dict[str, Any] = {}
@@ -594,7 +594,7 @@ def from_dataset(ds: xr.Dataset) -> list[Finding]:
 
     Reads both file generations: ``units`` is the unit shown unless ``gpumem_units`` is
     stored (files before CF units carried ``cycle``, ``GB/s`` in ``units``)."""
-    from gpumem.units import shown_units
+    from gpumem.contracts.units import shown_units
 
     out = []
     for _vn, var in ds.data_vars.items():

@@ -25,7 +25,8 @@ class PluginError(GpumemError):
 
 class PluginWarning(UserWarning):
     """A plugin failed to load, hung, or gave an answer gpumem left out; gpumem went on
-    without it. Issued with :func:`warnings.warn`, so ``-W error::gpumem.errors.PluginWarning``
+    without it. Issued with :func:`warnings.warn`, so ``-W
+    error::gpumem.contracts.errors.PluginWarning``
     (or ``ignore``) and pytest's warning capture apply; the ``gpumem`` command shows each as
     one line, ``gpumem: warning: ...``."""
 

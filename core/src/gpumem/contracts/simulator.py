@@ -6,7 +6,7 @@ from abc import ABC, abstractmethod
 from pathlib import Path
 from typing import Any
 
-from gpumem.device import Device
+from gpumem.contracts.device import Device
 
 
 class Simulator(ABC):

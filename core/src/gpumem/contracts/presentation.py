@@ -1,7 +1,7 @@
 """How an experiment appears in ``gpumem report``: its section of the page and its figures.
 
 The report is a generic renderer: it knows no experiment. Each experiment says what it
-contributes through :meth:`gpumem.experiment.Experiment.presentation`, which returns a
+contributes through :meth:`gpumem.contracts.experiment.Experiment.presentation`, which returns a
 :class:`Presentation` (or ``None``: its findings go to the page's "other findings"). The
 page shows one section per :class:`ReportSection` that some registered experiment names,
 in ``order``; within a section the experiments follow their ``rank`` (then their name),

@@ -35,12 +35,12 @@ from typing import TYPE_CHECKING, Any
 import pluggy
 
 if TYPE_CHECKING:
-    from gpumem.architecture import Architecture
-    from gpumem.device import DeviceBackend, DeviceInfo
-    from gpumem.experiment import Experiment
-    from gpumem.findings import Expected
+    from gpumem.contracts.architecture import Architecture
+    from gpumem.contracts.device import DeviceBackend, DeviceInfo
+    from gpumem.contracts.experiment import Experiment
+    from gpumem.contracts.findings import Expected
+    from gpumem.contracts.simulator import Simulator
     from gpumem.interop.formats import Format
-    from gpumem.simulator import Simulator
 
 hookspec = pluggy.HookspecMarker("gpumem")
 
@@ -141,7 +141,8 @@ def gpumem_expected_values(arch: str, device: DeviceInfo) -> list[Expected] | No
     two cards of one architecture each get their own. When several plugins return a value for
     the same finding, the first registered plugin's wins: core's built-in plugin, then the
     installed plugins in entry-point name order (:meth:`gpumem.plugins.Plugins.expected_values`
-    asks them in that order; :func:`gpumem.findings.evaluate` keeps the first value of a name).
+    asks them in that order; :func:`gpumem.contracts.findings.evaluate` keeps the first value of a
+    name).
     Each plugin's call is isolated: one that raises or hangs is named in a warning and its
     values are left out; the others' still count.
 

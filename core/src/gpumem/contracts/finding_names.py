@@ -1,7 +1,7 @@
 """The finding names experiments declare, and the names no experiment declares.
 
 Every experiment lists in its class attribute ``findings``
-(:attr:`gpumem.experiment.Experiment.findings`) the names its analysis can report: exact
+(:attr:`gpumem.contracts.experiment.Experiment.findings`) the names its analysis can report: exact
 names, or :mod:`fnmatch` patterns (``lat.pattern.P[1-6]``) where names are generated. A name
 given anywhere else (an expected value, a comparison) can then be checked against them: an
 expected value whose name no experiment declares is never compared with anything, and says

@@ -34,12 +34,12 @@ from typing import TYPE_CHECKING, Any, ClassVar
 import numpy as np
 import xarray as xr
 
-from gpumem.device import Device, DeviceInfo
-from gpumem.finding_names import declared, matches
-from gpumem.findings import Finding
+from gpumem.contracts.device import Device, DeviceInfo
+from gpumem.contracts.finding_names import declared, matches
+from gpumem.contracts.findings import Finding
 
 if TYPE_CHECKING:
-    from gpumem.presentation import Presentation
+    from gpumem.contracts.presentation import Presentation
 
 
 @dataclass(frozen=True)
@@ -262,8 +262,9 @@ class Experiment(ABC):
     version: ClassVar[str] = "1"
     #: Every finding name :meth:`analyze` can report, unresolved ones included: exact names,
     #: or :mod:`fnmatch` patterns where names are generated (``lat.pattern.P[1-6]``; prefer
-    #: the names written out, e.g. with :func:`gpumem.finding_names.family`). Expected values
-    #: are checked against these (:func:`gpumem.finding_names.undeclared`), so a misspelt
+    #: the names written out, e.g. with :func:`gpumem.contracts.finding_names.family`). Expected
+    #: values
+    #: are checked against these (:func:`gpumem.contracts.finding_names.undeclared`), so a misspelt
     #: name is caught instead of never being compared. An experiment that sets none (one
     #: written before this existed) declares nothing: no name counts as its.
     findings: ClassVar[tuple[str, ...]] = ()
@@ -288,7 +289,7 @@ class Experiment(ABC):
         without the ``repeat`` dimension, its probes seeded with ``ctx.run_seed``; the runner
         calls it once per repeat (:func:`measure_point`).
 
-        Raise :class:`gpumem.errors.PointSkipped` for a point that cannot run here. Grid
+        Raise :class:`gpumem.contracts.errors.PointSkipped` for a point that cannot run here. Grid
         experiments implement this; adaptive ones implement :meth:`sweep` instead.
         """
         raise TypeError(f"experiment '{self.name}' implements neither measure() nor sweep()")
@@ -326,7 +327,7 @@ class Experiment(ABC):
         """Findings from a raw dataset (pure: reads only the dataset and its attributes)."""
 
     def presentation(self) -> Presentation | None:
-        """Its section and figures in ``gpumem report`` (:mod:`gpumem.presentation`); the
+        """Its section and figures in ``gpumem report`` (:mod:`gpumem.contracts.presentation`); the
         default ``None`` lists its findings under "other findings". Import the draw
         functions inside the method: ``gpumem run`` then loads no matplotlib."""
         return None

@@ -8,7 +8,8 @@ DRAM read of ten ran at half speed, and ``latency`` reported a 1.46 MB L2
 
 * **the neighbour, seen**: NVML's other processes beside each point
   (``point_other_active_processes_before/_after`` and ``point_contended``, see
-  :meth:`gpumem.device.Device.point_state`), and for every experiment at its start, its end
+  :meth:`gpumem.contracts.device.Device.point_state`), and for every experiment at its start, its
+  end
   and, in an adaptive search (which has no grid points), every 0.25 s of it (:class:`Watch`:
   the raw file's ``gpumem_neighbour_looks`` and ``gpumem_neighbour_seen``);
 * **the data**: a chase access longer than :data:`GAP_S` (no load waits that long on an
@@ -36,8 +37,8 @@ from typing import Any
 import numpy as np
 import xarray as xr
 
-from gpumem.errors import GpumemError
-from gpumem.findings import CONTENDED, CONTENDED_PREFIX, NOT_MODELLED
+from gpumem.contracts.errors import GpumemError
+from gpumem.contracts.findings import CONTENDED, CONTENDED_PREFIX, NOT_MODELLED
 
 #: a chase access this long (seconds) is a time slice of another context, not a load
 GAP_S = 20e-6
@@ -166,8 +167,7 @@ def _gaps(raw: xr.Dataset) -> tuple[int, float]:
         lat = var
         if "timer_overhead" in raw and set(raw["timer_overhead"].dims) <= set(var.dims):
             lat = var - raw["timer_overhead"]
-        over = (lat > limit).any("access")
-        chases += int(over.sum())
+        chases += int((lat > limit).any("access").sum())
         top = float(lat.max(skipna=True)) if lat.size else 0.0
         if np.isfinite(top) and top > limit:
             longest = max(longest, top / (clock * 1e6))
@@ -272,7 +272,7 @@ def wait_until_free(look: Callable[[], list[Neighbour] | None], wait_s: float,
     that cannot list other processes (``look`` answers ``None``) is refused at once: an
     exclusive run cannot be promised there."""
     if wait_s < 0:
-        from gpumem.errors import UsageError
+        from gpumem.contracts.errors import UsageError
 
         raise UsageError(f"--exclusive {wait_s:g}: the wait must be >= 0 seconds")
     start = clock()

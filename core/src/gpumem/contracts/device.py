@@ -2,7 +2,7 @@
 
 A device runs a small, fixed set of *probes*; experiments are written against probes only, so
 one experiment runs unchanged on hardware and on any simulator, and both give datasets of the
-same schema. A device that lacks a probe raises :class:`gpumem.errors.ProbeUnsupported`.
+same schema. A device that lacks a probe raises :class:`gpumem.contracts.errors.ProbeUnsupported`.
 """
 
 from __future__ import annotations
@@ -15,7 +15,7 @@ from typing import Any
 
 import numpy as np
 
-from gpumem.chains import ORDERS
+from gpumem.contracts.chains import ORDERS
 
 #: Probe names. Experiments declare which they need; devices say which they implement.
 #: ``peer_access``: ``pointer_chase`` and ``stream`` also take ``peer``, the index of another
@@ -112,7 +112,7 @@ class ChaseRequest:
     """One pointer chase: a single thread walks a chain over ``footprint`` bytes.
 
     ``stride`` is the distance between consecutive chain elements (``order="sequential"``) or
-    the block size visited once per pass (``order="random"``), see :mod:`gpumem.chains`.
+    the block size visited once per pass (``order="random"``), see :mod:`gpumem.contracts.chains`.
     ``warmup`` accesses run untimed first (0 = cold start); ``record`` accesses are timed
     individually. ``path`` is the load flavour: ``ca`` (L1-cached global), ``cg`` (L2 only),
     ``nc`` (read-only path) or ``tex`` (texture fetch). ``sm`` picks the SM where it matters.
@@ -122,7 +122,7 @@ class ChaseRequest:
     held in front of it, so the same chain lands on other physical pages (an H200's near L2
     partition ended anywhere from 25 to 31 MB depending on them).
     ``warm_threads`` > 1 lets a device walk the warm-up with that many threads on the chase's
-    SM (:func:`gpumem.chains.warm_segments`): first, by one thread in chain order, the
+    SM (:func:`gpumem.contracts.chains.warm_segments`): first, by one thread in chain order, the
     warm-up's accesses to the lines the chase will record, then all the others as chain-order
     segments at once. Every line is touched as often and from the same SM, and no other line
     is touched before a recorded one, so a cache whose eviction depends on which lines came
@@ -154,7 +154,7 @@ class ChaseRequest:
         if self.peer < -1:
             raise ValueError("peer must be a device index, or -1 for the device's own memory")
         if self.order == "pattern":
-            from gpumem.chains import validate_pattern
+            from gpumem.contracts.chains import validate_pattern
 
             validate_pattern(self.pattern, self.footprint, self.element)
         if self.order not in ORDERS:
@@ -418,7 +418,7 @@ class Device(ABC):
         raise self._unsupported("bulk_copy")
 
     def _unsupported(self, probe: str) -> Exception:
-        from gpumem.errors import ProbeUnsupported
+        from gpumem.contracts.errors import ProbeUnsupported
 
         return ProbeUnsupported(f"{self.info.kind} device has no {probe} probe")
 
@@ -434,7 +434,7 @@ class Device(ABC):
         return {}
 
     def neighbours(self) -> list[Any] | None:
-        """The other processes on the device now (:class:`gpumem.contention.Neighbour`),
+        """The other processes on the device now (:class:`gpumem.contracts.contention.Neighbour`),
         ``None`` where the device cannot list them. A device that can also reports them per
         point in :meth:`point_state` (``other_processes``, ``other_active_processes``)."""
         return None
