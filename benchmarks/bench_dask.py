@@ -16,7 +16,7 @@ import xarray as xr
 
 
 def _run(arch: str, experiment: str, out: Path, **kw) -> float:
-    from gpumem.plugins import get_plugins
+    from gpumem.plugin.registry import get_plugins
     from gpumem.run.runner import RunRequest, run
 
     t = time.perf_counter()

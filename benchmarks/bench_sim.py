@@ -42,7 +42,7 @@ REPO = Path(__file__).resolve().parents[1]
 #: A child process's script: chase footprints 2 MB ... 8 GB, print its peak RSS (KiB).
 TLB_SWEEP_CODE = (
     "import resource\n"
-    "from gpumem.plugins import get_plugins\n"
+    "from gpumem.plugin.registry import get_plugins\n"
     "from gpumem.contracts.device import ChaseRequest\n"
     "from gpumem.sim.device import SimDevice\n"
     "cfg = get_plugins().hook.gpumem_simulator_config(arch='hopper', simulator='sim')\n"
@@ -67,7 +67,7 @@ REGIMES = {
 
 
 def _hopper():
-    from gpumem.plugins import get_plugins
+    from gpumem.plugin.registry import get_plugins
 
     return get_plugins().hook.gpumem_simulator_config(arch="hopper", simulator="sim")
 

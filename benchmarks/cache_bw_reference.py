@@ -163,7 +163,7 @@ def main() -> int:
 def gpumem_figures(run_dir: Path) -> dict[str, float]:
     """``bw.l1`` and ``bw.l2`` (GB/s) from a gpumem run directory's findings."""
     from gpumem.interop.reruns import run_findings
-    from gpumem.plugins import load_plugins
+    from gpumem.plugin.registry import load_plugins
 
     found = run_findings(run_dir, load_plugins())
     return {name: float(f.value) for (_exp, name), f in found.items()

@@ -22,7 +22,7 @@ import numpy as np
 def series(dirs: list[Path]) -> dict[tuple[str, str], list[Any]]:
     """(experiment, finding) -> the value of each run (None where a run lacks it)."""
     from gpumem.interop.reruns import run_findings
-    from gpumem.plugins import get_plugins
+    from gpumem.plugin.registry import get_plugins
 
     plugins = get_plugins()
     runs = [run_findings(d, plugins) for d in dirs]

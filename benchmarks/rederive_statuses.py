@@ -32,7 +32,7 @@ from typing import Any
 from gpumem.cli._common import fmt_band, fmt_interval, fmt_value
 from gpumem.contracts.findings import Expected, Finding, _by_label, band_of, status_of
 from gpumem.interop.compare import device_from_attrs, load_sources
-from gpumem.plugins import get_plugins
+from gpumem.plugin.registry import get_plugins
 
 ROOT = Path(__file__).resolve().parents[1]
 DATA = ROOT / "tests" / "data"

@@ -47,7 +47,7 @@ def main() -> int:
             last = time.perf_counter() - t
             print(f"{d.name}: rc {rc}, {last:.1f} s wall", flush=True)
     from gpumem.interop.reruns import agreement, run_findings
-    from gpumem.plugins import load_plugins
+    from gpumem.plugin.registry import load_plugins
 
     plugins = load_plugins()
     rows = agreement([run_findings(d, plugins) for d in dirs])

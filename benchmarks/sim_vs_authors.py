@@ -43,7 +43,7 @@ from gpumem import __version__
 from gpumem.contracts.expected_blocks import MEI_CHU, MEI_CHU_REPO
 from gpumem.contracts.findings import Expected, Finding, kind_of
 from gpumem.interop.compare import AGREEMENT_TOL, agreement_summary, load_source, row_error
-from gpumem.plugins import get_plugins
+from gpumem.plugin.registry import get_plugins
 
 ROOT = Path(__file__).resolve().parents[1]
 ARCHS = ("fermi", "kepler", "maxwell")

@@ -28,7 +28,7 @@ from pathlib import Path
 from typing import Any
 
 from gpumem.interop.compare import compare
-from gpumem.plugins import get_plugins
+from gpumem.plugin.registry import get_plugins
 
 ROOT = Path(__file__).resolve().parents[1]
 RUNS = ROOT / "tests" / "data" / "h200-reruns"

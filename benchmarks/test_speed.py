@@ -42,7 +42,7 @@ WORKERS = int(os.environ.get("GPUMEM_BENCH_WORKERS", "0")) or os.cpu_count() or 
 @pytest.fixture(scope="module")
 def hopper_sim():
     from gpumem.contracts.device import ChaseRequest
-    from gpumem.plugins import get_plugins
+    from gpumem.plugin.registry import get_plugins
     from gpumem.sim import engine, specialise
     from gpumem.sim.device import SimDevice
 

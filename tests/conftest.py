@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
-from gpumem.plugins import reset_plugins
+from gpumem.plugin.registry import reset_plugins
 
 FIXTURES = Path(__file__).parent / "fixtures"
 DISTS = FIXTURES / "dists"

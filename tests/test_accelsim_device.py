@@ -492,7 +492,7 @@ def test_provenance_and_deadlock_reruns_are_complete_with_workers(fake, cli, tmp
 
 
 def test_a_base_config_loses_what_the_build_rejects(fake, capsys):
-    from gpumem.plugins import get_plugins
+    from gpumem.plugin.registry import get_plugins
 
     plugins = get_plugins()
     sim = plugins.simulators()["accelsim"]

@@ -6,7 +6,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from gpumem.plugins import get_plugins
+from gpumem.plugin.registry import get_plugins
 from gpumem.sim import SimConfig
 from gpumem_accelsim.config import AccelSimConfig
 from gpumem_accelsim.export import export_run

@@ -12,12 +12,12 @@ from pathlib import Path
 
 import gpumem.api as api
 import pytest
-from gpumem.arch_plugin import ArchitecturePlugin
+from gpumem.authoring.check import ALLOWED_IMPORTS, gpumem_imports, imports_past_api
+from gpumem.authoring.check import ALLOWED_IN_TESTS as ALLOWED_TESTS
 from gpumem.contracts.architecture import Architecture
 from gpumem.contracts.errors import PluginError
-from gpumem.plugin_check import ALLOWED_IMPORTS, gpumem_imports, imports_past_api
-from gpumem.plugin_check import ALLOWED_IN_TESTS as ALLOWED_TESTS
-from gpumem.plugins import PluginRecord, Plugins, first_party, get_plugins
+from gpumem.plugin.arch import ArchitecturePlugin
+from gpumem.plugin.registry import PluginRecord, Plugins, first_party, get_plugins
 
 ROOT = Path(__file__).resolve().parents[1]
 #: Every in-tree plugin's package, and the plugin guide's example (a third party's template).
@@ -195,7 +195,7 @@ def test_kernel_lookup_names_a_failing_plugin_and_asks_the_next(capsys):
         def gpumem_kernel_source(self, arch, probe):
             raise RuntimeError("no kernels today")
 
-    from gpumem import builtin
+    from gpumem.plugin import builtin
 
     warnings: list[str] = []
     plugins = Plugins(warn=warnings.append)
@@ -268,13 +268,13 @@ def test_the_three_paper_plugins_share_the_blocks_and_cite_one_paper():
 
 
 def test_no_hook_is_called_past_the_one_isolating_path():
-    """Outside gpumem/plugins.py, core and the plugins never call ``pm.hook.gpumem_*``
+    """Outside gpumem/plugin/registry.py, core and the plugins never call ``pm.hook.gpumem_*``
     directly: every call goes through Plugins.answers (expected values, first results, kernel
     lookups), which names a plugin that raises and asks the others."""
     bad = []
     for path in sorted([*(ROOT / "core" / "src" / "gpumem").rglob("*.py"),
                         *ROOT.glob("plugins/*/src/gpumem_*/**/*.py")]):
-        if path.name == "plugins.py" and path.parent.name == "gpumem":
+        if path.name == "registry.py" and path.parent.name == "plugin":
             continue
         for node in ast.walk(ast.parse(path.read_text())):
             if isinstance(node, ast.Attribute) and node.attr.startswith("gpumem_") and \

@@ -14,7 +14,7 @@ from gpumem.contracts.experiment import RunContext, measure_point
 from gpumem.contracts.level_widths import l1_width
 from gpumem.experiments.bandwidth import Bandwidth
 from gpumem.experiments.bandwidth_levels import BandwidthLevels
-from gpumem.plugins import get_plugins
+from gpumem.plugin.registry import get_plugins
 from gpumem.sim.device import SimDevice, sim_device_info
 from gpumem.sim.throughput import stream_model
 

@@ -8,7 +8,7 @@ import json
 
 import pytest
 from gpumem.contracts.device import BulkRequest
-from gpumem.plugins import get_plugins
+from gpumem.plugin.registry import get_plugins
 
 
 @pytest.mark.parametrize("latency, gbs", [(617.0, 4800.0), (400.0, 2000.0)])

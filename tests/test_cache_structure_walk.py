@@ -20,7 +20,7 @@ from gpumem.experiments.cache_structure.stages import (
 )
 from gpumem.experiments.cache_structure.walk import _LiveSource, _StoredSource, _Walk, walk
 from gpumem.experiments.chaselog import ChaseLog
-from gpumem.plugins import get_plugins
+from gpumem.plugin.registry import get_plugins
 from gpumem.sim.config import CacheLevel, Dram, SetIndex, SimConfig, Timer
 from gpumem.sim.device import SimDevice
 

@@ -135,7 +135,7 @@ def test_the_report_of_two_runs_shows_their_agreement(tmp_path):
     import io
     import json
 
-    from gpumem.plugins import get_plugins
+    from gpumem.plugin.registry import get_plugins
     from gpumem.report import build_report
 
     sim = tmp_path / "sim"

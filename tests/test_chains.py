@@ -55,7 +55,7 @@ def test_scattered_reads_one_element_of_each_block_in_block_order(blocks, per_bl
 @pytest.mark.parametrize("order", ["random", "scattered"])
 def test_sim_records_the_chain_order_for(order):
     from gpumem.contracts.device import ChaseRequest
-    from gpumem.plugins import get_plugins
+    from gpumem.plugin.registry import get_plugins
     from gpumem.sim.device import SimDevice
 
     cfg = get_plugins().hook.gpumem_simulator_config(arch="hopper", simulator="sim")
@@ -68,7 +68,7 @@ def test_sim_records_the_chain_order_for(order):
 
 def test_sim_records_the_chain_order():
     from gpumem.contracts.device import ChaseRequest
-    from gpumem.plugins import get_plugins
+    from gpumem.plugin.registry import get_plugins
     from gpumem.sim.device import SimDevice
 
     cfg = get_plugins().hook.gpumem_simulator_config(arch="hopper", simulator="sim")

@@ -24,7 +24,7 @@ BENCH = DATA / "gpu-benches"
 def sim_run(tmp_path_factory) -> Path:
     """A quick kepler run of two experiments on the simulator."""
     from gpumem.cli import main
-    from gpumem.plugins import reset_plugins
+    from gpumem.plugin.registry import reset_plugins
 
     out = tmp_path_factory.mktemp("usability") / "run"
     reset_plugins()

@@ -151,7 +151,7 @@ def test_reanalyze_compares_what_todays_analyses_find(capsys):
     today's analysis pools the plateau (515). --reanalyze derives every run's findings
     afresh, so runs that older and newer gpumem versions analysed compare like with like."""
     from gpumem.interop.compare import compare
-    from gpumem.plugins import get_plugins
+    from gpumem.plugin.registry import get_plugins
 
     def far(reanalyze: bool) -> float:
         data = compare(get_plugins(), [REF_RUN], False, reanalyze=reanalyze)

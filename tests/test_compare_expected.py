@@ -172,7 +172,7 @@ def _device(kind: str, name: str) -> DeviceInfo:
     ("sim", "sim h2000", False), ("sim", "sim h200x", False), ("sim", "sim gtx780", False),
     ("sim", "sim my-h200", False), ("accelsim", "accelsim h200", False)])
 def test_which_devices_get_the_reference_values(kind, name, reference):
-    from gpumem.plugins import get_plugins
+    from gpumem.plugin.registry import get_plugins
     from gpumem_hopper.expected import models_reference_card
 
     assert models_reference_card(_device(kind, name)) == reference

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import pytest
-from gpumem.plugins import get_plugins
+from gpumem.plugin.registry import get_plugins
 from gpumem.sim import SimConfig, SimConfigError
 
 ARCHS = ("fermi", "kepler", "maxwell", "hopper")

@@ -45,7 +45,7 @@ def neighbour_config(tmp_path: Path, **fields) -> Path:
 def runs(tmp_path_factory):
     """``latency bandwidth --quick --check`` with an active neighbour, and without one."""
     from gpumem.cli import main
-    from gpumem.plugins import reset_plugins
+    from gpumem.plugin.registry import reset_plugins
 
     base = tmp_path_factory.mktemp("contention")
     cfg = neighbour_config(base, processes=1, busy_pct=30.0)

@@ -78,7 +78,7 @@ def analyze(path) -> tuple[int, dict, str]:
     import io
 
     from gpumem.cli import main
-    from gpumem.plugins import reset_plugins
+    from gpumem.plugin.registry import reset_plugins
 
     out, err = io.StringIO(), io.StringIO()
     reset_plugins()

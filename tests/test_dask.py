@@ -14,7 +14,7 @@ import xarray as xr
 
 distributed = pytest.importorskip("distributed")
 
-from gpumem.plugins import get_plugins  # noqa: E402
+from gpumem.plugin.registry import get_plugins  # noqa: E402
 from gpumem.run.runner import RunRequest, run  # noqa: E402
 
 

@@ -56,8 +56,8 @@ def test_devices_without_driver(cli, monkeypatch, available, needle):
 def test_importing_gpumem_never_imports_cupy_or_numba():
     import subprocess
 
-    code = ("import sys, gpumem, gpumem.cli, gpumem.run.runner, gpumem.plugins; "
-            "gpumem.plugins.get_plugins(); "
+    code = ("import sys, gpumem, gpumem.cli, gpumem.run.runner, gpumem.plugin.registry; "
+            "gpumem.plugin.registry.get_plugins(); "
             "print('cupy' in sys.modules, 'numba' in sys.modules)")
     res = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
     assert res.stdout.split() == ["False", "False"], res.stderr

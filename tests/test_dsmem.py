@@ -9,7 +9,7 @@ import json
 import pytest
 import xarray as xr
 from gpumem.contracts.device import DsmemRequest
-from gpumem.plugins import get_plugins
+from gpumem.plugin.registry import get_plugins
 
 
 def _planted(tmp_path, remote_latency: float, remote_rate: float) -> tuple[str, object]:

@@ -21,7 +21,7 @@ from importlib.resources import files
 from pathlib import Path
 
 import pytest
-from gpumem.plugins import get_plugins
+from gpumem.plugin.registry import get_plugins
 from helpers import selected
 
 ROOT = Path(__file__).resolve().parents[1]

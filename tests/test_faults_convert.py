@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 from gpumem.contracts.errors import ResultsFileError
-from gpumem.plugins import get_plugins
+from gpumem.plugin.registry import get_plugins
 from gpumem.results.io import open_raw
 
 DATA = Path(__file__).parent / "data"

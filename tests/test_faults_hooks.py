@@ -24,10 +24,10 @@ from importlib.metadata import EntryPoint
 from pathlib import Path
 
 import pytest
-from gpumem import plugins as plugins_mod
 from gpumem.contracts.device import DeviceInfo
 from gpumem.contracts.errors import GpumemError, PluginError
-from gpumem.plugins import load_plugins
+from gpumem.plugin import registry as plugins_mod
+from gpumem.plugin.registry import load_plugins
 from helpers import GPUMEM_ENV
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -142,7 +142,7 @@ def test_a_hook_calling_another_hook_does_not_deadlock(tmp_path, monkeypatch):
     monkeypatch.setenv("GPUMEM_PLUGIN_TIMEOUT", "3")
     ep = _plugin(tmp_path, monkeypatch, "nested",
                  "@hookimpl\ndef gpumem_simulator_config(arch, simulator):\n"
-                 "    from gpumem.plugins import get_plugins\n"
+                 "    from gpumem.plugin.registry import get_plugins\n"
                  "    if arch != 'nested':\n        return None\n"
                  "    return get_plugins().first_result('gpumem_simulator_config',\n"
                  "                                      arch='kepler', simulator=simulator)\n")
@@ -431,7 +431,7 @@ def test_a_config_of_another_architecture_is_refused_under_arch(cli, tmp_path):
 
 def test_a_config_of_a_claimed_compute_capability_is_accepted_under_arch():
     """The H200 config under the generic sm_90 (whose compute capability it has) is fine."""
-    from gpumem.plugins import get_plugins
+    from gpumem.plugin.registry import get_plugins
     from gpumem.run.resolve import resolve_arch, resolve_device
 
     plugins = get_plugins()

@@ -18,7 +18,7 @@ from pathlib import Path
 import netCDF4
 import pytest
 import xarray as xr
-from gpumem.plugins import reset_plugins
+from gpumem.plugin.registry import reset_plugins
 from gpumem.results.verify import verify_run
 
 EVIL = "x[/red] [link=https://evil.example]http://nvidia.com[/link] \x1b]8;;http://evil\x07y"
@@ -201,7 +201,7 @@ def test_markup_in_a_manifest_prints_as_text_in_show(cli, run):
 def test_markup_in_a_plugin_error_prints_as_text_in_list_plugins(cli, tmp_path, monkeypatch):
     (tmp_path / "evil_plugin_xyz.py").write_text(f"raise RuntimeError({EVIL!r})\n")
     monkeypatch.syspath_prepend(str(tmp_path))
-    monkeypatch.setattr("gpumem.plugins.entry_points",
+    monkeypatch.setattr("gpumem.plugin.registry.entry_points",
                         lambda: [EntryPoint(name="evil[/red]", value="evil_plugin_xyz",
                                             group="gpumem")])
     res = cli("list-plugins")
@@ -214,7 +214,7 @@ def test_a_plugin_load_warning_escapes_control_characters(cli, tmp_path, monkeyp
     """The core's own warning (``gpumem: warning: plugin ... failed to load``) too."""
     (tmp_path / "evil_plugin_xyz.py").write_text(f"raise RuntimeError({EVIL!r})\n")
     monkeypatch.syspath_prepend(str(tmp_path))
-    monkeypatch.setattr("gpumem.plugins.entry_points",
+    monkeypatch.setattr("gpumem.plugin.registry.entry_points",
                         lambda: [EntryPoint(name="evil", value="evil_plugin_xyz",
                                             group="gpumem")])
     res = cli("devices")

@@ -19,7 +19,7 @@ from pathlib import Path
 
 import pytest
 import xarray as xr
-from gpumem.plugins import reset_plugins
+from gpumem.plugin.registry import reset_plugins
 from gpumem.results.store import MANIFEST, sha256_file
 from helpers import GPUMEM_ENV
 

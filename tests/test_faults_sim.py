@@ -17,7 +17,7 @@ import numba as nb
 import numpy as np
 import pytest
 import tomli_w
-from gpumem.plugins import load_plugins
+from gpumem.plugin.registry import load_plugins
 from gpumem.sim import engine, specialise
 from gpumem.sim.config import (
     CacheLevel,

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 from gpumem.cli import main
-from gpumem.plugins import reset_plugins
+from gpumem.plugin.registry import reset_plugins
 from gpumem.results.store import sha256_file
 from gpumem.safe_write import OutputError, write_text
 
@@ -210,7 +210,7 @@ def test_safe_write_replaces_a_link_and_refuses_a_directory(tmp_path):
 
 def test_config_writers_replace_a_symlink_instead_of_following_it(tmp_path):
     """SimConfig.save and an Accel-Sim OptionFile.save: the link is replaced, its target kept."""
-    from gpumem.plugins import get_plugins
+    from gpumem.plugin.registry import get_plugins
     from gpumem_accelsim.options import OptionFile
 
     target = tmp_path / "precious.txt"

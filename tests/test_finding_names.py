@@ -26,7 +26,7 @@ from gpumem.contracts.device import DeviceInfo
 from gpumem.contracts.experiment import Experiment
 from gpumem.contracts.finding_names import declared, family, matches, undeclared
 from gpumem.contracts.findings import latency_pair
-from gpumem.plugins import PluginRecord, Plugins, load_plugins
+from gpumem.plugin.registry import PluginRecord, Plugins, load_plugins
 from gpumem.results.store import MANIFEST
 from helpers import GPUMEM_ENV
 

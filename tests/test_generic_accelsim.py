@@ -25,7 +25,7 @@ PREFIX = {"ca": "l1d", "nc": "ro", "tex": "tex_l1"}
 def dissected(tmp_path_factory):
     """Per config: (the imported config as TOML data, findings by name, stderr)."""
     from gpumem.cli import main
-    from gpumem.plugins import reset_plugins
+    from gpumem.plugin.registry import reset_plugins
 
     out = tmp_path_factory.mktemp("generic")
     got = {}

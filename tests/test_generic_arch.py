@@ -11,13 +11,13 @@ import pytest
 from gpumem import hookimpl
 from gpumem.contracts.device import DeviceBackend, Discovery
 from gpumem.contracts.errors import DeviceUnavailable, UsageError
-from gpumem.generic import (
+from gpumem.contracts.generic import (
     choose_architecture,
     generic_architecture,
     generic_name,
     is_generic,
 )
-from gpumem.plugins import PluginRecord, load_plugins
+from gpumem.plugin.registry import PluginRecord, load_plugins
 from gpumem.run.runner import RunRequest, run
 
 #: the sources a generic architecture's expected values may cite: the device's properties only

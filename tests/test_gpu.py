@@ -7,7 +7,7 @@ import pytest
 from gpumem.contracts.chains import chain_array, permutation_params
 from gpumem.contracts.device import BulkRequest, ChaseRequest, DsmemRequest
 from gpumem.contracts.errors import DeviceUnavailable
-from gpumem.plugins import get_plugins
+from gpumem.plugin.registry import get_plugins
 
 pytestmark = pytest.mark.gpu
 

@@ -17,7 +17,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 from gpumem.contracts.device import DeviceInfo
-from gpumem.plugins import get_plugins
+from gpumem.plugin.registry import get_plugins
 
 ROOT = Path(__file__).resolve().parents[1]
 RERUNS = ROOT / "tests" / "data" / "h200-reruns"

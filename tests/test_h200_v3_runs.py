@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 from gpumem.interop.reruns import agreement, run_findings
-from gpumem.plugins import load_plugins
+from gpumem.plugin.registry import load_plugins
 
 ROOT = Path(__file__).resolve().parents[1]
 RUNS = [ROOT / "tests" / "data" / "h200-v3-runs" / f"run{i}" for i in (1, 2)]

@@ -15,9 +15,9 @@ from importlib.metadata import EntryPoint
 from pathlib import Path
 
 import pytest
-from gpumem import plugins as plugins_mod
 from gpumem.contracts.device import DeviceInfo
-from gpumem.plugins import load_plugins
+from gpumem.plugin import registry as plugins_mod
+from gpumem.plugin.registry import load_plugins
 
 HEAD = "from gpumem import hookimpl, KernelSource\nfrom gpumem.contracts.findings import Expected\n"
 _SERIAL = itertools.count()

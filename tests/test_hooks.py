@@ -9,7 +9,7 @@ from importlib.metadata import EntryPoint
 import pytest
 from gpumem import Architecture, DeviceInfo, KernelSource
 from gpumem.cuda.device import generic_kernel_source
-from gpumem.plugins import get_plugins, load_plugins
+from gpumem.plugin.registry import get_plugins, load_plugins
 from gpumem.sim import SimConfig
 
 ARCHS = ("fermi", "kepler", "maxwell", "hopper")

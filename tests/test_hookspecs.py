@@ -55,7 +55,7 @@ def test_expected_values_first_registered_wins_and_a_failing_plugin_is_isolated(
     plugin's value of a name wins; a plugin that raises is named and left out."""
     from gpumem import Expected, hookimpl
     from gpumem.contracts.findings import Finding, evaluate
-    from gpumem.plugins import PluginRecord, Plugins
+    from gpumem.plugin.registry import PluginRecord, Plugins
 
     class First:
         @hookimpl
@@ -90,7 +90,7 @@ def test_a_plugin_raising_in_simulator_config_does_not_break_another_architectur
     failing plugin is named in a warning; with no answer at all, the failure names it."""
     from gpumem import hookimpl
     from gpumem.contracts.errors import GpumemError
-    from gpumem.plugins import PluginRecord, load_plugins
+    from gpumem.plugin.registry import PluginRecord, load_plugins
     from gpumem.run.resolve import simulator_config
 
     class Careless:

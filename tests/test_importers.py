@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 from gpumem.interop.compare import load_source
-from gpumem.plugins import get_plugins
+from gpumem.plugin.registry import get_plugins
 from gpumem.results.io import open_findings, open_raw
 from gpumem.results.store import RunStore, sha256_file
 

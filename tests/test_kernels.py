@@ -10,7 +10,7 @@ import shutil
 import subprocess
 
 import pytest
-from gpumem.plugins import get_plugins
+from gpumem.plugin.registry import get_plugins
 
 LEGACY = ("fermi", "kepler", "maxwell")
 OLDEST_TARGET = "sm_75"

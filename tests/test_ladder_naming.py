@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import pytest
 from gpumem.experiments.latency import LatencyLadder
-from gpumem.plugins import get_plugins
+from gpumem.plugin.registry import get_plugins
 from gpumem.results.io import open_raw
 
 

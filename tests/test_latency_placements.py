@@ -12,7 +12,7 @@ import pytest
 from gpumem.contracts.device import PLACEMENT_PADS, ChaseRequest
 from gpumem.contracts.experiment import RunContext
 from gpumem.experiments.latency import PLACED_RESOLUTION, PLACEMENTS, LatencyLadder, _capacity
-from gpumem.plugins import get_plugins
+from gpumem.plugin.registry import get_plugins
 from gpumem.sim.device import SimDevice
 
 

@@ -18,7 +18,7 @@ from gpumem.experiments.cache_structure import (
     scatter_line,
 )
 from gpumem.experiments.chaselog import ChaseLog
-from gpumem.plugins import get_plugins
+from gpumem.plugin.registry import get_plugins
 from gpumem.sim.config import CacheLevel, Dram, SetIndex, SimConfig, Timer, TlbLevel
 from gpumem.sim.device import SimDevice
 from gpumem.testing import random_cache

@@ -172,7 +172,7 @@ def test_bandwidth_levels_step_down_by_level(cli, tmp_path):
     whose L1 does not cache global loads, has no L1 plateau."""
     import json
 
-    from gpumem.plugins import get_plugins
+    from gpumem.plugin.registry import get_plugins
 
     cfg = get_plugins().hook.gpumem_simulator_config(arch="hopper", simulator="sim")
     ghz = cfg.clock_mhz / 1e3

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 from gpumem.contracts.device import ChaseRequest, StreamRequest
-from gpumem.plugins import get_plugins
+from gpumem.plugin.registry import get_plugins
 from gpumem.run.runner import RunRequest, run
 from gpumem.sim import Interconnect, SimConfig
 from gpumem.sim.device import SimDevice

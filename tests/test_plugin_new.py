@@ -53,7 +53,7 @@ def test_the_package_is_complete_and_says_what_it_is(made):
     readme = (out / "README.md").read_text()
     assert "| `lat.l1` |" in readme and "GPU-e3cd7c15" in readme
     assert "## What a human should add" in readme and "Published sources" in readme
-    from gpumem.plugin_check import ALLOWED_IMPORTS, imports_past_api
+    from gpumem.authoring.check import ALLOWED_IMPORTS, imports_past_api
 
     assert not imports_past_api(pkg, ALLOWED_IMPORTS)
     cfg = (pkg / "sim.toml").read_text()
@@ -178,10 +178,10 @@ def test_a_plugin_from_a_generic_run_models_the_card_from_the_run_alone(tmp_path
     ``gpumem run all`` records with the hopper plugin disabled): no base config to calibrate,
     so the simulator config is built from the run's findings and the device's properties;
     the package passes its check from its source folder, uninstalled."""
-    import gpumem.plugin_new as pn
-    from gpumem.plugin_check import check_plugin
-    from gpumem.plugin_files import write_plugin
-    from gpumem.plugins import load_plugins
+    import gpumem.authoring.new as pn
+    from gpumem.authoring.check import check_plugin
+    from gpumem.authoring.files import write_plugin
+    from gpumem.plugin.registry import load_plugins
 
     loaded = pn.load_runs
 

@@ -7,7 +7,7 @@ from importlib.metadata import EntryPoint
 
 import pytest
 from gpumem.contracts.errors import PluginError
-from gpumem.plugins import load_plugins
+from gpumem.plugin.registry import load_plugins
 
 IN_TREE = {"fermi", "kepler", "maxwell", "hopper", "accelsim"}
 
@@ -152,7 +152,7 @@ def test_a_plugin_whose_expected_values_raise_stops_no_run(tmp_path):
     """gpumem_expected_values raising in one plugin: a warning, the other plugins' values
     and the run itself go on."""
     from gpumem import hookimpl
-    from gpumem.plugins import load_plugins
+    from gpumem.plugin.registry import load_plugins
     from gpumem.run.runner import RunRequest, run
 
     class Buggy:
@@ -173,7 +173,7 @@ def test_a_plugin_whose_expected_values_raise_stops_no_run(tmp_path):
 
 
 def _info():
-    from gpumem.plugins import get_plugins
+    from gpumem.plugin.registry import get_plugins
     from gpumem.sim.device import sim_device_info
 
     return sim_device_info(get_plugins().hook.gpumem_simulator_config(arch="hopper",

@@ -11,7 +11,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 from gpumem.interop.compare import analyze_file
-from gpumem.plugins import get_plugins
+from gpumem.plugin.registry import get_plugins
 from gpumem.results.io import open_raw
 
 RUN = Path(__file__).parent / "data" / "h200-reruns" / "run1"

@@ -23,7 +23,7 @@ from gpumem.contracts.experiment import (
     stopping_rule,
 )
 from gpumem.experiments.smem import SmemLatency
-from gpumem.plugins import load_plugins
+from gpumem.plugin.registry import load_plugins
 from gpumem.results.io import open_raw
 from gpumem.results.schema import POINT_FAILED, POINT_OK, assemble, points
 from gpumem.results.store import RunStore

@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 from gpumem.cli import main
-from gpumem.plugins import get_plugins, reset_plugins
+from gpumem.plugin.registry import get_plugins, reset_plugins
 
 H200 = Path(__file__).parent / "data" / "h200-run"
 BROWSERS = ("chromium", "chromium-browser", "google-chrome", "google-chrome-stable", "chrome")

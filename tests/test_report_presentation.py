@@ -15,7 +15,7 @@ from gpumem.cli import main
 from gpumem.contracts.presentation import Presentation, ReportFigure, ReportSection
 from gpumem.experiments.figures import LATENCY
 from gpumem.experiments.latency import LatencyLadder
-from gpumem.plugins import reset_plugins
+from gpumem.plugin.registry import reset_plugins
 from gpumem.report import build_report
 from gpumem.report.provenance import experiment_rows
 from gpumem.report.runs import load_runs
@@ -26,7 +26,7 @@ REPORT = Path(__file__).resolve().parents[1] / "core" / "src" / "gpumem" / "repo
 
 def core_experiments() -> dict:
     """The registered experiments: core's and the in-tree plugins'."""
-    from gpumem.plugins import get_plugins
+    from gpumem.plugin.registry import get_plugins
 
     return dict(get_plugins().experiments())
 
@@ -78,7 +78,7 @@ def test_the_report_package_names_no_experiment():
 def test_loading_the_experiments_loads_no_matplotlib():
     """presentation() imports its figures when called: `gpumem run` never does."""
     code = ("import sys\n"
-            "from gpumem.plugins import load_plugins\n"
+            "from gpumem.plugin.registry import load_plugins\n"
             "import gpumem.run.runner\n"
             "[c() for c in load_plugins().experiments().values()]\n"
             "print(sorted(m for m in sys.modules if m.startswith('matplotlib'))[:3])\n")

@@ -19,7 +19,7 @@ from pathlib import Path
 
 import pytest
 from gpumem.interop.reruns import agreement, run_findings
-from gpumem.plugins import get_plugins
+from gpumem.plugin.registry import get_plugins
 
 RERUNS = Path(__file__).parent / "data" / "h200-reruns"
 

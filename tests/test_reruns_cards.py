@@ -30,7 +30,7 @@ import numpy as np
 import pytest
 from gpumem.interop.compare import analyze_file
 from gpumem.interop.reruns import agreement, run_findings
-from gpumem.plugins import get_plugins
+from gpumem.plugin.registry import get_plugins
 from gpumem.results.store import RunStore
 
 CARDS = Path(__file__).parent / "data" / "h200-cards"

@@ -16,7 +16,7 @@ ARCHS = ("fermi", "kepler", "maxwell", "hopper")
 def hopper_run(tmp_path_factory):
     """One quick latency run of the hopper simulator, shared by the schema tests."""
     from gpumem.cli import main
-    from gpumem.plugins import reset_plugins
+    from gpumem.plugin.registry import reset_plugins
 
     out = tmp_path_factory.mktemp("runs") / "hopper"
     reset_plugins()
@@ -74,7 +74,7 @@ def test_global_attributes_follow_cf_and_carry_provenance(hopper_run):
 
 
 def test_findings_group_holds_values_expected_and_status(hopper_run):
-    from gpumem.plugins import get_plugins
+    from gpumem.plugin.registry import get_plugins
 
     cfg = get_plugins().hook.gpumem_simulator_config(arch="hopper", simulator="sim")
     with xr.open_dataset(only_file(hopper_run), group="findings") as f:
@@ -108,7 +108,7 @@ def test_show_json_describes_file_and_run(cli, hopper_run):
 @pytest.mark.parametrize("arch", ARCHS)
 def test_every_in_tree_architecture_runs_on_its_simulator(cli, tmp_path, arch):
     """The simulator returns its own config's latencies through the whole pipeline."""
-    from gpumem.plugins import get_plugins
+    from gpumem.plugin.registry import get_plugins
 
     res = cli("run", "--arch", arch, "latency", "--device", "sim", "--quick",
               "--out", str(tmp_path / arch))
@@ -163,7 +163,7 @@ def test_resume_without_out_continues_the_latest_run(cli, tmp_path, monkeypatch)
 
 
 def test_sim_config_file_overrides_the_plugin_config(cli, tmp_path):
-    from gpumem.plugins import get_plugins
+    from gpumem.plugin.registry import get_plugins
 
     cfg = get_plugins().hook.gpumem_simulator_config(arch="hopper", simulator="sim")
     cfg.level("l2").hit_latency = 300.0

@@ -146,7 +146,7 @@ def test_progress_is_one_call_at_a_time_and_each_bar_ends_full(tmp_path):
     """Threads and the workers' adaptive searches report through one reporter, one call at a
     time; every probe of a search is reported before the experiment is said to end."""
     rec = Recording()
-    from gpumem.plugins import load_plugins
+    from gpumem.plugin.registry import load_plugins
 
     names = ["smem_latency", "tlb_structure", "bulk_copy", "patterns"]
     rep = run(RunRequest("hopper", names, device="sim", quick=True, workers=2,
@@ -168,7 +168,7 @@ def test_at_once_only_where_every_probe_stands_alone(monkeypatch):
     from dataclasses import replace
 
     from gpumem.contracts.experiment import RunContext
-    from gpumem.plugins import load_plugins
+    from gpumem.plugin.registry import load_plugins
     from gpumem.sim.device import SimDevice
 
     cfg = load_plugins(warn=lambda _m: None).hook.gpumem_simulator_config(arch="hopper",
@@ -195,7 +195,7 @@ def test_a_results_file_that_cannot_be_written_stops_the_others(with_site, tmp_p
                                                                  monkeypatch):
     """toy-chase cannot be written (disk full) while toy-slow measures: the run ends with
     that error at once, toy-slow's entry interrupted saying why; nothing left running."""
-    from gpumem.plugins import load_plugins
+    from gpumem.plugin.registry import load_plugins
 
     monkeypatch.setenv("GPUMEM_DISABLE_PLUGINS", "broken,dup")
     monkeypatch.setenv("GPUMEM_SAMPLE_SLEEP", "0.2")  # 20 points: 2 s on two workers

@@ -350,7 +350,7 @@ def test_addresses_no_word_can_tell_apart_are_refused():
 
 
 def _hopper() -> SimConfig:
-    from gpumem.plugins import get_plugins
+    from gpumem.plugin.registry import get_plugins
 
     return get_plugins().hook.gpumem_simulator_config(arch="hopper", simulator="sim")
 

@@ -15,7 +15,7 @@ import hashlib
 import pytest
 from gpumem.contracts.device import ChaseRequest
 from gpumem.contracts.errors import PointSkipped
-from gpumem.plugins import get_plugins
+from gpumem.plugin.registry import get_plugins
 from gpumem.sim import engine, specialise
 from gpumem.sim.device import SimDevice
 

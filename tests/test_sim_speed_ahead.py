@@ -12,7 +12,7 @@ from gpumem.contracts.device import ChaseRequest
 from gpumem.contracts.errors import PointSkipped
 from gpumem.contracts.experiment import RunContext
 from gpumem.experiments.cache_structure import Ahead, CacheStructure, bisection_guesses
-from gpumem.plugins import get_plugins
+from gpumem.plugin.registry import get_plugins
 from gpumem.sim.device import SimDevice
 
 

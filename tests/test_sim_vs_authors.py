@@ -17,7 +17,7 @@ from pathlib import Path
 import pytest
 from gpumem.contracts.expected_blocks import mei_chu_data
 from gpumem.contracts.findings import Expected
-from gpumem.plugins import get_plugins
+from gpumem.plugin.registry import get_plugins
 from helpers import selected
 
 ROOT = Path(__file__).resolve().parents[1]

@@ -14,7 +14,7 @@ import re
 from pathlib import Path
 
 import pytest
-from gpumem.plugins import get_plugins
+from gpumem.plugin.registry import get_plugins
 from gpumem.sim.config import SimConfig
 
 ROOT = Path(__file__).resolve().parents[1]

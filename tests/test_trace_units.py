@@ -158,7 +158,7 @@ def analyze(path: Path) -> tuple[int, dict, str]:
     import io
 
     from gpumem.cli import main
-    from gpumem.plugins import reset_plugins
+    from gpumem.plugin.registry import reset_plugins
 
     out, err = io.StringIO(), io.StringIO()
     reset_plugins()
@@ -398,7 +398,7 @@ def test_gpumem_cf_files_read_as_cycles_even_without_gpumem_units(runs):
 def test_the_plain_analyze_table_says_why_a_finding_is_unresolved(tmp_path, capsys):
     """Without --json, the reason (which chase is missing) follows the table."""
     from gpumem.cli import main
-    from gpumem.plugins import reset_plugins
+    from gpumem.plugin.registry import reset_plugins
 
     reset_plugins()
     path = tmp_path / "short.nc"

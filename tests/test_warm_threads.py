@@ -17,7 +17,7 @@ from gpumem.contracts.device import ChaseRequest
 from gpumem.contracts.experiment import RunContext
 from gpumem.experiments.l2_map import WARM_THREADS, L2SmMap
 from gpumem.experiments.latency import LatencyLadder
-from gpumem.plugins import get_plugins
+from gpumem.plugin.registry import get_plugins
 from gpumem.sim.device import SimDevice
 from hypothesis import given
 from hypothesis import strategies as st

@@ -24,7 +24,6 @@ import typing
 import warnings
 
 from gpumem import __version__, hookimpl
-from gpumem.arch_plugin import ArchitecturePlugin
 from gpumem.contracts.architecture import Architecture
 from gpumem.contracts.device import (
     PLACEMENT_PADS,
@@ -65,9 +64,10 @@ from gpumem.contracts.experiment import (
     repeated,
 )
 from gpumem.contracts.findings import Expected, Finding, exact, latency_pair
+from gpumem.contracts.generic import expected_values as device_property_expected
 from gpumem.contracts.presentation import Presentation, ReportFigure, ReportSection
-from gpumem.generic import expected_values as device_property_expected
-from gpumem.plugins import Plugins, load_plugins
+from gpumem.plugin.arch import ArchitecturePlugin
+from gpumem.plugin.registry import Plugins, load_plugins
 from gpumem.run.runner import RunRequest, run
 
 __all__ = [

@@ -39,7 +39,7 @@ from gpumem.cli import show as _show  # noqa: E402,F401
 from gpumem.cli._app import _CtrlC, app  # noqa: F401  (app: the typer application)
 from gpumem.cli._common import escape_controls
 from gpumem.contracts.errors import GpumemError
-from gpumem.plugins import warnings_as_lines
+from gpumem.plugin.registry import warnings_as_lines
 
 
 def _click_exception() -> type[Exception]:
@@ -122,12 +122,12 @@ GRACE_S = 3.0
 def _exit(code: int) -> None:
     """``sys.exit(code)``, unless a non-daemon thread other than this one is still alive:
     the interpreter would wait for it at exit, for ever if a plugin's thread never ends.
-    A thread a plugin's import or hook started (:func:`gpumem.plugins.lingering_threads`)
+    A thread a plugin's import or hook started (:func:`gpumem.plugin.registry.lingering_threads`)
     is not waited for: one warning names the plugin, the ``atexit`` handlers run, the
     output is flushed and ``os._exit(code)`` ends the process (the thread with it,
     unfinished). Any other thread gets :data:`GRACE_S` seconds of the normal shutdown (a
     library's idle pool ends there), then the same."""
-    from gpumem.plugins import lingering_threads
+    from gpumem.plugin.registry import lingering_threads
 
     left = lingering_threads()
     if any(owner for _t, owner in left):
@@ -140,7 +140,7 @@ def _exit(code: int) -> None:
 
 def _watchdog(code: int) -> None:
     """The grace period of :func:`_exit`, on a daemon thread while the interpreter waits."""
-    from gpumem.plugins import lingering_threads
+    from gpumem.plugin.registry import lingering_threads
 
     time.sleep(GRACE_S)
     left = lingering_threads()

@@ -25,7 +25,7 @@ from gpumem.cells import (  # the cells' text, for the commands that import it f
     fmt_value,
 )
 from gpumem.cli import _state
-from gpumem.plugins import Plugins, get_plugins
+from gpumem.plugin.registry import Plugins, get_plugins
 from gpumem.printable import escape_controls
 
 if TYPE_CHECKING:

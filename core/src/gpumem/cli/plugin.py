@@ -1,6 +1,6 @@
 """``gpumem plugin new`` and ``gpumem plugin check``: a measured GPU becomes a plugin, and a
-plugin is checked against itself and gpumem (:mod:`gpumem.plugin_new`,
-:mod:`gpumem.plugin_check`)."""
+plugin is checked against itself and gpumem (:mod:`gpumem.authoring.new`,
+:mod:`gpumem.authoring.check`)."""
 
 from __future__ import annotations
 
@@ -44,8 +44,8 @@ def new(
     """Write a pip-installable plugin from measured runs: architecture, expected values
     (the runs' medians, bands from their spread), the calibrated simulator config, a README
     and tests."""
-    from gpumem.plugin_files import write_plugin
-    from gpumem.plugin_new import check_name, new_plugin
+    from gpumem.authoring.files import write_plugin
+    from gpumem.authoring.new import check_name, new_plugin
 
     target = out or Path(f"gpumem-{name}")
     if target.exists() and (not target.is_dir() or any(target.iterdir())):
@@ -82,7 +82,7 @@ def check(
     quick simulated run meets its expected values, every expected value names a finding an
     experiment reports and has a source, and it imports only gpumem.api. Exit 1 on any
     problem."""
-    from gpumem.plugin_check import check_plugin
+    from gpumem.authoring.check import check_plugin
 
     name, checks = check_plugin(target, workers=workers)
     con = stdout()

@@ -11,7 +11,7 @@ from rich.text import Text
 
 from gpumem.cli._app import app
 from gpumem.cli._common import FitTable, name_column, print_json, safe_text, stdout, text_column
-from gpumem.plugins import KINDS, get_plugins
+from gpumem.plugin.registry import KINDS, get_plugins
 
 
 @app.command("list-plugins")
@@ -54,6 +54,6 @@ def plugins_table(records: list[dict]) -> FitTable:
 
 def _strict() -> bool:
     from gpumem.cli import _state
-    from gpumem.plugins import strict_from_env
+    from gpumem.plugin.registry import strict_from_env
 
     return _state.strict or strict_from_env()

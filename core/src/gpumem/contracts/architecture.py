@@ -11,7 +11,8 @@ class Architecture:
 
     ``compute_capabilities`` are the CUDA compute capabilities (``"9.0"``) the plugin claims:
     ``--device auto`` takes a CUDA device whose capability is listed here. ``generic`` marks
-    core's architecture of a GPU that no plugin describes (``sm_90``: :mod:`gpumem.generic`).
+    core's architecture of a GPU that no plugin describes (``sm_90``:
+    :mod:`gpumem.contracts.generic`).
     """
 
     name: str

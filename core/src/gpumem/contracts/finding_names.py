@@ -43,7 +43,7 @@ def undeclared(names: Iterable[str], experiments: Mapping[str, Any] | Iterable[A
                ) -> list[str]:
     """The names in ``names`` that no experiment in ``experiments`` declares, each once, in
     the order first given. ``experiments`` is a mapping of name to experiment class (as
-    :meth:`gpumem.plugins.Plugins.experiments` returns) or the classes themselves; one that
+    :meth:`gpumem.plugin.registry.Plugins.experiments` returns) or the classes themselves; one that
     declares nothing covers no name."""
     exps = experiments.values() if isinstance(experiments, Mapping) else experiments
     patterns = [p for e in exps for p in declared(e)]

@@ -99,7 +99,7 @@ def expected_problem(e: Any) -> str:
     :class:`Expected`, no name, a value that is no number, text or list of them, a tolerance
     that is no finite number >= 0, text fields that are not text, an ``index`` that does not
     label the value. Plugins' answers are checked with it where they are collected
-    (:meth:`gpumem.plugins.Plugins.expected_values`), so a status is never computed from
+    (:meth:`gpumem.plugin.registry.Plugins.expected_values`), so a status is never computed from
     one."""
     if not isinstance(e, Expected):
         what = type(e).__name__

@@ -7,15 +7,15 @@ implements none by hand: :class:`gpumem.api.ArchitecturePlugin` implements them 
 package's layout (``expected.py``, ``sim.toml``, ``kernels/``).
 Registration hooks receive a ``register`` callback: call it once per contributed object. Each
 object has a unique ``name``; core refuses a name another plugin already holds and reports the
-plugin that tried (see :mod:`gpumem.plugins`). Importing the plugin and every hook call must
+plugin that tried (see :mod:`gpumem.plugin.registry`). Importing the plugin and every hook call must
 return within ``GPUMEM_PLUGIN_TIMEOUT`` seconds (15 by default): an import or registration
 that takes longer makes the plugin broken; a later hook (expected values, simulator configs,
 kernel sources) that takes longer is named in one warning and the plugin is left out of every
 later hook call of the command. Hooks run on a daemon worker thread. What a run calls on
 registered objects (an experiment's ``measure``, a device's or simulator's methods) is the
 run itself and is not timed. Every hook is called plugin by plugin,
-through one path (:meth:`gpumem.plugins.Plugins.answers`; registration through
-:meth:`~gpumem.plugins.Plugins.add`): one plugin that raises is named in a warning and the
+through one path (:meth:`gpumem.plugin.registry.Plugins.answers`; registration through
+:meth:`~gpumem.plugin.registry.Plugins.add`): one plugin that raises is named in a warning and the
 others still answer.
 
 The families follow the product: **Architecture** (what ``--arch NAME`` resolves to),
@@ -140,7 +140,8 @@ def gpumem_expected_values(arch: str, device: DeviceInfo) -> list[Expected] | No
     Values may be computed from the device's own properties (SM count, L2 size, clocks), so
     two cards of one architecture each get their own. When several plugins return a value for
     the same finding, the first registered plugin's wins: core's built-in plugin, then the
-    installed plugins in entry-point name order (:meth:`gpumem.plugins.Plugins.expected_values`
+    installed plugins in entry-point name order
+    (:meth:`gpumem.plugin.registry.Plugins.expected_values`
     asks them in that order; :func:`gpumem.contracts.findings.evaluate` keeps the first value of a
     name).
     Each plugin's call is isolated: one that raises or hangs is named in a warning and its

@@ -34,7 +34,7 @@ from gpumem.sim.throughput import bulk_model, stream_model
 
 if TYPE_CHECKING:
     from gpumem.interop.compare import Source
-    from gpumem.plugins import Plugins
+    from gpumem.plugin.registry import Plugins
 
 
 @dataclass
@@ -434,7 +434,7 @@ class SimFormat(Format):
         arch = arch or src.arch
         if not arch:
             raise UsageError(f"{run}: the run records no architecture (give --arch)")
-        from gpumem.generic import is_generic
+        from gpumem.contracts.generic import is_generic
 
         if arch not in plugins.architectures() and not is_generic(arch):
             raise UsageError(f"unknown architecture '{arch}' (choose from: "

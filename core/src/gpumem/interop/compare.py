@@ -48,7 +48,7 @@ from gpumem.results.io import open_findings, open_raw
 from gpumem.results.store import MANIFEST, RunStore
 
 if TYPE_CHECKING:
-    from gpumem.plugins import Plugins
+    from gpumem.plugin.registry import Plugins
 
 
 def device_from_attrs(attrs: dict[str, Any]) -> DeviceInfo:

@@ -22,7 +22,7 @@ from gpumem.contracts.errors import GpumemError, ResultsFileError, UsageError
 
 if TYPE_CHECKING:
     from gpumem.interop.compare import Source
-    from gpumem.plugins import Plugins
+    from gpumem.plugin.registry import Plugins
 
 
 class FormatError(GpumemError):

@@ -23,7 +23,7 @@ import numpy as np
 from gpumem.contracts.findings import Finding, kind_of
 
 if TYPE_CHECKING:
-    from gpumem.plugins import Plugins
+    from gpumem.plugin.registry import Plugins
 
 LATENCY_TOL = 0.02     # latencies: (max - min) / median of the runs
 LATENCY_ABS = 2.0      # cycles (1 ns): below this a latency difference is the timer's

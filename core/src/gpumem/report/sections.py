@@ -50,7 +50,7 @@ def _stderr(message: str) -> None:
 def page_sections(experiments: Mapping[str, Any],
                   warn: Callable[[str], None] | None = None) -> list[SectionSpec]:
     """The sections of the registered ``experiments`` (name -> class or instance, as
-    :meth:`gpumem.plugins.Plugins.experiments` gives them); experiments that share a section
+    :meth:`gpumem.plugin.registry.Plugins.experiments` gives them); experiments that share a section
     key share the section of the first by rank. A ``presentation()`` that fails or returns
     something else, a figure name already taken or not a plain file stem, is left out with a
     warning (``warn``, default stderr): one plugin's mistake costs its own figures, not the

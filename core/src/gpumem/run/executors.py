@@ -47,7 +47,7 @@ def _device(spec: dict[str, Any]) -> Any:
     digest = hashlib.sha256(pickle.dumps(spec)).hexdigest()
     dev = _devices.get(digest)
     if dev is None:
-        from gpumem.plugins import load_plugins
+        from gpumem.plugin.registry import load_plugins
 
         plugins = load_plugins(warn=lambda _m: None)
         sim = plugins.simulators()[spec["simulator"]]

@@ -21,7 +21,7 @@ from pathlib import Path
 from typing import Any
 
 from gpumem.contracts.errors import Interrupted, UsageError
-from gpumem.plugins import Plugins
+from gpumem.plugin.registry import Plugins
 from gpumem.results.store import RunStore
 from gpumem.run.resolve import default_out, resolve_arch
 from gpumem.run.runner import DEFAULT_RESULTS_ROOT, RunRequest, with_arch

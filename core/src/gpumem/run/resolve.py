@@ -4,7 +4,7 @@ byte is written.
 
 ``--arch auto`` (what ``gpumem run`` does without ``--arch``) is :func:`choose_arch`: the
 device is found first, then its architecture: the plugin that claims its compute capability,
-else the generic ``sm_XY`` (:mod:`gpumem.generic`). On a simulator the config says: the
+else the generic ``sm_XY`` (:mod:`gpumem.contracts.generic`). On a simulator the config says: the
 architecture it names where a plugin provides it, else the generic one of its compute
 capability.
 """
@@ -22,14 +22,14 @@ from gpumem.contracts.architecture import Architecture
 from gpumem.contracts.device import Device
 from gpumem.contracts.errors import DeviceUnavailable, GpumemError, UsageError
 from gpumem.contracts.experiment import Experiment
-from gpumem.generic import (
+from gpumem.contracts.generic import (
     ArchChoice,
     choose_architecture,
     generic_architecture,
     generic_name,
     is_generic,
 )
-from gpumem.plugins import Plugins
+from gpumem.plugin.registry import Plugins
 
 _DEVICE_RE = re.compile(r"^(?P<backend>[A-Za-z][\w-]*):(?P<index>\d+)$")
 

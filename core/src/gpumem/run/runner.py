@@ -63,8 +63,8 @@ from gpumem.contracts.errors import (
 )
 from gpumem.contracts.experiment import Axis, Experiment, Plan, RunContext
 from gpumem.contracts.findings import Expected, Finding, evaluate, not_modelled, to_dataset
-from gpumem.generic import AUTO
-from gpumem.plugins import Plugins, load_plugins
+from gpumem.contracts.generic import AUTO
+from gpumem.plugin.registry import Plugins, load_plugins
 from gpumem.results.schema import (
     POINT_FAILED,
     POINT_OK,

@@ -42,7 +42,7 @@ from gpumem.results.schema import POINT_OK, attr_safe, global_attrs, now_iso
 from gpumem.results.store import MANIFEST, RunStore
 
 if TYPE_CHECKING:
-    from gpumem.plugins import Plugins
+    from gpumem.plugin.registry import Plugins
 
 #: Version of the importers' mapping; part of each file's params hash and provenance.
 IMPORTER_VERSION = "1"

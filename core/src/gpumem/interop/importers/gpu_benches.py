@@ -66,7 +66,7 @@ from gpumem.interop.importers import (
 )
 
 if TYPE_CHECKING:
-    from gpumem.plugins import Plugins
+    from gpumem.plugin.registry import Plugins
 
 TOOL = "gpu-benches"
 REPO = "github RRZE-HPC/gpu-benches"

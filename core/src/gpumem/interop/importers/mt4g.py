@@ -66,7 +66,7 @@ from gpumem.interop.importers import (
 )
 
 if TYPE_CHECKING:
-    from gpumem.plugins import Plugins
+    from gpumem.plugin.registry import Plugins
 
 TOOL = "MT4G"
 EXPECTED = "MT4G's result JSON (<GPU>.json, github caps-tum/mt4g)"

@@ -31,7 +31,7 @@ from pathlib import Path
 from typing import Any
 
 from gpumem.contracts.errors import UsageError
-from gpumem.plugins import GROUP, Plugins, entry_points, load_plugins
+from gpumem.plugin.registry import GROUP, Plugins, entry_points, load_plugins
 
 if sys.version_info >= (3, 11):
     import tomllib

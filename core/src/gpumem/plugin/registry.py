@@ -655,7 +655,8 @@ def _load_order(ep: metadata.EntryPoint, ours: frozenset[str]) -> tuple[int, str
 def load_plugins(*, strict: bool = False, warn: Callable[[str], None] | None = None,
                  eps: Iterable[metadata.EntryPoint] | None = None) -> Plugins:
     """Build a fresh :class:`Plugins`: core's built-in plugin, then every entry point."""
-    from gpumem import DISTRIBUTION, __version__, builtin
+    from gpumem import DISTRIBUTION, __version__
+    from gpumem.plugin import builtin
 
     warn = warn or _stderr_warn
     plugins = Plugins(plugin_timeout(warn), warn)

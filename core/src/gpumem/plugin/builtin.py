@@ -3,7 +3,7 @@
 It contributes what does not belong to any one architecture: the device-agnostic
 experiments, the ``cuda`` device backend (and its own hook, ``gpumem_kernel_source``), the
 built-in ``sim`` simulator, and the expected values of the generic architecture ``sm_XY`` of
-a GPU no plugin describes (:mod:`gpumem.generic`).
+a GPU no plugin describes (:mod:`gpumem.contracts.generic`).
 """
 
 from __future__ import annotations
@@ -42,7 +42,7 @@ def gpumem_register_experiments(register):
 
 @hookimpl
 def gpumem_expected_values(arch, device):
-    from gpumem import generic
+    from gpumem.contracts import generic
 
     return generic.expected_values(device) if generic.is_generic(arch) else None
 

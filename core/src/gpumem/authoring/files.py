@@ -1,4 +1,4 @@
-"""The files of a plugin that ``gpumem plugin new`` writes (:class:`~gpumem.plugin_new.
+"""The files of a plugin that ``gpumem plugin new`` writes (:class:`~gpumem.authoring.new.
 NewPlugin` in, a pip-installable package out).
 
 The package is laid out as the plugin guide's example: ``pyproject.toml`` with the entry
@@ -17,7 +17,7 @@ from datetime import date
 from pathlib import Path
 from typing import Any
 
-from gpumem.plugin_new import NewPlugin, Value
+from gpumem.authoring.new import NewPlugin, Value
 from gpumem.safe_write import write_text
 
 

@@ -7,14 +7,14 @@ architecture's or any other's) it derives
 * the expected values: per finding, the median of the runs, with a band from their spread
   and the finding's own interval (each value's source says which runs, which card, and how
   the band was chosen), plus what the device's own properties say for any other card of the
-  compute capability (:func:`gpumem.generic.expected_values`);
+  compute capability (:func:`gpumem.contracts.generic.expected_values`);
 * the simulator config: the runs' calibrated ``export sim`` (:func:`~gpumem.interop.calibrate.
   calibrated`; a base built from the runs where the architecture ships none);
 * which measured values that config reproduces: it is simulated here (a full and a quick
   run), and a value the model does not reproduce applies to the hardware only, said in the
   README with the simulated value;
 
-and writes a pip-installable package (:mod:`gpumem.plugin_files`) whose own tests pass.
+and writes a pip-installable package (:mod:`gpumem.authoring.files`) whose own tests pass.
 """
 
 from __future__ import annotations
@@ -29,10 +29,10 @@ from typing import Any
 
 from gpumem.contracts.errors import UsageError
 from gpumem.contracts.findings import NOT_MODELLED, Expected, Finding, kind_of, status_of
-from gpumem.generic import is_generic
+from gpumem.contracts.generic import is_generic
 from gpumem.interop.compare import Source, analyze_file, load_sources
 from gpumem.interop.formats import Format
-from gpumem.plugins import Plugins
+from gpumem.plugin.registry import Plugins
 
 _NAME = re.compile(r"^[a-z][a-z0-9]*(?:[-_][a-z0-9]+)*$")
 
