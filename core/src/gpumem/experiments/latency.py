@@ -368,7 +368,8 @@ def _median(samples: np.ndarray) -> np.ndarray:
         return np.nanmedian(samples, axis=1)
 
 
-def _split_level_points(x: np.ndarray, meds: np.ndarray, levels: list[Plateau]) -> list[int]:
+def _split_level_points(x: np.ndarray, meds: np.ndarray, levels: list[Plateau]
+                        ) -> list[int]:
     """Footprints to add where a level may hide between grid points that no plateau took.
 
     Two neighbouring points on no plateau, a grid step apart and within twice the plateau
@@ -386,7 +387,8 @@ def _split_level_points(x: np.ndarray, meds: np.ndarray, levels: list[Plateau]) 
     for p in levels:
         on |= (xs >= p.first_x) & (xs <= p.last_x)
     tol = np.log1p(2 * PLATEAU_TOL)
-    new = []
+    measured = {int(v) for v in xs}
+    new: set[int] = set()
     for i in range(xs.size - 1):
         a, b = i, i + 1
         if (on[a] or on[b] or not (np.isfinite(ys[a]) and np.isfinite(ys[b]))
@@ -394,8 +396,8 @@ def _split_level_points(x: np.ndarray, meds: np.ndarray, levels: list[Plateau]) 
             continue
         for lo, hi in ((a - 1, a), (a, b), (b, b + 1)):
             if 0 <= lo and hi < xs.size and xs[hi] >= LEVEL_SPAN * xs[lo]:
-                new.append(_round(float(np.sqrt(xs[lo] * xs[hi]))))
-    return [v for v in new if v not in set(int(v) for v in xs)]
+                new.add(_round(float(np.sqrt(xs[lo] * xs[hi]))))
+    return sorted(new - measured)
 
 
 def _core(x: np.ndarray, p: Plateau) -> np.ndarray:

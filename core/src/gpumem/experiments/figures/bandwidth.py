@@ -9,13 +9,12 @@ from collections.abc import Sequence
 import numpy as np
 from matplotlib.figure import Figure
 
-from gpumem.contracts.experiment import median_over_repeats
+from gpumem.contracts.experiment import point_medians
 from gpumem.figures.draw import (
     bytes_axis,
     finished,
     heatmap,
     legend,
-    masked,
     panels,
     plain_log,
     series_handles,
@@ -36,7 +35,7 @@ def dram_heatmaps(series: Sequence[Series]) -> Figure | None:
              if any(k in ds["kind"].values for _, ds in data)]
     fig, axs = panels(len(data), len(kinds), 4.4, 3.4)
     for i, (s, ds) in enumerate(data):
-        med = median_over_repeats(masked(ds, "gbs"))
+        med = point_medians(ds, "gbs")
         for j, kind in enumerate(kinds):
             ax = axs[i, j]
             if kind not in ds["kind"].values or not np.isfinite(med.sel(kind=kind).values).any():
@@ -64,7 +63,7 @@ def bandwidth_levels(series: Sequence[Series]) -> Figure | None:
     fig, axs = panels(1, 1, 9.5, 4.4)
     ax = axs[0, 0]
     for s, ds in data:
-        med = median_over_repeats(masked(ds, "gbs"))  # each footprint at its best shape
+        med = point_medians(ds, "gbs")  # each footprint at its best shape
         med = med.max([d for d in ("ctas", "ctas_per_sm", "threads", "ilp") if d in med.dims])
         for path, ls in (("ca", "-"), ("cg", "--")):
             if path in ds["path"].values:

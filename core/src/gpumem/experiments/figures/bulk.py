@@ -5,12 +5,11 @@ from __future__ import annotations
 import numpy as np
 from matplotlib.lines import Line2D
 
-from gpumem.contracts.experiment import median_over_repeats
+from gpumem.contracts.experiment import point_medians
 from gpumem.figures.draw import (
     bytes_axis,
     finish,
     legend,
-    masked,
     panels,
     plain_log,
     series_handles,
@@ -28,7 +27,7 @@ def bulk_copy(series):
     markers = {1: "o", 2: "s", 4: "^", 8: "D", 16: "v"}
     peaks = []
     for s, ds in data:
-        med = median_over_repeats(masked(ds, "gbs"))
+        med = point_medians(ds, "gbs")
         for c in ds["ctas_per_sm"].values:
             xs, ys = [], []
             for chunk in ds["chunk"].values:

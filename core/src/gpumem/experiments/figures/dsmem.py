@@ -10,11 +10,10 @@ import numpy as np
 from matplotlib.figure import Figure
 from matplotlib.ticker import FuncFormatter
 
-from gpumem.contracts.experiment import median_over_repeats
+from gpumem.contracts.experiment import point_medians
 from gpumem.figures.draw import (
     figure_legend,
     finished,
-    masked,
     panels,
     series_handles,
     style_handles,
@@ -33,7 +32,7 @@ def dsmem(series: Sequence[Series]) -> Figure | None:
     fig, axs = panels(1, 2, 5.0, 3.6)
     ax, bx = axs[0]
     for s, ds in lat:
-        med = median_over_repeats(masked(ds, "latency"))
+        med = point_medians(ds, "latency")
         for c in ds["cluster"].values:
             row = med.sel(cluster=c)
             ok = np.isfinite(row.values)
@@ -44,7 +43,7 @@ def dsmem(series: Sequence[Series]) -> Figure | None:
     ax.set_title("latency, clusters of 2-8 (darkest: largest)", fontsize=9)
     styles = {"own block": "-", "next block": "--"}
     for s, ds in bw:
-        med = median_over_repeats(masked(ds, "bytes_per_cycle")).max("ilp", skipna=True)
+        med = point_medians(ds, "bytes_per_cycle").max("ilp", skipna=True)
         for dist, ls in ((0, "-"), (1, "--")):
             y = med.sel(distance=dist).max("cluster", skipna=True)
             bx.plot(y["warps"].values, y.values, ls=ls, marker="o", ms=4, color=s.colour)

@@ -11,7 +11,7 @@ import xarray as xr
 from matplotlib.figure import Figure
 from matplotlib.ticker import FuncFormatter
 
-from gpumem.contracts.experiment import median_over_repeats
+from gpumem.contracts.experiment import median_over_repeats, point_medians
 from gpumem.figures.draw import (
     figure_legend,
     finished,
@@ -106,7 +106,7 @@ def cpasync_speedup(series: Sequence[Series]) -> Figure | None:
     peaks: list[float] = []
     ratios: list[float] = []
     for s, ds in data:
-        med = median_over_repeats(masked(ds, "gbs"))
+        med = point_medians(ds, "gbs")
         threads = sorted(int(t) for t in ds["threads"].values)
         for t in threads:
             ls = "-" if t == threads[-1] else "--"

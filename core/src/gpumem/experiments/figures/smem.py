@@ -9,7 +9,7 @@ from collections.abc import Sequence
 import numpy as np
 from matplotlib.figure import Figure
 
-from gpumem.contracts.experiment import median_over_repeats
+from gpumem.contracts.experiment import median_over_repeats, point_medians
 from gpumem.figures.draw import (
     finished,
     heatmap,
@@ -31,7 +31,7 @@ def smem_heatmaps(series: Sequence[Series]) -> Figure | None:
         return None
     fig, axs = panels(1, len(data), 5.0, 3.6)
     for j, (s, ds) in enumerate(data):
-        m = median_over_repeats(masked(ds, "bytes_per_cycle")).transpose("warps", "ilp")
+        m = point_medians(ds, "bytes_per_cycle").transpose("warps", "ilp")
         heatmap(axs[0, j], fig, m.values, m["warps"].values, m["ilp"].values,
                  f"{s.legend}\npeak {float(np.nanmax(m.values)):.1f} B/cycle per SM",
                  "active warps per SM", "independent loads per thread (ILP)",
