@@ -11,7 +11,7 @@ import pytest
 from gpumem.contracts.device import ChaseRequest
 from gpumem.contracts.errors import PointSkipped
 from gpumem.contracts.experiment import RunContext
-from gpumem.experiments.cache_structure import Ahead, CacheStructure, bisection_guesses
+from gpumem.experiments.cache_structure import PART_SEEDS, Ahead, CacheStructure, bisection_guesses
 from gpumem.plugin.registry import get_plugins
 from gpumem.sim.device import SimDevice
 
@@ -86,7 +86,13 @@ def test_cache_structure_runs_ahead_with_the_same_chases_and_findings(threads):
     gpu = _Gpu(_device("fermi", 1))
     ctx = RunContext("fermi", gpu.info)
     serial = exp.sweep(gpu, ctx, lambda n: None)
-    assert [r.seed for r in gpu.sent] == list(range(len(gpu.sent)))
+    # each part of the search (a load path's walk, the L2's chases) takes consecutive seeds
+    # from its own base, the parts in turn: nothing sent that was not logged, in order
+    seeds = [r.seed for r in gpu.sent]
+    bases = sorted({s // PART_SEEDS for s in seeds})
+    assert bases == list(range(len(exp.sweep_parts(ctx))))
+    assert seeds == [b * PART_SEEDS + i for b in bases
+                     for i in range(sum(s // PART_SEEDS == b for s in seeds))]
     assert len(gpu.sent) == serial.sizes["chase"]
     dev = _device("fermi", threads)
     ahead = exp.sweep(dev, ctx, lambda n: None)

@@ -319,8 +319,35 @@ class Experiment(ABC):
         sets -> policy sequence) does not fit a grid. Such an experiment runs here and returns
         its dataset (with a ``point_status`` variable); ``progress(n)`` reports n more probes
         done. The default returns ``None``: the runner measures ``plan()`` point by point.
+        An adaptive search made of independent pieces declares them (:meth:`sweep_parts`)
+        and implements this as :meth:`sweep_in_parts`.
         """
         return None
+
+    def sweep_parts(self, ctx: RunContext) -> tuple[str, ...]:
+        """The independent pieces of this experiment's search (each load path's walk, say),
+        which a runner with workers runs at once, one :meth:`sweep_part` per worker, then
+        joins (:meth:`join_parts`). Each piece must take its probes from its own seeds, never
+        from another piece's answers: the data is then the same however many workers ran
+        it. Default: none, the search is one piece (:meth:`sweep`)."""
+        return ()
+
+    def sweep_part(self, device: Device, ctx: RunContext, progress: Callable[[int], None],
+                   part: str) -> xr.Dataset:
+        """One piece of :meth:`sweep_parts`: its probes, its raw dataset."""
+        raise TypeError(f"experiment '{self.name}' declares no parts to sweep")
+
+    def join_parts(self, parts: Sequence[xr.Dataset]) -> xr.Dataset:
+        """The raw dataset of the whole search from its pieces' (in :meth:`sweep_parts`
+        order)."""
+        raise TypeError(f"experiment '{self.name}' declares no parts to join")
+
+    def sweep_in_parts(self, device: Device, ctx: RunContext,
+                       progress: Callable[[int], None]) -> xr.Dataset:
+        """:meth:`sweep` for an experiment with parts: each in turn, joined, exactly what a
+        runner running them at once gets."""
+        return self.join_parts([self.sweep_part(device, ctx, progress, p)
+                                for p in self.sweep_parts(ctx)])
 
     @abstractmethod
     def analyze(self, raw: xr.Dataset) -> list[Finding]:

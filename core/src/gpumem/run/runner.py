@@ -254,11 +254,13 @@ class _SweepStopped(Exception):  # noqa: N818 - not an error: the run stopped
     """In a worker: the run stopped; the adaptive search ends at its next probe."""
 
 
-def _worker_sweep(cls: type[Experiment], ctx: RunContext) -> tuple[str, Any, int]:
-    """An adaptive experiment's whole search (``Experiment.sweep``) on this worker's device:
-    ("ok", raw dataset, probes), ("unsupported", why, probes) or ("stopped", "", probes).
-    Each probe is reported on the progress queue as it ends (``probes`` of them); the search
-    stops at the next probe once the run stops."""
+def _worker_sweep(cls: type[Experiment], ctx: RunContext, part: str | None = None
+                  ) -> tuple[str, Any, int]:
+    """An adaptive experiment's whole search (``Experiment.sweep``), or one ``part`` of it
+    (``Experiment.sweep_part``), on this worker's device: ("ok", raw dataset, probes),
+    ("unsupported", why, probes) or ("stopped", "", probes). Each probe is reported on the
+    progress queue as it ends (``probes`` of them); the search stops at the next probe once
+    the run stops."""
     assert _worker_device is not None
     exp = cls()
     said = [0]
@@ -271,7 +273,9 @@ def _worker_sweep(cls: type[Experiment], ctx: RunContext) -> tuple[str, Any, int
             raise _SweepStopped()
 
     try:
-        return "ok", exp.sweep(_worker_device, ctx, progress), said[0]
+        raw = exp.sweep(_worker_device, ctx, progress) if part is None else \
+            exp.sweep_part(_worker_device, ctx, progress, part)
+        return "ok", raw, said[0]
     except ProbeUnsupported as e:
         return "unsupported", str(e), said[0]
     except _SweepStopped:
@@ -426,22 +430,31 @@ class PointRunner:
         return self.concurrent and self.pool is not None and _picklable(type(experiment))
 
     def sweep(self, experiment: Experiment, ctx: RunContext) -> Any:
-        """The raw dataset of an adaptive experiment's search, run whole in a worker."""
-        fut = self._submit([(_worker_sweep, (type(experiment), ctx))], experiment.name)[0]
+        """The raw dataset of an adaptive experiment's search, run whole in a worker, or,
+        where it declares parts (``Experiment.sweep_parts``), each part in a worker of its
+        own, at once, then joined in the parts' order."""
+        parts: Sequence[str | None] = experiment.sweep_parts(ctx) or (None,)
+        cls = type(experiment)
+        futs = self._submit([(_worker_sweep, (cls, ctx, p)) for p in parts], experiment.name)
         try:
-            kind, got, said = self._result(fut)
+            done = [self._result(f) for f in futs]
         except BaseException:
-            fut.cancel()
+            for f in futs:
+                f.cancel()
             raise
+        said = sum(d[2] for d in done)
         if self._listener is not None:  # its progress shown before it ends (5 s at most)
             with self._hearing:
                 self._hearing.wait_for(lambda: self._heard.get(experiment.name, 0) >= said,
                                        timeout=5)
-        if kind == "unsupported":
-            raise ProbeUnsupported(got)
-        if kind == "stopped":
-            raise self._stop_error()
-        return got
+        for kind, got, _ in done:
+            if kind == "unsupported":
+                raise ProbeUnsupported(got)
+            if kind == "stopped":
+                raise self._stop_error()
+        if parts == (None,):
+            return done[0][1]
+        return experiment.join_parts([d[1] for d in done])
 
     # ---- points -----------------------------------------------------------------------
     def run(self, experiment: Experiment, pts: list[dict[str, Any]], ctx: RunContext,
@@ -984,7 +997,7 @@ def _run(req: RunRequest, *, plugins: Plugins, reporter: Reporter | None,
         client = None  # the runner owns it now
         try:
             priced = price_run(store, device, classes, ctx, workers, req.resume, reporter)
-            if _concurrency(runner, device, ctx, len(classes)):
+            if _concurrency(runner, device, ctx, _tasks(classes, ctx)):
                 _run_concurrently(plugins, store, device, classes, ctx, expected, runner,
                                   reporter, req, priced, report)
             else:
@@ -1053,11 +1066,17 @@ def _unplanned(store: RunStore, device: Device, cls: type[Experiment], e: Except
 # ---------------------------------------------------------------------------------------------
 
 
+def _tasks(classes: Sequence[type[Experiment]], ctx: RunContext) -> int:
+    """How many pieces of work the experiments are at least: one each, or each part of a
+    search declared in parts (``Experiment.sweep_parts``)."""
+    return sum(max(1, len(cls().sweep_parts(ctx))) for cls in classes)
+
+
 def _concurrency(runner: PointRunner, device: Device, ctx: RunContext, n: int) -> bool:
-    """Run the experiments at once? With worker processes, several experiments, a fast
-    device whose every probe is a function of its request alone (a chase's answer that
-    depended on the chases before it would change with the order), unless
-    ``GPUMEM_SEQUENTIAL`` asks for one at a time."""
+    """Run the experiments (``n`` pieces of work, :func:`_tasks`) at once? With worker
+    processes, more than one piece, a fast device whose every probe is a function of its
+    request alone (a chase's answer that depended on the chases before it would change with
+    the order), unless ``GPUMEM_SEQUENTIAL`` asks for one at a time."""
     return (runner.pool is not None and n > 1 and not ctx.slow
             and bool(getattr(device, "independent_probes", False))
             and os.environ.get(SEQUENTIAL_ENV, "").strip() in ("", "0"))

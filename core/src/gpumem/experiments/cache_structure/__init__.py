@@ -34,11 +34,12 @@ that name is the latency ladder's capacity, one meaning per name in a run.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
+from dataclasses import replace
 
 import xarray as xr
 
-from gpumem.analysis.chases import chases_from_dataset
+from gpumem.analysis.chases import chases_from_dataset, chases_to_dataset
 from gpumem.analysis.structure import LEVEL_OF_PATH
 from gpumem.contracts.device import Device
 from gpumem.contracts.experiment import Experiment, Plan, RunContext
@@ -70,7 +71,13 @@ from gpumem.experiments.cache_structure.rules import (
     scatter_line,
 )
 from gpumem.experiments.cache_structure.stages import scatter_chases
-from gpumem.experiments.cache_structure.walk import _LiveSource, _StoredSource, walk
+from gpumem.experiments.cache_structure.walk import (
+    _LiveSource,
+    _StoredSource,
+    parts,
+    take_part,
+    walk,
+)
 from gpumem.experiments.chaselog import ChaseLog
 from gpumem.experiments.figures import CACHE_STRUCTURE
 
@@ -82,6 +89,9 @@ __all__ = [
     "half_miss_footprint", "l2_scatter_shares", "miss_rule", "scatter_chases",
     "scatter_line", "scatter_shares_by_path",
 ]
+
+#: Seeds each part of the search has to itself (a part's chases take consecutive seeds).
+PART_SEEDS = 1 << 20
 
 #: What the analysis reports of each level (``LEVEL.NAME``), where the evidence allows.
 LEVEL_FINDINGS = ("hit_latency", "overflow_size", "half_miss_size", "line", "sector", "ways",
@@ -125,10 +135,26 @@ class CacheStructure(Experiment):
 
     def sweep(self, device: Device, ctx: RunContext, progress: Callable[[int], None]
               ) -> xr.Dataset:
-        log = ChaseLog(Ahead(device), seed=ctx.seed, progress=progress)
+        return self.sweep_in_parts(device, ctx, progress)
+
+    def sweep_parts(self, ctx: RunContext) -> tuple[str, ...]:
+        """Each load path's walk and the L2's chases (:func:`.walk.parts`)."""
+        return parts(ctx.device.load_paths, ctx.device.l2_bytes)
+
+    def sweep_part(self, device: Device, ctx: RunContext, progress: Callable[[int], None],
+                   part: str) -> xr.Dataset:
+        """One part's chases, seeded from ``ctx.seed`` plus :data:`PART_SEEDS` per part
+        before it, so no part's seeds depend on how many chases another took."""
+        k = self.sweep_parts(ctx).index(part)
+        log = ChaseLog(Ahead(device), seed=ctx.seed + k * PART_SEEDS, progress=progress)
         info = device.info
-        walk(_LiveSource(log, info.load_paths, info.l2_bytes, info.memory_bytes))
+        take_part(_LiveSource(log, info.load_paths, info.l2_bytes, info.memory_bytes), part)
         return log.dataset()
+
+    def join_parts(self, parts: Sequence[xr.Dataset]) -> xr.Dataset:
+        """The parts' chases in one log, numbered in the parts' order."""
+        chases = [c for raw in parts for c in chases_from_dataset(raw)]
+        return chases_to_dataset([replace(c, number=i) for i, c in enumerate(chases)])
 
     def analyze(self, raw: xr.Dataset) -> list[Finding]:
         l2 = float(raw.attrs.get("l2_bytes", 0) or 0)

@@ -73,6 +73,27 @@ def walk(src: Any) -> list[Finding]:
     return out + l2_stages(src, out)
 
 
+#: The part that takes the L2's own chases (fill unit, line, ways), beside one per load path.
+L2_PART = "l2"
+
+
+def parts(load_paths: Any, l2_bytes: int) -> tuple[str, ...]:
+    """The independent parts of a live walk: each load path's stages (they read only their
+    own path's chases), then the L2's chases where the device has the L2-only path. The
+    L2's judgement reads the paths' findings, but its chases do not depend on them: the
+    analysis of the joined chases (:func:`walk`) judges them as one walk does."""
+    paths = tuple(p for p in LEVEL_OF_PATH if p in load_paths)
+    return paths + ((L2_PART,) if "cg" in load_paths and l2_bytes > 0 else ())
+
+
+def take_part(src: _LiveSource, part: str) -> None:
+    """Run one part's chases on ``src``'s device (its log holds them afterwards)."""
+    if part == L2_PART:
+        l2_stages(src, [])
+    else:
+        _Walk(src, part).run()
+
+
 class _Walk:
     """The stages of one load path over ``src`` (see the module's doc)."""
 
