@@ -122,11 +122,17 @@ def sha256_file(path: Path) -> str:
     return h.hexdigest()
 
 
+#: zlib level of every numeric variable: a chase log of 3 M events (cache_structure, 76 MB
+#: in memory) writes in 0.26 s at level 1 against 0.58 s at level 4, for a file 14 % larger
+#: (2.95 against 2.59 MB): the write is on a run's critical path, the bytes are not.
+COMPLEVEL = 1
+
+
 def _encoding(ds: xr.Dataset) -> dict[str, dict[str, Any]]:
     enc = {}
     for name, var in ds.variables.items():
         if var.dtype.kind in "fiu" and var.size > 16:
-            enc[name] = {"zlib": True, "complevel": 4}
+            enc[name] = {"zlib": True, "complevel": COMPLEVEL}
     return enc
 
 
