@@ -110,6 +110,7 @@ class Level:
         self.ts: str | None = None
         self.lb: str | None = None
         self.at = ""  # where its stamps start in the kernel's scratch array
+        self.ix: str | None = None  # its ring of set and tag words worked out ahead
         if key is None:
             self.mb, self.mw, self.rg, self.sc = ("mru_block[lv]", "mru_way[lv]", "rng[lv]",
                                                   "scans[lv]")
@@ -462,13 +463,18 @@ def _lookup_sets(s: Src, L: Level) -> None:
         with s.block("else:"):  # sector miss: the line stays, the sector is fetched
             s("way[_P(j)] = ss | sbit")
     with s.block("else:"):
-        set_index(s, L, "addr", "block", "st", quot="q")
-        tsec, tmask, _ = L.tags()
-        s(f"tw = (q & {tmask}) << {tsec}")
+        eq = L.m(EQ_WAYS)
+        if L.ix:  # worked out ahead (_Static.index_ahead): first way word, tag word
+            s(f"px = {L.ix}[k & (2 * CHUNK - 1)]", "tw = px & 0xFFFFFFFF", "base_w = px >> 32")
+        else:
+            set_index(s, L, "addr", "block", "st", quot="q")
+            tsec, tmask, _ = L.tags()
+            s(f"tw = (q & {tmask}) << {tsec}")
         if L.sc:
             s(f"{L.sc} += 1")
-        eq = L.m(EQ_WAYS)
-        if L.key is None:
+        if L.ix:
+            ways, counts = str(eq), [eq]
+        elif L.key is None:
             ways, counts = "ways", list(SIMD_WAYS) + [0]
             s("ways = meta[lv, EQ_WAYS]")
             with s.block("if ways > 0:"):  # equal sets: no set_off look-up (a host cache miss)
@@ -564,6 +570,11 @@ def source(path_ids: Sequence[int] | None = None, path_keys: Sequence[tuple] = (
     _chain_chunk(s)
     s("return cur, pos_l, pos_p")
     s.depth = 0
+    if path_ids is None:
+        kernel: _Generic | _Static = _Generic()
+    else:
+        kernel = _Static(path_ids, path_keys, tlb_first, tlb_keys, wbits)
+    kernel.index_function(s)
     s("", "", "@nb.njit(boundscheck=False, nogil=True)", f"def _chase({ARGS}):")
     s.depth = 1
     s("cur = np.int64(0)  # element index (sequential order)",
@@ -573,16 +584,14 @@ def source(path_ids: Sequence[int] | None = None, path_keys: Sequence[tuple] = (
       "pos_l = np.int64(0)  # (k + r) % n_lines, kept as a counter (no division per access)",
       "pos_p = np.int64(0)  # (k + r) % len(pattern)",
       "plen = hitc.shape[0]", "j = np.int64(0)", "victim = np.int64(0)")
-    if path_ids is None:
-        kernel: _Generic | _Static = _Generic()
-    else:
-        kernel = _Static(path_ids, path_keys, tlb_first, tlb_keys, wbits)
     # positions of the chunk still cycle walking; after them, the stamped levels' stamps
     s(f"todo = np.empty(2 * CHUNK + {kernel.stamp_words}, np.int64)")
     kernel.prologue(s)
     with s.block("for k in range(n_acc):"):
         with s.block("if k % CHUNK == 0:"):
-            s(f"cur, pos_l, pos_p = _chain({CHAIN_ARGS})", "gen = min(k + 2 * CHUNK, n_acc)")
+            s("g0 = gen", f"cur, pos_l, pos_p = _chain({CHAIN_ARGS})",
+              "gen = min(k + 2 * CHUNK, n_acc)")
+            kernel.index_ahead(s)
             kernel.choose_prefetched(s)
         s("off = chunk[k & (2 * CHUNK - 1)]", "addr = base + off")
         kernel.prefetch(s)
@@ -600,6 +609,12 @@ class _Generic:
     the ``steps`` table, one look-up body for every level."""
 
     stamp_words = 0
+
+    def index_function(self, s: Src) -> None:
+        pass
+
+    def index_ahead(self, s: Src) -> None:
+        pass
 
     def prologue(self, s: Src) -> None:
         s("n_steps = steps.shape[0]", "n_levels = meta.shape[0]",
@@ -692,6 +707,56 @@ class _Static:
             if L.lz:
                 L.at = f"2 * CHUNK + {self.stamp_words}"
                 self.stamp_words += L.m(EQ_WAYS)
+        # the path's caches of equal sets indexed by block modulo sets: their set and tag
+        # words worked out a chunk ahead (in words of at most 31 bits: both fit an int64)
+        self.ahead = [self.levels[lv] for lv, p in self.order if p >= 0] if wbits <= NARROW \
+            else []
+        self.ahead = [L for L in self.ahead if L.m(IDX_KIND) == 0 and L.m(EQ_WAYS) > 0
+                      and L.m(N_SETS) > 1]
+        for i, L in enumerate(self.ahead):
+            L.ix = f"ix{i}"
+
+    def index_function(self, s: Src) -> None:
+        """``_index``: the set and tag words of the accesses at ring positions ``g0 ...
+        gen - 1`` (one run of the ring, as :func:`_chain_chunk` fills it) of each level in
+        :attr:`ahead`: ``(first way word) << 32 | tag word``. Worked out here, a chunk at a
+        time, not in the hot loop: there a block's division by the sets took a 128-bit
+        multiply per level and access, twice for a prefetched level, and its registers;
+        here a loop that the compiler vectorises divides in doubles (``fast``: addresses
+        below 2**51, so the quotient is off by at most one, then corrected: exact), else
+        by the multiply."""
+        if not self.ahead:
+            return
+        s("", "", '@nb.njit(boundscheck=False, nogil=True, inline="never")',
+          f"def _index(chunk, {', '.join(L.ix for L in self.ahead)}, g0, gen, base, fast):")
+        s.depth = 1
+        s("a0 = _P(g0 & (2 * CHUNK - 1))", "b0 = a0 + _P(gen - g0)")
+        for fast in (True, False):
+            with s.block("if fast:" if fast else "else:"):
+                with s.block("for i in range(a0, b0):"):
+                    s("a = base + chunk[i]")
+                    for L in self.ahead:
+                        self._index_one(s, L, fast)
+        s.depth = 0
+
+    @staticmethod
+    def _index_one(s: Src, L: Level, fast: bool) -> None:
+        sets, shift, ways, wb = L.m(N_SETS), L.m(LINE_SHIFT), L.m(EQ_WAYS), L.m(WAY_BASE)
+        tsec, tmask, _ = L.tags()
+        s(f"blk = a >> {shift}")
+        if sets & (sets - 1) == 0:
+            s(f"r = blk & {sets - 1}", f"q = blk >> {sets.bit_length() - 1}")
+        elif fast:  # q within one of blk // sets (blk < 2**51): corrected without a branch
+            s(f"q = np.int64(np.float64(blk) * {1.0 / sets!r})", f"r = blk - q * {sets}",
+              "c = r >> 63", "q += c", f"r += c & {sets}",
+              f"c = ({sets - 1} - r) >> 63", "q -= c", f"r -= c & {sets}")
+        else:
+            set_index(s, L, "a", "blk", "r", quot="q")
+        s(f"{L.ix}[i] = (({wb} + r * {ways}) << 32) | ((q & {tmask}) << {tsec})")
+
+    def index_ahead(self, s: Src) -> None:
+        if self.ahead:
+            s(f"_index(chunk, {', '.join(L.ix for L in self.ahead)}, g0, gen, base, fast)")
 
     def prologue(self, s: Src) -> None:
         for p in range(self.plen):
@@ -708,6 +773,11 @@ class _Static:
                     s(f"{L.wt} += weights[{L.m(W_OFF)} + w]")
         for lv in self.pf:
             s(f"sc{lv} = np.int64(0)", f"pf{lv} = True")
+        for L in self.ahead:
+            s(f"{L.ix} = np.empty(2 * CHUNK, np.int64)")
+        if self.ahead:
+            s("fast = base + (pattern.max() if order == 2 else max(footprint - 1, 0)) "
+              "< (1 << 51)")
         if any(L.lz for L in self.levels.values()):
             s("# the addresses the chase can touch", "a_lo = base",
               "a_hi = base + max(footprint - 1, 0)")
@@ -731,9 +801,12 @@ class _Static:
             for lv in self.pf:
                 L = self.levels[lv]
                 with s.block(f"if pf{lv}:"):
-                    s(f"b2 = a2 >> {L.m(LINE_SHIFT)}")
-                    set_index(s, L, "a2", "b2", "s2")
-                    s(f"j0 = {L.m(WAY_BASE)} + s2 * {L.m(EQ_WAYS)}")
+                    if L.ix:
+                        s(f"j0 = {L.ix}[(k + {PF_DIST}) & (2 * CHUNK - 1)] >> 32")
+                    else:
+                        s(f"b2 = a2 >> {L.m(LINE_SHIFT)}")
+                        set_index(s, L, "a2", "b2", "s2")
+                        s(f"j0 = {L.m(WAY_BASE)} + s2 * {L.m(EQ_WAYS)}")
                     for d in range(0, L.m(EQ_WAYS), HOST_LINE // word_bytes(self.wbits)):
                         s(f"_prefetch(way, _P(j0 + {d}))")
 
