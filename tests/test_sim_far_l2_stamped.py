@@ -1,7 +1,7 @@
-"""The stamped mode of a path's kernel (issue 31, item 3): a one-set LRU level of one sector
-a line (a first-level TLB) that a chase cannot fill past its ways keeps the access number of
-each line's last look-up instead of moving ways to the front, and writes its ways back in
-recency order at the end (gpumem.sim.model._lookup_stamped). Chases whose state carries over
+"""The stamped mode of a path's kernel (issue 31, item 3): an LRU level of one sector a line
+and few ways (a TLB, of one set or several) that a chase cannot fill past any set's ways
+keeps the access number of each line's last look-up instead of moving ways to the front, and
+writes each set's ways back in recency order at the end (gpumem.sim.model._lookup_stamped). Chases whose state carries over
 (lines held before, inside and outside the chase's span, spans that just fit and that do
 not, then evictions that depend on the order written back) must give the generic kernel's
 latencies, levels and final way state, which tests/test_sim_chase_layout.py holds to a plain
@@ -20,7 +20,7 @@ PAGE = 4096
 
 def _config(tlb_ways: int) -> SimConfig:
     """A one-set LRU cache of 64-B lines of one sector (stamped too), a four-set L2, and two
-    TLB levels: one set of ``tlb_ways`` ways, then four sets."""
+    TLB levels: one set of ``tlb_ways`` ways, then four sets of 16 (stamped too)."""
     return SimConfig(
         name="t", arch="t", compute_capability="9.0", sm_count=4, clock_mhz=1000.0,
         caches=[CacheLevel("c0", 8 * 64, 64, 8, 30.0, sector=64),
@@ -57,6 +57,16 @@ CHASES = [
     _chase(40, 0, "pattern", pattern=(0, 5 * PAGE, 17 * PAGE + 64, 39 * PAGE), n=900),
     _chase(8, 3, "scattered", stride=2048, seed=6),
     _chase(64, 0, seed=7, n=5000),
+    # the second TLB (4 sets of 16 ways, stamped where each set's valid ways and the chase's
+    # pages in it fit): from cold, from a page that is not a set's first; then pages held
+    # inside the span and out of it; none inside; too many (evictions in the recency order
+    # written back); from cold, 16 pages a set (just fits); then too many again
+    dict(_chase(30, 5, seed=8, path="cg"), reset=True),
+    _chase(24, 20, seed=9, path="cg"),
+    _chase(16, 60, seed=10, path="cg"),
+    _chase(65, 2, seed=11, n=6000, path="cg"),
+    dict(_chase(64, 1, seed=12, n=6000, path="cg"), reset=True),
+    _chase(20, 50, seed=13, path="cg"),
 ]
 
 
@@ -90,7 +100,7 @@ def test_stamped_levels_give_the_generic_kernels_results_and_state(tlb_ways, mon
     want = _run(cfg, "generic", monkeypatch)
     assert not stamped
     got = _run(cfg, "specialised", monkeypatch)
-    assert sorted(set(stamped)) == sorted({8, tlb_ways})  # the cache and the first TLB
+    assert sorted(set(stamped)) == sorted({8, tlb_ways, 16})  # the cache and the TLBs
     for i, ((lat, lvl, idx, way), (wlat, wlvl, widx, wway)) in enumerate(
             zip(got, want, strict=True)):
         assert idx == widx, i

@@ -58,8 +58,14 @@ def stamped(m: Sequence[int]) -> bool:
     """Can a path's kernel keep a level (its ``meta`` row) as a table of the lines a chase
     touches while the chase cannot fill it past its ways (:func:`_lookup_stamped`)? One
     LRU set of one sector a line, indexed by the block (the first-level TLBs)."""
-    return (m[N_SETS] == 1 and m[POLICY] == 0 and m[IDX_KIND] == 0 and m[EQ_WAYS] > 0
-            and m[LINE_SHIFT] == m[SECTOR_SHIFT])
+    return (m[POLICY] == 0 and m[IDX_KIND] == 0 and m[EQ_WAYS] > 0
+            and m[LINE_SHIFT] == m[SECTOR_SHIFT] and m[N_SETS] * m[EQ_WAYS] <= STAMPED_WAYS)
+
+
+#: The most ways (of all sets) a :func:`stamped` level has: its table of stamps, a word per
+#: way, is that long. Hopper's second-level TLB has 1024 (an 8 GB random chase touches 512
+#: of its pages, 8 a set).
+STAMPED_WAYS = 4096
 
 
 def word_bytes(wbits: int) -> int:
@@ -355,60 +361,76 @@ def _lookup_stamped(s: Src, L: Level) -> None:
 
 
 def stamped_prologue(s: Src, L: Level) -> None:
-    """Choose the stamped mode for this chase (:func:`_lookup_stamped`): if the level's valid
-    ways and the lines of the addresses ``a_lo ... a_hi`` fit its ways, on a random order or
-    a pattern (a sequential walk repeats the last line: the test of the last block that the
-    other mode starts with is quicker then). ``L.lz`` is then
-    where the stamps of line 0 would be in ``todo`` (else :data:`NEVER`), and each line it
-    holds among those gets its way's stamp."""
-    ways, wb, shift = L.m(EQ_WAYS), L.m(WAY_BASE), L.m(LINE_SHIFT)
+    """Choose the stamped mode for this chase (:func:`_lookup_stamped`): if each set's valid
+    ways and the lines of the addresses ``a_lo ... a_hi`` that fall in it (block modulo
+    sets: consecutive blocks, so as many in each set, one more in the first ``nb % sets``
+    from ``lb``'s) fit its ways, on a random order or a pattern (a sequential walk repeats
+    the last line: the test of the last block that the other mode starts with is quicker
+    then). ``L.lz`` is then where the stamps of line 0 would be in ``todo`` (else
+    :data:`NEVER`), and each line it holds among those gets its way's stamp."""
+    ways, sets, wb, shift = L.m(EQ_WAYS), L.m(N_SETS), L.m(WAY_BASE), L.m(LINE_SHIFT)
     tsec, tmask, keep = L.tags()
-    s(f"{L.lb} = a_lo >> {shift}", f"nb = (a_hi >> {shift}) - {L.lb} + 1", "nv = 0")
-    with s.block(f"while nv < {ways} and way[{wb} + nv] != 0:"):  # valid ways come first
-        s("nv += 1")
-    s(f"{L.lz} = {L.at} - {L.lb} if n_acc > 0 and (order == 1 or order == 2) "
-      f"and nv + nb <= {ways} else {NEVER}",
-      f"{L.ts} = todo[{L.at}:{L.at} + {ways}]", f"{L.ts}[:] = {NEVER}")
+    s(f"{L.lb} = a_lo >> {shift}", f"nb = (a_hi >> {shift}) - {L.lb} + 1",
+      f"fits = n_acc > 0 and (order == 1 or order == 2) and nb <= {sets * ways}")
+    with s.block("if fits:"):
+        with s.block(f"for st in range({sets}):"):
+            s("nv = 0")  # valid ways come first
+            with s.block(f"while nv < {ways} and way[{wb} + st * {ways} + nv] != 0:"):
+                s("nv += 1")
+            s(f"ns = nb // {sets} + ((st - {L.lb} % {sets} + {sets}) % {sets} < nb % {sets})")
+            with s.block(f"if nv + ns > {ways}:"):
+                s("fits = False", "break")
+    s(f"{L.lz} = {L.at} - {L.lb} if fits else {NEVER}",
+      f"{L.ts} = todo[{L.at}:{L.at} + {sets * ways}]", f"{L.ts}[:] = {NEVER}")
     with s.block(f"if {L.lz} != {NEVER}:"):
-        with s.block("for w in range(nv):"):
-            with s.block("for bi in range(nb):"):
-                with s.block(f"if (way[{wb} + w] & {keep}) == ((({L.lb} + bi) & {tmask}) "
-                             f"<< {tsec}):"):
+        with s.block("for bi in range(nb):"):
+            s(f"b = {L.lb} + bi", f"st = b % {sets}",
+              f"tg = ((b // {sets}) & {tmask}) << {tsec}")
+            with s.block(f"for w in range({ways}):"):
+                s(f"x = way[{wb} + st * {ways} + w]")
+                with s.block("if x == 0:"):
+                    s("break")
+                with s.block(f"if (x & {keep}) == tg:"):
                     s(f"{L.ts}[bi] = -1 - w")
 
 
 def stamped_epilogue(s: Src, L: Level) -> None:
-    """The stamped mode's ways written back: the lines held, most recently looked up first
-    (the ways held before and not looked up keep their stamps ``-1 - way``)."""
-    ways, wb, shift = L.m(EQ_WAYS), L.m(WAY_BASE), L.m(LINE_SHIFT)
+    """The stamped mode's ways written back, set by set: the lines held, most recently
+    looked up first (the ways held before and not looked up keep their stamps
+    ``-1 - way``)."""
+    ways, sets, wb, shift = L.m(EQ_WAYS), L.m(N_SETS), L.m(WAY_BASE), L.m(LINE_SHIFT)
     tsec, tmask, keep = L.tags()
     with s.block(f"if {L.lz} != {NEVER}:"):
         s(f"hw = np.zeros({ways}, np.int64)  # (stamp, word) of the ways held",
-          f"ht = np.full({ways}, {NEVER}, np.int64)", "nh = 0",
+          f"ht = np.full({ways}, {NEVER}, np.int64)",
           f"nb = (a_hi >> {shift}) - {L.lb} + 1")
-        with s.block(f"for w in range({ways}):"):  # the lines the chase cannot have touched
-            s(f"x = np.int64(way[{wb} + w])")
-            with s.block("if x == 0:"):
-                s("break")
-            s("inside = False")
-            with s.block("for bi in range(nb):"):
-                with s.block(f"if (x & {keep}) == ((({L.lb} + bi) & {tmask}) << {tsec}):"):
-                    s("inside = True")
-            with s.block("if not inside:"):
-                s("hw[nh] = x", "ht[nh] = -1 - w", "nh += 1")
-        with s.block("for bi in range(nb):"):
-            with s.block(f"if {L.ts}[bi] != {NEVER}:"):
-                s(f"hw[nh] = ((({L.lb} + bi) & {tmask}) << {tsec}) | 1",
-                  f"ht[nh] = {L.ts}[bi]", "nh += 1")
-        with s.block(f"for w in range({ways}):"):  # the most recent of those left, in turn
-            s("best = 0")
-            with s.block("for x in range(1, nh):"):
-                with s.block("if ht[x] > ht[best]:"):
-                    s("best = x")
-            with s.block(f"if nh > 0 and ht[best] != {NEVER}:"):
-                s(f"way[{wb} + w] = hw[best]", f"ht[best] = {NEVER}")
-            with s.block("else:"):
-                s(f"way[{wb} + w] = 0")
+        with s.block(f"for st in range({sets}):"):
+            # the set's lines among the chase's: blocks b0, b0 + sets, ... before lb + nb
+            s("nh = 0", f"b0 = {L.lb} + (st - {L.lb} % {sets} + {sets}) % {sets}",
+              f"sw = {wb} + st * {ways}")
+            with s.block(f"for w in range({ways}):"):  # lines the chase cannot have touched
+                s("x = np.int64(way[sw + w])")
+                with s.block("if x == 0:"):
+                    s("break")
+                s("inside = False")
+                with s.block(f"for b in range(b0, {L.lb} + nb, {sets}):"):
+                    with s.block(f"if (x & {keep}) == (((b // {sets}) & {tmask}) << {tsec}):"):
+                        s("inside = True")
+                with s.block("if not inside:"):
+                    s("hw[nh] = x", "ht[nh] = -1 - w", "nh += 1")
+            with s.block(f"for b in range(b0, {L.lb} + nb, {sets}):"):
+                with s.block(f"if {L.ts}[b - {L.lb}] != {NEVER}:"):
+                    s(f"hw[nh] = (((b // {sets}) & {tmask}) << {tsec}) | 1",
+                      f"ht[nh] = {L.ts}[b - {L.lb}]", "nh += 1")
+            with s.block(f"for w in range({ways}):"):  # the most recent of those left, in turn
+                s("best = 0")
+                with s.block("for x in range(1, nh):"):
+                    with s.block("if ht[x] > ht[best]:"):
+                        s("best = x")
+                with s.block(f"if nh > 0 and ht[best] != {NEVER}:"):
+                    s("way[sw + w] = hw[best]", f"ht[best] = {NEVER}")
+                with s.block("else:"):
+                    s("way[sw + w] = 0")
 
 
 def _scan_scalar(s: Src, L: Level, ways: str) -> None:
@@ -706,7 +728,7 @@ class _Static:
         for L in self.levels.values():
             if L.lz:
                 L.at = f"2 * CHUNK + {self.stamp_words}"
-                self.stamp_words += L.m(EQ_WAYS)
+                self.stamp_words += L.m(EQ_WAYS) * L.m(N_SETS)
         # the path's caches of equal sets indexed by block modulo sets: their set and tag
         # words worked out a chunk ahead (in words of at most 31 bits: both fit an int64)
         self.ahead = [self.levels[lv] for lv, p in self.order if p >= 0] if wbits <= NARROW \
