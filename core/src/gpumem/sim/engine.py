@@ -45,7 +45,6 @@ from gpumem.sim.model import (
     POLICY_CODES,
     SECTOR_SHIFT,
     SET_BASE,
-    SHORT,
     SMO_LEN,
     SMO_OFF,
     TRANSLATE,
@@ -69,15 +68,13 @@ class Hierarchy:
     The way state is one word per way: ``(tag & mask) << sectors | valid-sector mask``, 0 for
     an invalid way (see :func:`gpumem.sim.model.tag_mask`), each set's ways in replacement
     order for LRU and FIFO (the most recent first: no time stamps) and in place for random
-    and weighted. The words are int16 while the tags held fit (a 16-way set in half a host
-    cache line: the simulator is bound by the host's caches on big simulated ones, and
-    hopper's L2s then take 1.4 MB of the host's cache instead of 2.8), else int32, else
-    int64 (:func:`simulate_chase` switches, carrying the state over; :func:`reset` goes back
-    to the narrowest).
+    and weighted. The words are int32 (16 ways in one host cache line: the simulator is
+    bound by the host's memory on big caches) while the tags held fit, else int64
+    (:func:`simulate_chase` switches, carrying the state over).
     """
 
     __slots__ = ("meta", "set_ways", "set_off", "idx_param", "weights", "cost", "far_cost",
-                 "way", "rng", "clock", "_words", "_used", "span", "_tags", "_n")
+                 "way", "rng", "clock", "_narrow", "_wide", "span", "_tags", "_n")
 
     def __init__(self, meta: np.ndarray, set_ways: np.ndarray, set_off: np.ndarray,
                  idx_param: np.ndarray, weights: np.ndarray, cost: np.ndarray,
@@ -97,35 +94,29 @@ class Hierarchy:
         self._tags = [(r[LINE_SHIFT], r[N_SETS] if r[IDX_KIND] == 0 else 1, sectors(r))
                       for r in rows]
         self._n = n_words
-        most = max((t[2] for t in self._tags), default=1)
-        #: the word widths this hierarchy may take (:data:`WIDTHS` its sectors allow), and
-        #: their arrays, made when first needed; all zero but those used since the last reset
-        self._words: dict[int, np.ndarray | None] = {
-            wbits: None for wbits, most_sectors in WIDTHS if most <= most_sectors}
-        self.way = self.words(min(self._words))
-        self._used = [self.way]  # the arrays used since the last reset
+        self._narrow = (_zero_words(n_words, np.int32)
+                        if max((t[2] for t in self._tags), default=1) <= MAX_NARROW_SECTORS
+                        else None)
+        self._wide: np.ndarray | None = None
+        self.way = self._narrow if self._narrow is not None else self._wide_words()
         #: the lowest and highest address accessed since the state was cold (None: cold)
         self.span: tuple[int, int] | None = None
 
     @property
     def wbits(self) -> int:
-        """The way words' bits: :data:`gpumem.sim.model.SHORT`, ``NARROW`` or ``WIDE``."""
-        return self.way.itemsize * 8 - 1
+        """The way words' bits: :data:`gpumem.sim.model.NARROW` or ``WIDE``."""
+        return NARROW if self.way.dtype == np.int32 else WIDE
 
-    def words(self, wbits: int) -> np.ndarray:
-        """The (zeroed when made) array of ``wbits``-bit way words."""
-        w = self._words[wbits]
-        if w is None:
-            w = self._words[wbits] = _zero_words(self._n, _DTYPES[wbits])
-        return w
+    def _wide_words(self) -> np.ndarray:
+        if self._wide is None:
+            self._wide = _zero_words(self._n, np.int64)
+        return self._wide
 
 
-#: The way words' widths, narrowest first, and the most sectors a line of any level may
-#: have for a hierarchy to use them (more leave too few tag bits to be worth it: a hierarchy
-#: with such a level starts wider).
-WIDTHS = ((SHORT, 8), (NARROW, 16), (WIDE, 32))
-_DTYPES = {SHORT: np.int16, NARROW: np.int32, WIDE: np.int64}
-WORD_ALIGN = 16  # each level's first way word on a 64-byte (int32 words; int16: 32-byte) boundary
+#: Levels with more sectors a line than this keep too few tag bits in an int32 word to be
+#: worth it: a hierarchy that has one uses int64 words throughout.
+MAX_NARROW_SECTORS = 16
+WORD_ALIGN = 16  # each level's first way word on a 64-byte boundary (int32 words)
 
 
 def _log2(x: int) -> int:
@@ -227,24 +218,21 @@ def _zero_words(n: int, dtype) -> np.ndarray:
 
 
 def reset(h: Hierarchy) -> None:
-    """Invalidate every line and TLB entry (a cold hierarchy, in the narrowest words it can
-    take: every word array is zero again).
+    """Invalidate every line and TLB entry (a cold hierarchy, in int32 words if it can).
 
     Only the sets the chases since the last reset can have filled are cleared where the
     state is big (a short chase on hopper's 2.7 MB would spend as long clearing as chasing):
     a level indexed by block modulo sets was touched only in the sets of the blocks of the
     addresses :attr:`Hierarchy.span` covers, a run of sets (wrapping round); other levels
     are cleared whole."""
+    words = h._narrow if h._narrow is not None else h.way
     if h.span is not None:
-        ranges = _dirty_words(h, *h.span)
-        for words in h._used:
-            if words.nbytes <= SMALL_STATE:
-                words.fill(0)
-            else:
-                for a, b in ranges:
-                    words[a:b] = 0
-    h.way = h.words(min(h._words))
-    h._used = [h.way]
+        if words.nbytes <= SMALL_STATE:
+            words.fill(0)
+        else:
+            for a, b in _dirty_words(h, *h.span):
+                words[a:b] = 0
+    h.way = words
     h.span = None
     h.clock.fill(0)
 
@@ -273,25 +261,23 @@ def _dirty_words(h: Hierarchy, lo: int, hi: int) -> list[tuple[int, int]]:
 
 def _words_for(h: Hierarchy, lo: int, hi: int) -> None:
     """Make ``h.way`` words whose tags tell apart every line of addresses ``lo ... hi`` and
-    of those accessed since the state was cold: the narrowest that do, no narrower than
-    those in use (the state carried over). Raises ValueError where not even int64 words
-    would (addresses far apart, more than 16 sectors a line: beyond any in-tree config)."""
+    of those accessed since the state was cold: int32 where they do, else int64 (the state
+    carried over). Raises ValueError where not even int64 words would (addresses far apart,
+    more than 16 sectors a line: beyond any in-tree config)."""
     if lo < 0 or hi >= 1 << 62:
         raise ValueError(f"addresses {lo:#x} ... {hi:#x}: the engine's addresses lie in "
                          f"0 ... 2**62")
     span = (lo, hi) if h.span is None else (min(lo, h.span[0]), max(hi, h.span[1]))
-    if not _fits(h, span, h.wbits):
-        wbits = next((w for w in h._words if w > h.wbits and _fits(h, span, w)), None)
-        if wbits is None:
-            raise ValueError(f"addresses {span[0]:#x} ... {span[1]:#x} are too far apart for "
-                             f"the simulator's tags (since the last reset)")
-        wider = h.words(wbits)  # zero: unused since the last reset
-        if h.span is None:  # cold: the narrower words were not written either
-            h._used = [wider]
+    if h.way.dtype == np.int32 and not _fits(h, span, NARROW):
+        wide = h._wide_words()
+        if h.span is None:
+            wide.fill(0)
         else:
-            _widen(h, wider)
-            h._used.append(wider)
-        h.way = wider
+            _widen(h, wide)
+        h.way = wide
+    if h.way.dtype == np.int64 and not _fits(h, span, WIDE):
+        raise ValueError(f"addresses {span[0]:#x} ... {span[1]:#x} are too far apart for the "
+                         f"simulator's tags (since the last reset)")
     h.span = span
 
 
@@ -306,17 +292,17 @@ def _fits(h: Hierarchy, span: tuple[int, int], wbits: int) -> bool:
 
 
 def _widen(h: Hierarchy, wide: np.ndarray) -> None:
-    """``wide`` = ``h``'s words (``h.way``) as wider words: each truncated tag made whole
-    again from the window it lies in (the one :data:`Hierarchy.span` gives), then truncated
-    to the wider mask. The same lines, in the same places."""
-    narrow = h.way
-    nbits, wbits = h.wbits, wide.itemsize * 8 - 1
+    """``wide`` = ``h``'s int32 words as int64 words: each truncated tag made whole again from
+    the window it lies in (the one :data:`Hierarchy.span` gives), then truncated to the wide
+    mask. The same lines, in the same places."""
+    narrow = h._narrow
+    wide.fill(0)
     for (shift, div, sec), row in zip(h._tags, h.meta, strict=True):
         first = int(row[SET_BASE])
         last = first + int(row[N_SETS]) - 1
         a, b = int(h.set_off[first]), int(h.set_off[last] + h.set_ways[last])
         w = narrow[a:b].astype(np.int64)
-        tm_n, tm_w = tag_mask(row, nbits), tag_mask(row, wbits)
+        tm_n, tm_w = tag_mask(row, NARROW), tag_mask(row, WIDE)
         q_lo = (h.span[0] >> shift) // div
         q = q_lo + (((w >> sec) - q_lo) & tm_n)
         wide[a:b] = np.where(w != 0, ((q & tm_w) << sec) | (w & ((1 << sec) - 1)), 0)

@@ -41,15 +41,15 @@ PF_BYTES = 1 << 18  # levels with more way state than this get their sets prefet
 # here, is within noise at 16.
 PF_DIST = 16
 SIMD_WAYS = (16, 8, 4)  # set sizes looked up by one vector intrinsic (primitives._make_find)
-#: The way words: int16 (tag bits 15 - sectors) while the tags a hierarchy holds fit, else
-#: int32 (31 - sectors), else int64 (63 - sectors); see :func:`tag_mask`.
-SHORT, NARROW, WIDE = 15, 31, 63
+#: The way words: int32 (tag bits 31 - sectors) while the tags a hierarchy holds fit, else
+#: int64 (63 - sectors); see :func:`tag_mask`.
+NARROW, WIDE = 31, 63
 HOST_LINE = 64  # bytes: the prefetch granularity
 
 
 def prefetch_candidate(m: Sequence[int], wbits: int) -> bool:
     """Is a level (its ``meta`` row) big enough, and simple enough to index, to prefetch, with
-    way words of ``wbits`` (:data:`SHORT`, :data:`NARROW` or :data:`WIDE`)?"""
+    way words of ``wbits`` (:data:`NARROW` or :data:`WIDE`)?"""
     return (m[IDX_KIND] == 0 and m[EQ_WAYS] > 0 and m[N_SETS] > 1
             and m[N_SETS] * m[EQ_WAYS] * word_bytes(wbits) > PF_BYTES)
 
@@ -69,7 +69,7 @@ STAMPED_WAYS = 4096
 
 
 def word_bytes(wbits: int) -> int:
-    return (wbits + 1) // 8
+    return 4 if wbits == NARROW else 8
 
 
 def sectors(m: Sequence[int]) -> int:
@@ -578,9 +578,8 @@ def source(path_ids: Sequence[int] | None = None, path_keys: Sequence[tuple] = (
     """Python source of ``_chase``: the generic kernel, or with ``path_ids`` the kernel for
     that path (levels ``path_ids`` with static parameters ``path_keys``, see
     :func:`gpumem.sim.specialise.level_key`), TLB levels ``tlb_first ...`` (``tlb_keys``) and
-    way words of ``wbits`` (:data:`SHORT`, :data:`NARROW`, :data:`WIDE`; the generic kernel
-    reads them from its argument ``wbits``). Both take :data:`ARGS`; each ignores what it
-    does not need."""
+    way words of ``wbits`` (:data:`NARROW`, :data:`WIDE`; the generic kernel reads them from
+    its argument ``wbits``). Both take :data:`ARGS`; each ignores what it does not need."""
     s = Src()
     # no cache=True: Numba would keep its cache wherever NUMBA_CACHE_DIR says; the private
     # cache is attached by gpumem.sim.specialise
@@ -655,7 +654,8 @@ class _Generic:
         with s.block("for i in range(n_steps):"):
             with s.block("if step_pos[i] >= 0:"):
                 s("pos_lv[step_pos[i]] = steps[i]")
-        s(f"pf_step = {HOST_LINE * 8} // (wbits + 1)  # way words a host cache line")
+        s(f"pf_step = {HOST_LINE // word_bytes(NARROW)} if wbits == {NARROW} else "
+          f"{HOST_LINE // word_bytes(WIDE)}  # way words a host cache line")
 
     def choose_prefetched(self, s: Src) -> None:
         """Prefetch only levels that did set scans in the last chunk: an L1-resident chase
