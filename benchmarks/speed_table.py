@@ -1,9 +1,15 @@
 """benchmarks/SPEED.md from a pytest-benchmark JSON file of benchmarks/test_speed.py.
 
     python benchmarks/speed_table.py benchmarks/results/speed.json > benchmarks/SPEED.md
+    python benchmarks/speed_table.py speed.json archs1.json archs2.json ... \
+        [--commit HASH] > benchmarks/SPEED.md
 
 Every figure comes from the JSON (the rounds pytest-benchmark timed, the machine it
-recorded); each target of test_speed.py is checked here and marked met or missed.
+recorded); each target of test_speed.py is checked here and marked met or missed. Further
+files are ``bench_sim.py archs --workers N --arch hopper`` outputs from the same machine, one
+run each: they add the hopper run with N workers (its median, the runs as rounds) where
+test_speed.py did not time it. ``--commit`` names the tree measured where the JSON's own
+commit is not it (a copy of the tree whose git metadata is older than its files).
 """
 
 from __future__ import annotations
@@ -31,9 +37,11 @@ def _workers_target(median_s: float, workers: int, cpus: int | None) -> str:
     return f"{head}: {_mark(median_s <= TARGET_WORKERS_S)}"
 
 
-def table(data: dict) -> str:
+def table(data: dict, archs: list[dict] | None = None, commit: str = "") -> str:
     m = data.get("machine_info", {})
     c = data.get("commit_info", {})
+    if commit:
+        c = {"id": commit}
     out = ["# Simulator speed (produced by benchmarks/speed_table.py, not edited by hand)", "",
            f"Machine: {m.get('cpu', {}).get('brand_raw', '?')}, "
            f"{m.get('cpu', {}).get('count', '?')} CPUs, Python {m.get('python_version', '?')}; "
@@ -59,14 +67,30 @@ def table(data: dict) -> str:
             target = _workers_target(med, extra["workers"], m.get("cpu", {}).get("count"))
         out.append(f"| `{name.removeprefix('test_')}` | {med:.2f} s | {st['rounds']} | "
                    f"{derived} | {target} |")
+    walls = [a["run_all_sim_wall_s"]["hopper"] for a in archs or []
+             if "hopper" in a.get("run_all_sim_wall_s", {})]
+    if walls:
+        workers = {a.get("workers") for a in archs or []}
+        n = workers.pop() if len(workers) == 1 else 0
+        med = sorted(walls)[len(walls) // 2]
+        out.append(f"| `bench_sim.py archs --workers {n} --arch hopper` | {med:.2f} s | "
+                   f"{len(walls)} | {', '.join(f'{w:.2f}' for w in walls)} s | "
+                   f"{_workers_target(med, n, m.get('cpu', {}).get('count'))} |")
     return "\n".join(out) + "\n"
 
 
 def main() -> int:
-    if len(sys.argv) != 2:
+    args = sys.argv[1:]
+    commit = ""
+    if "--commit" in args:
+        i = args.index("--commit")
+        commit = args[i + 1] if i + 1 < len(args) else ""
+        del args[i:i + 2]
+    if not args or (sys.argv.count("--commit") and not commit):
         print(__doc__.strip().splitlines()[2].strip(), file=sys.stderr)
         return 2
-    sys.stdout.write(table(json.loads(Path(sys.argv[1]).read_text())))
+    archs = [json.loads(Path(a).read_text()) for a in args[1:]]
+    sys.stdout.write(table(json.loads(Path(args[0]).read_text()), archs, commit))
     return 0
 
 
