@@ -17,7 +17,14 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
-from gpumem.plugin.registry import reset_plugins
+
+# The simulator's per-path kernels are compiled once a path has run 30 M accesses (about 4 s
+# of CPU each); the suite's many short-lived configs would compile some 40 of them on a fresh
+# clone, for runs the generic kernel finishes sooner. Tests of the specialised kernels set
+# COMPILE_AFTER themselves. Set before gpumem is imported; child processes inherit it.
+os.environ.setdefault("GPUMEM_SIM_COMPILE_AFTER", str(10**15))
+
+from gpumem.plugin.registry import reset_plugins  # noqa: E402
 
 FIXTURES = Path(__file__).parent / "fixtures"
 DISTS = FIXTURES / "dists"

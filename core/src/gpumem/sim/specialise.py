@@ -257,14 +257,31 @@ def kernel(key: tuple):
     return fn
 
 
-COMPILE_AFTER = 30_000_000  # accesses the generic kernel runs for a path before it is compiled
+#: ``GPUMEM_SIM_COMPILE_AFTER``: overrides :data:`COMPILE_AFTER` (a count of accesses).
+COMPILE_AFTER_ENV = "GPUMEM_SIM_COMPILE_AFTER"
+
+
+def _compile_after(default: int = 30_000_000) -> int:
+    """Accesses the generic kernel runs for a path before the path's kernel is compiled.
+    A compile costs about 4 s of CPU (a hopper path, 2026-12-03): the test suite sets
+    ``GPUMEM_SIM_COMPILE_AFTER`` out of reach, as its many short-lived configs would each
+    pay one on a fresh clone (both kernels give identical outputs:
+    tests/test_sim_far_l2_identity.py)."""
+    raw = os.environ.get(COMPILE_AFTER_ENV, "").strip()
+    try:
+        return max(0, int(float(raw))) if raw else default
+    except ValueError:
+        return default
+
+
+COMPILE_AFTER = _compile_after()
 _SEEN: dict[tuple, int] = {}
 
 
 def worth_it(h, path_ids: np.ndarray, tlb_first: int, tlb_count: int, n: int) -> bool:
     """Should a chase of ``n`` accesses on this path run a specialised kernel? Yes if one is
     loaded or on disk already, or once this process has run enough accesses on the path
-    (including these) that the compile (1-2 s) pays for itself; else the generic kernel runs
+    (including these) that the compile (about 4 s) pays for itself; else the generic kernel runs
     them and they are counted."""
     key = key_of(h, path_ids, tlb_first, tlb_count)
     if key in _CACHE:
