@@ -900,6 +900,16 @@ def _measure_and_keep(plugins: Plugins, store: RunStore, device: Device, exp: Ex
 # ---------------------------------------------------------------------------------------------
 
 
+def _written(store: RunStore) -> set[str]:
+    """The experiments this process wrote a results file for."""
+    try:
+        return {str(e.data.get("experiment")) for e in store.entries()
+                if e.data.get("owner") == store.owner and e.data.get("file")
+                and e.data.get("status") == "complete"}
+    except GpumemError:
+        return set()
+
+
 def _kept(store: RunStore, report: RunReport) -> int:
     """Experiments with a file: resumed ones, and those this process wrote (an interrupt
     that waited for a write lands after the experiment was recorded)."""
@@ -1258,7 +1268,11 @@ def _run_concurrently(plugins: Plugins, store: RunStore, device: Device,
                          "terminated (SIGTERM)" if isinstance(e, Terminated)
                          else "interrupted (Ctrl-C)")
         report.outcomes.extend(outcomes[i] for i in sorted(outcomes))
-        stopped = [classes[i].name for i in sorted(running)] + interrupted  # left, stopped
+        # left, stopped, and not written: an experiment whose file this process recorded
+        # before the stop reached its thread is kept, not interrupted
+        written = _written(store)
+        stopped = [n for n in [classes[i].name for i in sorted(running)] + interrupted
+                   if n not in written]
         raise _interrupted(e, [n for n in during if n in stopped] or during, store,
                            report) from None
     report.outcomes.extend(outcomes[i] for i in sorted(outcomes))
