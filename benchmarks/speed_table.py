@@ -14,6 +14,7 @@ commit is not it (a copy of the tree whose git metadata is older than its files)
 
 from __future__ import annotations
 
+import argparse
 import json
 import sys
 from pathlib import Path
@@ -80,17 +81,13 @@ def table(data: dict, archs: list[dict] | None = None, commit: str = "") -> str:
 
 
 def main() -> int:
-    args = sys.argv[1:]
-    commit = ""
-    if "--commit" in args:
-        i = args.index("--commit")
-        commit = args[i + 1] if i + 1 < len(args) else ""
-        del args[i:i + 2]
-    if not args or (sys.argv.count("--commit") and not commit):
-        print(__doc__.strip().splitlines()[2].strip(), file=sys.stderr)
-        return 2
-    archs = [json.loads(Path(a).read_text()) for a in args[1:]]
-    sys.stdout.write(table(json.loads(Path(args[0]).read_text()), archs, commit))
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("speed", type=Path, help="pytest-benchmark JSON of test_speed.py")
+    ap.add_argument("archs", type=Path, nargs="*", help="bench_sim.py archs outputs")
+    ap.add_argument("--commit", default="", help="the tree measured, if not the JSON's")
+    a = ap.parse_args()
+    archs = [json.loads(f.read_text()) for f in a.archs]
+    sys.stdout.write(table(json.loads(a.speed.read_text()), archs, a.commit))
     return 0
 
 

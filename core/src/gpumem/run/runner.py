@@ -900,12 +900,17 @@ def _measure_and_keep(plugins: Plugins, store: RunStore, device: Device, exp: Ex
 # ---------------------------------------------------------------------------------------------
 
 
+def _mine(store: RunStore) -> list[dict[str, Any]]:
+    """The manifest entries with a results file this process wrote (raises GpumemError
+    where the manifest cannot be read)."""
+    return [e.data for e in store.entries()
+            if e.data.get("owner") == store.owner and e.data.get("file")]
+
+
 def _written(store: RunStore) -> set[str]:
     """The experiments this process wrote a results file for."""
     try:
-        return {str(e.data.get("experiment")) for e in store.entries()
-                if e.data.get("owner") == store.owner and e.data.get("file")
-                and e.data.get("status") == "complete"}
+        return {str(d.get("experiment")) for d in _mine(store) if d.get("status") == "complete"}
     except GpumemError:
         return set()
 
@@ -914,8 +919,7 @@ def _kept(store: RunStore, report: RunReport) -> int:
     """Experiments with a file: resumed ones, and those this process wrote (an interrupt
     that waited for a write lands after the experiment was recorded)."""
     try:
-        mine = sum(1 for e in store.entries()
-                   if e.data.get("owner") == store.owner and e.data.get("file"))
+        mine = len(_mine(store))
     except GpumemError:
         mine = sum(1 for o in report.outcomes if o.file and o.status != "resumed")
     return mine + sum(1 for o in report.outcomes if o.status == "resumed")
