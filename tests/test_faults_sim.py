@@ -12,6 +12,7 @@ import sys
 import time
 from importlib.metadata import EntryPoint
 from pathlib import Path
+from types import SimpleNamespace
 
 import numba as nb
 import numpy as np
@@ -275,6 +276,23 @@ def test_the_compiled_kernel_is_cached_beside_its_verified_source(kernel_key, tm
     specialise._CACHE.clear()
     again = _chase_once(_small_config(), monkeypatch)
     assert again is not fn and sum(again.stats.cache_hits.values()) == 1
+
+
+@posix_only
+def test_a_kernel_numba_cannot_cache_is_a_warning_not_a_crash(kernel_key, tmp_path,
+                                                              monkeypatch):
+    """Numba declines to cache some compiles (under ``NUMBA_OPT=0`` the kernel uses dynamic
+    globals) and names the kernel's file in a warning: the private cache must give it that
+    file. It used to raise AttributeError after the compile, failing the chase."""
+    key, name, _src = kernel_key
+    monkeypatch.setattr(specialise, "_roots", lambda: [tmp_path / "home-cache" / "gpumem"])
+    fn = specialise._load(key)
+    cache = fn._cache._impl
+    declined = SimpleNamespace(lifted=(), library=SimpleNamespace(has_dynamic_globals=True),
+                               fndesc=SimpleNamespace(qualname="_chase"))
+    with pytest.warns(nb.NumbaWarning, match="Cannot cache compiled function"):
+        assert cache.check_cachable(declined) is False
+    assert cache.locator._py_file == _file_of(fn)
 
 
 @posix_only

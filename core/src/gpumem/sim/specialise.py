@@ -185,6 +185,7 @@ class _PrivateLocator(nb_caching._CacheLocator):
 
     def __init__(self, py_func, py_file: str, src: str) -> None:
         self._cache_path = str(Path(py_file).parent / "__pycache__")
+        self._py_file = py_file  # Numba names it in its "cannot cache" warning
         self._lineno = py_func.__code__.co_firstlineno
         self._stamp = hashlib.sha256(src.encode()).hexdigest()
 
