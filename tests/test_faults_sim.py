@@ -9,6 +9,7 @@ import math
 import os
 import stat
 import sys
+import threading
 import time
 from importlib.metadata import EntryPoint
 from pathlib import Path
@@ -18,6 +19,7 @@ import numba as nb
 import numpy as np
 import pytest
 import tomli_w
+from filelock import FileLock
 from gpumem.plugin.registry import load_plugins
 from gpumem.sim import engine, specialise
 from gpumem.sim.config import (
@@ -276,6 +278,76 @@ def test_the_compiled_kernel_is_cached_beside_its_verified_source(kernel_key, tm
     specialise._CACHE.clear()
     again = _chase_once(_small_config(), monkeypatch)
     assert again is not fn and sum(again.stats.cache_hits.values()) == 1
+
+
+def _kernel_args(cfg: SimConfig, monkeypatch) -> tuple:
+    """The kernel and the arguments one short specialised chase calls it with; nothing
+    compiled (the run stops where the kernel would be made ready)."""
+    seen: list = []
+
+    class Stop(Exception):
+        pass
+
+    def record(fn, args):
+        seen.append((fn, args))
+        raise Stop
+
+    for k in list(specialise._CACHE):  # loaded by an earlier test: load it afresh
+        monkeypatch.delitem(specialise._CACHE, k)
+    with monkeypatch.context() as m:
+        m.setattr(specialise, "_ready", record)
+        with pytest.raises(Stop):
+            _chase_once(cfg, m)
+    return seen[0]
+
+
+@posix_only
+def test_a_process_waits_for_the_one_compiling_its_kernel_and_loads_what_it_saved(
+        kernel_key, tmp_path, monkeypatch):
+    """Cold processes that start at once (a run's workers, the test suite's) used to compile
+    the same kernel each (4-5 s of CPU apiece). The one that needs a kernel another is
+    compiling waits on the kernel's lock file and loads the saved code instead."""
+    key, name, _src = kernel_key
+    monkeypatch.setattr(specialise, "_roots", lambda: [tmp_path / "home-cache" / "gpumem"])
+    fn, args = _kernel_args(_small_config(), monkeypatch)
+    lock = specialise._LOCK_FILES[fn]
+    sig = tuple(fn.typeof_pyval(a) for a in args)
+    assert lock == tmp_path / "home-cache" / "gpumem" / "gpumem_chase" / f"{name}.lock"
+
+    other = FileLock(lock)  # "another process", compiling
+    other.acquire()
+    waiter = threading.Thread(target=specialise._ready, args=(fn, args))
+    waiter.start()
+    time.sleep(0.5)
+    assert waiter.is_alive() and not fn.overloads  # waiting, not compiling
+    # the other process's copy of the kernel: compiled and saved to the disk cache
+    sys.modules.pop(f"gpumem_chase_kernels.{name}", None)
+    specialise._CACHE.pop(key, None)
+    theirs = specialise._load(key)
+    assert theirs is not fn
+    theirs.compile(sig)
+    other.release()
+    waiter.join(60)
+
+    assert not waiter.is_alive()
+    assert sum(fn.stats.cache_hits.values()) == 1 and not fn.stats.cache_misses
+
+
+@posix_only
+def test_a_lock_held_too_long_leaves_the_compile_to_the_call(kernel_key, tmp_path,
+                                                             monkeypatch):
+    """A process stuck holding a kernel's lock costs the others COMPILE_WAIT_S, then they
+    compile their own copy at the call: never a hang."""
+    monkeypatch.setattr(specialise, "_roots", lambda: [tmp_path / "home-cache" / "gpumem"])
+    fn, args = _kernel_args(_small_config(), monkeypatch)
+    monkeypatch.setattr(specialise, "COMPILE_WAIT_S", 0.2)
+    with FileLock(specialise._LOCK_FILES[fn]):
+        t = time.perf_counter()
+        done = threading.Thread(target=specialise._ready, args=(fn, args))
+        done.start()
+        done.join(30)
+        assert not done.is_alive() and time.perf_counter() - t < 10
+    assert not fn.overloads  # nothing compiled under the lock: the call compiles it
 
 
 @posix_only

@@ -27,6 +27,7 @@ from pathlib import Path
 
 import numba as nb
 import numpy as np
+from filelock import FileLock, Timeout
 from numba.core import caching as nb_caching
 
 from gpumem.private_dir import may_create, private, trusted_parents
@@ -174,8 +175,36 @@ def _load(key: tuple):
         why = _attach_cache(mod._chase, src)
         if why:
             _say_uncached(f"Numba's cache cannot be kept in {d}: {why}")
+        else:
+            _LOCK_FILES[mod._chase] = d / f"{name}.lock"
         sys.modules[modname] = mod
     return mod._chase
+
+
+#: The lock file of each kernel kept in the disk cache (see :func:`_ready`).
+_LOCK_FILES: dict[object, Path] = {}
+#: Seconds a process waits for another one compiling the same kernel before it compiles its
+#: own copy (a compile takes 4-5 s of CPU; many at once on few cores, longer).
+COMPILE_WAIT_S = 300.0
+
+
+def _ready(fn, args: tuple) -> None:
+    """Compile ``fn`` for the types of ``args``, or load it from the disk cache, holding the
+    kernel's lock file: processes that start cold at once (a run's workers, several runs, the
+    test suite's) then compile each kernel once, the others loading what the first saved,
+    instead of each spending the same 4-5 s of CPU. Kernels compiled in memory (no private
+    folder) have nothing to share and compile at the call."""
+    lock = _LOCK_FILES.get(fn)
+    if lock is None:
+        return
+    sig = tuple(fn.typeof_pyval(a) for a in args)
+    if sig in fn.overloads:
+        return
+    try:
+        with FileLock(lock, timeout=COMPILE_WAIT_S, mode=0o600):
+            fn.compile(sig)
+    except Timeout:  # another process is stuck compiling: compile at the call, unlocked
+        return
 
 
 class _PrivateLocator(nb_caching._CacheLocator):
@@ -343,7 +372,9 @@ def run(h, path_ids: np.ndarray, tlb_first: int, tlb_count: int, *, specialised:
     arguments from ``base`` on (:data:`gpumem.sim.model.ARGS`), without ``scalar``."""
     fn = kernel(key_of(h, path_ids, tlb_first, tlb_count) if specialised else GENERIC)
     wbits = h.wbits
-    fn(h.way, h.rng, h.clock, h.meta, h.set_ways, h.set_off, h.idx_param, h.weights,
-       *_path_args(h, np.asarray(path_ids, np.int64), int(tlb_first), int(tlb_count), int(sm),
-                   int(sm_count), wbits),
-       float(dram_latency), float(page_walk), *args, bool(scalar), np.int64(wbits))
+    full = (h.way, h.rng, h.clock, h.meta, h.set_ways, h.set_off, h.idx_param, h.weights,
+            *_path_args(h, np.asarray(path_ids, np.int64), int(tlb_first), int(tlb_count),
+                        int(sm), int(sm_count), wbits),
+            float(dram_latency), float(page_walk), *args, bool(scalar), np.int64(wbits))
+    _ready(fn, full)
+    fn(*full)
