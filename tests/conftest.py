@@ -45,6 +45,12 @@ if signal.getsignal(signal.SIGINT) is signal.SIG_IGN:
 for _var in ("COLUMNS", "LINES"):
     os.environ.pop(_var, None)
 
+# The suite starts some 250 Python processes (pytest-xdist's workers, the CLI, a run's worker
+# processes). With PYTHONDONTWRITEBYTECODE set (some CI images set it) each compiled the
+# checkout's modules from source again, about 0.3 s of CPU apiece on a fresh clone; they
+# keep the bytecode in the checkout's __pycache__ folders (git ignores them) instead.
+os.environ.pop("PYTHONDONTWRITEBYTECODE", None)
+
 #: ``GPUMEM_TEST_SLOW=1``: run the tests marked ``slow`` too (the full suite; .ci/run sets it).
 SLOW_ENV = "GPUMEM_TEST_SLOW"
 
