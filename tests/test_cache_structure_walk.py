@@ -23,6 +23,7 @@ from gpumem.experiments.chaselog import ChaseLog
 from gpumem.plugin.registry import get_plugins
 from gpumem.sim.config import CacheLevel, Dram, SetIndex, SimConfig, Timer
 from gpumem.sim.device import SimDevice
+from helpers import slow_beyond
 
 L2 = 2 << 20
 
@@ -166,7 +167,9 @@ def test_a_stored_walk_runs_nothing():
     assert src.chases == chases and len(chases) == len(log.chases)
 
 
-@pytest.mark.parametrize("arch", ["fermi", "kepler", "maxwell", "hopper"])
+# kepler's and maxwell's walks (four paths each) take 10-12 s of CPU: in CI only
+@pytest.mark.parametrize("arch", slow_beyond(["fermi", "kepler", "maxwell", "hopper"],
+                                             keep=["fermi", "hopper"]))
 def test_the_live_walk_and_the_analysis_of_its_stored_chases_agree(arch, tmp_path):
     cfg = get_plugins().hook.gpumem_simulator_config(arch=arch, simulator="sim")
     dev = SimDevice(cfg, arch)

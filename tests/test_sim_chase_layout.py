@@ -17,7 +17,7 @@ import numpy as np
 import pytest
 from gpumem.contracts.chains import chain_offsets
 from gpumem.sim import CacheLevel, Dram, SetIndex, SimConfig, Timer, TlbLevel, engine, specialise
-from helpers import compiling
+from helpers import slow_beyond
 
 _GOLDEN = 0x9E3779B97F4A7C15
 _M64 = (1 << 64) - 1
@@ -264,7 +264,7 @@ def test_compact_state_is_the_plain_cache_model(seed, monkeypatch):
             assert lat == wlat, mode
 
 
-@pytest.mark.parametrize("seed", compiling([1, 6], keep=["1"]))
+@pytest.mark.parametrize("seed", slow_beyond([1, 6], keep=["1"]))
 def test_specialised_kernel_keeps_the_plain_cache_model(seed, monkeypatch):
     cfg = _config(seed)
     chases = list(_chases(seed, cfg))

@@ -7,7 +7,7 @@ import pytest
 from gpumem.contracts.device import ChaseRequest
 from gpumem.sim import CacheLevel, Dram, SetIndex, SimConfig, Timer, TlbLevel
 from gpumem.sim.device import SimDevice
-from helpers import compiling
+from helpers import slow_beyond
 
 L1_HIT, L2_HIT, DRAM = 30.0, 200.0, 500.0
 
@@ -221,7 +221,7 @@ def _specialised_configs():
                  way_weights=[1, 4, 1, 2, 1, 1])]
 
 
-@pytest.mark.parametrize("name,caches,tlbs", compiling(
+@pytest.mark.parametrize("name,caches,tlbs", slow_beyond(
     _specialised_configs(), keep=["lru", "bits"], ids=[c[0] for c in _specialised_configs()]))
 def test_path_specialised_kernel_matches_the_generic_one(name, caches, tlbs, monkeypatch):
     """Long chases run a kernel generated for their path (levels unrolled, each level's

@@ -18,7 +18,7 @@ from gpumem.contracts.errors import PointSkipped
 from gpumem.plugin.registry import get_plugins
 from gpumem.sim import engine, specialise
 from gpumem.sim.device import SimDevice
-from helpers import compiling
+from helpers import slow_beyond
 
 ARCHS = ("fermi", "kepler", "maxwell", "hopper")
 
@@ -133,7 +133,7 @@ _CASES = [(a, m) for m in ("specialised", "generic") for a in ARCHS]
 
 # the generic kernel for every architecture; hopper's specialised kernels in the developer's
 # command, every architecture's in CI (each compiles several, 13-25 s of CPU on a fresh clone)
-@pytest.mark.parametrize("arch,mode", compiling(
+@pytest.mark.parametrize("arch,mode", slow_beyond(
     _CASES, keep=[f"{a}-generic" for a in ARCHS] + ["hopper-specialised"],
     ids=[f"{a}-{m}" for a, m in _CASES]))
 def test_chase_outputs_are_unchanged(arch, mode):

@@ -13,7 +13,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 from gpumem.sim import CacheLevel, Dram, SimConfig, Timer, TlbLevel, engine, model, specialise
-from helpers import compiling
+from helpers import slow_beyond
 
 DRAM, WALK = 700.0, 11.5
 PAGE = 4096
@@ -91,7 +91,7 @@ def _run(cfg: SimConfig, mode: str, monkeypatch):
     return out
 
 
-@pytest.mark.parametrize("tlb_ways", compiling([16, 8, 4], keep=["16"]))
+@pytest.mark.parametrize("tlb_ways", slow_beyond([16, 8, 4], keep=["16"]))
 def test_stamped_levels_give_the_generic_kernels_results_and_state(tlb_ways, monkeypatch):
     cfg = _config(tlb_ways)
     stamped: list[int] = []
