@@ -1,0 +1,66 @@
+#!/usr/bin/env bash
+# Issue 31's measurements on a GPU node, in one job (about 4 minutes on an H200):
+#   1. nvidia-smi before (clocks, other processes);
+#   2. two `gpumem run --arch hopper all` back to back (benchmarks/reruns.py --runs 2), timed;
+#   3. the reference cache-bandwidth kernel beside them, twice, run1's bw.l1/bw.l2 against each
+#      (cache_bw_reference.py): gpumem's figures must be at least the reference's;
+#   4. the two runs judged with the five committed reruns (reruns.py --check-only);
+#   5. issue 30's contention scenario (latency, beside a copy loop, then alone);
+#   6. the simulator on the host's cores: benchmarks/test_speed.py (pytest-benchmark) and
+#      three `bench_sim.py archs --workers 16` (cold, then warm), then SPEED.md.
+#
+#   bash benchmarks/h200_round.sh OUT_DIR [COMMIT]
+#
+# COMMIT names the checkout in SPEED.md where git cannot (a copied tree). Prints a short
+# table last; everything else is under OUT_DIR. Needs a GPU, CuPy, nvidia-ml-py, netCDF4 and
+# pytest-benchmark (benchmarks/requirements.txt). Changes no clock, power or mode setting.
+set -uo pipefail
+out=${1:?usage: h200_round.sh OUT_DIR [COMMIT]}
+commit=${2:-}
+here="$(cd "$(dirname "$0")" && pwd)"
+repo="$(dirname "$here")"
+mkdir -p "$out"
+t0=$SECONDS
+mark() { echo "$1 at $((SECONDS - t0)) s" | tee -a "$out/times.txt"; }
+nvidia-smi --query-gpu=name,uuid,clocks.sm,clocks.max.sm,temperature.gpu,power.draw,\
+utilization.gpu,memory.used --format=csv > "$out/smi_before.csv" 2>&1
+nvidia-smi --query-compute-apps=pid,name,used_memory --format=csv >> "$out/smi_before.csv" 2>&1
+
+python3 "$here/reruns.py" --runs 2 --out "$out/reruns" > "$out/reruns.log" 2>&1
+for i in 1 2; do
+    python3 "$here/cache_bw_reference.py" "$out/reruns/run1" --json "$out/cache_ref$i.json" \
+        > "$out/cache_ref$i.log" 2>&1
+done
+if [ -d "$repo/tests/data/h200-reruns" ]; then
+    mkdir -p "$out/joint"
+    i=1
+    for d in "$repo"/tests/data/h200-reruns/run*; do cp -r "$d" "$out/joint/run$i"; i=$((i + 1)); done
+    for r in run1 run2; do cp -r "$out/reruns/$r" "$out/joint/run$i"; i=$((i + 1)); done
+    python3 "$here/reruns.py" --runs $((i - 1)) --out "$out/joint" --check-only \
+        > "$out/joint.log" 2>&1
+fi
+bash "$here/contention_scenario.sh" "$out/contention" latency > "$out/contention.log" 2>&1
+mark "gpu part done"
+
+python3 -m pytest -q -p no:cacheprovider "$here/test_speed.py" \
+    --benchmark-json="$out/speed.json" > "$out/speed.log" 2>&1
+mark "speed done"
+for i in 1 2 3; do
+    python3 "$here/bench_sim.py" archs --arch hopper --workers 16 > "$out/archs16_$i.json" \
+        2> "$out/archs16_$i.err"
+done
+mark "archs done"
+python3 "$here/speed_table.py" "$out/speed.json" "$out"/archs16_*.json \
+    ${commit:+--commit "$commit"} > "$out/SPEED.md" 2> "$out/speed_table.err"
+
+echo "--- runs (wall, s) and agreement"
+grep -h "wall" "$out/reruns.log"
+grep -h "agree" "$out/reruns.log" "$out/joint.log" 2>/dev/null | tail -n 4
+echo "--- cache bandwidth against the reference"
+cat "$out"/cache_ref*.log
+echo "--- contention"
+head -n 2 "$out/contention.log"
+echo "--- simulator"
+grep -h '"wall_s"\|critical' "$out"/archs16_*.json 2>/dev/null | head -n 6
+grep -A12 -i "chase" "$out/SPEED.md" | head -n 14
+mark "all done"
