@@ -79,6 +79,10 @@ def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("run_dir", nargs="?", type=Path)
     ap.add_argument("--json", type=Path)
+    ap.add_argument("--l1-gib", type=float, default=16.0, help="GiB a launch reads, L1 "
+                    "shapes (default 16: about 0.5 ms on an H200)")
+    ap.add_argument("--l2-gib", type=float, default=4.0, help="GiB a launch reads, L2 "
+                    "shapes (default 4: about 0.5 ms on an H200)")
     a = ap.parse_args()
     props = cp.cuda.runtime.getDeviceProperties(0)
     sms, l2 = int(props["multiProcessorCount"]), int(props["l2CacheSize"])
@@ -121,7 +125,8 @@ def main() -> int:
         kern = mod.get_function(f"slice_read<{n},{threads},{FLAVOURS[flavour]}>")
         blocks = sms * bps
         per_pass = blocks * kib * 1024
-        passes = max(1, int((16 << 30) // per_pass if level == "l1" else (4 << 30) // per_pass))
+        launch = (a.l1_gib if level == "l1" else a.l2_gib) * (1 << 30)
+        passes = max(1, int(launch // per_pass))
         args = (buf, np.int32(passes), np.int32(0), out)
         kern((blocks,), (threads,), args)
         times, clocks = [], []
@@ -143,6 +148,7 @@ def main() -> int:
             for lv in ("l1", "l2")}
     report = {"device": props["name"].decode() if isinstance(props["name"], bytes)
               else str(props["name"]), "sms": sms, "l2_bytes": l2, "clock": clock_source,
+              "launch_gib": {"l1": a.l1_gib, "l2": a.l2_gib},
               "best": best, "rows": rows}
     if a.run_dir is not None:
         report["gpumem"] = gpumem_figures(a.run_dir)

@@ -3,7 +3,9 @@
 #   1. nvidia-smi before (clocks, other processes);
 #   2. two `gpumem run --arch hopper all` back to back (benchmarks/reruns.py --runs 2), timed;
 #   3. the reference cache-bandwidth kernel beside them, twice, run1's bw.l1/bw.l2 against each
-#      (cache_bw_reference.py): gpumem's figures must be at least the reference's;
+#      (cache_bw_reference.py): gpumem's figures must be at least the reference's; then the
+#      reference with launches 4x as long and l1_run_length.py (does a run's length move
+#      the L1 figure?);
 #   4. the two runs judged with the five committed reruns (reruns.py --check-only);
 #   5. issue 30's contention scenario (latency, beside a copy loop, then alone);
 #   6. the simulator on the host's cores: benchmarks/test_speed.py (pytest-benchmark) and
@@ -31,6 +33,11 @@ for i in 1 2; do
     python3 "$here/cache_bw_reference.py" "$out/reruns/run1" --json "$out/cache_ref$i.json" \
         > "$out/cache_ref$i.log" 2>&1
 done
+# the run-length hypothesis (l1_run_length.py's docstring): the reference's launches 4x as
+# long, and gpumem's stream kernel at the best L1 shapes over runs of 0.25 to 4 ms
+python3 "$here/cache_bw_reference.py" "$out/reruns/run1" --l1-gib 64 --l2-gib 16 \
+    --json "$out/cache_ref_long.json" > "$out/cache_ref_long.log" 2>&1
+python3 "$here/l1_run_length.py" --json "$out/l1_run_length.json" > "$out/l1_run_length.log" 2>&1
 if [ -d "$repo/tests/data/h200-reruns" ]; then
     mkdir -p "$out/joint"
     i=1
@@ -56,8 +63,9 @@ python3 "$here/speed_table.py" "$out/speed.json" "$out"/archs16_*.json \
 echo "--- runs (wall, s) and agreement"
 grep -h "wall" "$out/reruns.log"
 grep -h "agree" "$out/reruns.log" "$out/joint.log" 2>/dev/null | tail -n 4
-echo "--- cache bandwidth against the reference"
+echo "--- cache bandwidth against the reference (cache_ref_long: launches 4x as long)"
 cat "$out"/cache_ref*.log
+cat "$out/l1_run_length.log"
 echo "--- contention"
 head -n 2 "$out/contention.log"
 echo "--- simulator"

@@ -1,0 +1,81 @@
+"""Does the length of a timed run move the L1 bandwidth gpumem reports? (issue 31, item 1)
+
+    python benchmarks/l1_run_length.py [--repeats 10] [--json OUT.json]
+
+gpumem's ``bw.l1`` and the reference kernel of ``cache_bw_reference.py`` both time launches
+of about 0.5 ms (``bandwidth_levels.RUN_S``; 16 GiB a launch) and both read about 124 of the
+L1's 128 bytes per clock per SM on an H200 (2026-12-03, job 3: 32.38 against 32.42 TB/s, a
+coin toss between them). The hypothesis: the missing 3 % is the launch's ramp-up and tail,
+a few microseconds whatever the run's length, so runs of 2-4 ms would read about 1 % more.
+This times gpumem's own stream kernel (``Device.stream``, as bandwidth_levels runs it: per-
+block slices, ``.ca``, 16-byte loads) at the best L1 shapes of job 3 for runs of 0.25 to 4 ms
+(median of the repeats), and prints TB/s and bytes per clock per SM by run length.
+Predicted: within 0.3 % of each other if the hypothesis is wrong; rising by 0.5-1.5 % from
+0.5 to 4 ms if it is right. Changes no setting of the GPU.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+from dataclasses import replace
+from pathlib import Path
+
+import numpy as np
+
+#: (blocks per SM, threads, loads in flight, KiB per SM): job 3's best L1 points of gpumem
+SHAPES = ((2, 256, 8, 64), (1, 512, 8, 64), (2, 512, 8, 64))
+RUNS_MS = (0.25, 0.5, 1.0, 2.0, 4.0)
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--repeats", type=int, default=10)
+    ap.add_argument("--json", type=Path)
+    ap.add_argument("--sim", action="store_true", help="the built-in simulator's H200 (to "
+                    "try the script without a GPU; its figures say nothing of the hypothesis)")
+    a = ap.parse_args()
+    from gpumem.contracts.device import StreamRequest
+
+    if a.sim:
+        from gpumem.plugin.registry import get_plugins
+        from gpumem.sim.device import SimDevice
+
+        dev = SimDevice(get_plugins().hook.gpumem_simulator_config(arch="hopper",
+                                                                   simulator="sim"), "hopper")
+    else:
+        from gpumem.cuda.backend import CudaBackend
+
+        dev = CudaBackend().open(0, "hopper")
+    sms, mhz = dev.info.sm_count, dev.info.clock_mhz
+    rows = []
+    for bps, threads, ilp, kib in SHAPES:
+        fp = sms * kib * 1024
+        req = StreamRequest(footprint=fp, ctas=bps * sms, threads=threads, ilp=ilp, width=16,
+                            path="ca", kind="read", order="block", work=256 << 20, seed=0)
+        first = dev.stream(req)  # warm-up, and the rate that sizes the runs
+        rate = first.bytes / first.seconds
+        for ms in RUNS_MS:
+            work = int(rate * ms / 1e3)
+            gbs = [dev.stream(replace(req, work=work, seed=r)).gbs for r in range(a.repeats)]
+            med = float(np.median(gbs))
+            rows.append(dict(blocks_per_sm=bps, threads=threads, ilp=ilp, kib_per_sm=kib,
+                             run_ms=ms, work_bytes=work, tbs=med / 1e3,
+                             bytes_per_clk_per_sm=med * 1e9 / (mhz * 1e6) / sms,
+                             spread=float((max(gbs) - min(gbs)) / med)))
+    if a.json:
+        a.json.write_text(json.dumps({"sm_count": sms, "clock_mhz": mhz, "rows": rows},
+                                     indent=1))
+    print(f"{'shape':>26} " + " ".join(f"{ms:>7.2f}ms" for ms in RUNS_MS))
+    for shape in SHAPES:
+        mine = [r for r in rows if (r["blocks_per_sm"], r["threads"], r["ilp"],
+                                    r["kib_per_sm"]) == shape]
+        label = f"{shape[0]}x{shape[1]} ilp{shape[2]} {shape[3]}KiB/SM"
+        print(f"{label:>26} " + " ".join(f"{r['bytes_per_clk_per_sm']:9.2f}" for r in mine))
+    print(f"bytes per clock per SM at the device's clock, {mhz:.0f} MHz (median of "
+          f"{a.repeats} runs each)")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
