@@ -186,14 +186,24 @@ _LOCK_FILES: dict[object, Path] = {}
 #: Seconds a process waits for another one compiling the same kernel before it compiles its
 #: own copy (a compile takes 4-5 s of CPU; many at once on few cores, longer).
 COMPILE_WAIT_S = 300.0
+#: (kernel, kind) pairs :func:`_ready` has seen: typing the arguments costs about 150 us, as
+#: much as a short chase, so it is done once per kind of call.
+_READIED: set[tuple] = set()
 
 
-def _ready(fn, args: tuple) -> None:
+def _ready(fn, args: tuple, kind: object = None) -> None:
     """Compile ``fn`` for the types of ``args``, or load it from the disk cache, holding the
     kernel's lock file: processes that start cold at once (a run's workers, several runs, the
     test suite's) then compile each kernel once, the others loading what the first saved,
     instead of each spending the same 4-5 s of CPU. Kernels compiled in memory (no private
-    folder) have nothing to share and compile at the call."""
+    folder) have nothing to share and compile at the call.
+
+    ``kind`` stands for what makes the argument types differ between calls (the way words'
+    dtype): once a kind has been made ready, its calls return at once. A call whose types
+    the kind does not tell apart just compiles at the call, unlocked, as before the lock."""
+    if (fn, kind) in _READIED:
+        return
+    _READIED.add((fn, kind))
     lock = _LOCK_FILES.get(fn)
     if lock is None:
         return
@@ -376,5 +386,5 @@ def run(h, path_ids: np.ndarray, tlb_first: int, tlb_count: int, *, specialised:
             *_path_args(h, np.asarray(path_ids, np.int64), int(tlb_first), int(tlb_count),
                         int(sm), int(sm_count), wbits),
             float(dram_latency), float(page_walk), *args, bool(scalar), np.int64(wbits))
-    _ready(fn, full)
+    _ready(fn, full, h.way.dtype.char)
     fn(*full)
