@@ -731,9 +731,8 @@ class _Static:
                 self.stamp_words += L.m(EQ_WAYS) * L.m(N_SETS)
         # the path's caches of equal sets indexed by block modulo sets: their set and tag
         # words worked out a chunk ahead (in words of at most 31 bits: both fit an int64)
-        self.ahead = [self.levels[lv] for lv, p in self.order if p >= 0] if wbits <= NARROW \
-            else []
-        self.ahead = [L for L in self.ahead if L.m(IDX_KIND) == 0 and L.m(EQ_WAYS) > 0
+        self.ahead = [L for L in (self.levels[lv] for lv, p in self.order if p >= 0)
+                      if wbits <= NARROW and L.m(IDX_KIND) == 0 and L.m(EQ_WAYS) > 0
                       and L.m(N_SETS) > 1]
         for i, L in enumerate(self.ahead):
             L.ix = f"ix{i}"
@@ -819,7 +818,8 @@ class _Static:
         if not self.pf:
             return
         with s.block(f"if k + {PF_DIST} < n_acc:"):
-            s(f"a2 = base + chunk[(k + {PF_DIST}) & (2 * CHUNK - 1)]")
+            if any(not self.levels[lv].ix for lv in self.pf):  # an address to index
+                s(f"a2 = base + chunk[(k + {PF_DIST}) & (2 * CHUNK - 1)]")
             for lv in self.pf:
                 L = self.levels[lv]
                 with s.block(f"if pf{lv}:"):
