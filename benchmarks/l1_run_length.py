@@ -53,7 +53,10 @@ def main() -> int:
         fp = sms * kib * 1024
         req = StreamRequest(footprint=fp, ctas=bps * sms, threads=threads, ilp=ilp, width=16,
                             path="ca", kind="read", order="block", work=256 << 20, seed=0)
-        first = dev.stream(req)  # warm-up, and the rate that sizes the runs
+        dev.stream(req)  # warm-up
+        # the rate that sizes the runs, from a run of some 0.25 ms (a 256 MiB one is half
+        # launch: sized from it, runs came out 2.5x shorter than asked)
+        first = dev.stream(replace(req, work=8 << 30))
         rate = first.bytes / first.seconds
         for ms in RUNS_MS:
             work = int(rate * ms / 1e3)
@@ -61,6 +64,7 @@ def main() -> int:
             med = float(np.median(gbs))
             rows.append(dict(blocks_per_sm=bps, threads=threads, ilp=ilp, kib_per_sm=kib,
                              run_ms=ms, work_bytes=work, tbs=med / 1e3,
+                             measured_ms=work / (med * 1e9) * 1e3,
                              bytes_per_clk_per_sm=med * 1e9 / (mhz * 1e6) / sms,
                              spread=float((max(gbs) - min(gbs)) / med)))
     if a.json:
@@ -73,7 +77,10 @@ def main() -> int:
         label = f"{shape[0]}x{shape[1]} ilp{shape[2]} {shape[3]}KiB/SM"
         print(f"{label:>26} " + " ".join(f"{r['bytes_per_clk_per_sm']:9.2f}" for r in mine))
     print(f"bytes per clock per SM at the device's clock, {mhz:.0f} MHz (median of "
-          f"{a.repeats} runs each)")
+          f"{a.repeats} runs each); runs lasted "
+          + ", ".join(f"{min(r['measured_ms'] for r in rows if r['run_ms'] == ms):.2f}-"
+                      f"{max(r['measured_ms'] for r in rows if r['run_ms'] == ms):.2f}"
+                      for ms in RUNS_MS) + " ms")
     return 0
 
 

@@ -1,7 +1,7 @@
 """``bandwidth``: global-memory throughput over CTAs x threads x ILP (read, write, copy).
 
 The footprint is at least eight times the L2 (and 256 MiB), so every pass streams from DRAM.
-Each run lasts about :data:`RUN_S` at the rate a first run of the point shows (at most 2 GiB,
+Each run lasts about :data:`RUN_S` at the rate probe runs of the point show (at most 2 GiB,
 at least four L2s' worth of bytes, which stream from DRAM however the L2 replaces lines), so
 launch overhead stays under 1 % and a point of low concurrency, which reads at a few GB/s,
 costs milliseconds instead of the 0.2 s a fixed 2 GiB took (it was 70 % of the experiment's
@@ -17,7 +17,7 @@ bytes read plus written), ``bw.dram_read_fraction`` (of the device's theoretical
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import replace
 from typing import Any
 
@@ -43,7 +43,7 @@ KINDS = ("read", "write", "copy")
 #: Bytes each run moves per direction, at most: one pass over a 480 MB buffer took 110 us on
 #: an H200, and the launch (some 5 us) cost 3 % of the bandwidth; 2 GiB runs make it 0.2 %.
 WORK = 2 << 30
-#: Seconds a run lasts, about (its bytes sized from a first run of the point; none shorter
+#: Seconds a run lasts, about (its bytes sized by probe runs of the point; none shorter
 #: than four L2s' worth of bytes, none longer than WORK).
 RUN_S = 5e-4
 
@@ -55,6 +55,31 @@ def work_for(first: StreamResult, seconds: float, floor: int, cap: int,
     ``cap``: a slow point costs no more time than a fast one."""
     rate = first.bytes / directions / first.seconds if first.seconds > 0 else 0.0
     return int(min(max(floor, rate * seconds), cap))
+
+
+#: A probe shorter than this fraction of the run it sizes is run again at the size it gives:
+#: its time is mostly the launch's ramp and tail, not the rate.
+PROBE_FRACTION = 0.25
+#: Probes at most per point (the first, and re-probes at the sizes they give).
+PROBES = 3
+
+
+def sized_work(run: Callable[[int], StreamResult], probe: int, seconds: float, floor: int,
+               cap: int, directions: int = 1) -> int:
+    """Bytes per direction for runs of about ``seconds``: ``run(probe)`` first, then, while a
+    probe lasted under :data:`PROBE_FRACTION` of ``seconds``, again at the size it gives.
+    One probe alone undersized fast points: 256 MiB through an H200's L1 took some 8 us of
+    reading and as much again of launch, so the rate seemed half the real one and the runs
+    of bandwidth_levels, meant to last 0.5 ms, lasted 0.15-0.3 ms, their ramp and tail a
+    few percent of the figure (issue 31)."""
+    work = probe
+    for _ in range(PROBES):
+        first = run(work)
+        sized = work_for(first, seconds, floor, cap, directions)
+        if first.seconds >= PROBE_FRACTION * seconds or sized <= work:
+            return sized
+        work = sized
+    return sized
 
 
 class Bandwidth(Experiment):
@@ -115,7 +140,7 @@ class Bandwidth(Experiment):
     def prepare(self, device: Device, point: Mapping[str, Any], ctx: RunContext
                 ) -> Mapping[str, Any]:
         """The request of the point's timed runs, its bytes sized for RUN_S at the rate a
-        first run shows (seeded as the first timed run)."""
+        probe run shows (seeded as the first timed run; :func:`sized_work`)."""
         attrs = self.plan(ctx).attrs
         req = StreamRequest(
             footprint=int(attrs["footprint"]), ctas=int(point["ctas"]),
@@ -124,9 +149,10 @@ class Bandwidth(Experiment):
             seed=repeat_seed(ctx, 0))
         if int(attrs.get("sized_runs", 0)):
             floor = int(attrs["min_work_bytes"])
-            req = replace(req, work=work_for(
-                device.stream(replace(req, work=floor)), float(attrs["run_seconds"]), floor,
-                req.work, 2 if point["kind"] == "copy" else 1))
+            req = replace(req, work=sized_work(
+                lambda work: device.stream(replace(req, work=work)), floor,
+                float(attrs["run_seconds"]), floor, req.work,
+                2 if point["kind"] == "copy" else 1))
         return {"request": req}
 
     def measure(self, device: Device, point: Mapping[str, Any], ctx: RunContext

@@ -10,8 +10,8 @@ measured over kernel shapes (blocks per SM, threads per block, loads in flight p
 the way ``bandwidth`` searches them for DRAM, and each level reports its best: on an H200 a
 fixed shape (4 blocks of 512 threads, 2 loads each) read the L1 at 76 bytes per clock per
 SM, the best shape at 126, the L1's width being 128 (issue 31). Each run lasts about
-:data:`RUN_S` (its bytes sized from a first run of the point), so slow shapes cost no more
-than fast ones.
+:data:`RUN_S` (its bytes sized from probe runs of the point, :func:`sized_work`), so slow
+shapes cost no more than fast ones.
 
 Findings: ``bw.l1`` (aggregate, where ``.ca`` beats ``.cg`` by 1.3x: the L1 serves),
 ``bw.l2`` (``.cg``, footprint under half the L2), GB/s; each also per clock
@@ -42,14 +42,14 @@ from gpumem.contracts.experiment import (
 from gpumem.contracts.findings import Finding
 from gpumem.contracts.level_widths import l1_width, l2_width
 from gpumem.contracts.presentation import Presentation, ReportFigure
-from gpumem.experiments.bandwidth import work_for
+from gpumem.experiments.bandwidth import sized_work
 from gpumem.experiments.figures import BANDWIDTH
 from gpumem.experiments.latency import footprint_grid
 
-#: Seconds one timed run lasts (its bytes sized from a first run of the point): 0.5 ms keeps
+#: Seconds one timed run lasts (its bytes sized by probe runs of the point): 0.5 ms keeps
 #: a launch's few microseconds under 1 % of it.
 RUN_S = 5e-4
-#: Bytes of the first run that sizes the others, and the most a run moves.
+#: Bytes of the first probe run, and the most a run moves.
 PROBE_WORK, MAX_WORK = 256 << 20, 16 << 30
 WIDTH = 16
 L1_GAIN = 1.3       # .ca over .cg at one footprint: the L1 is serving
@@ -121,7 +121,7 @@ class BandwidthLevels(Experiment):
     def prepare(self, device: Device, point: Mapping[str, Any], ctx: RunContext
                 ) -> Mapping[str, Any]:
         """The request of the point's timed runs, its bytes sized for RUN_S at the rate a
-        first run shows (seeded as the first timed run)."""
+        probe run shows (seeded as the first timed run; :func:`sized_work`)."""
         a = self.plan(ctx).attrs
         fp = int(point["footprint"])
         req = StreamRequest(
@@ -130,9 +130,9 @@ class BandwidthLevels(Experiment):
             path=str(point["path"]), kind="read", order=str(a["order"]), work=0,
             seed=repeat_seed(ctx, 0))
         if int(a["sized_runs"]):
-            first = device.stream(replace(req, work=max(fp, PROBE_WORK)))
-            req = replace(req, work=work_for(first, float(a["run_seconds"]), fp,
-                                             int(a["work_bytes"])))
+            req = replace(req, work=sized_work(
+                lambda work: device.stream(replace(req, work=work)), max(fp, PROBE_WORK),
+                float(a["run_seconds"]), fp, int(a["work_bytes"])))
         return {"request": req}
 
     def measure(self, device: Device, point: Mapping[str, Any], ctx: RunContext
