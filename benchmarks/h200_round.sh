@@ -8,8 +8,9 @@
 #      the L1 figure?);
 #   4. the two runs judged with the five committed reruns (reruns.py --check-only);
 #   5. issue 30's contention scenario (latency, beside a copy loop, then alone);
-#   6. the simulator on the host's cores: benchmarks/test_speed.py (pytest-benchmark) and
-#      three `bench_sim.py archs --workers 16` (cold, then warm), then SPEED.md.
+#   6. the simulator on the host's cores: benchmarks/test_speed.py (pytest-benchmark), two
+#      `bench_sim.py chase` on one core, three `bench_sim.py archs --workers 16` (cold, then
+#      warm), then SPEED.md.
 #
 #   bash benchmarks/h200_round.sh OUT_DIR [COMMIT]
 #
@@ -52,6 +53,13 @@ mark "gpu part done"
 python3 -m pytest -q -p no:cacheprovider "$here/test_speed.py" \
     --benchmark-json="$out/speed.json" > "$out/speed.log" 2>&1
 mark "speed done"
+# issue 31 names bench_sim.py chase (best of 3 chases per regime), on one server core: twice,
+# pinned to a core of its own where taskset is there
+pin=""
+command -v taskset > /dev/null && pin="taskset -c $(( $(nproc) - 1 ))"
+for i in 1 2; do
+    $pin python3 "$here/bench_sim.py" chase > "$out/chase_$i.json" 2> "$out/chase_$i.err"
+done
 for i in 1 2 3; do
     python3 "$here/bench_sim.py" archs --arch hopper --workers 16 > "$out/archs16_$i.json" \
         2> "$out/archs16_$i.err"
@@ -71,4 +79,14 @@ head -n 2 "$out/contention.log"
 echo "--- simulator"
 grep -h '"wall_s"\|critical' "$out"/archs16_*.json 2>/dev/null | head -n 6
 grep -A12 -i "chase" "$out/SPEED.md" | head -n 14
+python3 - "$out"/chase_*.json <<'PY'
+import json, sys
+for f in sys.argv[1:]:
+    try:
+        r = json.load(open(f))["accesses_per_second_millions_specialised"]
+    except (OSError, ValueError, KeyError) as e:
+        print(f, "unreadable:", e)
+        continue
+    print(f.rsplit("/", 1)[-1], " ".join(f"{v:.1f}" for v in r.values()), "M/s (L1, L2, far L2, DRAM, DRAM+TLB)")
+PY
 mark "all done"

@@ -67,26 +67,28 @@ PROBES = 3
 def sized_work(run: Callable[[int], StreamResult], probe: int, seconds: float, floor: int,
                cap: int, directions: int = 1) -> int:
     """Bytes per direction for runs of about ``seconds``: ``run(probe)`` first, then, while a
-    probe lasted under :data:`PROBE_FRACTION` of ``seconds``, again at the size it gives.
+    probe lasted under :data:`PROBE_FRACTION` of ``seconds``, again at the size it gives;
+    the largest size any probe gives (a probe slowed by a clock still ramping up undersizes).
     One probe alone undersized fast points: 256 MiB through an H200's L1 took some 8 us of
     reading and as much again of launch, so the rate seemed half the real one and the runs
     of bandwidth_levels, meant to last 0.5 ms, lasted 0.15-0.3 ms, their ramp and tail a
     few percent of the figure (issue 31)."""
-    work = probe
+    work, best = probe, 0
     for _ in range(PROBES):
         first = run(work)
         sized = work_for(first, seconds, floor, cap, directions)
+        best = max(best, sized)
         if first.seconds >= PROBE_FRACTION * seconds or sized <= work:
-            return sized
+            break
         work = sized
-    return sized
+    return best
 
 
 class Bandwidth(Experiment):
     name = "bandwidth"
     summary = "DRAM read, write and copy bandwidth over CTAs x threads x ILP"
     probes = ("stream",)
-    version = "2"  # 2: runs sized in time
+    version = "3"  # 2: runs sized in time; 3: sized by probes until one lasts long enough
     findings = ("bw.dram_read", "bw.dram_write", "bw.dram_copy", "bw.dram_read_fraction")
     references = ("Mei & Chu, IEEE TPDS 28(1), 2017, sec. 5.1 (global throughput); "
                   "RRZE gpu-benches gpu-stream")

@@ -67,7 +67,8 @@ class BandwidthLevels(Experiment):
     name = "bandwidth_levels"
     summary = "read bandwidth over footprint and kernel shape through L1 (.ca) and L2 (.cg)"
     probes = ("stream",)
-    version = "3"  # 3: per-block slices, shapes searched, runs sized in time
+    version = "4"  # 3: per-block slices, shapes searched, runs sized in time; 4: sized by
+    # probes until one lasts long enough (3's L1 runs lasted 0.15-0.3 ms, not 0.5)
     findings = ("bw.l1", "bw.l2", "bw.l1_bytes_per_clk", "bw.l2_bytes_per_clk",
                 "bw.l1_width_fraction", "bw.l2_width_fraction")
     references = ("RRZE gpu-benches gpu-cache / gpu-l2-cache / gpu-strides; Mei & Chu, "
