@@ -2,16 +2,19 @@
 
     python benchmarks/l1_run_length.py [--repeats 10] [--json OUT.json]
 
-gpumem's ``bw.l1`` and the reference kernel of ``cache_bw_reference.py`` both time launches
-of about 0.5 ms (``bandwidth_levels.RUN_S``; 16 GiB a launch) and both read about 124 of the
-L1's 128 bytes per clock per SM on an H200 (2026-12-03, job 3: 32.38 against 32.42 TB/s, a
-coin toss between them). The hypothesis: the missing 3 % is the launch's ramp-up and tail,
-a few microseconds whatever the run's length, so runs of 2-4 ms would read about 1 % more.
-This times gpumem's own stream kernel (``Device.stream``, as bandwidth_levels runs it: per-
-block slices, ``.ca``, 16-byte loads) at the best L1 shapes of job 3 for runs of 0.25 to 4 ms
-(median of the repeats), and prints TB/s and bytes per clock per SM by run length.
-Predicted: within 0.3 % of each other if the hypothesis is wrong; rising by 0.5-1.5 % from
-0.5 to 4 ms if it is right. Changes no setting of the GPU.
+gpumem's ``bw.l1`` and the reference kernel of ``cache_bw_reference.py`` both read about
+124 of the L1's 128 bytes per clock per SM on an H200 (2026-12-03, job 3: 32.38 against
+32.42 TB/s, a coin toss between them). The hypothesis: the missing 3 % is the launch's
+ramp-up and tail, a few microseconds whatever the run's length. Looking for it showed that
+bandwidth_levels 3's runs, meant to last 0.5 ms (``bandwidth_levels.RUN_S``), lasted 0.15-0.3
+ms: one 256 MiB probe sized them, half of whose time was launch. Sized by probes that last
+long enough (version 4) they last 0.47 ms and read 125 B/clk/SM (32.7 TB/s), above the
+reference's 0.53 ms launches. This times gpumem's own stream kernel (``Device.stream``, as
+bandwidth_levels runs it: per-block slices, ``.ca``, 16-byte loads) at its best L1 shapes
+for runs of 0.25 to 4 ms (median of the repeats), and prints bytes per clock per SM by run
+length and how long the runs lasted. Predicted: rising by 0.5-1.5 % from 0.5 to 4 ms if the
+ramp and tail cost a few microseconds; within 0.3 % of each other if they do not.
+Changes no setting of the GPU.
 """
 
 from __future__ import annotations
