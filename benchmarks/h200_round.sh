@@ -12,14 +12,19 @@
 #      `bench_sim.py chase` on one core, three `bench_sim.py archs --workers 16` (cold, then
 #      warm), then SPEED.md.
 #
-#   bash benchmarks/h200_round.sh OUT_DIR [COMMIT]
+#   bash benchmarks/h200_round.sh OUT_DIR [COMMIT] [lean]
 #
-# COMMIT names the checkout in SPEED.md where git cannot (a copied tree). Prints a short
-# table last; everything else is under OUT_DIR. Needs a GPU, CuPy, nvidia-ml-py, netCDF4 and
+# COMMIT names the checkout in SPEED.md where git cannot (a copied tree). `lean` leaves out
+# the 4x-long reference, l1_run_length.py, the contention scenario and test_speed.py (about
+# 2.5 of its 5.5 minutes), for a second round that confirms the first. Prints a short
+# table last; everything else is under OUT_DIR, and what a commit needs of it (logs, JSON,
+# manifests, the two runs' bandwidth files: some 2 MB against 60) is also packed into
+# OUT_DIR/pack.tgz, small enough to come back from a device machine. Needs a GPU, CuPy, nvidia-ml-py, netCDF4 and
 # pytest-benchmark (benchmarks/requirements.txt). Changes no clock, power or mode setting.
 set -uo pipefail
-out=${1:?usage: h200_round.sh OUT_DIR [COMMIT]}
+out=${1:?usage: h200_round.sh OUT_DIR [COMMIT] [lean]}
 commit=${2:-}
+lean=${3:-}
 here="$(cd "$(dirname "$0")" && pwd)"
 repo="$(dirname "$here")"
 mkdir -p "$out"
@@ -36,9 +41,12 @@ for i in 1 2; do
 done
 # the run-length hypothesis (l1_run_length.py's docstring): the reference's launches 4x as
 # long, and gpumem's stream kernel at the best L1 shapes over runs of 0.25 to 4 ms
-python3 "$here/cache_bw_reference.py" "$out/reruns/run1" --l1-gib 64 --l2-gib 16 \
-    --json "$out/cache_ref_long.json" > "$out/cache_ref_long.log" 2>&1
-python3 "$here/l1_run_length.py" --json "$out/l1_run_length.json" > "$out/l1_run_length.log" 2>&1
+if [ -z "$lean" ]; then
+    python3 "$here/cache_bw_reference.py" "$out/reruns/run1" --l1-gib 64 --l2-gib 16 \
+        --json "$out/cache_ref_long.json" > "$out/cache_ref_long.log" 2>&1
+    python3 "$here/l1_run_length.py" --json "$out/l1_run_length.json" \
+        > "$out/l1_run_length.log" 2>&1
+fi
 if [ -d "$repo/tests/data/h200-reruns" ]; then
     mkdir -p "$out/joint"
     i=1
@@ -47,12 +55,15 @@ if [ -d "$repo/tests/data/h200-reruns" ]; then
     python3 "$here/reruns.py" --runs $((i - 1)) --out "$out/joint" --check-only \
         > "$out/joint.log" 2>&1
 fi
-bash "$here/contention_scenario.sh" "$out/contention" latency > "$out/contention.log" 2>&1
+[ -z "$lean" ] && bash "$here/contention_scenario.sh" "$out/contention" latency \
+    > "$out/contention.log" 2>&1
 mark "gpu part done"
 
-python3 -m pytest -q -p no:cacheprovider "$here/test_speed.py" \
-    --benchmark-json="$out/speed.json" > "$out/speed.log" 2>&1
-mark "speed done"
+if [ -z "$lean" ]; then
+    python3 -m pytest -q -p no:cacheprovider "$here/test_speed.py" \
+        --benchmark-json="$out/speed.json" > "$out/speed.log" 2>&1
+    mark "speed done"
+fi
 # issue 31 names bench_sim.py chase (best of 3 chases per regime), on one server core: twice,
 # pinned to a core of its own where taskset is there
 pin=""
@@ -65,20 +76,25 @@ for i in 1 2 3; do
         2> "$out/archs16_$i.err"
 done
 mark "archs done"
-python3 "$here/speed_table.py" "$out/speed.json" "$out"/archs16_*.json \
+[ -z "$lean" ] && python3 "$here/speed_table.py" "$out/speed.json" "$out"/archs16_*.json \
     ${commit:+--commit "$commit"} > "$out/SPEED.md" 2> "$out/speed_table.err"
+(cd "$out" && rm -f pack.tar pack.tgz \
+    && tar cf pack.tar --exclude=pack.tar --exclude='*.nc' --exclude=joint . \
+    && tar rf pack.tar reruns/run*/*/bandwidth-*.nc reruns/run*/*/bandwidth_levels-*.nc \
+    && gzip -c pack.tar > pack.tgz && rm pack.tar)
 
-echo "--- runs (wall, s) and agreement"
+echo "--- runs (wall, s) and agreement (the findings that disagree, then the counts)"
 grep -h "wall" "$out/reruns.log"
+grep -hv "wall\|agree" "$out/reruns.log" | head -n 12
 grep -h "agree" "$out/reruns.log" "$out/joint.log" 2>/dev/null | tail -n 4
 echo "--- cache bandwidth against the reference (cache_ref_long: launches 4x as long)"
-cat "$out"/cache_ref*.log
-cat "$out/l1_run_length.log"
+cat "$out"/cache_ref*.log 2>/dev/null
+cat "$out/l1_run_length.log" 2>/dev/null
 echo "--- contention"
-head -n 2 "$out/contention.log"
+head -n 2 "$out/contention.log" 2>/dev/null
 echo "--- simulator"
 grep -h '"wall_s"\|critical' "$out"/archs16_*.json 2>/dev/null | head -n 6
-grep -A12 -i "chase" "$out/SPEED.md" | head -n 14
+grep -A12 -i "chase" "$out/SPEED.md" 2>/dev/null | head -n 14
 python3 - "$out"/chase_*.json <<'PY'
 import json, sys
 for f in sys.argv[1:]:
