@@ -334,6 +334,30 @@ def test_a_process_waits_for_the_one_compiling_its_kernel_and_loads_what_it_save
 
 
 @posix_only
+def test_a_kernel_already_on_disk_is_loaded_without_waiting_for_the_lock(
+        kernel_key, tmp_path, monkeypatch):
+    """Warm processes load a saved kernel at once: loads under the lock queued a run's
+    workers one behind another (8 warm processes: 0.2 s steps, up to 1.8 s; a warm simulated
+    run on 16 Xeon cores took 15 s against 6)."""
+    key, name, _src = kernel_key
+    monkeypatch.setattr(specialise, "_roots", lambda: [tmp_path / "home-cache" / "gpumem"])
+    fn, args = _kernel_args(_small_config(), monkeypatch)
+    sig = tuple(fn.typeof_pyval(a) for a in args)
+    # an earlier process compiled it and saved it to the disk cache
+    sys.modules.pop(f"gpumem_chase_kernels.{name}", None)
+    specialise._CACHE.pop(key, None)
+    specialise._load(key).compile(sig)
+    with FileLock(specialise._LOCK_FILES[fn]):  # another process holds the lock
+        done = threading.Thread(target=specialise._ready, args=(fn, args))
+        done.start()
+        done.join(5)
+        assert not done.is_alive()  # returned with the lock still held: it did not wait
+    assert not fn.overloads  # left to the call, which loads it from the disk cache:
+    fn.compile(sig)
+    assert sum(fn.stats.cache_hits.values()) == 1 and not fn.stats.cache_misses
+
+
+@posix_only
 def test_a_kernel_is_made_ready_once_per_kind_of_call(kernel_key, tmp_path, monkeypatch):
     """Typing a call's arguments to look its compile up costs about 150 us, as much as a
     short chase: the first version did it on every chase and made short chases 4x slower.
