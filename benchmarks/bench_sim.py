@@ -66,6 +66,19 @@ REGIMES = {
 }
 
 
+def cpu_model() -> str:
+    """The CPU's model name (Linux's /proc/cpuinfo), else the platform's word for it."""
+    try:
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith("model name"):
+                return line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    import platform
+
+    return platform.processor() or "?"
+
+
 def _hopper():
     from gpumem.plugin.registry import get_plugins
 
@@ -307,7 +320,9 @@ def main() -> None:
                     "time even with --workers (GPUMEM_SEQUENTIAL=1)")
     opts = ap.parse_args()
     what = opts.what
-    results: dict = {"cpu_count": os.cpu_count()}
+    results: dict = {"cpu_count": os.cpu_count(), "cpu_model": cpu_model(),
+                     "python": sys.version.split()[0],
+                     "measured_at": time.strftime("%Y-%m-%dT%H:%M:%S%z")}
     if what in ("chase", "all"):
         results.update(chase())
     if what in ("workers", "all"):
