@@ -106,15 +106,16 @@ _REFERENCE: tuple[tuple[str, object, str, float, float], ...] = (
 )
 
 
-REFERENCE_CACHE_BW = ("REFERENCE: gpumem bandwidth_levels 3 (kernel shapes searched) on an "
-                      "H200 SXM, median of two runs in one GPU job (tests/data/h200-v3-runs), "
-                      "band 1 % (bw.l2: 2 %, the spread version 2 saw on a second card); "
-                      "three runs on another H200 lay within it. Published per clock: "
-                      "bw.l1_bytes_per_clk, bw.l2_bytes_per_clk")
-#: measured on one H200 with bandwidth_levels 3 (issue 31), as REFERENCE values are
+REFERENCE_CACHE_BW = ("REFERENCE: gpumem bandwidth_levels 4 (kernel shapes searched, runs "
+                      "sized to last 0.5 ms) on an H200 SXM, median of two runs in one GPU "
+                      "job (tests/data/h200-v4-runs), band 1 % (bw.l2: 2 %, the spread "
+                      "version 2 saw on a second card); five runs in three other GPU jobs "
+                      "the same night (two other cards known) lay within it. Published "
+                      "per clock: bw.l1_bytes_per_clk, bw.l2_bytes_per_clk")
+#: measured on one H200 with bandwidth_levels 4 (issue 31), as REFERENCE values are
 _REFERENCE_CACHE_BW: tuple[tuple[str, object, str, float, float], ...] = (
-    ("bw.l1", 32315.3, "GB/s", 0.01, 0.0),
-    ("bw.l2", 9022.0, "GB/s", 0.02, 0.0),
+    ("bw.l1", 32746.0, "GB/s", 0.01, 0.0),
+    ("bw.l2", 9017.5, "GB/s", 0.02, 0.0),
 )
 
 
@@ -159,7 +160,7 @@ NOT_SIMULATED: dict[str, str] = {
     # exporting that run again gives it), measured with bandwidth_levels 2's one kernel shape
     "bw.l1": "the model gives 19.8 TB/s: the packaged config's L1 bandwidth (75.6 B/cycle/SM) "
              "is calibrated from bandwidth_levels 2's one kernel shape; a config exported from "
-             "a version-3 run (tests/data/h200-v3-runs) gives the hardware's 124",
+             "a version-4 run (tests/data/h200-v4-runs) gives the hardware's 125",
     "bw.l1_bytes_per_clk": "the model gives 75.6 (bw.l1, above)",
     "bw.l1_width_fraction": "the model gives 0.59 (bw.l1, above)",
     "bw.l2": "the model gives 7.95 TB/s: the packaged config's L2 bandwidth (4017 B/cycle) is "
