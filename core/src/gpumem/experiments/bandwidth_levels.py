@@ -9,7 +9,7 @@ bandwidth is the kernel's unless the kernel keeps the level busy, so each footpr
 measured over kernel shapes (blocks per SM, threads per block, loads in flight per thread)
 the way ``bandwidth`` searches them for DRAM, and each level reports its best: on an H200 a
 fixed shape (4 blocks of 512 threads, 2 loads each) read the L1 at 76 bytes per clock per
-SM, the best shape at 126, the L1's width being 128 (issue 31). Each run lasts about
+SM, the best shape at 125, the L1's width being 128 (issue 31). Each run lasts about
 :data:`RUN_S` (its bytes sized from probe runs of the point, :func:`sized_work`), so slow
 shapes cost no more than fast ones.
 
