@@ -40,6 +40,7 @@ def main() -> int:
                     "try the script without a GPU; its figures say nothing of the hypothesis)")
     a = ap.parse_args()
     from gpumem.contracts.device import StreamRequest
+    from gpumem.experiments.bandwidth import sized_work
 
     if a.sim:
         from gpumem.plugin.registry import get_plugins
@@ -58,10 +59,10 @@ def main() -> int:
         req = StreamRequest(footprint=fp, ctas=bps * sms, threads=threads, ilp=ilp, width=16,
                             path="ca", kind="read", order="block", work=256 << 20, seed=0)
         dev.stream(req)  # warm-up
-        # the rate that sizes the runs, from a run of some 0.25 ms (a 256 MiB one is half
-        # launch: sized from it, runs came out 2.5x shorter than asked)
-        first = dev.stream(replace(req, work=8 << 30))
-        rate = first.bytes / first.seconds
+        # the rate that sizes the runs, as bandwidth_levels finds it (a lone 256 MiB probe
+        # is half launch: sized from it, runs came out 2.5x shorter than asked)
+        rate = sized_work(lambda work, req=req: dev.stream(replace(req, work=work)),
+                          256 << 20, 1e-3, 1, 1 << 50) / 1e-3
         for ms in RUNS_MS:
             work = int(rate * ms / 1e3)
             gbs = [dev.stream(replace(req, work=work, seed=r)).gbs for r in range(a.repeats)]

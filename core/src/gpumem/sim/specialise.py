@@ -130,13 +130,16 @@ def _source(key: tuple) -> tuple[str, str]:
     return _SOURCES[key]
 
 
+def _saved(folder: Path, name: str) -> bool:
+    """Is Numba's index of kernel ``name`` in the cache folder ``folder`` (compiled and saved
+    before, by any process)?"""
+    return any((folder / "__pycache__").glob(f"{name}._chase-*.nbi"))
+
+
 def _on_disk(key: tuple) -> bool:
     """Has this kernel been compiled into Numba's on-disk cache before (by any process)?"""
     d = _cache_dir()
-    if d is None:
-        return False
-    name, _ = _source(key)
-    return any((d / "__pycache__").glob(f"{name}._chase-*.nbi"))
+    return d is not None and _saved(d, _source(key)[0])
 
 
 def _load(key: tuple):
@@ -212,7 +215,7 @@ def _ready(fn, args: tuple, kind: object = None) -> None:
     sig = tuple(fn.typeof_pyval(a) for a in args)
     if sig in fn.overloads:
         return
-    if any(lock.parent.joinpath("__pycache__").glob(f"{lock.stem}._chase-*.nbi")):
+    if _saved(lock.parent, lock.stem):
         # in the disk cache: loaded at the call, unlocked. Loads under the lock queued a
         # run's workers one behind another (8 warm processes: 0.2 s steps, up to 1.8 s;
         # on 16 Xeon cores a warm simulated run took 15 s against 6)
