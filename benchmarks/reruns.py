@@ -6,8 +6,9 @@
 Each run is an ordinary ``gpumem run`` into ``OUT/run1`` ... ``OUT/runN``, timed (wall clock,
 compilation included). Then every finding is judged across the runs by
 :mod:`gpumem.interop.reruns` (structural: identical or unresolved in all; latencies within 2 %,
-bandwidths within 3 %, measured footprints within their intervals) and the disagreements are
-printed, with the count that agreed. ``--check-only`` judges existing run directories. This
+bandwidths within 3 %, measured footprints within their intervals; an experiment whose
+version differs between runs, within each version's runs) and the disagreements are printed,
+with the count that agreed. ``--check-only`` judges existing run directories. This
 is how ``tests/data/h200-reruns`` was made; ``tests/test_reruns.py`` applies the same check
 in CI.
 """
@@ -46,11 +47,11 @@ def main() -> int:
                                  stdout=subprocess.DEVNULL)
             last = time.perf_counter() - t
             print(f"{d.name}: rc {rc}, {last:.1f} s wall", flush=True)
-    from gpumem.interop.reruns import agreement, run_findings
+    from gpumem.interop.reruns import agreement, run_findings, run_versions
     from gpumem.plugin.registry import load_plugins
 
     plugins = load_plugins()
-    rows = agreement([run_findings(d, plugins) for d in dirs])
+    rows = agreement([run_findings(d, plugins) for d in dirs], [run_versions(d) for d in dirs])
     bad = [r for r in rows if not r.ok]
     for r in bad:
         shown = [r.candidates[0] if v is None and r.candidates else v for v in r.values]

@@ -99,3 +99,39 @@ def test_the_judge_catches_a_run_that_disagrees():
         verdict = {(a.experiment, a.name): a for a in agreement(bent)}[key]
         assert not verdict.ok, (key, verdict.verdict)
         assert {(a.experiment, a.name) for a in agreement(bent) if not a.ok} == {key}
+
+
+def test_a_new_version_of_an_experiment_is_judged_against_its_own_runs():
+    """A changed measurement is not a disagreement between reruns: with each run's versions
+    (read from its files), the runs of each version must agree among themselves, and a
+    finding a version does not give is not missing from its runs; within a version the
+    check still bites."""
+    from dataclasses import replace
+
+    from gpumem.interop.reruns import run_versions
+
+    plugins = get_plugins()
+    dirs = [RERUNS / f"run{i}" for i in (1, 2, 3, 4)]
+    runs = [run_findings(d, plugins) for d in dirs]
+    versions = [run_versions(d) for d in dirs]
+    assert versions[0]["bandwidth_levels"] == "2" and versions[0]["tlb_structure"] == "3"
+    key, new = ("bandwidth_levels", "bw.l1"), ("bandwidth_levels", "bw.l1_bytes_per_clk")
+    bent = [dict(r) for r in runs]
+    for r in bent[2:]:  # runs 3 and 4 measured by a "version 9" reading 1.6x as much
+        r[key] = replace(r[key], value=r[key].value * 1.6, interval=None)
+        r[new] = replace(r[key], name=new[1], value=125.0, units="B/clk/SM")
+    bumped = [dict(v) for v in versions]
+    for v in bumped[2:]:
+        v["bandwidth_levels"] = "9"
+    rows = {(a.experiment, a.name): a for a in agreement(bent, bumped)}
+    assert rows[key].ok and rows[new].ok, (rows[key].verdict, rows[new].verdict)
+    assert "version 9 (runs 3, 4)" in rows[key].verdict
+    assert "not given by this version" in rows[new].verdict
+    assert not any(a.ok for a in agreement(bent) if a.name in (key[1], new[1]))
+    bent[3][key] = replace(bent[3][key], value=bent[3][key].value * 1.08)  # 3.9 % off
+    rows = {(a.experiment, a.name): a for a in agreement(bent, bumped)}
+    assert not rows[key].ok and "version 9 (runs 3, 4): 3.9% off" in rows[key].verdict
+    bent[3] = {k: f for k, f in bent[3].items() if k[0] != "bandwidth_levels"}
+    bumped[3].pop("bandwidth_levels")  # run 4 lacks the experiment: missing, whatever else
+    rows = {(a.experiment, a.name): a for a in agreement(bent, bumped)}
+    assert not rows[key].ok and "missing" in rows[key].verdict

@@ -9,7 +9,10 @@ penalty), BANDWIDTH_TOL for bandwidths and other rates, FOOTPRINT_TOL for a meas
 footprint (a knee of the latency ladder); any of them also agrees where the intervals the
 runs give for it overlap.
 Findings are re-derived from each run's raw files by the present analysis, so a change of
-analysis is judged on the same measurements.
+analysis is judged on the same measurements. A change of measurement is not: where the runs
+hold different versions of an experiment (:func:`run_versions`), its findings are judged
+within each version's runs, not across them (version 3 of bandwidth_levels reads the L1 at
+32.7 TB/s, where version 2's kernel read 19.8).
 """
 
 from __future__ import annotations
@@ -60,6 +63,22 @@ def run_findings(run_dir: Path, plugins: Plugins) -> dict[tuple[str, str], Findi
         # only a file inside the run (a file elsewhere: ResultsFileError naming it)
         name, findings = analyze_file(plugins, store.path_of(e.data))
         out.update({(name, f.name): f for f in findings})
+    return out
+
+
+def run_versions(run_dir: Path) -> dict[str, str]:
+    """experiment -> the version that measured it, from each complete result file's
+    ``gpumem_experiment_version`` attribute ("" where a file does not say)."""
+    from gpumem.results.io import open_raw
+    from gpumem.results.store import RunStore
+
+    out: dict[str, str] = {}
+    store = RunStore(run_dir)
+    for e in store.entries():
+        if e.status != "complete" or not e.data.get("file"):
+            continue
+        attrs = open_raw(store.path_of(e.data)).attrs
+        out[str(e.data.get("experiment", ""))] = str(attrs.get("gpumem_experiment_version", ""))
     return out
 
 
@@ -143,7 +162,43 @@ def _same(a: Any, b: Any) -> bool:
         return a == b
 
 
-def agreement(runs: list[dict[tuple[str, str], Finding]]) -> list[Agreement]:
-    """Every finding any run has, judged across all of them, in (experiment, name) order."""
+def agreement(runs: list[dict[tuple[str, str], Finding]],
+              versions: list[dict[str, str]] | None = None) -> list[Agreement]:
+    """Every finding any run has, judged across all of them, in (experiment, name) order;
+    with each run's ``versions`` (:func:`run_versions`), across the runs of each version of
+    its experiment where the runs hold more than one."""
     keys = sorted({k for r in runs for k in r})
-    return [judge(exp, name, [r.get((exp, name)) for r in runs]) for exp, name in keys]
+    return [_judge_by_version(exp, name, [r.get((exp, name)) for r in runs],
+                              [v.get(exp) for v in versions] if versions else None)
+            for exp, name in keys]
+
+
+def _judge_by_version(experiment: str, name: str, per_run: list[Finding | None],
+                      versions: list[str | None] | None) -> Agreement:
+    """:func:`judge` over all runs, or, where the runs that have the experiment measured it
+    with different versions, over each version's runs (runs numbered from 1 in the
+    verdict); a version with one run has nothing to agree with."""
+    known = {v for v in versions or () if v is not None}
+    if len(known) < 2:
+        return judge(experiment, name, per_run)
+    assert versions is not None
+    groups: dict[str | None, list[int]] = {}
+    for i, v in enumerate(versions):
+        groups.setdefault(v, []).append(i)
+    parts = []
+    for v, idx in sorted(groups.items(), key=lambda g: g[1][0]):
+        mine = [per_run[i] for i in idx]
+        if v is not None and all(f is None for f in mine):
+            # a finding this version does not give (added or dropped by another)
+            parts.append((Agreement(experiment, name, "", [], True, ""),
+                          f"version {v} (runs {', '.join(str(i + 1) for i in idx)}): "
+                          f"not given by this version"))
+            continue
+        part = judge(experiment, name, mine)
+        said = "one run, nothing to compare" if len(idx) == 1 and part.ok else part.verdict
+        label = "no version" if v is None else f"version {v}"
+        parts.append((part, f"{label} (runs {', '.join(str(i + 1) for i in idx)}): {said}"))
+    whole = judge(experiment, name, per_run)  # for its kind, values and candidates
+    ok = all(p.ok for p, _ in parts)
+    return Agreement(experiment, name, whole.kind, whole.values, ok,
+                     "; ".join(text for _, text in parts), whole.candidates)
