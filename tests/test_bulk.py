@@ -6,6 +6,7 @@ from __future__ import annotations
 import dataclasses
 import json
 
+import numpy as np
 import pytest
 from gpumem.contracts.device import BulkRequest
 from gpumem.plugin.registry import get_plugins
@@ -53,3 +54,64 @@ def test_bad_requests_are_refused(kw, msg):
     args = {"footprint": 1 << 20, "chunk": 1024, "stages": 2, **kw}
     with pytest.raises(ValueError, match=msg):
         BulkRequest(**args).validate()
+
+
+class _BulkRecorder:
+    """A device whose bulk copies run at a fixed rate after a fixed launch overhead
+    (seconds), recording each request's bytes."""
+
+    def __init__(self, gbs: float, overhead: float):
+        self.gbs, self.overhead, self.works = gbs, overhead, []
+
+    def bulk_copy(self, req):
+        from gpumem.contracts.device import StreamResult
+
+        self.works.append(req.bytes_per_direction)
+        return StreamResult(bytes=req.bytes_per_direction, cycles=0.0,
+                            seconds=self.overhead + req.bytes_per_direction / (self.gbs * 1e9))
+
+
+@pytest.mark.parametrize("gbs", [60.0, 4300.0])
+def test_bulk_runs_last_about_run_seconds_and_read_the_buffer_at_least_once(gbs):
+    """Version 1 read the 480 MB buffer once per run, 110 us on an H200, so a 5 us launch
+    was some 4 % of the figure and two runs of one GPU job read 4303.6 and 4020.9 GB/s. Now a
+    fast point's runs last about RUN_S despite the launch; a slow point still reads the
+    whole buffer once (not less: the L2 would serve a part), not 2 GiB."""
+    from gpumem.contracts.experiment import RunContext, measure_point
+    from gpumem.experiments.bulk import BulkCopy
+    from gpumem.sim.device import sim_device_info
+
+    cfg = get_plugins().hook.gpumem_simulator_config(arch="hopper", simulator="sim")
+    ctx = RunContext("hopper", sim_device_info(cfg))
+    exp = BulkCopy()
+    plan = exp.plan(ctx)
+    a = plan.attrs
+    dev = _BulkRecorder(gbs, overhead=5e-6)
+    out = measure_point(exp, dev, {"chunk": 32768, "stages": 1, "ctas_per_sm": 4},
+                        ctx.with_repeats(plan))
+    timed = dev.works[-plan.repeats:]
+    assert len(set(timed)) == 1 and len(dev.works) - plan.repeats <= 3
+    if gbs < 100:
+        assert timed[0] == a["footprint"] == 8 * ctx.device.l2_bytes // 32768 * 32768
+    else:
+        seconds = 5e-6 + timed[0] / (gbs * 1e9)
+        assert a["footprint"] < timed[0] <= a["work_bytes"]
+        assert seconds >= 0.95 * min(a["run_seconds"], a["work_bytes"] / (gbs * 1e9))
+        assert np.median(out["gbs"]) >= 0.985 * gbs  # v1: 0.96
+    assert np.allclose(out["seconds"], [5e-6 + w / (gbs * 1e9) for w in timed])
+
+
+def test_a_cycle_level_simulator_reads_the_buffer_once_without_probes():
+    from gpumem.contracts.experiment import RunContext, measure_point
+    from gpumem.experiments.bulk import BulkCopy
+    from gpumem.sim.device import sim_device_info
+
+    cfg = get_plugins().hook.gpumem_simulator_config(arch="hopper", simulator="sim")
+    info = dataclasses.replace(sim_device_info(cfg), cycles_per_second=1e4)
+    ctx = RunContext("hopper", info)
+    exp = BulkCopy()
+    plan = exp.plan(ctx)
+    dev = _BulkRecorder(4300.0, overhead=5e-6)
+    measure_point(exp, dev, {"chunk": 32768, "stages": 1, "ctas_per_sm": 1},
+                  ctx.with_repeats(plan))
+    assert dev.works == [plan.attrs["footprint"]] * plan.repeats

@@ -5,8 +5,12 @@ One thread per block issues ``cp.async.bulk`` copies of ``chunk`` bytes into ``s
 shared-memory buffers and waits on their mbarriers; the copy engine moves the data. The
 bytes each SM has in flight (blocks x stages x chunk) set the bandwidth by Little's law until
 HBM saturates, so the sweep shows both the ceiling and how much must be in flight to reach
-it, with no warp issuing a single load. The buffer is eight L2 capacities, read once per
-point, ten times (three with --quick).
+it, with no warp issuing a single load. The buffer is eight L2 capacities; each run reads it
+for about :data:`~gpumem.experiments.bandwidth.RUN_S` (at least once, at most 2 GiB), sized
+like ``bandwidth``'s runs by probes of the point; ten runs per point (three with --quick).
+Version 1 read the buffer once per run, 110 us on an H200 at 4.3 TB/s, so the launch and the
+ramp of a grid of one-thread blocks were a few percent of each run: two runs of one GPU job
+read 4303.6 and 4020.9 GB/s (issue 31).
 
 Findings: ``bw.dram_read_bulk`` (GB/s, best median), ``bw.dram_read_bulk_fraction`` (of the
 device's theoretical peak), ``bulk.inflight_per_sm`` (fewest bytes in flight per SM within
@@ -20,6 +24,7 @@ Hopper, Blackwell); others skip it with the reason.
 from __future__ import annotations
 
 from collections.abc import Mapping
+from dataclasses import replace
 from typing import Any
 
 import numpy as np
@@ -34,9 +39,11 @@ from gpumem.contracts.experiment import (
     Var,
     point_medians,
     repeat_count,
+    repeat_seed,
 )
 from gpumem.contracts.findings import Finding
 from gpumem.contracts.presentation import Presentation, ReportFigure
+from gpumem.experiments.bandwidth import RUN_S, WORK, sized_work
 from gpumem.experiments.figures import BULK_COPY
 
 CHUNKS = (1024, 4096, 16384, 32768)
@@ -54,7 +61,7 @@ class BulkCopy(Experiment):
     name = "bulk_copy"
     summary = "TMA bulk copies HBM -> shared memory over chunk x stages x blocks per SM"
     probes = ("bulk_copy",)
-    version = "1"
+    version = "2"  # 2: runs sized in time (about RUN_S), not one pass
     findings = ("bw.dram_read_bulk", "bw.dram_read_bulk_fraction", "bulk.inflight_per_sm",
                 "bulk.latency_estimate")
     references = ("NVIDIA Hopper tuning guide, 'Tensor Memory Accelerator'; PTX ISA, "
@@ -73,20 +80,40 @@ class BulkCopy(Experiment):
         chunks, stages, ctas = CHUNKS, STAGES, CTAS_PER_SM
         if ctx.quick:
             chunks, stages, ctas = (1024, 16384), (1, 4), (1, 2)
+        footprint = _footprint(ctx)
+        # a cycle-level simulator pays per request: one pass, as version 1 read
+        work, sized = (footprint, 0) if ctx.slow else (max(footprint, WORK), 1)
         return Plan(
             axes=[Axis("chunk", chunks, "byte", "bytes per bulk copy"),
                   Axis("stages", stages, "1", "copies in flight per block"),
                   Axis("ctas_per_sm", ctas, "1", "blocks per SM (one issuing thread each)")],
-            variables=[Var("gbs", (), "GB/s", "bytes copied per second")],
-            attrs={"footprint": _footprint(ctx)},
+            variables=[Var("gbs", (), "GB/s", "bytes copied per second"),
+                       Var("seconds", (), "s", "time of one timed run")],
+            attrs={"footprint": footprint, "work_bytes": work, "sized_runs": sized,
+                   "run_seconds": RUN_S},
             repeats=repeat_count(ctx),
         )
 
+    def prepare(self, device: Device, point: Mapping[str, Any], ctx: RunContext
+                ) -> Mapping[str, Any]:
+        """The request of the point's timed runs: at least one pass over the buffer, sized
+        for RUN_S at the rate probe runs show (:func:`~gpumem.experiments.bandwidth.
+        sized_work`)."""
+        attrs = self.plan(ctx).attrs
+        footprint = int(attrs["footprint"])
+        req = BulkRequest(footprint=footprint, chunk=int(point["chunk"]),
+                          stages=int(point["stages"]), ctas_per_sm=int(point["ctas_per_sm"]),
+                          work=footprint, seed=repeat_seed(ctx, 0))
+        if int(attrs.get("sized_runs", 0)):
+            req = replace(req, work=sized_work(
+                lambda work: device.bulk_copy(replace(req, work=work)), footprint,
+                float(attrs["run_seconds"]), footprint, int(attrs["work_bytes"])))
+        return {"request": req}
+
     def measure(self, device: Device, point: Mapping[str, Any], ctx: RunContext
                 ) -> Mapping[str, Any]:
-        return {"gbs": device.bulk_copy(BulkRequest(
-            footprint=_footprint(ctx), chunk=int(point["chunk"]), stages=int(point["stages"]),
-            ctas_per_sm=int(point["ctas_per_sm"]), seed=ctx.run_seed)).gbs}
+        res = device.bulk_copy(replace(point["request"], seed=ctx.run_seed))
+        return {"gbs": res.gbs, "seconds": res.seconds}
 
     def analyze(self, raw: xr.Dataset) -> list[Finding]:
         gbs = point_medians(raw, "gbs")
@@ -98,7 +125,9 @@ class BulkCopy(Experiment):
         out = [Finding("bw.dram_read_bulk", round(best, 1), "GB/s", 1.0,
                        f"best median over chunk x stages x blocks per SM "
                        f"({where['chunk']} B x {where['stages']} x {where['ctas_per_sm']}), "
-                       f"{int(raw.attrs.get('footprint', 0)) >> 20} MB read once")]
+                       f"{int(raw.attrs.get('footprint', 0)) >> 20} MB read "
+                       + ("for about 0.5 ms per run" if int(raw.attrs.get("sized_runs", 0))
+                          else "once per run"))]
         peak = float(raw.attrs.get("peak_bandwidth_gbs", 0) or 0)
         if peak > 0:
             out.append(Finding("bw.dram_read_bulk_fraction", round(best / peak, 4), "1", 1.0,
