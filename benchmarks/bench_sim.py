@@ -79,6 +79,48 @@ def cpu_model() -> str:
     return platform.processor() or "?"
 
 
+def host_yardstick() -> dict:
+    """How fast this host core is at what the chase kernel does, apart from gpumem's code:
+    LLVM's name for the CPU and its vector features (what Numba compiles for), a dependent
+    chain of 64-bit hashes (scalar speed, M steps/s) and dependent random reads within 4 MB
+    (an L2 model's tag store, M reads/s). The chase's figures differ by 2-3x between the
+    GPU machines' hosts (2026-12-04: 79 against 110 M accesses/s L1-resident on two
+    "Intel(R) Xeon(R) Processor" hosts); these say whether the host or the kernel moved."""
+    import numba as nb
+    from llvmlite import binding as llvm
+
+    @nb.njit(cache=False)
+    def hashes(n):
+        z = np.uint64(1)
+        for _ in range(n):
+            z = (z ^ (z >> np.uint64(31))) * np.uint64(0xBF58476D1CE4E5B9)
+        return z
+
+    @nb.njit(cache=False)
+    def reads(nxt, n):
+        j = 0
+        for _ in range(n):
+            j = nxt[j]
+        return j
+
+    order = np.random.default_rng(0).permutation(1 << 20)  # 4 MB of int32: one cycle
+    nxt = np.empty(1 << 20, dtype=np.int32)
+    nxt[order] = np.roll(order, -1)
+    hashes(10), reads(nxt, 10)
+    out = {"llvm_cpu": llvm.get_host_cpu_name(),
+           "vector_features": sorted(f for f in ("avx2", "avx512f", "avx512bw", "sse4.2")
+                                     if llvm.get_host_cpu_features().get(f, False))}
+    for name, fn, args, n in (("scalar_hash_msteps", hashes, (), 50_000_000),
+                              ("random_read_4mb_mreads", reads, (nxt,), 10_000_000)):
+        best = 0.0
+        for _ in range(3):
+            t = time.perf_counter()
+            fn(*args, n) if args else fn(n)
+            best = max(best, n / (time.perf_counter() - t))
+        out[name] = round(best / 1e6, 1)
+    return out
+
+
 def _hopper():
     from gpumem.plugin.registry import get_plugins
 
@@ -131,6 +173,7 @@ def chase() -> dict:
             dev.pointer_chase(ChaseRequest(stride=128, record=n // 2, warmup=n // 2, **kw))
             best = max(best, n / (time.perf_counter() - t))
         out[name] = round(best / 1e6, 1)
+    res["host"] = host_yardstick()
     res["specialised_kernel_ready_s"] = round(ready, 2)
     res["specialised_kernel_from_disk_cache"] = cached
     return res

@@ -18,9 +18,10 @@
 # the 4x-long reference, l1_run_length.py, the contention scenario and test_speed.py (about
 # 2.5 of its 5.5 minutes), for a second round that confirms the first. Prints a short
 # table last; everything else is under OUT_DIR, and what a commit needs of it (logs, JSON,
-# manifests, the two runs' bandwidth files: some 2 MB against 60) is also packed into
-# OUT_DIR/pack.tgz, small enough to come back from a device machine. Needs a GPU, CuPy, nvidia-ml-py, netCDF4 and
-# pytest-benchmark (benchmarks/requirements.txt). Changes no clock, power or mode setting.
+# manifests, the two runs' bandwidth, bandwidth_levels and bulk_copy files: some 2 MB
+# against 60) is also packed into OUT_DIR/pack.tgz, small enough to come back from a device
+# machine. Needs a GPU, CuPy, nvidia-ml-py, netCDF4 and pytest-benchmark
+# (benchmarks/requirements.txt). Changes no clock, power or mode setting.
 set -uo pipefail
 out=${1:?usage: h200_round.sh OUT_DIR [COMMIT] [lean]}
 commit=${2:-}
@@ -84,6 +85,7 @@ python3 "$here/speed_table.py" $speed "$out"/archs16_*.json "$out"/chase_*.json 
 (cd "$out" && rm -f pack.tar pack.tgz \
     && tar cf pack.tar --exclude=pack.tar --exclude='*.nc' --exclude=joint . \
     && tar rf pack.tar reruns/run*/*/bandwidth-*.nc reruns/run*/*/bandwidth_levels-*.nc \
+        reruns/run*/*/bulk_copy-*.nc \
     && gzip -c pack.tar > pack.tgz && rm pack.tar)
 
 echo "--- runs (wall, s) and agreement (the findings that disagree, then the counts)"

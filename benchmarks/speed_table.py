@@ -95,6 +95,15 @@ def table(data: dict | None, archs: list[dict] | None = None, commit: str = "",
             out.append(f"| `bench_sim.py chase` {i}: {regime} | | 3 (best) | {rate:.1f} M "
                        f"accesses/s | >= {TARGET_ACCESSES / 1e6:.0f} M/s: "
                        f"{_mark(rate * 1e6 >= TARGET_ACCESSES)} |")
+    hosts = [(i, ch["host"]) for i, ch in enumerate(chases or [], 1) if ch.get("host")]
+    if hosts:
+        out += ["", "The chase's host core, apart from gpumem's code (bench_sim.py "
+                "host_yardstick: a dependent 64-bit hash chain, dependent random reads in "
+                "4 MB):", ""]
+        out += [f"- chase {i}: LLVM CPU {h.get('llvm_cpu', '?')} "
+                f"({', '.join(h.get('vector_features', [])) or 'no AVX2'}), "
+                f"{h.get('scalar_hash_msteps', '?')} M hash steps/s, "
+                f"{h.get('random_read_4mb_mreads', '?')} M random reads/s" for i, h in hosts]
     return "\n".join(out) + "\n"
 
 

@@ -52,3 +52,15 @@ def test_a_file_of_no_known_kind_is_refused(tmp_path):
                        text=True)
     assert r.returncode != 0 and "none of pytest-benchmark" in r.stderr
     assert r.stdout == ""
+
+
+def test_each_chase_names_its_host_cores_speed():
+    """The chase's figures moved 2-3x between GPU machines' hosts; SPEED.md says how fast
+    each chase's core was apart from gpumem's code, so a miss can be told from a slow host."""
+    ch = _chase(L1=79.2) | {"host": {"llvm_cpu": "sapphirerapids", "vector_features":
+                                     ["avx2", "avx512f"], "scalar_hash_msteps": 301.5,
+                                     "random_read_4mb_mreads": 20.4}}
+    t = _module().table(None, [], "abc", [_chase(L1=110.0), ch])
+    assert ("- chase 2: LLVM CPU sapphirerapids (avx2, avx512f), 301.5 M hash steps/s, "
+            "20.4 M random reads/s") in t
+    assert "- chase 1" not in t  # an older output without host figures: nothing invented
