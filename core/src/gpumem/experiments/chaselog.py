@@ -37,10 +37,11 @@ class ChaseLog:
 
     def run(self, *, path: str, stage: str, footprint: int, stride: int, passes: float = 1,
             warmup: int | None = None, order: str = "sequential", threshold: float = -np.inf,
-            pattern: tuple[int, ...] = (), record: int | None = None, paired: bool = False
-            ) -> Chase | None:
+            pattern: tuple[int, ...] = (), record: int | None = None, paired: bool = False,
+            placement: int = 0) -> Chase | None:
         """One chase: ``warmup`` accesses (default one pass), then ``passes`` passes recorded.
         ``paired``: a pattern chase of (first, second) offsets, logged as pair differences.
+        ``placement``: the chain behind that placement pad (``ChaseRequest.placement``).
 
         Returns ``None`` (and logs nothing) when the device skips the footprint.
         """
@@ -51,7 +52,8 @@ class ChaseLog:
         warm = per if warmup is None else warmup
         seed = self.seed + len(self.chases)
         req = ChaseRequest(footprint=footprint, stride=stride, record=rec, warmup=warm,
-                           order=order, path=path, seed=seed, pattern=pattern)
+                           order=order, path=path, seed=seed, pattern=pattern,
+                           placement=placement)
         try:
             res: ChaseResult = self.device.pointer_chase(req)
         except PointSkipped:
