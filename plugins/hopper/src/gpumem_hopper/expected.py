@@ -11,7 +11,9 @@ Three kinds of source, each named in the value's ``source``:
   (the TLB, DSMEM, cp.async, bulk copies, ILP response, access patterns). The value is the
   median of the five committed reruns (tests/data/h200-reruns, GPU-e3cd7c15), the band the
   largest deviation seen over those five and five more on a second card (GPU-4f78dd83),
-  with a floor of 1 % or 2 cycles; docs/h200-reference.md lists every run's value. These
+  with a floor of 1 % or 2 cycles; docs/h200-reference.md lists every run's value. Six runs
+  on three more cards (tests/data/h200-fleet, 2026-12-04) widened two bands to hold them
+  (cpasync.speedup, lat.pattern.P1 and P2: one card's DRAM reads take 3.4 % longer). These
   say "this card behaves like the reference cards", a fleet health check, not what Hopper
   must be, so they apply only to an H200 (:func:`models_reference_card`):
 
@@ -67,7 +69,9 @@ _REFERENCE: tuple[tuple[str, object, str, float, float], ...] = (
     # (bw.dram_write, bw.dram_copy, bw.dram_read_bulk: _REFERENCE_DRAM, below)
     ("bulk.inflight_per_sm", 65536, "byte", 0.0, 0.0),
     ("bulk.latency_estimate", 1246.1, "cycle", 0.03, 2.0),
-    ("cpasync.speedup", [0.572, 0.872, 1.017, 1.038, 1.034], "1", 0.042, 0.0),
+    # band 5.5 %: a third card (GPU-f8f6bfbd, tests/data/h200-fleet), whose DRAM reads take
+    # 3.4 % longer, gave 0.541 at one group (cp.async's latency-bound end)
+    ("cpasync.speedup", [0.572, 0.872, 1.017, 1.038, 1.034], "1", 0.055, 0.0),
     ("cpasync.speedup_low_occupancy", [0.369, 0.659, 1.11, 1.699, 2.028], "1", 0.04, 0.0),
     # distributed shared memory
     ("bw.dsmem", 33.73, "GB/s", 0.01, 0.0),
@@ -91,8 +95,8 @@ _REFERENCE: tuple[tuple[str, object, str, float, float], ...] = (
     ("l2.sm_map_far_latency", 530.0, "cycle", 0.046, 2.0),
     # access patterns (P2 shares P1's level and card-to-card band: the first card's P2 was
     # measured before the L2 eviction fix)
-    ("lat.pattern.P1", 680.0, "cycle", 0.036, 2.0),
-    ("lat.pattern.P2", 679.0, "cycle", 0.036, 2.0),
+    ("lat.pattern.P1", 680.0, "cycle", 0.037, 2.0),  # GPU-f8f6bfbd: 704-705 (its DRAM)
+    ("lat.pattern.P2", 679.0, "cycle", 0.037, 2.0),
     ("lat.pattern.P3", 284.0, "cycle", 0.011, 2.0),
     ("lat.pattern.P4", 285.0, "cycle", 0.015, 2.0),
     ("lat.pattern.P5", 282.0, "cycle", 0.025, 2.0),
