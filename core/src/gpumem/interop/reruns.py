@@ -11,7 +11,7 @@ runs give for it overlap.
 Findings are re-derived from each run's raw files by the present analysis, so a change of
 analysis is judged on the same measurements. A change of measurement is not: where the runs
 hold different versions of an experiment (:func:`run_versions`), its findings are judged
-within each version's runs, not across them (version 3 of bandwidth_levels reads the L1 at
+within each version's runs, not across them (version 4 of bandwidth_levels reads the L1 at
 32.7 TB/s, where version 2's kernel read 19.8).
 """
 
