@@ -26,6 +26,7 @@ from dataclasses import replace
 from pathlib import Path
 
 import numpy as np
+from probe_device import add_sim_flag, open_hopper
 
 #: (chunk bytes, stages, blocks per SM): bulk_copy 1's best points on an H200 (the five
 #: committed reruns: 32 KiB x 1 x 2, 65536 B in flight per SM) and their neighbours
@@ -37,21 +38,11 @@ def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--repeats", type=int, default=10)
     ap.add_argument("--json", type=Path)
-    ap.add_argument("--sim", action="store_true", help="the built-in simulator's H200 (to "
-                    "try the script without a GPU; its figures say nothing of the hypothesis)")
+    add_sim_flag(ap)
     a = ap.parse_args()
     from gpumem.contracts.device import BulkRequest
 
-    if a.sim:
-        from gpumem.plugin.registry import get_plugins
-        from gpumem.sim.device import SimDevice
-
-        dev = SimDevice(get_plugins().hook.gpumem_simulator_config(arch="hopper",
-                                                                   simulator="sim"), "hopper")
-    else:
-        from gpumem.cuda.backend import CudaBackend
-
-        dev = CudaBackend().open(0, "hopper")
+    dev = open_hopper(a.sim)
     info = dev.info
     footprint = min(max(8 * info.l2_bytes, 64 << 20),
                     max(info.memory_bytes // 4, 1 << 20)) // 32768 * 32768  # bulk_copy's

@@ -25,6 +25,7 @@ from dataclasses import replace
 from pathlib import Path
 
 import numpy as np
+from probe_device import add_sim_flag, open_hopper
 
 #: (blocks per SM, threads, loads in flight, KiB per SM): gpumem's best L1 points on an H200
 #: (2026-12-03, after runs were sized to last 0.5 ms: 32.69-32.72 TB/s at 8-33 MB)
@@ -36,22 +37,12 @@ def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--repeats", type=int, default=10)
     ap.add_argument("--json", type=Path)
-    ap.add_argument("--sim", action="store_true", help="the built-in simulator's H200 (to "
-                    "try the script without a GPU; its figures say nothing of the hypothesis)")
+    add_sim_flag(ap)
     a = ap.parse_args()
     from gpumem.contracts.device import StreamRequest
     from gpumem.experiments.bandwidth import sized_work
 
-    if a.sim:
-        from gpumem.plugin.registry import get_plugins
-        from gpumem.sim.device import SimDevice
-
-        dev = SimDevice(get_plugins().hook.gpumem_simulator_config(arch="hopper",
-                                                                   simulator="sim"), "hopper")
-    else:
-        from gpumem.cuda.backend import CudaBackend
-
-        dev = CudaBackend().open(0, "hopper")
+    dev = open_hopper(a.sim)
     sms, mhz = dev.info.sm_count, dev.info.clock_mhz
     rows = []
     for bps, threads, ilp, kib in SHAPES:

@@ -23,6 +23,7 @@ import json
 from pathlib import Path
 
 import numpy as np
+from probe_device import add_sim_flag, open_hopper
 
 SPLIT = 720  # cycles: between the two modes seen on an H200
 
@@ -31,22 +32,12 @@ def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--chains", type=int, default=4)
     ap.add_argument("--json", type=Path)
-    ap.add_argument("--sim", action="store_true", help="the built-in simulator's H200 (to "
-                    "try the script without a GPU)")
+    add_sim_flag(ap)
     a = ap.parse_args()
     from gpumem.contracts.device import PLACEMENT_PADS, ChaseRequest
     from gpumem.experiments.patterns import evict_l2, pattern_offsets
 
-    if a.sim:
-        from gpumem.plugin.registry import get_plugins
-        from gpumem.sim.device import SimDevice
-
-        dev = SimDevice(get_plugins().hook.gpumem_simulator_config(arch="hopper",
-                                                                   simulator="sim"), "hopper")
-    else:
-        from gpumem.cuda.backend import CudaBackend
-
-        dev = CudaBackend().open(0, "hopper")
+    dev = open_hopper(a.sim)
     offs, footprint, _warm = pattern_offsets("P6", dev.info.memory_bytes)
     path = "cg" if "cg" in dev.info.load_paths else "ca"
     rows = []
