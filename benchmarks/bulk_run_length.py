@@ -20,13 +20,11 @@ Changes no setting of the GPU.
 
 from __future__ import annotations
 
-import argparse
 import json
 from dataclasses import replace
-from pathlib import Path
 
 import numpy as np
-from probe_device import add_sim_flag, open_hopper
+from probe_device import open_hopper, probe_parser
 
 #: (chunk bytes, stages, blocks per SM): bulk_copy 1's best points on an H200 (the five
 #: committed reruns: 32 KiB x 1 x 2, 65536 B in flight per SM) and their neighbours
@@ -35,10 +33,8 @@ PASSES = (1, 2, 4)
 
 
 def main() -> int:
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap = probe_parser(__doc__)
     ap.add_argument("--repeats", type=int, default=10)
-    ap.add_argument("--json", type=Path)
-    add_sim_flag(ap)
     a = ap.parse_args()
     from gpumem.contracts.device import BulkRequest
 

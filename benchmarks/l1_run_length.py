@@ -19,13 +19,11 @@ Changes no setting of the GPU.
 
 from __future__ import annotations
 
-import argparse
 import json
 from dataclasses import replace
-from pathlib import Path
 
 import numpy as np
-from probe_device import add_sim_flag, open_hopper
+from probe_device import open_hopper, probe_parser
 
 #: (blocks per SM, threads, loads in flight, KiB per SM): gpumem's best L1 points on an H200
 #: (2026-12-03, after runs were sized to last 0.5 ms: 32.69-32.72 TB/s at 8-33 MB)
@@ -34,10 +32,8 @@ RUNS_MS = (0.25, 0.5, 1.0, 2.0, 4.0)
 
 
 def main() -> int:
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap = probe_parser(__doc__)
     ap.add_argument("--repeats", type=int, default=10)
-    ap.add_argument("--json", type=Path)
-    add_sim_flag(ap)
     a = ap.parse_args()
     from gpumem.contracts.device import StreamRequest
     from gpumem.experiments.bandwidth import sized_work

@@ -18,21 +18,17 @@ not. Changes no setting of the GPU.
 
 from __future__ import annotations
 
-import argparse
 import json
-from pathlib import Path
 
 import numpy as np
-from probe_device import add_sim_flag, open_hopper
+from probe_device import open_hopper, probe_parser
 
 SPLIT = 720  # cycles: between the two modes seen on an H200
 
 
 def main() -> int:
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap = probe_parser(__doc__)
     ap.add_argument("--chains", type=int, default=4)
-    ap.add_argument("--json", type=Path)
-    add_sim_flag(ap)
     a = ap.parse_args()
     from gpumem.contracts.device import PLACEMENT_PADS, ChaseRequest
     from gpumem.experiments.patterns import evict_l2, pattern_offsets

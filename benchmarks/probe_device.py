@@ -6,12 +6,17 @@ nothing of a hypothesis about the hardware). Shared by the scripts run as
 from __future__ import annotations
 
 import argparse
+from pathlib import Path
 from typing import Any
 
 
-def add_sim_flag(ap: argparse.ArgumentParser) -> None:
+def probe_parser(doc: str) -> argparse.ArgumentParser:
+    """The probe scripts' command line: ``--json OUT.json`` and ``--sim``; each adds its own."""
+    ap = argparse.ArgumentParser(description=doc.splitlines()[0])
+    ap.add_argument("--json", type=Path)
     ap.add_argument("--sim", action="store_true", help="the built-in simulator's H200 (to "
                     "try the script without a GPU; its figures say nothing of the hypothesis)")
+    return ap
 
 
 def open_hopper(sim: bool) -> Any:
