@@ -115,7 +115,7 @@ def host_yardstick() -> dict:
         best = 0.0
         for _ in range(3):
             t = time.perf_counter()
-            fn(*args, n) if args else fn(n)
+            fn(*args, n)
             best = max(best, n / (time.perf_counter() - t))
         out[name] = round(best / 1e6, 1)
     return out

@@ -135,3 +135,17 @@ def test_a_new_version_of_an_experiment_is_judged_against_its_own_runs():
     bumped[3].pop("bandwidth_levels")  # run 4 lacks the experiment: missing, whatever else
     rows = {(a.experiment, a.name): a for a in agreement(bent, bumped)}
     assert not rows[key].ok and "missing" in rows[key].verdict
+
+
+def test_versions_are_read_from_the_attributes_and_a_damaged_file_is_one_error(tmp_path):
+    """run_versions reads each file's attributes only (open_attrs); a truncated file is the
+    same one-line ResultsFileError as for its data."""
+    from gpumem.contracts.errors import ResultsFileError
+    from gpumem.results.io import open_attrs
+
+    (path,) = (RERUNS / "run1").rglob("bulk_copy-*.nc")
+    assert open_attrs(path)["gpumem_experiment_version"] == "1"
+    cut = tmp_path / "cut.nc"
+    cut.write_bytes(path.read_bytes()[:4000])
+    with pytest.raises(ResultsFileError, match="cut.nc: cannot read results file"):
+        open_attrs(cut)

@@ -69,7 +69,7 @@ def run_findings(run_dir: Path, plugins: Plugins) -> dict[tuple[str, str], Findi
 def run_versions(run_dir: Path) -> dict[str, str]:
     """experiment -> the version that measured it, from each complete result file's
     ``gpumem_experiment_version`` attribute ("" where a file does not say)."""
-    from gpumem.results.io import open_raw
+    from gpumem.results.io import open_attrs
     from gpumem.results.store import RunStore
 
     out: dict[str, str] = {}
@@ -77,7 +77,7 @@ def run_versions(run_dir: Path) -> dict[str, str]:
     for e in store.entries():
         if e.status != "complete" or not e.data.get("file"):
             continue
-        attrs = open_raw(store.path_of(e.data)).attrs
+        attrs = open_attrs(store.path_of(e.data))
         out[str(e.data.get("experiment", ""))] = str(attrs.get("gpumem_experiment_version", ""))
     return out
 

@@ -10,8 +10,9 @@ from __future__ import annotations
 import contextlib
 import signal
 import threading
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
+from typing import Any
 
 import xarray as xr
 
@@ -50,7 +51,10 @@ def defer_signals() -> Iterator[list[int]]:
             signal.raise_signal(sig)  # the restored handler runs now (KeyboardInterrupt...)
 
 
-def _open(path: Path, group: str | None) -> xr.Dataset:
+def _open(path: Path, group: str | None, take: Callable[[xr.Dataset], Any] | None = None
+          ) -> Any:
+    """``take`` of the open dataset (default: all of it loaded, in gpumem's units), or one
+    ResultsFileError line saying why the file cannot be read."""
     path = Path(path)
     if not path.exists():
         raise ResultsFileError(f"{path}: no such results file")
@@ -58,6 +62,8 @@ def _open(path: Path, group: str | None) -> xr.Dataset:
         raise ResultsFileError(f"{path}: not a file")
     try:
         with defer_signals(), xr.open_dataset(path, group=group, engine="netcdf4") as ds:
+            if take is not None:
+                return take(ds)
             return decode(ds.load())  # units as gpumem shows them (see results.units)
     except ResultsFileError:
         raise
@@ -71,6 +77,12 @@ def _open(path: Path, group: str | None) -> xr.Dataset:
 def open_raw(path: str | Path) -> xr.Dataset:
     """The raw measurements of one results file, fully loaded (the file is closed after)."""
     return _open(Path(path), None)
+
+
+def open_attrs(path: str | Path) -> dict[str, Any]:
+    """The global attributes of one results file (which versions made it), its data not
+    read."""
+    return _open(Path(path), None, lambda ds: dict(ds.attrs))
 
 
 def open_findings(path: str | Path) -> xr.Dataset:
