@@ -185,20 +185,18 @@ def _judge_by_version(experiment: str, name: str, per_run: list[Finding | None],
     groups: dict[str | None, list[int]] = {}
     for i, v in enumerate(versions):
         groups.setdefault(v, []).append(i)
-    parts = []
+    parts: list[tuple[bool, str]] = []  # (agrees, what each version's runs show)
     for v, idx in sorted(groups.items(), key=lambda g: g[1][0]):
+        runs = f"runs {', '.join(str(i + 1) for i in idx)}"
         mine = [per_run[i] for i in idx]
         if v is not None and all(f is None for f in mine):
             # a finding this version does not give (added or dropped by another)
-            parts.append((Agreement(experiment, name, "", [], True, ""),
-                          f"version {v} (runs {', '.join(str(i + 1) for i in idx)}): "
-                          f"not given by this version"))
+            parts.append((True, f"version {v} ({runs}): not given by this version"))
             continue
         part = judge(experiment, name, mine)
         said = "one run, nothing to compare" if len(idx) == 1 and part.ok else part.verdict
-        label = "no version" if v is None else f"version {v}"
-        parts.append((part, f"{label} (runs {', '.join(str(i + 1) for i in idx)}): {said}"))
+        parts.append((part.ok, f"{'no version' if v is None else f'version {v}'} ({runs}): "
+                               f"{said}"))
     whole = judge(experiment, name, per_run)  # for its kind, values and candidates
-    ok = all(p.ok for p, _ in parts)
-    return Agreement(experiment, name, whole.kind, whole.values, ok,
+    return Agreement(experiment, name, whole.kind, whole.values, all(ok for ok, _ in parts),
                      "; ".join(text for _, text in parts), whole.candidates)
