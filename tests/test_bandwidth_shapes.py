@@ -10,7 +10,7 @@ import json
 import numpy as np
 import pytest
 from gpumem.contracts.device import StreamRequest
-from gpumem.contracts.experiment import RunContext, measure_point
+from gpumem.contracts.experiment import MIN_REPEATS, POINT_RUNS, RunContext, measure_point
 from gpumem.contracts.level_widths import l1_width
 from gpumem.experiments.bandwidth import Bandwidth
 from gpumem.experiments.bandwidth_levels import BandwidthLevels
@@ -98,7 +98,9 @@ def test_bandwidth_runs_are_sized_in_time_within_their_floor_and_cap(hopper, gbs
     dev = _Recorder(gbs)
     out = measure_point(exp, dev, {"kind": "read", "width": 16, "ctas": 132, "threads": 1024,
                                    "ilp": 4}, ctx.with_repeats(exp.plan(ctx)))
-    probes, timed = dev.works[:-a["repeats"]], dev.works[-a["repeats"]:]
+    n = out[POINT_RUNS]["repeats"]  # the stopping rule's runs (a quiet device: its fewest)
+    assert n == MIN_REPEATS
+    probes, timed = dev.works[:-n], dev.works[-n:]
     assert probes[0] == a["min_work_bytes"]
     # a probe too short to size the runs (four L2s at 4.5 TB/s: 56 us) is run again
     assert len(probes) == (1 if gbs < 100 else 2)
@@ -107,7 +109,7 @@ def test_bandwidth_runs_are_sized_in_time_within_their_floor_and_cap(hopper, gbs
     # a slow point moves the floor (four L2s: still streamed from DRAM), not 2 GiB
     if gbs < 100:
         assert timed[0] == 4 * info.l2_bytes < a["work_bytes"]
-    assert np.allclose(out["gbs"], gbs)
+    assert np.allclose(out["gbs"][:n], gbs) and np.isnan(out["gbs"][n:]).all()
 
 
 def test_bandwidth_levels_runs_last_about_run_seconds(hopper):
@@ -117,9 +119,10 @@ def test_bandwidth_levels_runs_last_about_run_seconds(hopper):
     a = exp.plan(ctx).attrs
     dev = _Recorder(30000.0)
     fp = info.sm_count * 64 * 1024
-    measure_point(exp, dev, {"path": "ca", "ctas_per_sm": 2, "threads": 256, "ilp": 8,
-                             "footprint": fp}, ctx.with_repeats(exp.plan(ctx)))
-    assert dev.works[-a["repeats"]:] == [int(30000e9 * a["run_seconds"])] * a["repeats"]
+    out = measure_point(exp, dev, {"path": "ca", "ctas_per_sm": 2, "threads": 256, "ilp": 8,
+                                   "footprint": fp}, ctx.with_repeats(exp.plan(ctx)))
+    n = out[POINT_RUNS]["repeats"]
+    assert dev.works[-n:] == [int(30000e9 * a["run_seconds"])] * n
 
 
 def test_bandwidth_levels_runs_last_run_seconds_despite_the_launch_overhead(hopper):
@@ -131,12 +134,13 @@ def test_bandwidth_levels_runs_last_run_seconds_despite_the_launch_overhead(hopp
     exp = BandwidthLevels()
     a = exp.plan(ctx).attrs
     dev = _Recorder(32000.0, overhead=8e-6)
-    measure_point(exp, dev, {"path": "ca", "ctas_per_sm": 2, "threads": 256, "ilp": 8,
-                             "footprint": info.sm_count * 64 * 1024},
-                  ctx.with_repeats(exp.plan(ctx)))
-    seconds = [8e-6 + w / 32000e9 for w in dev.works[-a["repeats"]:]]
+    out = measure_point(exp, dev, {"path": "ca", "ctas_per_sm": 2, "threads": 256, "ilp": 8,
+                                   "footprint": info.sm_count * 64 * 1024},
+                        ctx.with_repeats(exp.plan(ctx)))
+    n = out[POINT_RUNS]["repeats"]
+    seconds = [8e-6 + w / 32000e9 for w in dev.works[-n:]]
     assert min(seconds) >= 0.95 * a["run_seconds"]
-    assert len(dev.works) - a["repeats"] <= 3  # probes: at most three
+    assert len(dev.works) - n <= 3  # probes: at most three
 
 
 def test_version_2_files_still_analyse(hopper):

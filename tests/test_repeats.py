@@ -9,19 +9,24 @@ import pytest
 import xarray as xr
 from gpumem.contracts.device import SmemRequest, SmemResult
 from gpumem.contracts.experiment import (
+    MIN_REPEATS,
+    REPEATS,
     Axis,
     Experiment,
     FixedRepeats,
     Plan,
     RunContext,
+    StdRel,
     Var,
     measure_point,
     point_medians,
     repeat_count,
     repeat_seed,
     repeated,
+    runs_rel_error,
     stopping_rule,
 )
+from gpumem.contracts.findings import STOP_BUDGET, STOP_MAX, STOP_PRECISE
 from gpumem.experiments.smem import SmemLatency
 from gpumem.plugin.registry import load_plugins
 from gpumem.results.io import open_raw
@@ -107,7 +112,7 @@ def test_one_formula_gives_the_seed_of_each_repeat():
     with pytest.raises(RuntimeError, match="only set within a repeat"):
         _ = ctx.run_seed
     quick = RunContext("x", None, quick=True)  # type: ignore[arg-type]
-    assert repeat_count(ctx) == 10 and repeat_count(quick) == 3
+    assert repeat_count(ctx) == REPEATS == 16 and repeat_count(quick) == 3
     assert repeat_count(ctx, 5) == 5
 
 
@@ -176,10 +181,75 @@ def test_an_old_style_experiment_that_repeats_by_itself_runs_as_before(plugins):
     assert values["latency"].tolist() == raw["latency"].sel(stride=1).values.tolist()
 
 
-def test_the_stopping_rule_is_fixed_n():
-    rule = stopping_rule(RunContext("x", None, repeats=3))  # type: ignore[arg-type]
-    assert rule == FixedRepeats(3)
+def test_the_stopping_rule_is_stdrel_unless_the_repeats_are_fixed():
+    assert stopping_rule(RunContext("x", None, repeats=3)) == FixedRepeats(3)  # type: ignore
+    assert stopping_rule(RunContext("x", None, repeats=16)) == StdRel(max_runs=16)  # type: ignore
+    quick = RunContext("x", None, quick=True, repeats=16)  # type: ignore[arg-type]
+    assert stopping_rule(quick) == FixedRepeats(16)
+    rule = FixedRepeats(3)
     assert [rule.done([{}] * k) for k in range(5)] == [False, False, False, True, True]
+
+
+def _runs(values):
+    return [{"gbs": v, "seconds": 1 / v} for v in values]
+
+
+def test_stdrel_stops_a_quiet_point_at_its_fewest_runs_a_noisy_one_at_its_most():
+    rule = StdRel(target=0.005, min_runs=6, max_runs=16, budget_s=1.0)
+    quiet = _runs([100.0] * 16)
+    assert [rule.decide(quiet[:k]) for k in (5, 6)] == ["", STOP_PRECISE]
+    rng = np.random.default_rng(1)
+    noisy = _runs(100 * (1 + 0.05 * rng.standard_normal(16)))  # 5 %: rse ~1.6 % at 16
+    assert all(rule.decide(noisy[:k]) == "" for k in range(6, 16))
+    assert rule.decide(noisy) == STOP_MAX
+    assert runs_rel_error(noisy) > 0.005
+    # a point whose runs take long stops on its budget, after at least three
+    assert rule.decide(noisy[:2], elapsed=5.0) == "" and \
+        rule.decide(noisy[:3], elapsed=5.0) == STOP_BUDGET
+
+
+def test_the_rule_watches_the_least_precise_value_each_element_apart():
+    rule = StdRel(target=0.005, min_runs=6, max_runs=8)
+    runs = [{"a": 1.0, "b": np.array([5.0, 5.0 + 0.1 * (i % 3)])} for i in range(6)]
+    assert runs_rel_error(runs) > 0.005 and rule.decide(runs) == ""
+
+
+class Noisy(Toy):
+    """A latency with planted relative noise ``sigma`` per run."""
+
+    def __init__(self, sigma: float) -> None:
+        super().__init__(REPEATS)
+        self.sigma = sigma
+
+    def measure(self, device, point, ctx):
+        rng = np.random.default_rng(ctx.run_seed)
+        lat = 100.0 * (1 + self.sigma * rng.standard_normal())
+        return {"latency": lat, "per_lane": np.array([lat, 1.0])}
+
+
+@pytest.mark.parametrize("sigma, runs, why", [(0.0, MIN_REPEATS, STOP_PRECISE),
+                                               (0.001, MIN_REPEATS, STOP_PRECISE),
+                                               (0.05, REPEATS, STOP_MAX)])
+def test_points_stop_as_their_noise_allows_and_the_file_says_so(plugins, sigma, runs, why):
+    """Planted noise: a quiet point takes the fewest runs, a noisy one the most; the raw
+    dataset keeps every point's runs taken, precision reached and why it stopped, the runs
+    not taken NaN; the finding's estimate carries them."""
+    from gpumem.contracts.estimates import estimate_at
+    from gpumem.contracts.findings import STOP_REASONS
+
+    dev = Recording(plugins)
+    raw = _measured(Noisy(sigma), dev, RunContext("hopper", dev.info, seed=5))
+    assert raw.sizes["repeat"] == REPEATS
+    assert (raw["point_repeats"] == runs).all()
+    assert (raw["point_stopped"] == STOP_REASONS.index(why)).all()
+    assert np.isfinite(raw["latency"].values[:, :runs]).all()
+    assert np.isnan(raw["latency"].values[:, runs:]).all()
+    est = estimate_at(raw, "latency", {"stride": 2})
+    assert est.precision.repeats == runs and est.precision.stopped == why
+    assert est.lo <= est.value <= est.hi
+    if sigma:
+        assert est.precision.rel_error == pytest.approx(
+            float(raw["point_rel_error"].sel(stride=2)), rel=0.5)
 
 
 def test_measure_point_stacks_runs_along_the_last_axis(plugins):

@@ -91,11 +91,14 @@ def fmt_band(band: object, expected: object = None) -> str:
     return fmt_value(expected) if textual else "-"  # a number without one: an older file
 
 
-def fmt_interval(interval: object) -> str:
-    """The interval a measured value is known to lie in ("204,000-239,000"), '-' where
-    the analysis gives none."""
+def fmt_interval(interval: object, kind: str = "") -> str:
+    """The interval a measured value is known to lie in ("204,000-239,000"); "exact" for a
+    structural finding (a decision among discrete answers: its uncertainty is its
+    confidence, and a rerun must give the same); '-' where the analysis gives none."""
     text = _pairs(interval)
-    return "-" if text is None else text
+    if text is None:
+        return "exact" if kind == "structural" else "-"
+    return text
 
 
 def fmt_finding(d: dict) -> str:

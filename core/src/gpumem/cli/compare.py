@@ -162,10 +162,12 @@ def interval_cell(row: dict, labels: list[str]) -> str:
     """Each run's interval (where its analysis gives one); labelled when there are several
     runs, '-' where none has one."""
     spans = row.get("intervals", {})
+    kind = str(row.get("kind", ""))
     if len(labels) == 1:
-        return fmt_interval(spans.get(labels[0]))
+        return fmt_interval(spans.get(labels[0]), kind)
     have = [lb for lb in labels if lb in spans]
-    return "; ".join(f"{lb}: {fmt_interval(spans[lb])}" for lb in have) or "-"
+    return "; ".join(f"{lb}: {fmt_interval(spans[lb])}" for lb in have) or \
+        fmt_interval(None, kind)
 
 
 def _print(data: dict, expected: bool) -> None:

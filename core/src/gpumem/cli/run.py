@@ -31,6 +31,7 @@ from gpumem.cli._common import (
     stdout,
 )
 from gpumem.cli.show import finding_columns
+from gpumem.contracts.findings import kind_of
 from gpumem.run.runner import Outcome, Reporter, RunReport, RunRequest, run
 
 
@@ -103,7 +104,8 @@ def summary_table(report: RunReport) -> FirstFit:
             continue
         grouped.add_row(safe_text(o.experiment, "bold"), "", "", "", "", "", "")
         for f in o.findings:
-            cells = [safe_text(fmt_finding(f.as_dict())), safe_text(fmt_interval(f.interval)),
+            cells = [safe_text(fmt_finding(f.as_dict())),
+                     safe_text(fmt_interval(f.interval, kind_of(f))),
                      safe_text(f.units), safe_text(fmt_band(f.expected_band, f.expected)),
                      safe_text(fmt_expected(f.expected, f.expected_bound)),
                      safe_text(f.status, STATUS_STYLE.get(f.status, ""))]

@@ -159,7 +159,7 @@ def finding_cells(name: str, d: dict) -> list:
     band = fmt_band(d.get("band"), d["expected"]) if d["expected"] is not None else "-"
     style = STATUS_STYLE.get(d["status"], "")
     return [safe_text(name), safe_text(fmt_finding(d)),
-            safe_text(fmt_interval(d.get("interval"))),
+            safe_text(fmt_interval(d.get("interval"), str(d.get("kind", "")))),
             safe_text(d["units"]), safe_text(band), safe_text(want),
             safe_text(d["status"], style), safe_text(f"{d['confidence']:.2f}"),
             safe_text(d["method"])]

@@ -15,17 +15,23 @@ An experiment knows nothing about CUDA or the simulator. It says
 The runner assembles the points into one labeled dataset (see :mod:`gpumem.results.schema`).
 
 Repetition belongs to the framework, as in nvbench: a plan that declares ``repeats=N`` (usually
-:func:`repeat_count`) has each point timed N times by :func:`measure_point`: the experiment's
-``measure`` runs once per (point, repeat) with ``ctx.repeat`` and ``ctx.run_seed`` (the one
-formula, :func:`repeat_seed`), the runner stacks the runs along an innermost ``repeat``
-dimension, and analyses read each point's median through :func:`point_medians`. When to stop
-repeating is decided in one place, :class:`FixedRepeats`.
+:func:`repeat_count`) has each point timed by :func:`measure_point` until the stopping rule
+(:func:`stopping_rule`: :class:`StdRel`, nvbench's ``stdrel``) says the median is known well
+enough, at most N times: the experiment's ``measure`` runs once per (point, repeat) with
+``ctx.repeat`` and ``ctx.run_seed`` (the one formula, :func:`repeat_seed`), the runner stacks
+the runs along an innermost ``repeat`` dimension of N (runs not needed are NaN) and records
+per point how many runs it took, the precision reached and why it stopped
+(``point_repeats``, ``point_rel_error``, ``point_stopped``). Analyses read each point's
+median through :func:`point_medians` and a finding's value, interval and precision through
+:mod:`gpumem.contracts.estimates`.
 """
 
 from __future__ import annotations
 
 import hashlib
 import json
+import math
+import time
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
@@ -35,8 +41,17 @@ import numpy as np
 import xarray as xr
 
 from gpumem.contracts.device import Device, DeviceInfo
+from gpumem.contracts.estimates import rel_error
 from gpumem.contracts.finding_names import declared, matches
-from gpumem.contracts.findings import Finding
+from gpumem.contracts.findings import (
+    STOP_BUDGET,
+    STOP_FIXED,
+    STOP_MAX,
+    STOP_PRECISE,
+    STOP_REASONS,
+    Finding,
+    with_precision,
+)
 
 if TYPE_CHECKING:
     from gpumem.contracts.presentation import Presentation
@@ -161,17 +176,24 @@ class RunContext:
     def slow(self) -> bool:
         """The device declares itself slow (a cycle-level simulator): plans choose the fewest
         accesses, warm-ups and footprints that still decide their findings."""
-        return self.device.cycles_per_second > 0
+        return self.device is not None and self.device.cycles_per_second > 0
 
 
-#: Timed runs per point of the repeated measurements (median, min and max kept), and with
-#: ``--quick``.
-REPEATS, QUICK_REPEATS = 10, 3
+#: Most timed runs per point of the repeated measurements (the stopping rule takes fewer where
+#: the median is known well enough sooner), and with ``--quick`` (fixed).
+REPEATS, QUICK_REPEATS = 16, 3
+#: The stopping rule's target: the median's relative standard error (nvbench's ``stdrel``
+#: default noise, 0.5 %), the fewest runs (6: their min and max bracket the median with
+#: 96.9 %, :mod:`gpumem.contracts.estimates`), and a point's time budget for its runs.
+TARGET_REL_ERROR, MIN_REPEATS, POINT_BUDGET_S = 0.005, 6, 1.0
+#: Fewest runs before the time budget may end a point's repeats.
+BUDGET_MIN_REPEATS = 3
 
 
 def repeat_count(ctx: RunContext, full: int = REPEATS) -> int:
-    """Timed runs per point for this run (what a plan declares as its ``repeats``): ``full``
-    (default :data:`REPEATS`; fewer for a long probe), :data:`QUICK_REPEATS` with --quick."""
+    """Most timed runs per point for this run (what a plan declares as its ``repeats``):
+    ``full`` (default :data:`REPEATS`; fewer for a long probe), :data:`QUICK_REPEATS` with
+    --quick."""
     return min(QUICK_REPEATS, full) if ctx.quick else full
 
 
@@ -181,24 +203,83 @@ def repeat_seed(ctx: RunContext, r: int) -> int:
     return ctx.seed * 1000 + r
 
 
+#: The key under which :func:`measure_point` reports how a point's runs went (runs taken,
+#: relative standard error reached, why they stopped: an index into
+#: :data:`gpumem.contracts.findings.STOP_REASONS`); the raw dataset's ``point_repeats``,
+#: ``point_rel_error`` and ``point_stopped``.
+POINT_RUNS = "__point_runs__"
+
+
 @dataclass(frozen=True)
 class FixedRepeats:
-    """The stopping rule: when a point has been timed enough. This one stops after ``n``
-    runs, whatever they say. A rule that stops earlier ("relative standard error of the
-    median below X, at most N") would look at the runs so far in :meth:`done` and be chosen
-    in :func:`stopping_rule`; :func:`measure_point` would then leave the runs it did not make
-    NaN (the ``repeat`` dimension keeps its N)."""
+    """A stopping rule that stops after ``n`` runs, whatever they say (a quick run, a
+    deterministic cycle-level simulator, a plan of fewer runs than :data:`MIN_REPEATS`)."""
 
     n: int
 
+    def decide(self, runs: Sequence[Mapping[str, Any]], elapsed: float = 0.0) -> str:
+        """"" to take another run, else why not (a :data:`STOP_REASONS` entry)."""
+        return STOP_FIXED if len(runs) >= self.n else ""
+
     def done(self, runs: Sequence[Mapping[str, Any]]) -> bool:
-        return len(runs) >= self.n
+        return bool(self.decide(runs))
 
 
-def stopping_rule(ctx: RunContext) -> FixedRepeats:
-    """The rule that decides how many of ``ctx.repeats`` runs a point gets: the one place
-    where another rule plugs in."""
-    return FixedRepeats(ctx.repeats)
+@dataclass(frozen=True)
+class StdRel:
+    """nvbench's ``stdrel`` criterion for gpumem's medians: a point is timed until the
+    relative standard error of the median of every value it records
+    (:func:`gpumem.contracts.estimates.rel_error`) is at most ``target``, after at least
+    ``min_runs`` runs; at most ``max_runs``; and no more once its runs have taken
+    ``budget_s`` seconds (after at least :data:`BUDGET_MIN_REPEATS`). A quiet GPU stops at
+    ``min_runs``; a noisy point gets more runs, and its precision is known either way."""
+
+    target: float = TARGET_REL_ERROR
+    min_runs: int = MIN_REPEATS
+    max_runs: int = REPEATS
+    budget_s: float = POINT_BUDGET_S
+
+    def decide(self, runs: Sequence[Mapping[str, Any]], elapsed: float = 0.0) -> str:
+        """"" to take another run, else why not (a :data:`STOP_REASONS` entry)."""
+        n = len(runs)
+        if n >= self.min_runs and runs_rel_error(runs) <= self.target:
+            return STOP_PRECISE
+        if n >= self.max_runs:
+            return STOP_MAX
+        if n >= min(BUDGET_MIN_REPEATS, self.max_runs) and elapsed >= self.budget_s:
+            return STOP_BUDGET
+        return ""
+
+    def done(self, runs: Sequence[Mapping[str, Any]], elapsed: float = 0.0) -> bool:
+        return bool(self.decide(runs, elapsed))
+
+
+def runs_rel_error(runs: Sequence[Mapping[str, Any]]) -> float:
+    """The largest relative standard error of the median over every number the runs
+    recorded (each element of an array value apart): how well the least certain is known."""
+    if len(runs) < 2:
+        return math.nan
+    worst = 0.0
+    for k, v0 in runs[0].items():
+        a0 = np.asarray(v0)
+        if a0.dtype.kind not in "fiu":
+            continue
+        stacked = np.stack([np.asarray(r[k], dtype=float) for r in runs], axis=-1)
+        for row in stacked.reshape(-1, len(runs)):
+            e = rel_error(row)
+            if not math.isnan(e):
+                worst = max(worst, e)
+    return worst
+
+
+def stopping_rule(ctx: RunContext) -> FixedRepeats | StdRel:
+    """The rule that decides how many of ``ctx.repeats`` runs a point gets, the one place
+    where another rule plugs in: :class:`StdRel` up to ``ctx.repeats``; a fixed count with
+    --quick, on a slow (cycle-level, deterministic) device, or where the plan declares
+    fewer runs than :data:`MIN_REPEATS`."""
+    if ctx.quick or ctx.slow or ctx.repeats < MIN_REPEATS:
+        return FixedRepeats(ctx.repeats)
+    return StdRel(max_runs=ctx.repeats)
 
 
 def measure_point(experiment: Experiment, device: Device, point: Mapping[str, Any],
@@ -207,22 +288,39 @@ def measure_point(experiment: Experiment, device: Device, point: Mapping[str, An
     it returns them. With them: :meth:`Experiment.prepare` once, then ``measure`` once per
     repeat (``ctx.repeat``, ``ctx.run_seed``; ``point`` with what ``prepare`` returned) until
     the stopping rule says enough, each value stacked over the runs as the innermost
-    ``repeat`` dimension; ``prepare``'s entries are kept beside them (those named after a
-    variable that is not repeated are recorded as it)."""
+    ``repeat`` dimension, NaN (-1 for integers) past the runs taken up to ``ctx.repeats``;
+    under :data:`POINT_RUNS` how the runs went; ``prepare``'s entries are kept beside them
+    (those named after a variable that is not repeated are recorded as it)."""
     if not ctx.repeats:
         return experiment.measure(device, point, ctx)
     shared = dict(experiment.prepare(device, point, ctx))
     point = {**point, **shared}
     rule = stopping_rule(ctx)
     runs: list[Mapping[str, Any]] = []
-    while not rule.done(runs):
+    elapsed, why = 0.0, ""
+    while not why:
+        t0 = time.monotonic()
         runs.append(experiment.measure(device, point, replace(ctx, repeat=len(runs))))
-    return {**shared, **stack_runs(runs)}
+        elapsed += time.monotonic() - t0
+        why = rule.decide(runs, elapsed) or ("" if len(runs) < ctx.repeats else STOP_MAX)
+    record = {"repeats": len(runs), "rel_error": runs_rel_error(runs),
+              "stopped": STOP_REASONS.index(why)}
+    return {**shared, **stack_runs(runs, ctx.repeats), POINT_RUNS: record}
 
 
-def stack_runs(runs: Sequence[Mapping[str, Any]]) -> dict[str, np.ndarray]:
-    """Each value of the runs, stacked along a new last (``repeat``) axis."""
-    return {k: np.stack([np.asarray(run[k]) for run in runs], axis=-1) for k in runs[0]}
+def stack_runs(runs: Sequence[Mapping[str, Any]], size: int = 0) -> dict[str, np.ndarray]:
+    """Each value of the runs, stacked along a new last (``repeat``) axis of ``size`` (at
+    least the runs'), the runs not taken NaN (-1 for an integer value)."""
+    out = {}
+    for k in runs[0]:
+        a = np.stack([np.asarray(run[k]) for run in runs], axis=-1)
+        if size > a.shape[-1]:
+            fill = -1 if a.dtype.kind in "iu" else np.nan
+            pad = np.full((*a.shape[:-1], size - a.shape[-1]), fill,
+                          dtype=a.dtype if a.dtype.kind in "iuf" else float)
+            a = np.concatenate([a, pad], axis=-1)
+        out[k] = a
+    return out
 
 
 def repeated(n: int, run: Callable[[int], Any], **fields: str) -> dict[str, np.ndarray]:
@@ -235,8 +333,16 @@ def repeated(n: int, run: Callable[[int], Any], **fields: str) -> dict[str, np.n
 
 
 def median_over_repeats(var: xr.DataArray) -> xr.DataArray:
-    """Median over the ``repeat`` dimension (runs written before repeats existed have none)."""
-    return var.median("repeat") if "repeat" in var.dims else var
+    """Median over the ``repeat`` dimension, the runs a point did not need (NaN) left out
+    (runs written before repeats existed have none)."""
+    return var.median("repeat", skipna=True) if "repeat" in var.dims else var
+
+
+def analyse(experiment: Experiment, raw: xr.Dataset) -> list[Finding]:
+    """The experiment's findings of ``raw``, each measured one with its precision (the one
+    its analysis gave, else what its interval implies): what the runner and every
+    re-analysis call, so a finding means the same wherever it is derived."""
+    return with_precision(experiment.analyze(raw))
 
 
 def point_medians(raw: xr.Dataset, name: str) -> xr.DataArray:
@@ -268,6 +374,28 @@ class Experiment(ABC):
     #: name is caught instead of never being compared. An experiment that sets none (one
     #: written before this existed) declares nothing: no name counts as its.
     findings: ClassVar[tuple[str, ...]] = ()
+
+    #: For each version bump, the findings whose meaning it changed (``{"2":
+    #: ("lat.pattern.P6",)}``): a finding a bump left alone means the same in a file of the
+    #: version before, so gpumem's multi-card data pool it across them
+    #: (:meth:`means_the_same`). A bump not listed here changed every finding.
+    changed_in: ClassVar[dict[str, tuple[str, ...]]] = {}
+
+    @classmethod
+    def means_the_same(cls, name: str, version: str) -> bool:
+        """Does finding ``name`` of a file of experiment ``version`` mean what it means in
+        this version: no bump since (:attr:`changed_in`) changed it. Versions that are not
+        whole numbers compare equal only to themselves."""
+        if str(version) == str(cls.version):
+            return True
+        try:
+            old, now = int(version), int(cls.version)
+        except (TypeError, ValueError):
+            return False
+        if old > now:
+            return False
+        return all(str(v) in cls.changed_in and name not in cls.changed_in[str(v)]
+                   for v in range(old + 1, now + 1))
 
     def applies_to(self, arch: str) -> bool:
         return self.archs is None or arch in self.archs

@@ -55,6 +55,83 @@ def status_rank(status: str) -> int:
     return _ORDER.get(status, 1)
 
 Value = float | int | str | list
+
+#: Why a measurement's repeats stopped (:class:`Precision`), from the most to the least
+#: favourable: the stopping rule's target was reached; the plan's repeats were fixed (a quick
+#: run, a deterministic cycle-level simulator); the value comes from a fixed sample (a
+#: chase's accesses: its precision from its interval); the rule's most repeats were taken
+#: before the target; the point's time budget ran out first.
+STOP_PRECISE = "precision reached"
+STOP_FIXED = "fixed repeats"
+STOP_SAMPLE = "fixed sample"
+STOP_MAX = "most repeats"
+STOP_BUDGET = "time budget"
+STOP_REASONS = (STOP_PRECISE, STOP_FIXED, STOP_SAMPLE, STOP_MAX, STOP_BUDGET)
+
+
+@dataclass(frozen=True)
+class Precision:
+    """How precisely a measured finding is known: ``repeats`` timed runs behind it (0 where
+    it is a fixed sample, not runs), the relative standard error it reached, and why no more
+    runs were taken (:data:`STOP_REASONS`). For a list, its least precise element's."""
+
+    repeats: int = 0
+    rel_error: float = math.nan
+    stopped: str = ""
+
+    def as_dict(self) -> dict[str, Any]:
+        r = self.rel_error
+        return {"repeats": int(self.repeats),
+                "rel_error": None if math.isnan(r) else (r if math.isfinite(r) else "inf"),
+                "stopped": self.stopped}
+
+
+def worst_precision(ps: Sequence[Precision]) -> Precision:
+    """The least precise of ``ps`` (largest relative error; the fewest runs among them; the
+    least favourable reason)."""
+    if not ps:
+        return Precision()
+    rel = [p.rel_error for p in ps if not math.isnan(p.rel_error)]
+    runs = [p.repeats for p in ps if p.repeats]
+    reasons = [p.stopped for p in ps if p.stopped in STOP_REASONS]
+    return Precision(min(runs) if runs else 0, max(rel) if rel else math.nan,
+                     max(reasons, key=STOP_REASONS.index) if reasons else "")
+
+
+def precision_from_interval(f: Finding) -> Precision | None:
+    """A precision for a measured finding whose analysis gave an interval but no runs (a
+    chase's median over its accesses, a knee bracketed by two chases): the relative standard
+    error the 95 % interval implies, ``(hi - lo) / (2 x 1.96 x |value|)``, the worst element
+    of a list. ``None`` where the finding has no value or no interval."""
+    if not f.resolved or f.interval is None or f.value is None:
+        return None
+    lo, hi = f.interval
+    values = f.value if isinstance(f.value, list) else [f.value]
+    los = lo if isinstance(lo, (list, tuple)) else [lo]
+    his = hi if isinstance(hi, (list, tuple)) else [hi]
+    rels = []
+    for v, a, b in zip(values, los, his, strict=False):
+        try:
+            v, a, b = float(v), float(a), float(b)
+        except (TypeError, ValueError):
+            continue
+        if any(math.isnan(x) for x in (v, a, b)):
+            continue
+        rels.append((b - a) / (2 * 1.96 * abs(v)) if v else (0.0 if a == b else math.inf))
+    return Precision(0, max(rels), STOP_SAMPLE) if rels else None
+
+
+def with_precision(findings: Sequence[Finding]) -> list[Finding]:
+    """Every measured finding with its :class:`Precision`: the one its analysis gave, else
+    what its interval implies (:func:`precision_from_interval`)."""
+    out = []
+    for f in findings:
+        if f.precision is None and kind_of(f) == "measured":
+            p = precision_from_interval(f)
+            if p is not None:
+                f = replace(f, precision=p)
+        out.append(f)
+    return out
 #: ``Expected.bound``: a target value (""), or a limit the finding must stay below or above.
 BOUNDS = ("", "max", "min")
 
@@ -171,13 +248,16 @@ class Finding:
     expected_source: str = ""
     status: str = "n/a"
     candidates: list | None = None
-    interval: tuple[float, float] | None = None
+    interval: tuple[Any, Any] | None = None  # (lo, hi); (lo list, hi list) for a list
     kind: str = ""
     expected_bound: str = ""
     #: the band a value must lie in to pass (:func:`band_of`): (low, high), infinite ends
     #: for a limit; for a list value (low list, high list), like ``interval``; None for
     #: text or where nothing is expected
     expected_band: tuple | None = None
+    #: how precisely a measured value is known: runs, relative standard error, why the runs
+    #: stopped (:class:`Precision`); None for a structural finding or an older file
+    precision: Precision | None = None
 
     @property
     def resolved(self) -> bool:
@@ -216,11 +296,34 @@ class Finding:
             d["expected_bound"] = self.expected_bound
         if self.expected is not None:  # null for text (an exact match) or an old file
             d["band"] = plain_band(self.expected_band)
+        if self.precision is not None:
+            d["precision"] = self.precision.as_dict()
         d["kind"] = kind_of(self)
         return d
 
 
 MEASURED_UNITS = ("cycle", "ns", "GB/s")
+
+
+def from_dict(name: str, d: dict[str, Any]) -> Finding:
+    """A finding back from its :meth:`Finding.as_dict` (a manifest's record of it, when the
+    raw file is not kept): value, units, interval, index, kind, status, note, precision."""
+    index = (str(d["index"]["dim"]), list(d["index"]["values"])) if d.get("index") else None
+    iv = d.get("interval")
+    interval = (tuple(iv) if iv is not None and len(iv) == 2 else None)
+    p = d.get("precision")
+    precision = None
+    if isinstance(p, dict):
+        rel = p.get("rel_error")
+        precision = Precision(int(p.get("repeats", 0) or 0),
+                              math.inf if rel == "inf" else
+                              (math.nan if rel is None else float(rel)),
+                              str(p.get("stopped", "")))
+    return Finding(name, d.get("value"), str(d.get("units", "")),
+                   float(d.get("confidence", 1.0)), str(d.get("method", "")), index=index,
+                   note=str(d.get("note", "")), status=str(d.get("status", "n/a")),
+                   candidates=d.get("candidates"), interval=interval,
+                   kind=str(d.get("kind", "")), precision=precision)
 
 
 def kind_of(f: Finding) -> str:
@@ -526,6 +629,10 @@ def to_dataset(findings: Sequence[Finding]) -> xr.Dataset:
             attrs["note"] = f.note
         if f.interval is not None:  # (lo, hi), or (lo list, hi list) for a list value
             attrs["interval"] = np.asarray(f.interval, dtype=float).ravel()
+        if f.precision is not None:
+            attrs["precision_repeats"] = int(f.precision.repeats)
+            attrs["precision_rel_error"] = float(f.precision.rel_error)
+            attrs["precision_stopped"] = f.precision.stopped
         attrs["kind"] = kind_of(f)
         if not f.resolved:  # no value: the candidates (JSON: they may be lists) instead
             attrs["resolved"] = 0
@@ -589,6 +696,16 @@ def _band_attr(attr: Any, expected: Any) -> tuple | None:
     return (flat[0], flat[1])
 
 
+def _precision_attrs(a: Any) -> Precision | None:
+    """A finding's stored precision back (``None`` where the attributes are unreadable)."""
+    try:
+        return Precision(int(a.get("precision_repeats", 0)),
+                         float(a.get("precision_rel_error", math.nan)),
+                         str(a.get("precision_stopped", "")))
+    except (TypeError, ValueError):
+        return None
+
+
 def from_dataset(ds: xr.Dataset) -> list[Finding]:
     """Inverse of :func:`to_dataset` (variables without ``gpumem_finding`` are ignored).
 
@@ -639,6 +756,8 @@ def from_dataset(ds: xr.Dataset) -> list[Finding]:
         )
         if "expected_band" in a and f.expected is not None:  # files before the band: None
             f = replace(f, expected_band=_band_attr(a["expected_band"], f.expected))
+        if "precision_stopped" in a:  # files before the stopping rule: None
+            f = replace(f, precision=_precision_attrs(a))
         stored = str(a.get("kind", ""))
         out.append(replace(f, kind=stored) if stored and stored != kind_of(f) else f)
     return out

@@ -25,6 +25,7 @@ import numpy as np
 import xarray as xr
 
 from gpumem.contracts.device import Device, StreamRequest, StreamResult
+from gpumem.contracts.estimates import argmax_at, estimate_at, finding
 from gpumem.contracts.experiment import (
     Axis,
     Experiment,
@@ -171,20 +172,19 @@ class Bandwidth(Experiment):
             m = med.sel(kind=kind)
             if not np.isfinite(m.values).any():
                 continue
-            best = m.where(m == m.max(), drop=True)
-            where = {d: best[d].values[0].item() for d in best.dims}
+            where = argmax_at(m)
+            est = estimate_at(raw, "gbs", {"kind": kind, **where})
             reps = raw["gbs"].sel(kind=kind, **where).values
             spread = float((np.nanmax(reps) - np.nanmin(reps)) / np.nanmedian(reps))
-            method = (f"best median of {reps.size} runs over the grid "
+            method = (f"best median of {est.precision.repeats} runs over the grid "
                       f"(at {where['ctas']} CTAs x {where['threads']} threads, ILP "
                       f"{where['ilp']}, {where['width']} B)")
-            value = round(float(m.max()), 2)
-            out.append(Finding(f"bw.dram_{kind}", value, "GB/s",
-                               float(np.clip(1 - spread, 0, 1)), method))
+            confidence = float(np.clip(1 - spread, 0, 1))
+            out.append(finding(f"bw.dram_{kind}", est, "GB/s", confidence, method))
             peak = float(raw.attrs.get("peak_bandwidth_gbs", 0) or 0)
             if kind == "read" and peak > 0:
-                out.append(Finding("bw.dram_read_fraction", round(value / peak, 4), "1",
-                                   float(np.clip(1 - spread, 0, 1)),
+                out.append(finding("bw.dram_read_fraction", est.scaled(1 / peak), "1",
+                                   confidence,
                                    f"bw.dram_read / theoretical {peak:.1f} GB/s (device "
-                                   f"memory clock x bus width x 2)"))
+                                   f"memory clock x bus width x 2)", digits=4))
         return out

@@ -29,6 +29,7 @@ import numpy as np
 import xarray as xr
 
 from gpumem.contracts.device import Device, StreamRequest
+from gpumem.contracts.estimates import estimate_at, finding
 from gpumem.contracts.experiment import (
     Axis,
     Experiment,
@@ -174,22 +175,23 @@ def _level(out: list[Finding], raw: xr.Dataset, med: xr.DataArray, paths: list[s
         return
     where = np.unravel_index(int(np.nanargmax(sub.values)), sub.shape)
     at = {d: sub[d].values[i] for d, i in zip(sub.dims, where, strict=True)}
-    value = float(sub.sel(at))
+    est = estimate_at(raw, "gbs", at)
     shape = (f"{at['ctas_per_sm']} blocks/SM x {at['threads']} threads, {at['ilp']} loads in "
              f"flight, .{at['path']}, {int(at['footprint']) >> 10} KiB")
-    out.append(Finding(f"bw.{level}", round(value, 1), "GB/s", 0.9,
-                       f"best median read bandwidth {how}, over kernel shapes (at {shape})"))
+    out.append(finding(f"bw.{level}", est, "GB/s", 0.9,
+                       f"best median read bandwidth {how}, over kernel shapes (at {shape}; "
+                       f"{est.precision.repeats} runs)", digits=1))
     mhz, clock = _sm_clock(raw, at)
-    per_clk = value * 1e9 / (mhz * 1e6) / (sms if level == "l1" else 1)
+    per_clk = est.scaled(1e9 / (mhz * 1e6) / (sms if level == "l1" else 1))
     unit = "bytes per clock per SM" if level == "l1" else "bytes per clock"
-    out.append(Finding(f"bw.{level}_bytes_per_clk", round(per_clk, 1), "byte/cycle", 0.9,
-                       f"bw.{level} in {unit}, at {mhz:.0f} MHz ({clock})"))
+    out.append(finding(f"bw.{level}_bytes_per_clk", per_clk, "byte/cycle", 0.9,
+                       f"bw.{level} in {unit}, at {mhz:.0f} MHz ({clock})", digits=1))
     width = float(raw.attrs.get(f"plan_{level}_bytes_per_clk", 0) or 0)
     source = raw.attrs.get(f"plan_{level}_bytes_per_clk_source", "")
     if width > 0:
-        out.append(Finding(f"bw.{level}_width_fraction", round(per_clk / width, 3), "1", 0.9,
+        out.append(finding(f"bw.{level}_width_fraction", per_clk.scaled(1 / width), "1", 0.9,
                            f"bw.{level}_bytes_per_clk / the {level.upper()}'s width, "
-                           f"{width:g} {unit} ({source})"))
+                           f"{width:g} {unit} ({source})", digits=3))
 
 
 def _sm_clock(raw: xr.Dataset, at: Mapping[str, Any]) -> tuple[float, str]:

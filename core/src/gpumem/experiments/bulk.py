@@ -31,6 +31,7 @@ import numpy as np
 import xarray as xr
 
 from gpumem.contracts.device import BulkRequest, Device
+from gpumem.contracts.estimates import Estimate, argmax_at, constant, estimate_at, finding
 from gpumem.contracts.experiment import (
     Axis,
     Experiment,
@@ -41,7 +42,7 @@ from gpumem.contracts.experiment import (
     repeat_count,
     repeat_seed,
 )
-from gpumem.contracts.findings import Finding
+from gpumem.contracts.findings import Finding, worst_precision
 from gpumem.contracts.presentation import Presentation, ReportFigure
 from gpumem.experiments.bandwidth import RUN_S, WORK, sized_work
 from gpumem.experiments.figures import BULK_COPY
@@ -119,9 +120,9 @@ class BulkCopy(Experiment):
         gbs = point_medians(raw, "gbs")
         if not np.isfinite(gbs.values).any():
             return []
-        best = float(gbs.max())
-        at = gbs.where(gbs == gbs.max(), drop=True)
-        where = {d: int(at[d].values[0]) for d in ("chunk", "stages", "ctas_per_sm")}
+        where = {d: int(v) for d, v in argmax_at(gbs).items()}
+        est = estimate_at(raw, "gbs", where)
+        best = est.value
         peak = float(raw.attrs.get("peak_bandwidth_gbs", 0) or 0)
         # a version 1 file (no plan_run_seconds): one 110 us pass per run on an H200, its launch
         # a few percent of it, so its figure is a lower bound (version 2 read 4603 GB/s
@@ -130,36 +131,54 @@ class BulkCopy(Experiment):
         note = ("bulk_copy version 1 read the buffer once per run (110 us on an H200, the "
                 "launch a few percent of it): a lower bound (version 2's runs last 0.5 ms)"
                 if v1 else "")
-        out = [Finding("bw.dram_read_bulk", round(best, 1), "GB/s", 1.0,
-                       f"best median over chunk x stages x blocks per SM "
-                       f"({where['chunk']} B x {where['stages']} x {where['ctas_per_sm']}), "
-                       f"{int(raw.attrs.get('plan_footprint', 0)) >> 20} MB read "
-                       + ("for about 0.5 ms per run" if int(raw.attrs.get("plan_sized_runs", 0))
-                          else "once per run"),
-                       interval=(round(best, 1), round(peak, 1)) if v1 else None, note=note)]
+        if v1:
+            est = Estimate(est.value, est.lo, max(est.hi, peak), est.precision)
+        method = (f"best median over chunk x stages x blocks per SM "
+                  f"({where['chunk']} B x {where['stages']} x {where['ctas_per_sm']}; "
+                  f"{est.precision.repeats} runs), "
+                  f"{int(raw.attrs.get('plan_footprint', 0)) >> 20} MB read "
+                  + ("for about 0.5 ms per run" if int(raw.attrs.get("plan_sized_runs", 0))
+                     else "once per run"))
+        out = [finding("bw.dram_read_bulk", est, "GB/s", 1.0, method, digits=1, note=note)]
         if peak > 0:
-            out.append(Finding("bw.dram_read_bulk_fraction", round(best / peak, 4), "1", 1.0,
+            out.append(finding("bw.dram_read_bulk_fraction", est.scaled(1 / peak), "1", 1.0,
                                f"bw.dram_read_bulk / the theoretical peak {peak:.0f} GB/s",
-                               interval=(round(best / peak, 4), 1.0) if v1 else None,
-                               note=note))
-        inflight = (gbs["chunk"] * gbs["stages"] * gbs["ctas_per_sm"])
-        pts = sorted((int(b), float(v)) for b, v in zip(inflight.values.ravel(),
-                                                        gbs.values.ravel(), strict=True)
-                     if np.isfinite(v))
-        enough = [b for b, v in pts if v >= 0.95 * best]
+                               digits=4, note=note))
+        inflight = (gbs["chunk"] * gbs["stages"] * gbs["ctas_per_sm"]).transpose(*gbs.dims)
+        pts = sorted(((int(b), float(v), dict(zip(gbs.dims, idx, strict=True)))
+                      for idx, b, v in zip(np.ndindex(gbs.shape), inflight.values.ravel(),
+                                           gbs.values.ravel(), strict=True)
+                      if np.isfinite(v)), key=lambda t: (t[0], t[1]))
+        at_pt = [(b, v, estimate_at(raw, "gbs", {d: gbs[d].values[i] for d, i in ix.items()}))
+                 for b, v, ix in pts]
+        enough = [b for b, v, _e in at_pt if v >= 0.95 * best]
         if enough:
+            # the data cannot tell apart the sizes whose interval straddles 95 % of the best's:
+            # from the first that may be within 5 % to the first that surely is
+            maybe = [b for b, _v, e in at_pt if e.hi >= 0.95 * est.lo]
+            surely = [b for b, _v, e in at_pt if e.lo >= 0.95 * est.hi]
+            lo = min(maybe) if maybe else enough[0]
+            hi = min(surely) if surely else max(b for b, _v, _e in at_pt)
             out.append(Finding("bulk.inflight_per_sm", enough[0], "byte", 0.9,
                                "fewest bytes in flight per SM (blocks x stages x chunk) "
-                               "within 5 % of the best"))
+                               "within 5 % of the best",
+                               interval=(min(lo, enough[0]), max(hi, enough[0])),
+                               kind="measured",
+                               note="interval: the sizes the runs cannot tell apart, from "
+                                    "the first whose 95 % interval reaches 95 % of the best's "
+                                    "to the first whose interval is above it",
+                               precision=worst_precision([e.precision for _b, _v, e in at_pt
+                                                          if lo <= _b <= hi])))
         clock = float(raw.attrs.get("clock_mhz", 0) or 0)
         sms = int(raw.attrs.get("sm_count", 0) or 0)
-        low = pts[0]
+        low = at_pt[0]
         if clock > 0 and sms > 0 and low[1] < 0.5 * best:
-            per_cycle = low[1] * 1e9 / (clock * 1e6)
-            out.append(Finding("bulk.latency_estimate", round(sms * low[0] / per_cycle, 1),
+            per_cycle = low[2].scaled(1e9 / (clock * 1e6))
+            out.append(finding("bulk.latency_estimate", constant(sms * low[0]).over(per_cycle),
                                "cycle", 0.7,
                                f"Little's law at the lowest concurrency ({low[0]} B in flight "
                                f"per SM, {low[1]:.0f} GB/s): SMs x bytes in flight / bytes "
                                f"per cycle; a copy's whole round trip (issue, DRAM, mbarrier "
-                               f"completion, the waiting thread's wake-up), not DRAM alone"))
+                               f"completion, the waiting thread's wake-up), not DRAM alone",
+                               digits=1))
         return out

@@ -26,6 +26,14 @@ import xarray as xr
 
 from gpumem.contracts.device import Device, DsmemRequest
 from gpumem.contracts.errors import PointSkipped
+from gpumem.contracts.estimates import (
+    Estimate,
+    argmax_at,
+    estimate_at,
+    finding,
+    list_finding,
+    pooled_estimate,
+)
 from gpumem.contracts.experiment import (
     Axis,
     Experiment,
@@ -88,27 +96,34 @@ class DsmemLatency(Experiment):
         remote = lat.where(lat["distance"] > 0)
         if not np.isfinite(local.values).any() or not np.isfinite(remote.values).any():
             return []
-        loc = float(local.median(skipna=True))
-        rem = float(remote.median(skipna=True))
+        ok = np.isfinite(lat)
+        points = [{"cluster": c.item(), "distance": d.item()}
+                  for c in lat["cluster"].values for d in lat["distance"].values
+                  if bool(ok.sel(cluster=c, distance=d))]
+        rem = pooled_estimate(raw, "latency", [p for p in points if p["distance"] > 0])
+        loc = pooled_estimate(raw, "latency", [p for p in points if p["distance"] == 0])
         method = "one thread, dependent loads through mapa + ld.shared::cluster"
-        out = [Finding("lat.dsmem", round(rem, 2), "cycle", 1.0,
+        out = [finding("lat.dsmem", rem, "cycle", 1.0,
                        method + f"; median over every remote rank of clusters "
-                       f"{', '.join(str(int(c)) for c in lat['cluster'].values)}"),
-               Finding("lat.dsmem_local", round(loc, 2), "cycle", 1.0,
+                       f"{', '.join(str(int(c)) for c in lat['cluster'].values)}, their runs "
+                       f"pooled"),
+               finding("lat.dsmem_local", loc, "cycle", 1.0,
                        method + ", the reader's own block"),
-               Finding("dsmem.remote_extra", round(rem - loc, 2), "cycle", 1.0,
+               finding("dsmem.remote_extra", rem.minus(loc), "cycle", 1.0,
                        "lat.dsmem - lat.dsmem_local")]
         biggest = int(lat["cluster"].values.max())
         row = lat.sel(cluster=biggest)
         dist = [int(d) for d, v in zip(row["distance"].values, row.values, strict=True)
                 if np.isfinite(v)]
         if len(dist) > 2:
-            vals = [round(float(row.sel(distance=d)), 2) for d in dist]
+            ests = [estimate_at(raw, "latency", {"cluster": biggest, "distance": d})
+                    for d in dist]
+            vals = [e.value for e in ests]
             spread = max(vals[1:]) - min(vals[1:])
-            out.append(Finding("dsmem.latency_by_distance", vals, "cycle", 1.0,
-                               f"cluster of {biggest}, by rank distance",
-                               index=("distance", dist),
-                               note=f"remote ranks differ by {spread:.1f} cycles at most"))
+            out.append(list_finding("dsmem.latency_by_distance", ests, "cycle", 1.0,
+                                    f"cluster of {biggest}, by rank distance",
+                                    index=("distance", dist), digits=2,
+                                    note=f"remote ranks differ by {spread:.1f} cycles at most"))
         return out
 
 
@@ -150,29 +165,34 @@ class DsmemBandwidth(Experiment):
         best = bpc.max(["warps", "ilp"], skipna=True)  # (cluster, distance)
         if not np.isfinite(best.sel(distance=1).values).any():
             return []
-        remote = float(best.sel(distance=1).max())
-        local = float(best.sel(distance=0).max())
+
+        def at_best(**sel: int) -> Estimate:
+            return estimate_at(raw, "bytes_per_cycle", argmax_at(bpc.sel(sel)) | sel)
+
+        remote = at_best(distance=1)
+        has_local = bool(np.isfinite(best.sel(distance=0).values).any())
+        local = at_best(distance=0) if has_local else None
         clock = float(raw.attrs.get("clock_mhz", 0) or 0)
         out = []
         if clock > 0:
-            out.append(Finding("bw.dsmem", round(remote * clock / 1e3, 2), "GB/s", 1.0,
-                               f"best of warps x ILP x cluster size: {remote:.1f} B/cycle "
-                               f"per SM x {clock:g} MHz, each block reading the next "
+            out.append(finding("bw.dsmem", remote.scaled(clock / 1e3), "GB/s", 1.0,
+                               f"best of warps x ILP x cluster size: {remote.value:.1f} "
+                               f"B/cycle per SM x {clock:g} MHz, each block reading the next "
                                f"block's shared memory (per SM)"))
-            if np.isfinite(local):
-                out.append(Finding("bw.dsmem_local", round(local * clock / 1e3, 2), "GB/s",
+            if local is not None:
+                out.append(finding("bw.dsmem_local", local.scaled(clock / 1e3), "GB/s",
                                    1.0, f"the same loads on the block's own shared memory: "
-                                   f"{local:.1f} B/cycle per SM"))
-        if np.isfinite(local) and local > 0:
-            out.append(Finding("dsmem.remote_fraction", round(remote / local, 3), "1", 1.0,
-                               "best remote throughput / best own-block throughput"))
+                                   f"{local.value:.1f} B/cycle per SM"))
+        if local is not None and local.value > 0:
+            out.append(finding("dsmem.remote_fraction", remote.over(local), "1", 1.0,
+                               "best remote throughput / best own-block throughput", digits=3))
         per_cluster = best.sel(distance=1)
         cl = [int(c) for c, v in zip(per_cluster["cluster"].values, per_cluster.values,
                                    strict=True)
               if np.isfinite(v)]
         if len(cl) > 1:
-            out.append(Finding("dsmem.bw_by_cluster",
-                               [round(float(per_cluster.sel(cluster=c)), 2) for c in cl],
-                               "byte/cycle", 1.0, "best remote bytes per SM cycle by cluster "
-                               "size", index=("cluster", cl)))
+            out.append(list_finding("dsmem.bw_by_cluster",
+                                    [at_best(distance=1, cluster=c) for c in cl],
+                                    "byte/cycle", 1.0, "best remote bytes per SM cycle by "
+                                    "cluster size", index=("cluster", cl), digits=2))
         return out

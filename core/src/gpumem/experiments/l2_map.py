@@ -26,6 +26,7 @@ import numpy as np
 import xarray as xr
 
 from gpumem.contracts.device import ChaseRequest, Device
+from gpumem.contracts.estimates import order_interval
 from gpumem.contracts.experiment import Axis, Experiment, Plan, RunContext, Var
 from gpumem.contracts.findings import Finding
 from gpumem.contracts.presentation import Presentation
@@ -136,13 +137,27 @@ class L2SmMap(Experiment):
             return [Finding("l2.sm_groups", 1, "1", 0.6,
                             method + ": every SM sees the same lines fast and slow")]
         sizes = ", ".join(str(int((group == g).sum())) for g in range(len(refs)))
+        hits = lat[body]
+        shares = [near[i][body[i]].mean() for i in range(len(sms))]
+
+        def span(x: np.ndarray, digits: int) -> tuple[float, float]:
+            a, b = order_interval(x)
+            step = 10.0 ** -digits
+            return (np.floor(a / step) * step, np.ceil(b / step) * step)
+
         return [
             Finding("l2.sm_map_near_latency", round(lo, 1), "cycle", 0.9,
-                    method + ": median latency of the lines an SM sees near"),
+                    method + ": median latency of the lines an SM sees near",
+                    interval=span(hits[hits < t], 1), kind="measured",
+                    note="interval: of the median of every SM's near accesses"),
             Finding("l2.sm_map_far_latency", round(hi, 1), "cycle", 0.9,
-                    method + ": median latency of the lines it sees far"),
+                    method + ": median latency of the lines it sees far",
+                    interval=span(hits[hits >= t], 1), kind="measured",
+                    note="interval: of the median of every SM's far accesses"),
             Finding("l2.near_fraction", round(frac, 3), "1", 0.9,
-                    method + ": median over SMs of the lines seen near"),
+                    method + ": median over SMs of the lines seen near",
+                    interval=span(np.asarray(shares), 3), kind="measured",
+                    note="interval: of the median over SMs"),
             Finding("l2.sm_groups", len(refs), "1", 0.9 if clear.all() else 0.6,
                     method + f": groups of SMs with complementary near lines ({sizes} SMs"
                     f"{f', {int((~clear).sum())} unclear' if not clear.all() else ''})"),

@@ -32,8 +32,13 @@ from typing import Any
 import numpy as np
 import xarray as xr
 
-from gpumem.analysis.stats import median_interval
 from gpumem.contracts.device import Device, StreamRequest
+from gpumem.contracts.estimates import (
+    Estimate,
+    estimate_at,
+    list_finding,
+    order_interval,
+)
 from gpumem.contracts.experiment import (
     Axis,
     Experiment,
@@ -43,7 +48,7 @@ from gpumem.contracts.experiment import (
     point_medians,
     repeat_count,
 )
-from gpumem.contracts.findings import Finding
+from gpumem.contracts.findings import Finding, worst_precision
 from gpumem.contracts.presentation import Presentation, ReportFigure
 from gpumem.experiments.figures import CPASYNC, ILP
 
@@ -85,10 +90,6 @@ RATIO_NOTE = ("interval: the ratio's range from the 95 % intervals of the two me
               "the timed runs")
 
 
-def _lists(spans: list[tuple[float, float]]) -> tuple[list[float], list[float]]:
-    return [lo for lo, _hi in spans], [hi for _lo, hi in spans]
-
-
 def curve_runs(raw: xr.Dataset, footprint: int, order: str, rev: int) -> dict[int, np.ndarray]:
     """K -> the timed runs' bandwidths of one curve (ok points)."""
     g = raw["gbs"].where(raw["point_status"] == 0).sel(footprint=footprint, order=order,
@@ -98,25 +99,28 @@ def curve_runs(raw: xr.Dataset, footprint: int, order: str, rev: int) -> dict[in
             if np.isfinite(r).any()}
 
 
-def ratio_interval(num: np.ndarray, den: np.ndarray) -> tuple[float, float]:
-    """Where the ratio of two medians lies, from their distribution-free 95 % intervals
-    (:func:`gpumem.analysis.stats.median_interval`): a point whose timed runs were disturbed
-    (a transient slowdown of half the repeats) says how uncertain its ratio is, so a check
-    or a rerun judges it by what was measured rather than by one median."""
-    (nlo, nhi), (dlo, dhi) = median_interval(num), median_interval(den)
-    return round(nlo / dhi, 3), round(nhi / dlo, 3)
+def curve_estimates(raw: xr.Dataset, footprint: int, order: str, rev: int
+                    ) -> dict[int, Estimate]:
+    """K -> what the timed runs of one curve's point say (ok points)."""
+    ok = raw["point_status"].sel(footprint=footprint, order=order, reverse=rev)
+    return {int(k): estimate_at(raw, "gbs", {"footprint": footprint, "order": order,
+                                             "reverse": rev, "ilp": k})
+            for k in ok["ilp"].values if int(ok.sel(ilp=k)) == 0}
 
 
-SATURATED, BELOW = 0.02, 0.05  # within 2 % of the saturation: on it; 5 %: near it
+SATURATED = 0.02  # within 2 % of the saturation: on it
 
 
 def saturating_k(runs: dict[int, np.ndarray]) -> tuple[int, int]:
-    """(first K near, first K on) the saturation of a bandwidth curve.
+    """(first K the data cannot tell from being on, first K on) the saturation of a
+    bandwidth curve.
 
     The saturation level is the median of the upper half of the K medians (the maximum
     alone is biased up by the noise). A K is on it within SATURATED of it, or two standard
-    errors of a difference of medians (from the runs' spread), whichever is larger; near it
-    within BELOW (or four standard errors)."""
+    errors of a difference of medians (from the runs' spread), whichever is larger: the
+    first such K is the finding. The data cannot tell it from an earlier K whose 95 %
+    interval reaches within that of the level: the first of those is the interval's low
+    end (the set of choices the runs do not separate)."""
     ks = sorted(runs)
     med = {k: float(np.median(runs[k])) for k in ks}
     level = float(np.median(sorted(med.values())[len(ks) // 2:]))
@@ -126,8 +130,9 @@ def saturating_k(runs: dict[int, np.ndarray]) -> tuple[int, int]:
     se_d = float(np.sqrt(2.0)) * 1.2533 * sigma / np.sqrt(
         max(1, min(r.size for r in runs.values())))
     on = next(k for k in ks if level - med[k] <= max(2 * se_d, SATURATED * level))
-    near = next(k for k in ks if level - med[k] <= max(4 * se_d, BELOW * level))
-    return min(near, on), on
+    maybe = next(k for k in ks
+                 if level - order_interval(runs[k])[1] <= max(2 * se_d, SATURATED * level))
+    return min(maybe, on), on
 
 class IlpSweep(Experiment):
     name = "ilp"
@@ -199,33 +204,34 @@ class IlpSweep(Experiment):
             return {int(k): float(v) for k, v in zip(c["ilp"].values, c.values, strict=True)
                     if np.isfinite(v)}
 
-        def k8_vs_k2_interval(f: int, order: str, rev: int) -> tuple[float, float]:
-            runs = curve_runs(raw, f, order, rev)
-            return ratio_interval(runs[8], runs[2])
+        def k8_vs_k2(f: int, order: str, rev: int) -> Estimate:
+            ests = curve_estimates(raw, f, order, rev)
+            return ests[8].over(ests[2])
 
         def emit(prefix: str, f: int, rev: int, best: bool) -> None:
             curves = {o: curve(f, o, rev) for o in orders}
             if best and all(curves.values()):
                 picks = [saturating_k(curve_runs(raw, f, o, rev)) for o in orders]
+                precs = [worst_precision([e.precision for e in
+                                          curve_estimates(raw, f, o, rev).values()])
+                         for o in orders]
                 out.append(Finding(
                     f"{prefix}best_k", [hi for _lo, hi in picks], "1", 0.9,
                     f"smallest K whose bandwidth is within {SATURATED:.0%} (or two standard "
                     f"errors) of the curve's saturation, the median of its upper half, at "
                     f"{f >> 20} MiB; {grid}", index=("order", orders),
                     interval=([lo for lo, _hi in picks], [hi for _lo, hi in picks]),
-                    kind="measured",
-                    note=f"interval: from the first K within {BELOW:.0%} of the saturation; "
-                         f"on a curve that rises slowly, which K first reaches it moves with "
-                         f"the runs' noise"))
+                    kind="measured", precision=worst_precision(precs),
+                    note="interval: the choices the runs cannot tell apart, from the first K "
+                         "whose 95 % interval reaches the saturation's threshold to the "
+                         "first whose median is on it"))
             if all(2 in c and 8 in c for c in curves.values()):
-                spans = [k8_vs_k2_interval(f, o, rev) for o in orders]
-                out.append(Finding(
+                out.append(list_finding(
                     f"{prefix}k8_vs_k2" + ("_reverse" if rev else ""),
-                    [round(c[8] / c[2], 3) for c in curves.values()], "1", 0.9,
+                    [k8_vs_k2(f, o, rev) for o in orders], "1", 0.9,
                     f"bandwidth at K=8 over K=2 at {f >> 20} MiB"
                     f"{', chunks walked backwards' if rev else ''}; {grid}",
-                    index=("order", orders), interval=_lists(spans), kind="measured",
-                    note=RATIO_NOTE))
+                    index=("order", orders), note=RATIO_NOTE))
 
         revs = [int(r) for r in raw["reverse"].values]
         if hbm:
@@ -235,12 +241,11 @@ class IlpSweep(Experiment):
                 emit("ilp.", f, 1, False)
             by_size = {g: curve(g, "thread", 0) for g in hbm} if "thread" in orders else {}
             if by_size and all(2 in c and 8 in c for c in by_size.values()):
-                spans = [k8_vs_k2_interval(g, "thread", 0) for g in by_size]
-                out.append(Finding("ilp.k8_vs_k2_by_footprint",
-                                   [round(c[8] / c[2], 3) for c in by_size.values()], "1", 0.9,
-                                   f"per-thread contiguous ordering, by allocation size; {grid}",
-                                   index=("footprint", list(by_size)), interval=_lists(spans),
-                                   kind="measured", note=RATIO_NOTE))
+                out.append(list_finding("ilp.k8_vs_k2_by_footprint",
+                                        [k8_vs_k2(g, "thread", 0) for g in by_size], "1", 0.9,
+                                        f"per-thread contiguous ordering, by allocation size; "
+                                        f"{grid}", index=("footprint", list(by_size)),
+                                        note=RATIO_NOTE))
         if resident:
             emit("ilp.l2_", max(resident), 0, True)
         return out
@@ -305,9 +310,13 @@ class AsyncCopy(Experiment):
             if not ok.any():
                 continue
             groups = [int(g) for g, k in zip(ratio["groups"].values, ok, strict=True) if k]
-            out.append(Finding(name, [round(float(v), 3) for v in ratio.values[ok]], "1", 0.9,
-                               f"median bandwidth of cp.async over matched plain loads, "
-                               f"{int(raw.attrs.get('plan_ctas', 0))} CTAs x {t} threads, "
-                               f"{int(raw.attrs.get('plan_footprint', 0)) >> 20} MiB from HBM",
-                               index=("groups", groups)))
+            ests = [estimate_at(raw, "gbs", {"method": "cpasync", "threads": t, "groups": g})
+                    .over(estimate_at(raw, "gbs", {"method": "plain", "threads": t,
+                                                   "groups": g}))
+                    for g in groups]
+            out.append(list_finding(name, ests, "1", 0.9,
+                                    f"median bandwidth of cp.async over matched plain loads, "
+                                    f"{int(raw.attrs.get('plan_ctas', 0))} CTAs x {t} threads, "
+                                    f"{int(raw.attrs.get('plan_footprint', 0)) >> 20} MiB from "
+                                    f"HBM", index=("groups", groups), note=RATIO_NOTE))
         return out

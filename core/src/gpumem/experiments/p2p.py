@@ -13,6 +13,7 @@ local one) and ``p2p.remote_bw_ratio`` (the best remote read over the local one)
 
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping
 from dataclasses import replace
 from typing import Any
@@ -21,6 +22,13 @@ import numpy as np
 import xarray as xr
 
 from gpumem.contracts.device import ChaseRequest, Device, StreamRequest
+from gpumem.contracts.estimates import (
+    Estimate,
+    estimate_at,
+    finding,
+    list_finding,
+    order_interval,
+)
 from gpumem.contracts.experiment import (
     Axis,
     Experiment,
@@ -30,7 +38,7 @@ from gpumem.contracts.experiment import (
     point_medians,
     repeat_count,
 )
-from gpumem.contracts.findings import Finding
+from gpumem.contracts.findings import STOP_SAMPLE, Finding, Precision
 
 RECORD = 2048
 STRIDE = 256               # bytes between chased elements (random order): one per line
@@ -62,6 +70,10 @@ class PeerAccess(Experiment):
                            repeated=False),
                        Var("latency_dram", (), "cycle", "median chase latency, footprint far "
                                                         "beyond the L2", repeated=False),
+                       *(Var(f"latency_{where}_{end}", (), "cycle",
+                             f"{'low' if end == 'lo' else 'high'} end of the 95 % interval "
+                             f"of latency_{where}'s median", repeated=False)
+                         for where in ("l2", "dram") for end in ("lo", "hi")),
                        Var("read_gbs", (), "GB/s", "streaming read bandwidth")],
             attrs={"small_footprint": SMALL, "large_footprint": big, "stride": STRIDE,
                    "record": RECORD, "threads": THREADS, "ilp": ILP, "width": WIDTH,
@@ -75,15 +87,18 @@ class PeerAccess(Experiment):
         big = int(self.plan(ctx).attrs["large_footprint"])
         peer = int(point["peer"])
 
-        def chase(footprint: int) -> float:
+        def chase(where: str, footprint: int) -> dict[str, float]:
             res = device.pointer_chase(ChaseRequest(
                 footprint=footprint, stride=STRIDE, record=RECORD,
                 warmup=min(footprint // STRIDE, 1 << 16), order="random", path="cg",
                 seed=ctx.seed, peer=peer))
-            return float(np.median(res.latency) - res.timer_overhead)
+            lat = res.latency - res.timer_overhead
+            lo, hi = order_interval(lat)
+            return {f"latency_{where}": float(np.median(lat)), f"latency_{where}_lo": lo,
+                    f"latency_{where}_hi": hi}
 
         sms = max(1, device.info.sm_count)
-        return {"latency_l2": chase(SMALL), "latency_dram": chase(big),
+        return {**chase("l2", SMALL), **chase("dram", big),
                 "request": StreamRequest(
                     footprint=big, ctas=2 * sms, threads=THREADS, ilp=ILP, width=WIDTH,
                     path="cg", kind="read", work=max(big, 1 << 30), peer=peer)}
@@ -95,26 +110,41 @@ class PeerAccess(Experiment):
     def analyze(self, raw: xr.Dataset) -> list[Finding]:
         peers = [int(p) for p in raw["peer"].values]
         own = int(raw.attrs.get("plan_own_index", peers[0] if peers else 0))
-        l2, dram, bw = (point_medians(raw, v).values
-                        for v in ("latency_l2", "latency_dram", "read_gbs"))
         idx = ("peer", peers)
         big_mb = int(raw.attrs.get("plan_large_footprint", 0)) >> 20
-        out = [Finding("p2p.latency_l2", [round(float(x), 1) for x in l2], "cycle", 0.9,
-                       "median chase latency, data in the peer's L2 (1 MB, random, .cg)",
-                       index=idx),
-               Finding("p2p.latency_dram", [round(float(x), 1) for x in dram], "cycle", 0.9,
-                       f"median chase latency, {big_mb} MB in the peer's memory", index=idx),
-               Finding("p2p.read_bw", [round(float(x), 1) for x in bw], "GB/s", 0.9,
-                       "median streaming read of the peer's memory", index=idx)]
+
+        def chased(where: str) -> list[Estimate]:
+            """Each peer's chase median and its interval (files before it: the value)."""
+            med = point_medians(raw, f"latency_{where}").values
+            ends = [raw[f"latency_{where}_{e}"].values if f"latency_{where}_{e}" in raw
+                    else med for e in ("lo", "hi")]
+            return [Estimate(float(m), float(a), float(b),
+                             Precision(0, math.nan, STOP_SAMPLE))
+                    for m, a, b in zip(med, *ends, strict=True)]
+
+        l2, dram = chased("l2"), chased("dram")
+        bw = [estimate_at(raw, "read_gbs", {"peer": p}) for p in peers]
+        out = [list_finding("p2p.latency_l2", l2, "cycle", 0.9,
+                            "median chase latency, data in the peer's L2 (1 MB, random, .cg)",
+                            index=idx, digits=1),
+               list_finding("p2p.latency_dram", dram, "cycle", 0.9,
+                            f"median chase latency, {big_mb} MB in the peer's memory",
+                            index=idx, digits=1),
+               list_finding("p2p.read_bw", bw, "GB/s", 0.9,
+                            "median streaming read of the peer's memory", index=idx,
+                            digits=1)]
         remote = [i for i, p in enumerate(peers) if p != own]
         if own in peers and remote:
             i = peers.index(own)
-            if np.isfinite(dram[i]) and np.isfinite(dram[remote]).any():
-                out.append(Finding("p2p.remote_latency_ratio",
-                                   round(float(np.nanmax(dram[remote]) / dram[i]), 3), "1",
-                                   0.9, "worst remote DRAM latency over the local one"))
-            if np.isfinite(bw[i]) and np.isfinite(bw[remote]).any():
-                out.append(Finding("p2p.remote_bw_ratio",
-                                   round(float(np.nanmax(bw[remote]) / bw[i]), 3), "1", 0.9,
-                                   "best remote read bandwidth over the local one"))
+            far = [j for j in remote if np.isfinite(dram[j].value)]
+            if np.isfinite(dram[i].value) and far:
+                worst = max(far, key=lambda j: dram[j].value)
+                out.append(finding("p2p.remote_latency_ratio", dram[worst].over(dram[i]), "1",
+                                   0.9, "worst remote DRAM latency over the local one",
+                                   digits=3))
+            fast = [j for j in remote if np.isfinite(bw[j].value)]
+            if np.isfinite(bw[i].value) and fast:
+                top = max(fast, key=lambda j: bw[j].value)
+                out.append(finding("p2p.remote_bw_ratio", bw[top].over(bw[i]), "1", 0.9,
+                                   "best remote read bandwidth over the local one", digits=3))
         return out

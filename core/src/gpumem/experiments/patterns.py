@@ -94,6 +94,7 @@ class Patterns(Experiment):
     summary = "Mei & Chu's global-memory access patterns P1-P6 (TLB x L2 hit/miss cases)"
     probes = ("pointer_chase",)
     version = "2"  # 2: P6 pooled over P6_CHAINS chains
+    changed_in = {"2": ("lat.pattern.P6",)}  # P1-P5 chased as before
     findings = ("lat.pattern.P1", "lat.pattern.P2", "lat.pattern.P3", "lat.pattern.P4",
                 "lat.pattern.P5", "lat.pattern.P6")
     references = ("Mei & Chu, Dissecting GPU Memory Hierarchy through Microbenchmarking, "

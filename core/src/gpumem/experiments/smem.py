@@ -24,6 +24,7 @@ import numpy as np
 import xarray as xr
 
 from gpumem.contracts.device import Device, SmemRequest
+from gpumem.contracts.estimates import Estimate, argmax_at, estimate_at, finding, list_finding
 from gpumem.contracts.experiment import (
     Axis,
     Experiment,
@@ -33,7 +34,7 @@ from gpumem.contracts.experiment import (
     point_medians,
     repeat_count,
 )
-from gpumem.contracts.findings import Finding
+from gpumem.contracts.findings import Finding, worst_precision
 from gpumem.contracts.presentation import Presentation, ReportFigure
 from gpumem.experiments.figures import BANDWIDTH, BANK_CONFLICTS
 
@@ -83,7 +84,11 @@ class SmemLatency(Experiment):
             return out
         base = by_stride[1]
         method = "one warp, thread t at word t*stride, dependent loads"
-        out.append(Finding("lat.smem", round(base, 2), "cycle", 1.0,
+
+        def at_stride(stride: int) -> Estimate:
+            return estimate_at(raw, "latency", {"bank_mode": default, "stride": stride})
+
+        out.append(finding("lat.smem", at_stride(1), "cycle", 1.0,
                            method + ", stride 1 (no conflict)"))
         # 4-byte words per bank word: 1 with 4-byte banks, 2 with 8-byte banks (stride 2
         # then puts two threads in one bank word: no conflict)
@@ -104,10 +109,10 @@ class SmemLatency(Experiment):
         out.append(Finding("smem.banks", int(banks), "1", 1.0 if resolved else 0.3,
                            "largest power-of-two conflict degree that still adds latency"))
         ways = [n for n in ways if n <= banks]
-        out.append(Finding("smem.conflict_latency", [round(by_stride[n * per], 2) for n in ways],
-                           "cycle", 1.0,
-                           method + f"; n-way conflict at stride {per}n (n <= banks)",
-                           index=("ways", ways)))
+        out.append(list_finding("smem.conflict_latency", [at_stride(n * per) for n in ways],
+                                "cycle", 1.0,
+                                method + f"; n-way conflict at stride {per}n (n <= banks)",
+                                index=("ways", ways), digits=2))
         return out
 
 
@@ -150,6 +155,8 @@ class SmemBandwidth(Experiment):
         bpc = point_medians(raw, "bytes_per_cycle")
         if not np.isfinite(bpc.values).any():
             return []
+        best_at = argmax_at(bpc)
+        top = estimate_at(raw, "bytes_per_cycle", best_at)
         peak = float(bpc.max())
         clock = float(raw.attrs.get("clock_mhz", 0) or 0)
         out = []
@@ -157,10 +164,24 @@ class SmemBandwidth(Experiment):
         at = [int(w) for w, v in zip(best["warps"].values, best.values, strict=True)
               if v >= 0.98 * peak]
         if clock > 0:
-            out.append(Finding("bw.smem", round(peak * clock / 1e3, 2), "GB/s", 1.0,
+            out.append(finding("bw.smem", top.scaled(clock / 1e3), "GB/s", 1.0,
                                f"best of warps x ILP: {peak:.1f} B/cycle per SM x "
                                f"{clock:g} MHz (per SM)"))
         if at:
+            # per warp count, its best ILP's runs: the counts the data cannot tell apart
+            # from being within 2 % of the peak, up to the first surely within it
+            ests = {int(w): estimate_at(raw, "bytes_per_cycle",
+                                        argmax_at(bpc.sel(warps=w)) | {"warps": w})
+                    for w, v in zip(best["warps"].values, best.values, strict=True)
+                    if np.isfinite(v)}
+            maybe = [w for w, e in ests.items() if e.hi >= 0.98 * top.lo]
+            surely = [w for w, e in ests.items() if e.lo >= 0.98 * top.hi]
+            lo = min([*maybe, at[0]])
+            hi = max(min(surely) if surely else max(ests), at[0])
             out.append(Finding("smem.peak_warps", at[0], "1", 0.9,
-                               "fewest warps per SM within 2 % of the peak"))
+                               "fewest warps per SM within 2 % of the peak",
+                               interval=(lo, hi), kind="measured",
+                               precision=worst_precision([e.precision for e in ests.values()]),
+                               note="interval: the warp counts the runs cannot tell apart "
+                                    "from the first within 2 % of the peak"))
         return out

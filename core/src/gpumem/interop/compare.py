@@ -32,6 +32,7 @@ import xarray as xr
 from gpumem.contracts.contention import CONTENDED, reapply
 from gpumem.contracts.device import DeviceInfo
 from gpumem.contracts.errors import ResultsFileError, UsageError
+from gpumem.contracts.experiment import analyse
 from gpumem.contracts.findings import (
     Expected,
     Finding,
@@ -118,7 +119,7 @@ def analyze_file(plugins: Plugins, path: Path, experiment: str | None = None,
         raise UsageError(f"{path}: holds '{recorded}' results, which the '{name}' analysis "
                          f"cannot read (leave out --experiment to use '{recorded}')")
     try:
-        findings = experiments[name]().analyze(raw)
+        findings = analyse(experiments[name](), raw)
     except (KeyError, IndexError, ValueError) as e:
         if recorded:
             raise  # the file's own analysis failing is a bug: keep the traceback

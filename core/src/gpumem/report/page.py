@@ -166,8 +166,9 @@ def _band_text(f: Any) -> str:
 
 def _interval_text(f: Any) -> str:
     from gpumem.cells import fmt_interval
+    from gpumem.contracts.findings import kind_of
 
-    return fmt_interval(f.interval)
+    return fmt_interval(f.interval, kind_of(f))
 
 
 def format_value(v: Any, units: str = "") -> str:

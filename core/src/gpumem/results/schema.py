@@ -24,7 +24,8 @@ import xarray as xr
 
 from gpumem import __version__
 from gpumem.contracts.device import DeviceInfo
-from gpumem.contracts.experiment import Axis, Plan
+from gpumem.contracts.experiment import POINT_RUNS, Axis, Plan
+from gpumem.contracts.findings import STOP_REASONS
 from gpumem.contracts.units import human_long_name
 
 SCHEMA_VERSION = 1
@@ -133,6 +134,7 @@ def assemble(plan: Plan, axes: list[Axis], results: Mapping[tuple, tuple[int, st
     })
     _add_point_state(ds, axes, index, results)
     _add_point_counts(ds, axes, index, results)
+    _add_point_runs(ds, axes, index, results)
     for k, v in plan.attrs.items():
         ds.attrs[f"plan_{k}"] = attr_safe(v)
     return ds
@@ -153,10 +155,43 @@ def _add_point_counts(ds: xr.Dataset, axes: list[Axis], index: dict,
         pos = tuple(index[a.name][_scalar(v)] for a, v in zip(axes, key, strict=True))
         for name, v in added.items():
             if not name.endswith("_seconds"):
-                counts.setdefault(name, np.full(shape, np.nan))[pos] = v
+                if name not in counts:
+                    counts[name] = np.full(shape, np.nan)
+                counts[name][pos] = v
     for name, arr in sorted(counts.items()):
         ds[f"point_{name}"] = (dims, arr, {"units": "1", "long_name": f"device "
                                            f"{name.replace('_', ' ')} during the point"})
+
+
+def _add_point_runs(ds: xr.Dataset, axes: list[Axis], index: dict,
+                    results: Mapping[tuple, tuple[int, str, Mapping]]) -> None:
+    """The stopping rule's record of each point (:data:`gpumem.contracts.experiment.POINT_RUNS`):
+    ``point_repeats`` (runs taken), ``point_rel_error`` (the median's relative standard error
+    reached, the worst over the values recorded) and ``point_stopped`` (why no more: a flag
+    over :data:`gpumem.contracts.findings.STOP_REASONS`); -1 / NaN where a point has none."""
+    shape = tuple(len(a.values) for a in axes)
+    dims = tuple(a.name for a in axes)
+    runs = np.full(shape, -1, dtype=np.int16)
+    rel = np.full(shape, np.nan)
+    stopped = np.full(shape, -1, dtype=np.int8)
+    seen = False
+    for key, (st, _reason, values) in results.items():
+        rec = values.get(POINT_RUNS) if st == POINT_OK else None
+        if not rec:
+            continue
+        seen = True
+        pos = tuple(index[a.name][_scalar(v)] for a, v in zip(axes, key, strict=True))
+        runs[pos], rel[pos], stopped[pos] = rec["repeats"], rec["rel_error"], rec["stopped"]
+    if not seen:
+        return
+    ds["point_repeats"] = (dims, runs, {"units": "1", "long_name": "timed runs the point "
+                                        "took (-1: none recorded)"})
+    ds["point_rel_error"] = (dims, rel, {"units": "1", "long_name": "relative standard "
+                                         "error of the point's medians when its runs stopped"})
+    ds["point_stopped"] = (dims, stopped, {
+        "units": "1", "long_name": "why the point's runs stopped (-1: not recorded)",
+        "flag_values": np.arange(len(STOP_REASONS), dtype=np.int8),
+        "flag_meanings": " ".join(r.replace(" ", "_") for r in STOP_REASONS)})
 
 
 def point_totals(results: Mapping[tuple, tuple[int, str, Mapping]]) -> dict[str, float]:
@@ -183,7 +218,9 @@ def _add_point_state(ds: xr.Dataset, axes: list[Axis], index: dict,
             continue
         pos = tuple(index[a.name][_scalar(v)] for a, v in zip(axes, key, strict=True))
         for name, v in readings.items():
-            state.setdefault(name, np.full(shape, np.nan))[pos] = v
+            if name not in state:  # (not setdefault: it would build an array each time)
+                state[name] = np.full(shape, np.nan)
+            state[name][pos] = v
     for name, arr in sorted(state.items()):
         base = name.rsplit("_", 1)[0]
         ds[f"point_{name}"] = (dims, arr, {"units": _STATE_UNITS.get(base, "1"),

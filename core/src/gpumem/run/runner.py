@@ -61,7 +61,7 @@ from gpumem.contracts.errors import (
     ProbeUnsupported,
     UsageError,
 )
-from gpumem.contracts.experiment import Axis, Experiment, Plan, RunContext
+from gpumem.contracts.experiment import Axis, Experiment, Plan, RunContext, analyse
 from gpumem.contracts.findings import Expected, Finding, evaluate, not_modelled, to_dataset
 from gpumem.contracts.generic import AUTO
 from gpumem.plugin.registry import Plugins, load_plugins
@@ -876,7 +876,7 @@ def _measure_and_keep(plugins: Plugins, store: RunStore, device: Device, exp: Ex
     reason = contention.reason()
     raw.attrs[CONTENTION_ATTR] = reason  # kept: a later analysis marks the same findings
     try:
-        findings = mark(not_modelled(evaluate(exp.analyze(raw), expected), unmodelled),
+        findings = mark(not_modelled(evaluate(analyse(exp, raw), expected), unmodelled),
                         reason)
     except Exception as e:  # noqa: BLE001 - keep the raw data, report the analysis bug
         findings = []
@@ -888,7 +888,7 @@ def _measure_and_keep(plugins: Plugins, store: RunStore, device: Device, exp: Ex
     status = "failed" if error else "complete"
     path, _sha = store.write(device.info.key, exp.name, phash, raw, fds, key=key, fields=dict(
         status=status, finished=now_iso(), wall_s=round(time.monotonic() - t0, 3), error=error,
-        points=n_points, throttled_points=throttled,
+        points=n_points, throttled_points=throttled, experiment_version=exp.version,
         **({"contention": reason} if reason else {}),
         findings={f.name: f.as_dict() for f in findings}))
     return Outcome(exp.name, status, path, findings, error, time.monotonic() - t0, n_points,

@@ -27,6 +27,7 @@ from gpumem.analysis.structure import (
     uniform_enough,
     way_weights,
 )
+from gpumem.contracts.estimates import order_interval
 from gpumem.contracts.findings import Finding, unresolved
 from gpumem.experiments.cache_structure.ahead import bisection_guesses
 from gpumem.experiments.cache_structure.confidence import (
@@ -353,8 +354,14 @@ def capacity(w: Any) -> Capacity | None:
     verified = edged and len(groups[cap]) >= 2 and len(groups[nxt]) >= 2
     ramp = _ramp(w, size, cap)
     level = "l2" if w.src.l2_bytes and cap >= w.src.l2_bytes / 2 else level0
+    hit_medians = [c.median for c in size if c.footprint <= cap] or [w.first.median]
+    lo, hi = order_interval(hit_medians)
     hit = Finding(f"{level}.hit_latency", round(w.first.median, 2), "cycle", MEASURED,
-                  method + ", 512 B footprint (timer overhead removed)")
+                  method + ", 512 B footprint (timer overhead removed)",
+                  interval=(min(round(lo, 2), round(w.first.median, 2)),
+                            max(round(hi, 2), round(w.first.median, 2))),
+                  note=f"interval: of the median of the {len(hit_medians)} size chases that "
+                       f"hit (footprints up to the capacity)")
     if ramp:  # not a capacity: where conflicts begin, which moves with the allocation
         w.out.append(hit)
         w.onset = Finding(f"{level}.conflict_onset", int(cap), "byte", READING,
