@@ -196,22 +196,26 @@ def test_a_disturbed_point_reports_a_wide_ratio_interval_a_clean_one_a_narrow():
     """Measured on an H200 (GPU-e5d08128, 2026-12-01, the first of three runs): at 1920 MiB,
     six of the ten K=2 runs were slowed by a transient, so that run's K8/K2 median ratio was
     0.576 where the card's other runs gave 0.541 and 0.543. The ratio's interval from the two
-    medians' intervals covers the card's value, so neither --check nor the rerun judge calls a
-    healthy card wrong on one median; a clean point's interval stays within about 1.5 %."""
-    from gpumem.experiments.loads import ratio_interval
+    medians' intervals says how uncertain it is (wide), and its precision is short of the
+    stopping rule's target, so the rule would have timed the point further (at most
+    REPEATS runs); a clean point's interval stays within about 1.5 %, its target met."""
+    from gpumem.contracts.estimates import median_estimate
+    from gpumem.contracts.experiment import TARGET_REL_ERROR
 
     k2_disturbed = np.array([4381, 4227, 3872, 3750, 3897, 3898, 4264, 4088, 4092, 3997.0])
     k8 = np.array([2356, 2330, 2311, 2337, 2328, 2314, 2331, 2332, 2322, 2320.0])
-    lo, hi = ratio_interval(k8, k2_disturbed)
-    assert lo <= 0.541 <= hi and hi - lo > 0.05
+    r = median_estimate(k8).over(median_estimate(k2_disturbed))
+    assert r.lo <= 0.576 <= r.hi and r.hi - r.lo > 0.05
+    assert r.precision.rel_error > TARGET_REL_ERROR
+    assert median_estimate(k2_disturbed).precision.rel_error > 2 * TARGET_REL_ERROR
     k2_clean = np.array([4392, 4306, 4334, 4330, 4328, 4335, 4331, 4334, 4324, 4351.0])
     k8_clean = np.array([2360, 2343, 2346, 2345, 2337, 2351, 2346, 2340, 2351, 2358.0])
-    lo, hi = ratio_interval(k8_clean, k2_clean)
-    assert lo <= float(np.median(k8_clean) / np.median(k2_clean)) <= hi
-    assert (hi - lo) / 0.541 < 0.03
+    c = median_estimate(k8_clean).over(median_estimate(k2_clean))
+    assert c.lo <= float(np.median(k8_clean) / np.median(k2_clean)) <= c.hi
+    assert (c.hi - c.lo) / 0.541 < 0.03 and c.precision.rel_error < TARGET_REL_ERROR
 
 
-def test_sass_builds_run_in_the_background_batched_per_probe(monkeypatch):
+def test_sass_builds_run_in_the_background_batched_per_probe(monkeypatch, tmp_path):
     """The SASS audit builds while the caller goes on; instances asked for while a build of
     their probe waits join it; an instance asked for twice is built once; results() waits
     for every build asked for."""
@@ -228,15 +232,26 @@ def test_sass_builds_run_in_the_background_batched_per_probe(monkeypatch):
         return {t: ["LDG.E"] for t in templates} | {"plain": ["STG.E"]}
 
     monkeypatch.setattr(audit, "sass_opcodes", fake)
-    bg = audit.SassInBackground("sm_90", workers=1)
+    bg = audit.SassInBackground("sm_90", workers=1, cache=audit.SassCache(tmp_path / "sass"))
     bg.ask("stream", "A", (), ("s<1>",))      # starts, blocked on the gate
     assert started.wait(5)
     bg.ask("stream", "A", (), ("s<2>",))      # queued
     bg.ask("stream", "A", (), ("s<3>",))      # joins the queued build
     bg.ask("stream", "A", (), ("s<2>",))      # asked before: nothing
     assert builds == []                       # nothing finished: the caller did not wait
+    assert bg.results(wait=False) == {} and bg.pending() == 2  # not waited for
     gate.set()
     found = bg.results()
     assert builds == [("A", ("s<1>",)), ("A", ("s<2>", "s<3>"))]
     assert set(found["stream"]) == {"s<1>", "s<2>", "s<3>", "plain"}
     bg.close()
+    # the next run (a new process) finds them on disk: no build, the same answer
+    again = audit.SassInBackground("sm_90", workers=1,
+                                   cache=audit.SassCache(tmp_path / "sass"))
+    again.ask("stream", "A", (), ("s<1>",))
+    again.ask("stream", "A", (), ("s<3>",))
+    assert again.results(wait=False)["stream"] == found["stream"] and len(builds) == 2
+    again.ask("stream", "A", (), ("s<4>",))  # a new instance: built
+    again.results()
+    assert builds[-1] == ("A", ("s<4>",))
+    again.close()

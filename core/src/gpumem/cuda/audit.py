@@ -13,6 +13,9 @@ which tools produced them.
 
 from __future__ import annotations
 
+import hashlib
+import json
+import os
 import re
 import shutil
 import subprocess
@@ -119,19 +122,76 @@ def sass_opcodes(code: str, arch: str, options: tuple[str, ...] = (),
             for k, v in out.items()}
 
 
+def sass_cache_dir() -> Path:
+    """Where finished audits are kept between runs: ``$GPUMEM_SASS_CACHE``, else
+    ``$XDG_CACHE_HOME/gpumem/sass`` (``~/.cache/gpumem/sass``)."""
+    env = os.environ.get("GPUMEM_SASS_CACHE")
+    if env:
+        return Path(env)
+    base = os.environ.get("XDG_CACHE_HOME") or os.path.expanduser("~/.cache")
+    return Path(base) / "gpumem" / "sass"
+
+
+class SassCache:
+    """Audits of a kernel source already built, on disk: a source (its code, the
+    architecture, the options) maps to the opcodes of every kernel and template instance
+    built from it so far, so a later run of the same gpumem on the same machine builds
+    nothing (an nvcc + cuobjdump build takes 1-2 s, and a full H200 run waited 18 of its 48
+    s on them). Kept only in a folder private to the user (:mod:`gpumem.private_dir`): a
+    planted entry would falsify what a file says its kernels compiled to."""
+
+    PLAIN = "__plain__"  # the key saying the source's plain kernels are in
+
+    def __init__(self, folder: Path | None = None) -> None:
+        from gpumem.private_dir import usable
+
+        self.folder = folder or sass_cache_dir()
+        self.ok = not usable(self.folder)
+
+    def _file(self, code: str, arch: str, options: tuple[str, ...]) -> Path:
+        key = hashlib.sha256("\0".join((code, arch, *options)).encode()).hexdigest()[:32]
+        return self.folder / f"{key}.json"
+
+    def get(self, code: str, arch: str, options: tuple[str, ...]) -> dict[str, list[str]]:
+        if not self.ok:
+            return {}
+        try:
+            data = json.loads(self._file(code, arch, options).read_text())
+        except (OSError, ValueError):
+            return {}
+        return {str(k): [str(x) for x in v] for k, v in data.items()
+                if isinstance(v, list)} if isinstance(data, dict) else {}
+
+    def put(self, code: str, arch: str, options: tuple[str, ...],
+            found: dict[str, list[str]]) -> None:
+        if not self.ok or not found:
+            return
+        from gpumem.safe_write import write_text
+
+        try:
+            self.folder.mkdir(parents=True, exist_ok=True, mode=0o700)
+            merged = {**self.get(code, arch, options), **found, self.PLAIN: []}
+            write_text(self._file(code, arch, options), json.dumps(merged, sort_keys=True))
+        except OSError:
+            pass  # no cache: the next run builds again
+
+
 class SassInBackground:
     """The SASS audit's builds on worker threads while the GPU measures.
 
     An nvcc + cuobjdump build takes 1-2 s; built on the main thread when an experiment
     ended, a full H200 run's builds took 12 of its 56 s. Here a build starts when a kernel is
     first used (:meth:`ask`), every instance asked for meanwhile joining the next build of
-    its probe, and :meth:`results` waits only for what is still building."""
+    its probe, and :meth:`results` gives what is finished (waiting for the rest only when
+    asked to). What a build finds is kept on disk (:class:`SassCache`): a source built
+    before, with its instances, needs no build at all."""
 
-    def __init__(self, arch: str, workers: int = 2):
+    def __init__(self, arch: str, workers: int = 2, cache: SassCache | None = None):
         import threading
         from concurrent.futures import ThreadPoolExecutor
 
         self.arch = arch
+        self.cache = cache if cache is not None else SassCache()
         self._pool = ThreadPoolExecutor(max_workers=workers, thread_name_prefix="gpumem-sass")
         self._lock = threading.Lock()
         self._pending: dict[str, set[str]] = {}   # probe -> instances for its next build
@@ -143,13 +203,19 @@ class SassInBackground:
     def ask(self, probe: str, code: str, options: tuple[str, ...],
             templates: tuple[str, ...] = ()) -> None:
         """Build ``probe``'s source with these template instances (its plain kernels come
-        with the first build), unless they were asked for before."""
+        with the first build), unless they were asked for before or the disk has them."""
         with self._lock:
             asked = self._asked.get(probe)
             new = set(templates) - (asked or set())
             if asked is not None and not new:
                 return
+            first = asked is None
             self._asked[probe] = (asked or set()) | new
+            cached = self.cache.get(code, self.arch, options)
+            if cached and (not first or SassCache.PLAIN in cached) and new <= set(cached):
+                self._found.setdefault(probe, {}).update(
+                    {k: v for k, v in cached.items() if k != SassCache.PLAIN})
+                return
             self._pending.setdefault(probe, set()).update(new)
             if probe in self._queued:
                 return
@@ -161,15 +227,22 @@ class SassInBackground:
             self._queued.discard(probe)
             names = tuple(sorted(self._pending.pop(probe, set())))
         found = sass_opcodes(code, self.arch, options, templates=names) or {}
+        self.cache.put(code, self.arch, options, found)
         with self._lock:
             self._found.setdefault(probe, {}).update(found)
 
-    def results(self) -> dict[str, dict[str, list[str]]]:
-        """Every build asked for so far, finished: probe -> kernel -> opcodes."""
+    def pending(self) -> int:
+        """Builds not finished yet."""
+        with self._lock:
+            return sum(not j.done() for j in self._jobs)
+
+    def results(self, wait: bool = True) -> dict[str, dict[str, list[str]]]:
+        """Every build asked for so far: probe -> kernel -> opcodes; with ``wait``, once
+        they are all finished, else what is finished now."""
         while True:
             with self._lock:
                 jobs = [j for j in self._jobs if not j.done()]
-                if not jobs:
+                if not jobs or not wait:
                     return {p: dict(k) for p, k in self._found.items()}
             for j in jobs:
                 j.result()
