@@ -50,6 +50,7 @@ def test_the_package_is_complete_and_says_what_it_is(made):
         assert (pkg / f).is_file(), f
     assert 'h200x = "gpumem_h200x.plugin:plugin"' in (out / "pyproject.toml").read_text()
     assert "wrote" in r.stdout and "plugin 'h200x' for NVIDIA H200" in r.stdout
+    assert f"next: pip install {out}" in r.stdout
     readme = (out / "README.md").read_text()
     assert "| `lat.l1` |" in readme and "GPU-e3cd7c15" in readme
     assert "## What a human should add" in readme and "Published sources" in readme
@@ -58,6 +59,15 @@ def test_the_package_is_complete_and_says_what_it_is(made):
     assert not imports_past_api(pkg, ALLOWED_IMPORTS)
     cfg = (pkg / "sim.toml").read_text()
     assert 'arch = "h200x"' in cfg and "# measured: latency/lat.l1" in cfg
+    # fit to publish: no local path in any file it wrote (runs named by card, date and id)
+    for path in out.rglob("*"):
+        if path.is_file() and path.suffix in (".py", ".toml", ".md"):
+            text = path.read_text()
+            assert str(RERUNS) not in text and str(out.parent) not in text, path
+    assert "GPU-e3cd7c15 2026-12-01 #" in (pkg / "expected.py").read_text()
+    # one card: said plainly, on stderr and in the README
+    assert "every run measured one card (GPU-e3cd7c15)" in r.stderr
+    assert "every run measured the same card" in readme
 
 
 @pytest.mark.slow
@@ -111,12 +121,38 @@ def test_bad_input_is_one_line_and_exit_2(cli, tmp_path, args, needle):
     assert not (tmp_path / "o").exists()
 
 
-def test_simulated_runs_do_not_make_a_plugin(cli, tmp_path):
+def test_simulated_runs_do_not_make_a_plugin(cli, tmp_path, monkeypatch):
+    """Refused from the manifest, before any file is analysed (it took 44 s of
+    re-analysis to refuse one), with what to do instead."""
     assert cli("run", "--arch", "kepler", "smem_latency", "--device", "sim", "--quick",
                "--out", str(tmp_path / "k")).code == 0
+    import gpumem.interop.compare as compare
+
+    def no_analysis(*_a, **_k):
+        raise AssertionError("a simulated run was analysed before it was refused")
+
+    monkeypatch.setattr(compare, "analyze_file", no_analysis)
     r = cli("plugin", "new", "mine", "--from", str(tmp_path / "k"), "--out",
             str(tmp_path / "o"))
     assert r.code == 2 and "a plugin describes hardware" in r.err
+    assert "measures its config, not a GPU" in r.err and "--device cuda:N" in r.err
+    assert r.err.count("\n") == 1 and not (tmp_path / "o").exists()
+
+
+def test_a_run_given_twice_is_refused(cli, tmp_path):
+    run = RERUNS / "run1"
+    r = cli("plugin", "new", "mine", "--from", str(run), "--from", str(run), "--out",
+            str(tmp_path / "o"))
+    assert r.code == 2 and "given more than once" in r.err and r.err.count("\n") == 1
+
+
+def test_the_hint_installs_the_folder_not_a_name_on_the_index():
+    """`pip install gpumem-NAME` asked the package index for a name nobody published."""
+    from gpumem.cli.plugin import install_hint
+
+    assert install_hint(Path("gpumem-a100")) == "pip install ./gpumem-a100"
+    assert install_hint(Path("/tmp/x/gpumem-a100")) == "pip install /tmp/x/gpumem-a100"
+    assert install_hint(Path("my plugins/p")) == "pip install './my plugins/p'"
 
 
 # ---- plugin check ---------------------------------------------------------------------------

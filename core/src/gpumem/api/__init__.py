@@ -24,6 +24,7 @@ import typing
 import warnings
 
 from gpumem import __version__, hookimpl
+from gpumem.contracts.allowances import fleet_expected, published_expected
 from gpumem.contracts.architecture import Architecture
 from gpumem.contracts.device import (
     PLACEMENT_PADS,
@@ -74,6 +75,7 @@ __all__ = [
     "__version__", "Architecture", "ArchitecturePlugin", "Axis", "BulkRequest",
     "ChaseRequest", "ChaseResult", "Device", "DeviceInfo", "device_property_expected",
     "DeviceUnavailable", "dram_copy_expected", "exact", "Expected", "Experiment", "Finding",
+    "fleet_expected", "published_expected",
     "GpumemError", "hookimpl", "latency_pair", "load_plugins", "median_over_repeats",
     "MEI_CHU", "mei_chu_data", "MEI_CHU_REPO", "pattern_expected", "PLACEMENT_PADS", "Plan",
     "Plugins", "point_medians", "PointSkipped", "Presentation", "ProbeUnsupported",

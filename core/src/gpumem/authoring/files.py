@@ -17,13 +17,32 @@ from datetime import date
 from pathlib import Path
 from typing import Any
 
+import tomli_w
+
 from gpumem.authoring.new import NewPlugin, Value
 from gpumem.safe_write import write_text
 
 
 def _py(v: Any) -> str:
-    """A Python literal of a finding value (lists, numbers, strings)."""
-    return json.dumps(v) if isinstance(v, str) else repr(v)
+    """A Python literal of a value (lists, numbers, strings): ``repr``, which escapes
+    whatever a string holds (quotes, triple quotes, newlines, any character), so text from a
+    run (a device name, a source) stays data and never becomes code."""
+    return repr(v)
+
+
+def _toml(v: str) -> str:
+    """A TOML basic string holding ``v`` exactly, whatever it holds (quotes, an emoji)."""
+    return tomli_w.dumps({"v": v}).split("=", 1)[1].strip()
+
+
+def _md(v: Any) -> str:
+    """Text from a run in a Markdown table cell: pipes, backticks, angle brackets and line
+    breaks escaped, so a device name cannot end the cell or the table, or open HTML."""
+    text = str(v)
+    for a, b in (("\\", "\\\\"), ("|", "\\|"), ("`", "\\`"), ("<", "&lt;"),
+                 (">", "&gt;"), ("\r", " "), ("\n", " ")):
+        text = text.replace(a, b)
+    return text
 
 
 def _gpumem_pin(version: str) -> str:
@@ -45,7 +64,7 @@ build-backend = "setuptools.build_meta"
 [project]
 name = "gpumem-{p.name}"
 version = "0.1.0"
-description = {_py(what)}
+description = {_toml(what)}
 readme = "README.md"
 requires-python = ">=3.10"
 dependencies = ["{_gpumem_pin(p.gpumem_version)}"]
@@ -66,8 +85,8 @@ where = ["src"]
 
 
 def init_py(p: NewPlugin) -> str:
-    return (f'"""gpumem architecture plugin {p.name}: {", ".join(p.products)}, written by '
-            f'gpumem plugin new."""\n\n__version__ = "0.1.0"\n')
+    return (f'"""gpumem architecture plugin {p.name}, written by gpumem plugin new (its '
+            f'products: expected.PRODUCTS)."""\n\n__version__ = "0.1.0"\n')
 
 
 def plugin_py(p: NewPlugin) -> str:
@@ -100,15 +119,18 @@ def _row(v: Value) -> str:
 def expected_py(p: NewPlugin) -> str:
     rows = "\n".join(_row(v) for v in p.values)
     today, n = date.today().isoformat(), len(p.runs_provenance)
-    return f'''"""Expected values for {p.name}: {_products(p)} as gpumem measured it, and what
-the device's own properties say of any GPU of compute capability {p.compute_capability}.
+    one = ("All runs measured one card: each band's card-to-card part is learned from "
+           f"{p.learned_from}, not seen among these runs. " if p.one_card else "")
+    return f'''"""Expected values for {p.name}: the GPU of PRODUCTS as gpumem measured it, and
+what the device's own properties say of any GPU of compute capability {p.compute_capability}.
 
-Written by `gpumem plugin new {p.name}` (gpumem {p.gpumem_version}, {today}) from {n} run(s):
-{", ".join(p.runs)}. Each MEASURED value is the median of those runs,
-with a band from their spread and the finding's own interval (its source says which runs, which
-card, and how the band was chosen). They apply to a CUDA device of these products and, where
-the calibrated simulator reproduces them (``sim`` True), to this package's simulator config.
-Any other device of the compute capability gets the device-property values only.
+Written by `gpumem plugin new {p.name}` (gpumem {p.gpumem_version}, {today}) from {n} run(s) on
+{len(p.cards)} card(s) (RUNS: card, date, id). Each MEASURED value is the median of those runs;
+its band = the runs' own 95 % intervals + their run-to-run spread + a card-to-card allowance
+learned from gpumem's multi-card data (its source names each part, the cards and the runs).
+{one}They apply to a CUDA device of these products and, where the calibrated simulator
+reproduces them (``sim`` True), to this package's simulator config. Any other device of the
+compute capability gets the device-property values only.
 
 A human should still add: published sources (a datasheet, a paper, another tool's output) for
 the values they cover (replace or extend the source text), and runs from more cards.
@@ -120,6 +142,8 @@ from gpumem.api import DeviceInfo, Expected, device_property_expected
 
 #: The products (CUDA device names) the runs measured.
 PRODUCTS = {tuple(p.products)!r}
+#: The runs the values come from: card, date, id.
+RUNS = {tuple(p.runs)!r}
 #: This package's simulator config (sim.toml ``name``): a simulated device named after it.
 SIM_MODEL = {_py(p.name)}
 
@@ -200,7 +224,7 @@ def test_a_planted_cache_is_recovered_under_this_architecture(plugins, tmp_path,
 def _cell(v: Any) -> str:
     text = json.dumps(v) if isinstance(v, (list, str)) else f"{v:g}" if isinstance(v, float) \
         else str(v)
-    return text.replace("|", "\\|")
+    return _md(text)
 
 
 def readme(p: NewPlugin) -> str:
@@ -208,24 +232,35 @@ def readme(p: NewPlugin) -> str:
     for v in p.values:
         band = "exact" if not v.rel_tol and not v.abs_tol else \
             f"{v.rel_tol:.1%}" + (f" or {v.abs_tol:g} cycles" if v.abs_tol else "")
-        sim = "yes" if v.reproduced else f"no: {v.why_not}".replace("|", "\\|")
+        sim = "yes" if v.reproduced else _md(f"no: {v.why_not}")
         rows.append(f"| `{v.name}` | {_cell(v.value)} | {v.units} | {band} | "
                     f"{' / '.join(_cell(x) for x in v.runs)} | {sim} |")
-    left = [f"| `{x.name}` | {x.experiment} | {x.why} |" for x in p.left]
-    prov = [f"| {r['run']} | {r['device']} | {r['uuid']} | {r['driver']} | {r['arch']} |"
-            for r in p.runs_provenance]
+    left = [f"| `{x.name}` | {x.experiment} | {_md(x.why)} |" for x in p.left]
+    prov = [f"| {_md(r['run'])} | {_md(r['device'])} | {_md(r['uuid'])} | {_md(r['driver'])} "
+            f"| {_md(r['arch'])} |" for r in p.runs_provenance]
+    products = ", ".join(_md(x) for x in p.products)
+    learned = (f"learned from {_md(p.learned_from)}" if p.one_card else
+               f"the larger of what {_md(p.learned_from)} and these cards show")
+    cards = (f"one card ({_md(p.cards[0][:12])}): **every run measured the same card**, so "
+             f"how far another card of the product may stray is not seen here; each band's "
+             f"card-to-card part is learned from {_md(p.learned_from)}. Make it from runs on "
+             f"two or more cards before relying on it"
+             if p.one_card else
+             f"{len(p.cards)} cards ({', '.join(_md(c[:12]) for c in p.cards)})")
     off = [v for v in p.values if not v.reproduced]
     n_sim = sum(v.reproduced for v in p.values)
     return f"""# gpumem-{p.name}
 
-A gpumem architecture plugin for {", ".join(p.products)} (compute capability
-{p.compute_capability}), written by `gpumem plugin new {p.name} --from {" ".join(p.runs)}`
-(gpumem {p.gpumem_version}, {date.today().isoformat()}). It registers the architecture
-`{p.name}`, {len(p.values)} expected values measured on
-{len(p.cards)} card(s), and a built-in simulator config calibrated from the same runs.
+A gpumem architecture plugin for {products} (compute capability
+{p.compute_capability}), written by `gpumem plugin new {p.name}` from {len(p.runs_provenance)}
+run(s) (gpumem {p.gpumem_version}, {date.today().isoformat()}). It registers the architecture
+`{p.name}`, {len(p.values)} expected values, and a built-in simulator config calibrated from
+the same runs.
+
+Cards measured: {cards}.
 
 ```sh
-pip install ./gpumem-{p.name}             # next to gpumem
+pip install ./gpumem-{p.name}             # this folder, next to gpumem
 gpumem run --arch {p.name} all --check    # on a GPU of this product: does it match?
 gpumem run --arch {p.name} all --device sim --check   # the simulated card
 gpumem plugin check {p.name}              # the plugin's own consistency checks
@@ -236,7 +271,7 @@ gpumem plugin check {p.name}              # the plugin's own consistency checks
 
 ## Which device each value applies to
 
-- A CUDA device named {" or ".join(f"`{x}`" for x in p.products)}: every measured value below.
+- A CUDA device named {" or ".join(_md(x) for x in p.products)}: every measured value below.
 - The packaged simulator (`--device sim`): the {n_sim} of {len(p.values)} values it reproduces
   (column "simulator").
 - Any other GPU of compute capability {p.compute_capability}: only what its own properties say
@@ -245,7 +280,9 @@ gpumem plugin check {p.name}              # the plugin's own consistency checks
 ## Findings
 
 Median of the runs; band: the relative tolerance of a pass (a value passes inside the median
-+/- it, fails where neither it nor its interval reaches that band, and is undecided between);
++/- it, fails where neither it nor its interval reaches that band, and is undecided between),
+the sum of the runs' own 95 % intervals, their run-to-run spread and a card-to-card allowance
+learned from gpumem's multi-card data (`src/{p.package}/expected.py` gives each part);
 runs: each run's value; simulator: whether the calibrated simulator reproduces it, in a full
 run and in the quick run that `gpumem plugin check` makes (else what it gives: a quick run's
 smaller grid cannot show some values; "not modelled": the config leaves unset what would).
@@ -281,8 +318,8 @@ defaults.
   tool's output): `src/{p.package}/expected.py` gives each value's source as the runs; replace
   or extend it, and widen a band where published numbers disagree.
 - Runs from more cards of the product (`gpumem plugin new` again with all runs): with
-  {len(p.runs_provenance)} run(s) on {len(p.cards)} card(s), the bands say how far these runs
-  stray, not how far another card may.
+  {len(p.runs_provenance)} run(s) on {len(p.cards)} card(s), the card-to-card part of each band
+  is {learned}.
 - A licence file, and a version bump for each release.
 """
 

@@ -4,10 +4,12 @@ A dissection tool measures what nobody has written down; this turns what it meas
 what the next user installs. From one or more runs of one kind of GPU (the generic
 architecture's or any other's) it derives
 
-* the expected values: per finding, the median of the runs, with a band from their spread
-  and the finding's own interval (each value's source says which runs, which card, and how
-  the band was chosen), plus what the device's own properties say for any other card of the
-  compute capability (:func:`gpumem.contracts.generic.expected_values`);
+* the expected values: per finding, the median of the runs, with a band that holds on any
+  healthy card of the model (:func:`gpumem.contracts.allowances.model_band`: the runs' own
+  intervals + their run-to-run spread + a card-to-card allowance learned from gpumem's
+  multi-card data; each value's source names the parts, the cards and the runs), plus what
+  the device's own properties say for any other card of the compute capability
+  (:func:`gpumem.contracts.generic.expected_values`);
 * the simulator config: the runs' calibrated ``export sim`` (:func:`~gpumem.interop.calibrate.
   calibrated`; a base built from the runs where the architecture ships none);
 * which measured values that config reproduces: it is simulated here (a full and a quick
@@ -19,6 +21,8 @@ and writes a pip-installable package (:mod:`gpumem.authoring.files`) whose own t
 
 from __future__ import annotations
 
+import hashlib
+import json
 import re
 import statistics
 import tempfile
@@ -27,27 +31,20 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
+from gpumem.contracts.allowances import card_specific, model_band
 from gpumem.contracts.errors import UsageError
 from gpumem.contracts.findings import NOT_MODELLED, Expected, Finding, kind_of, status_of
 from gpumem.contracts.generic import is_generic
 from gpumem.interop.compare import Source, analyze_file, load_sources
-from gpumem.interop.formats import Format
 from gpumem.plugin.registry import Plugins
 
 _NAME = re.compile(r"^[a-z][a-z0-9]*(?:[-_][a-z0-9]+)*$")
 
-#: Findings of one card that another card of the same product need not share.
+#: Findings of one card that another card of the same product need not share (besides those
+#: gpumem's multi-card data saw differ: :func:`gpumem.contracts.allowances.card_specific`).
 CARD_SPECIFIC = {
     "l2.sm_partition": "which SMs sit near which L2 partition follows the card's disabled SMs",
 }
-#: Narrowest band of a measured value (relative), and of a latency (cycles: the clock counts
-#: whole cycles).
-MIN_BAND, MIN_CYCLES = 0.01, 2.0
-#: A band from one run cannot know the run-to-run spread: at least this, until more runs.
-ONE_RUN_BAND = 0.03
-#: The band is the runs' largest deviation from their median times this (a fourth run may
-#: stray a little further than three did).
-SPREAD_FACTOR = 1.5
 
 
 @dataclass
@@ -97,6 +94,26 @@ class NewPlugin:
     runs_provenance: list[dict[str, str]] = field(default_factory=list)
 
     @property
+    def learned_from(self) -> str:
+        """Whose cards the card-to-card allowances were learned from: this product's, or
+        another model's (the one gpumem has measured on several cards)."""
+        from gpumem.contracts.allowances import learned
+
+        data = learned()
+        model = str(data.get("product", ""))
+        slugs = {re.sub(r"[^a-z0-9]+", "-", x.lower()).strip("-") for x in self.products}
+        n = len(data.get("cards", []))
+        if model in slugs:
+            return f"gpumem's runs on {n} cards of this model ({model})"
+        return f"gpumem's runs on {n} cards of another model ({model or 'none'})"
+
+    @property
+    def one_card(self) -> bool:
+        """Every run measured the same card: the card-to-card part of each band is learned
+        from gpumem's multi-card data, not seen on this product."""
+        return len(self.cards) == 1
+
+    @property
     def package(self) -> str:
         return "gpumem_" + self.name.replace("-", "_")
 
@@ -115,16 +132,71 @@ def check_name(plugins: Plugins, name: str) -> None:
                          f"architecture (gpumem list-plugins); choose another")
 
 
+def _simulated_in(run: Path) -> list[str]:
+    """The devices of ``run``'s manifest that are simulators (their keys begin ``sim`` or
+    ``accelsim``): read before any file is analysed."""
+    from gpumem.results.store import MANIFEST
+
+    try:
+        entries = json.loads((Path(run) / MANIFEST).read_text()).get("entries", {})
+    except (OSError, ValueError, AttributeError):
+        return []  # load_sources says what is wrong with it
+    keys = {str(e.get("device", "")) for e in entries.values() if isinstance(e, dict)}
+    return sorted(k for k in keys if k.startswith(("sim", "accelsim")))
+
+
+def _run_started(run: Path) -> str:
+    """When the run began (its manifest's first run record), "" where it does not say."""
+    from gpumem.results.store import MANIFEST
+
+    try:
+        runs = json.loads((Path(run) / MANIFEST).read_text()).get("runs") or []
+        return str(runs[0].get("started", "")) if runs else ""
+    except (OSError, ValueError, AttributeError, IndexError):
+        return ""
+
+
+def run_id(uuid: str, started: str, where: str) -> str:
+    """How a generated file names a run: its card, its date and a short id (no local path:
+    a plugin is published): ``GPU-b94ce5a3 2026-12-04 #3f9a``."""
+    card = uuid[:12] or "unknown card"
+    day = started[:10] or "undated"
+    tag = hashlib.sha256(f"{uuid}|{started}|{where}".encode()).hexdigest()[:4]
+    return f"{card} {day} #{tag}"
+
+
 def load_runs(plugins: Plugins, runs: Sequence[Path]) -> list[Source]:
     """Every device of every run, its findings derived afresh by this gpumem's analyses (as
-    the plugin's own simulated runs will derive them)."""
-    sources: list[Source] = []
+    the plugin's own simulated runs will derive them), labelled by card, date and id. A
+    simulated run is refused before anything is analysed; a run given twice, once."""
     for run in runs:
         if not Path(run).exists():
             raise UsageError(f"--from {run}: no such run directory")
+        sims = _simulated_in(Path(run))
+        if sims:
+            raise UsageError(f"--from {run}: a simulated run ({', '.join(sims)}) measures its "
+                             f"config, not a GPU; a plugin describes hardware: give runs "
+                             f"measured on a GPU (gpumem run all --device cuda:N)")
+    resolved = [Path(r).resolve() for r in runs]
+    twice = sorted({str(r) for r in runs if resolved.count(Path(r).resolve()) > 1})
+    if twice:
+        raise UsageError(f"--from {twice[0]}: given more than once (one run counted twice "
+                         f"would narrow the bands)")
+    sources: list[Source] = []
+    for run in runs:
+        started = _run_started(Path(run))
         for s in load_sources(Path(run), analyze=lambda f: analyze_file(plugins, f)[1]):
-            s.label = str(run)
+            uuid = s.device.uuid if s.device is not None else ""
+            s.label = run_id(uuid, started, str(Path(run).resolve()))
             sources.append(s)
+    seen: dict[tuple, str] = {}
+    for s, run in zip(sources, runs, strict=False):
+        key = (s.device.uuid if s.device else "", _run_started(Path(run)))
+        if key[1] and key in seen:
+            raise UsageError(f"--from {run}: the same run as --from {seen[key]} (card "
+                             f"{key[0][:12]}, started {key[1]}): a copy counted twice would "
+                             f"narrow the bands")
+        seen[key] = str(run)
     ccs = {s.device.compute_capability for s in sources if s.device is not None}
     if len(ccs) != 1 or any(s.device is None for s in sources):
         raise UsageError(f"--from: the runs must measure GPUs of one compute capability "
@@ -132,6 +204,9 @@ def load_runs(plugins: Plugins, runs: Sequence[Path]) -> list[Source]:
     if any(s.device.kind == "sim" for s in sources):  # type: ignore[union-attr]
         raise UsageError("--from: a plugin describes hardware; give runs measured on a GPU "
                          "(a simulated run measures its config, not a GPU)")
+    bad = [c for c in ccs if not re.fullmatch(r"\d{1,2}\.\d{1,2}", c)]
+    if bad:
+        raise UsageError(f"--from: compute capability {bad[0]!r} is not MAJOR.MINOR")
     return sources
 
 
@@ -157,50 +232,36 @@ def _median(values: list[Any], integral: bool) -> Any:
     return int(round(m)) if integral else round(float(m), 4)
 
 
-def _band(f: Finding, values: list[Any], m: Any, n: int) -> tuple[float, float, str]:
-    """(relative band, absolute band, how it was chosen) of a measured finding."""
-    flat_m = _numbers(m) or [0.0]
-    spread = 0.0
-    for v in values:
-        for x, y in zip(_numbers(v) or [], flat_m, strict=False):
-            if y:
-                spread = max(spread, abs(x - y) / abs(y))
-    interval = 0.0
-    if f.interval is not None and not isinstance(f.interval[0], (list, tuple)) and flat_m[0]:
-        lo, hi = (float(x) for x in f.interval)
-        interval = max(abs(lo - flat_m[0]), abs(hi - flat_m[0])) / abs(flat_m[0])
-    floor = ONE_RUN_BAND if n == 1 else MIN_BAND
-    rel, why = max(
-        (floor, f"one run: {floor:.0%} ASSUMED until more runs show the spread" if n == 1
-         else f"the floor of {floor:.0%}"),
-        (SPREAD_FACTOR * spread, f"{SPREAD_FACTOR:g} x the runs' largest deviation from "
-                                 f"their median ({spread:.1%})"),
-        (interval, f"the finding's own 95 % interval (+-{interval:.1%})"),
-        key=lambda c: c[0])
-    absolute = MIN_CYCLES if f.units == "cycle" else 0.0
-    return round(rel, 4), absolute, why
+def derive_values(sources: list[Source], allowances: dict[str, Any] | None = None
+                  ) -> tuple[list[Value], list[Left]]:
+    """Per finding of the runs: its expected value (median, band, source), or why none.
 
-
-def derive_values(sources: list[Source]) -> tuple[list[Value], list[Left]]:
-    """Per finding of the runs: its expected value (median, band, source), or why none."""
+    The band is :func:`gpumem.contracts.allowances.model_band`'s: the runs' own 95 %
+    intervals + run to run + card to card, each part named in the value's source;
+    ``allowances``: the learned spreads to use (default: the shipped ones)."""
     n = len(sources)
     cards = sorted({s.device.uuid[:12] for s in sources if s.device is not None})
     product = ", ".join(sorted({s.device.name for s in sources if s.device is not None}))
     where = (f"gpumem on {product} ({len(cards)} card{'s' if len(cards) > 1 else ''}: "
              f"{', '.join(cards)}), {n} run{'s' if n > 1 else ''} "
              f"({', '.join(s.label for s in sources)})")
+    specific = {**card_specific(allowances), **CARD_SPECIFIC}
     keys = sorted({k for s in sources for k in s.findings})
     values, left = [], []
     for exp, name in keys:
         found = [s.findings.get((exp, name)) for s in sources]
-        if name in CARD_SPECIFIC:
-            left.append(Left(name, exp, CARD_SPECIFIC[name]))
+        if name in specific:
+            left.append(Left(name, exp, specific[name]))
             continue
         if any(f is None for f in found):
             left.append(Left(name, exp, "not in every run"))
             continue
         if any(not f.resolved for f in found):  # type: ignore[union-attr]
             left.append(Left(name, exp, "unresolved in at least one run"))
+            continue
+        if any(f.status == "contended" for f in found):  # type: ignore[union-attr]
+            left.append(Left(name, exp, "measured beside another process on the GPU in at "
+                                        "least one run (contended)"))
             continue
         vals = [f.value for f in found]  # type: ignore[union-attr]
         f0: Finding = found[0]  # type: ignore[assignment]
@@ -216,7 +277,8 @@ def derive_values(sources: list[Source]) -> tuple[list[Value], list[Left]]:
                                  " | ".join(str(v) for v in vals)))
                 continue
             values.append(Value(name, exp, vals[0], f0.units, 0.0, 0.0,
-                                f"{where}: the same in every run", vals, index=index))
+                                f"{where}: the same in every run; a structural value, "
+                                f"exact", vals, index=index))
             continue
         if not _same_shape(vals) or any(_numbers(v) is None for v in vals):
             left.append(Left(name, exp, "values of different shapes"))
@@ -224,11 +286,10 @@ def derive_values(sources: list[Source]) -> tuple[list[Value], list[Left]]:
         integral = all(isinstance(x, int) for v in vals for x in (v if isinstance(v, list)
                                                                    else [v]))
         m = _median(vals, integral)
-        rel, absolute, why = _band(f0, vals, m, n)
-        values.append(Value(name, exp, m, f0.units, rel, absolute,
-                            f"{where}: median; band {rel:.1%}"
-                            + (f" or {absolute:g} cycles" if absolute else "") + f" = {why}",
-                            vals, index=index))
+        band = model_band(name, f0.units, m, vals,  # type: ignore[union-attr]
+                          [f.interval for f in found], len(cards), allowances)
+        values.append(Value(name, exp, m, f0.units, band.rel_tol, band.abs_tol,
+                            f"{where}: median; {band.text}", vals, index=index))
     return values, left
 
 
@@ -292,7 +353,8 @@ def new_plugin(plugins: Plugins, name: str, runs: Sequence[Path], out: Path, *,
     cfg = cal.config
     cfg.name, cfg.arch = name, name
     cfg.description = f"{sources[0].device.name} as gpumem measured it ({len(sources)} runs)"
-    run_names = ", ".join(Format.shareable(r) for r in runs)  # no local path in a shared file
+    labels = list(dict.fromkeys(s.label for s in sources))
+    run_names = ", ".join(labels)  # card, date, id: no local path in a shared file
     cfg.source = f"gpumem plugin new {name}: calibrated from {run_names}"
     toml = commented_toml(cal, run_names, base_name, assumed)
     experiments = sorted({exp for s in sources for exp, _n in s.findings})
@@ -311,7 +373,7 @@ def new_plugin(plugins: Plugins, name: str, runs: Sequence[Path], out: Path, *,
         name=name, out=out, compute_capability=d0.compute_capability,
         products=sorted({s.device.name for s in sources}),
         cards=sorted({s.device.uuid for s in sources}),
-        runs=[str(r) for r in runs], values=values, left=left, sim_toml=toml,
+        runs=labels, values=values, left=left, sim_toml=toml,
         gpumem_version=__version__,
         runs_provenance=[_provenance(s) for s in sources])
 

@@ -5,6 +5,7 @@ plugin is checked against itself and gpumem (:mod:`gpumem.authoring.new`,
 from __future__ import annotations
 
 import os
+import shlex
 from pathlib import Path
 
 import typer
@@ -29,6 +30,14 @@ def _say(message: str) -> None:
     stderr().print(f"gpumem: {escape_controls(message)}", highlight=False, markup=False)
 
 
+def install_hint(target: Path) -> str:
+    """The pip command that installs the folder ``plugin new`` wrote: a path pip cannot
+    take for a name on the package index (``./gpumem-a100``, not ``gpumem-a100``), quoted
+    for the shell."""
+    return "pip install " + shlex.quote(target.as_posix() if target.is_absolute()
+                                        else f"./{target.as_posix()}")
+
+
 @plugin_app.command("new")
 def new(
     name: str = typer.Argument(..., help="The plugin's name (entry point, gpumem-NAME, "
@@ -42,8 +51,12 @@ def new(
                                 help="Worker processes for simulating the calibrated config."),
 ) -> None:
     """Write a pip-installable plugin from measured runs: architecture, expected values
-    (the runs' medians, bands from their spread), the calibrated simulator config, a README
-    and tests."""
+    (the runs' medians; each band = the runs' own intervals + their run-to-run spread + a
+    card-to-card allowance learned from gpumem's multi-card data), the calibrated simulator
+    config, a README and tests. Give runs of a GPU (gpumem run all --device cuda:N), ideally
+    on two or more cards: a simulated run is refused before anything is analysed, since it
+    measures its config rather than hardware (to check a simulator config, use gpumem run
+    --device sim --sim-config FILE --check instead)."""
     from gpumem.authoring.files import write_plugin
     from gpumem.authoring.new import check_name, new_plugin
 
@@ -62,11 +75,15 @@ def new(
     con.print(escape_controls(
         f"wrote {target}: plugin '{name}' for {', '.join(made.products)} (compute capability "
         f"{made.compute_capability}): {len(made.values)} expected values from "
-        f"{len(made.runs_provenance)} run(s), {sim} reproduced by its calibrated simulator; "
-        f"{len(made.left)} finding(s) not expected (README.md says why)"),
-        highlight=False, markup=False)
+        f"{len(made.runs_provenance)} run(s) on {len(made.cards)} card(s), {sim} reproduced by "
+        f"its calibrated simulator; {len(made.left)} finding(s) not expected (README.md says "
+        f"why)"), highlight=False, markup=False)
+    if made.one_card:
+        _say(f"every run measured one card ({made.cards[0][:12]}): how far another card of "
+             f"the product strays is not seen; each band's card-to-card part comes from "
+             f"{made.learned_from}. Runs on a second card make the plugin sounder")
     con.print(escape_controls(
-        f"next: pip install {target} && gpumem plugin check {name}; a human should add "
+        f"next: {install_hint(target)} && gpumem plugin check {name}; a human should add "
         f"published sources for the values (src/{made.package}/expected.py)"),
         highlight=False, markup=False)
 

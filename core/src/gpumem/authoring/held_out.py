@@ -1,0 +1,168 @@
+"""Plugins judged held out: how a plugin made from two runs of one card fares on other cards.
+
+For each card with two whole runs or more in gpumem's multi-card data, a plugin's expected
+values are derived from two of its runs (:func:`gpumem.authoring.new.derive_values`) with
+the spreads learned from every *other* card (:func:`gpumem.authoring.learn.summarize`), and
+every whole run of every other card is judged by them, experiment by experiment where both
+measured it with one version: the healthy runs that fail, and the runs made 10 % worse in a
+finding (a latency longer, a bandwidth lower) that still pass. :func:`learn_z` picks the
+band's Z (:data:`gpumem.contracts.allowances.BAND_Z`) from it: the smallest at which no
+healthy run of another card fails, re-derived as more cards are measured
+(``benchmarks/card_allowances.py``).
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, replace
+from pathlib import Path
+from typing import Any
+
+from gpumem.authoring.learn import card_of, summarize
+from gpumem.authoring.new import derive_values
+from gpumem.contracts.allowances import band_z
+from gpumem.contracts.device import DeviceInfo
+from gpumem.contracts.findings import Expected, from_dict, status_of
+from gpumem.interop.compare import Source
+
+#: The findings whose 10 %-worse runs the held-out judgement counts (issue 42).
+REGRESSIONS = ("lat.l2", "lat.dram", "bw.dram_read", "bw.l1", "bw.l2")
+#: Candidate Zs, in order: the first with no healthy failure is taken.
+CANDIDATES = tuple(round(2.0 + 0.1 * i, 1) for i in range(21))
+
+
+@dataclass
+class WholeRun:
+    """One whole run of one card, as its manifest recorded its findings."""
+
+    card: str
+    versions: dict[str, str]
+    source: Source
+
+
+def _versions(manifest: Path, entries: list[dict[str, Any]]) -> dict[str, str]:
+    beside = manifest.parent / "versions.json"
+    known = json.loads(beside.read_text()) if beside.exists() else {}
+    out = {}
+    for e in entries:
+        v = e.get("experiment_version") or known.get(e["experiment"])
+        if v:
+            out[e["experiment"]] = str(v)
+    return out
+
+
+def whole_run(manifest: Path) -> WholeRun:
+    """A run folder's manifest as a :class:`WholeRun` (its device taken as an H200-like
+    CUDA device of the card's UUID prefix: only the findings are judged)."""
+    entries = [e for e in json.loads(manifest.read_text())["entries"].values()
+               if e.get("status") == "complete"]
+    product, card = card_of(entries[0]["device"])
+    device = DeviceInfo(kind="cuda", name=product, compute_capability="", sm_count=0,
+                        l2_bytes=0, memory_bytes=0, clock_mhz=0.0,
+                        uuid=f"GPU-{card.removeprefix('gpu')}")
+    findings = {(e["experiment"], n): from_dict(n, f) for e in entries
+                for n, f in (e.get("findings") or {}).items()}
+    return WholeRun(card, _versions(manifest, entries),
+                    Source(manifest.parent.name, "", device, findings))
+
+
+def pairs(runs: list[WholeRun]) -> dict[str, list[WholeRun]]:
+    """card -> its first two whole runs (cards with two or more)."""
+    by: dict[str, list[WholeRun]] = {}
+    for r in runs:
+        by.setdefault(r.card, []).append(r)
+    return {c: v[:2] for c, v in sorted(by.items()) if len(v) >= 2}
+
+
+def plugin(pair: list[WholeRun], allowances: dict[str, Any] | None
+           ) -> tuple[dict[str, tuple[str, Expected]], dict[str, str]]:
+    """The expected values a plugin made from ``pair`` holds (finding -> (experiment,
+    Expected)), and the experiment versions both runs measured."""
+    values, _left = derive_values([r.source for r in pair], allowances)
+    versions = {k: v for k, v in pair[0].versions.items() if pair[1].versions.get(k) == v}
+    return {v.name: (v.experiment, v.expected()) for v in values}, versions
+
+
+def worse(name: str) -> float:
+    """The factor that makes ``name`` 10 % worse: a latency longer, a bandwidth lower."""
+    return 1.1 if name.startswith("lat.") else 0.9
+
+
+def judge(expected: dict[str, tuple[str, Expected]], versions: dict[str, str],
+          run: WholeRun, shift: dict[str, float] | None = None
+          ) -> tuple[list[tuple], int]:
+    """(fails, judged) of ``run`` against ``expected``, only experiments measured at one
+    version by both (``versions``: the plugin's; None: every experiment); ``shift``:
+    finding -> factor applied to the run's value and interval."""
+    fails, judged = [], 0
+    for (exp, name), f in run.source.findings.items():
+        if name not in expected or not f.resolved or f.value is None:
+            continue
+        e_exp, e = expected[name]
+        if versions is not None and run.versions.get(exp) != versions.get(e_exp):
+            continue
+        if shift and name in shift:
+            k = shift[name]
+            f = replace(f, value=_scaled(f.value, k), interval=None if f.interval is None
+                        else (_scaled(f.interval[0], k), _scaled(f.interval[1], k)))
+        judged += 1
+        if status_of(f.value, e, f.interval, f.index) == "fail":
+            fails.append((name, f.value, e.value, e.rel_tol))
+    return fails, judged
+
+
+def _scaled(v: Any, k: float) -> Any:
+    return [x * k for x in v] if isinstance(v, list) else v * k
+
+
+def held_out(measurements: list[dict[str, Any]], dropped: dict[str, int],
+             runs: list[WholeRun], z: float | None = None) -> dict[str, Any]:
+    """Every card's plugin judged on every other card's runs (see the module docstring),
+    at band Z ``z`` (default: the learned one): healthy failures by finding, and for each of
+    :data:`REGRESSIONS` the (plugin card, run) pairs whose 10 %-worse run passed."""
+    fails: dict[str, int] = {}
+    judged = 0
+    missed: dict[str, list[tuple[str, str]]] = {n: [] for n in REGRESSIONS}
+    tried: dict[str, int] = {n: 0 for n in REGRESSIONS}
+    for card, pair in pairs(runs).items():
+        learnt = summarize([m for m in measurements if m["card"] != card], dropped)
+        learnt["band_z"] = {"value": band_z() if z is None else z}
+        expected, versions = plugin(pair, learnt)
+        for other in runs:
+            if other.card == card:
+                continue
+            bad, n = judge(expected, versions, other)
+            judged += n
+            for name, *_rest in bad:
+                fails[name] = fails.get(name, 0) + 1
+            for name in REGRESSIONS:
+                worse_bad, m = judge(expected, versions, other, {name: worse(name)})
+                if not any(x[0] == name for x in worse_bad) and any(
+                        n_ == name for _x, n_ in other.source.findings) and m:
+                    missed[name].append((card, other.source.label))
+                tried[name] += 1 if m and any(n_ == name for _x, n_ in
+                                              other.source.findings) else 0
+    return {"judged": judged, "healthy_fails": fails, "missed": missed, "tried": tried}
+
+
+def learn_z(measurements: list[dict[str, Any]], dropped: dict[str, int],
+            runs: list[WholeRun]) -> dict[str, Any]:
+    """The smallest of :data:`CANDIDATES` at which no healthy run of another card fails its
+    held-out plugins, with what that Z does (how many 10 %-worse runs still pass); the
+    largest candidate where none holds every run."""
+    tried = []
+    for z in CANDIDATES:
+        got = held_out(measurements, dropped, runs, z)
+        tried.append((z, sum(got["healthy_fails"].values())))
+        if not got["healthy_fails"]:
+            break
+    cards = sorted(pairs(runs))
+    return {"value": z,
+            "rule": "the smallest Z (2.0, 2.1, ...) at which every card's plugin, made from "
+                    "two of its runs with the spreads learned from the other cards only, "
+                    "holds every whole run of every other card",
+            "cards": cards,
+            "healthy_fails_at_smaller": {str(a): b for a, b in tried if b},
+            "judged": got["judged"],
+            "missed_regressions": {n: len(v) for n, v in got["missed"].items()},
+            "regressions_judged": got["tried"]}

@@ -1,0 +1,152 @@
+"""The band model of generated expected values (issue 42, item 3): the card-to-card and
+run-to-run spreads learned from gpumem's own multi-card runs ship as data that the committed
+runs re-derive, and each band is made of named parts."""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import math
+import shutil
+from pathlib import Path
+
+import pytest
+from gpumem.authoring.learn import card_of, check_finite, derive, read_runs
+from gpumem.contracts.allowances import (
+    BAND_Z,
+    MIN_BAND,
+    RUN_MAX_SIGMAS,
+    allowance,
+    card_sigma,
+    finding_class,
+    learned,
+    model_band,
+)
+from gpumem.plugin.registry import get_plugins
+
+ROOT = Path(__file__).resolve().parent.parent
+DATA = ROOT / "tests" / "data"
+
+
+def _script():
+    spec = importlib.util.spec_from_file_location("card_allowances",
+                                                  ROOT / "benchmarks" / "card_allowances.py")
+    mod = importlib.util.module_from_spec(spec)
+    assert spec.loader is not None
+    spec.loader.exec_module(mod)
+    return mod
+
+
+def test_the_shipped_allowances_are_what_the_committed_runs_give(monkeypatch):
+    """Re-derived from every committed multi-card run (benchmarks/card_allowances.py
+    --check): the data file cannot drift from the runs it names."""
+    mod = _script()
+    monkeypatch.chdir(ROOT)
+    assert mod.main(["--check"]) == 0
+
+
+def test_the_shipped_allowances_name_their_cards_and_runs():
+    data = learned()
+    check_finite(data)
+    assert data["product"] == "nvidia-h200" and len(data["cards"]) >= 8
+    lat = data["findings"]["lat.dram"]
+    assert lat["cards"] >= 6 and lat["runs"] >= 12 and len(lat["card_list"]) == lat["cards"]
+    assert set(data["classes"]) >= {"latency", "bandwidth", "ratio", "capacity"}
+    assert "card_allowances.py" in data["derived_by"]
+
+
+def test_finding_classes():
+    assert finding_class("lat.l2", "cycle") == "latency"
+    assert finding_class("bw.l1", "GB/s") == "bandwidth"
+    assert finding_class("cpasync.speedup", "1") == "ratio"
+    assert finding_class("l2.near_size", "byte") == "capacity"
+    assert finding_class("ilp.l2_best_k", "1") == "choice"
+
+
+def test_the_card_sigma_corrects_the_range_for_few_cards():
+    assert card_sigma(0.02, 2) == pytest.approx(0.02 / 1.128)
+    assert card_sigma(0.02, 8) == pytest.approx(0.02 / 2.847)
+    assert math.isnan(card_sigma(0.02, 1))
+
+
+DATA_A = {"product": "gpu-x", "cards": ["a", "b", "c", "d"],
+          "findings": {"lat.l2": {"class": "latency", "cards": 4, "runs": 8,
+                                  "card_sigma": 0.01, "run_sigma": 0.002, "run_max": 0.01}},
+          "classes": {"latency": {"card_sigma": 0.03, "run_sigma": 0.004, "cards": 4,
+                                  "runs": 8}}}
+
+
+def test_a_band_is_the_intervals_plus_z_times_the_spread_of_a_run_from_another_card():
+    # two runs 1 % apart, each known to +-0.5 %: 100 +- 0.5 and 102 +- 0.51
+    band = model_band("lat.l2", "cycle", 101.0, [100.0, 102.0], [(99.5, 100.5), (101.5, 102.5)],
+                      1, DATA_A)
+    own_sd = math.sqrt(2 * 1.0 ** 2) / 101.0
+    # the learned run sigma is at least half the largest run deviation seen (0.01 / 2)
+    learnt_run = max(0.002, 0.01 / RUN_MAX_SIGMAS)
+    pooled = math.sqrt((4 * learnt_run ** 2 + 1 * own_sd ** 2) / 5)
+    want = 0.5 / 101.0 + BAND_Z * math.sqrt(2 * 0.01 ** 2 + pooled ** 2 * 1.5)
+    assert band.rel_tol == pytest.approx(want, abs=1e-5) and band.abs_tol == 2.0
+    for part in ("the runs' own 95 % intervals", "card to card", "run to run",
+                 "lat.l2's over 4 gpu-x cards, 8 runs"):
+        assert part in band.text, band.text
+
+
+def test_a_finding_the_data_lack_takes_its_class_and_says_so():
+    a = allowance("lat.l9", "cycle", DATA_A)
+    assert a is not None and a.basis == "latency" and a.card_sigma == 0.03
+    band = model_band("lat.l9", "cycle", 50.0, [50.0], [None], 1, DATA_A)
+    assert "its class's (latency)" in band.text
+    none = model_band("bw.x", "GB/s", 10.0, [10.0], [None], 1, DATA_A)
+    assert none.rel_tol == MIN_BAND and "no multi-card data" in none.text
+
+
+def test_runs_on_two_cards_widen_the_card_part_to_what_they_show():
+    one = model_band("lat.l2", "cycle", 100.0, [95.0, 105.0], [None, None], 1, DATA_A)
+    two = model_band("lat.l2", "cycle", 100.0, [95.0, 105.0], [None, None], 2, DATA_A)
+    assert two.rel_tol > one.rel_tol and "what the runs' 2 cards show" in two.text
+
+
+def test_a_choice_gets_a_band_in_grid_steps():
+    data = {"product": "gpu-x", "findings": {"ilp.best_k": {
+        "class": "choice", "cards": 4, "runs": 8, "card_sigma": 0.5, "run_sigma": 0.5,
+        "run_max": 1.0}}, "classes": {}}
+    band = model_band("ilp.best_k", "1", [1, 1, 2], [[1, 1, 2], [1, 1, 2]], [None, None], 1,
+                      data)
+    assert band.rel_tol == 0.0 and band.abs_tol > 1.0
+
+
+def test_card_of_a_device_key():
+    assert card_of("cuda0-nvidia-h200-gpub94ce") == ("nvidia-h200", "gpub94ce")
+
+
+def test_a_run_given_twice_counts_once_and_an_earlier_version_not_at_all(tmp_path):
+    src = DATA / "h200-fleet" / "gpub94ce-b61783d-run1"
+    a, b = tmp_path / "a", tmp_path / "b"
+    shutil.copytree(src, a)
+    shutil.copytree(src, b)
+    old = tmp_path / "old"
+    shutil.copytree(src, old)
+    versions = json.loads((old / "versions.json").read_text())
+    (old / "versions.json").write_text(json.dumps({**versions, "latency": "1"}))
+    m = json.loads((old / "manifest.json").read_text())
+    for e in m["entries"].values():
+        e["started"] = "2020-01-01T00:00:00+00:00"  # another run
+    (old / "manifest.json").write_text(json.dumps(m))
+    runs, dropped = read_runs(get_plugins(), [a, b, old])
+    assert dropped["the same run in another folder"] >= 10
+    # old's latency (version "1": every finding changed since); patterns 1 in a and old (that
+    # card's runs predate patterns 2) keep P1-P5, which patterns 2 left alone, not P6
+    assert dropped["an earlier version of the experiment"] == 1
+    assert dropped["findings an experiment's later version changed"] == 2
+    assert len([r for r in runs if r["experiment"] == "latency"]) == 1
+
+
+def test_derive_from_two_cards(tmp_path):
+    data = derive(get_plugins(), [DATA / "h200-fleet" / d for d in (
+        "gpub94ce-b61783d-run1", "gpub94ce-b61783d-run2", "gpu9b452-3d84760-run1",
+        "gpu9b452-3d84760-run2")])
+    lat = data["findings"]["lat.dram"]
+    assert lat["cards"] == 2 and lat["runs"] == 4
+    # 682.25 and 703.5: range 3.1 % of their median
+    assert lat["card_range"] == pytest.approx((703.5 - 682.25) / 692.875, abs=1e-4)
+    assert lat["card_sigma"] == pytest.approx(lat["card_range"] / 1.128, abs=1e-4)
