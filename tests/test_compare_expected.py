@@ -198,8 +198,9 @@ def test_a_simulated_h200_run_carries_the_reference_values(tmp_path):
                                 "--sim-config", str(tmp_path / "cal.toml")))
     for found in (packaged, calibrated):
         smem = found["lat.smem"]
-        assert smem["expected"] == 27.19 and smem["expected_source"].startswith("REFERENCE")
+        assert smem["expected"] == 27.19 and smem["expected_source"].startswith(
+            "gpumem on healthy H200")
         assert smem["status"] == "pass"
     kepler = _findings(_run(tmp_path / "kepler", "kepler", "smem_latency"))
-    assert kepler and not any(f["expected_source"].startswith("REFERENCE")
+    assert kepler and not any(f["expected_source"].startswith(("REFERENCE", "gpumem on healthy"))
                               for f in kepler.values())

@@ -173,7 +173,9 @@ def test_sim_config_file_overrides_the_plugin_config(cli, tmp_path):
     assert res.code == 0, res.err
     f = xr.open_dataset(only_file(tmp_path / "r"), group="findings")
     assert abs(float(f["lat__l2"]) - 300.0) < 1.0
-    assert f["lat__l2"].attrs["status"] == "pass"  # 300 is within 15 % of the published 280
+    # the config is still named h200: judged by the H200 fleet's 284 cycles (+-1 %, or 2
+    # cycles), 300 is a regression the band catches
+    assert f["lat__l2"].attrs["status"] == "fail"
 
 
 def test_workers_do_not_change_results(cli, tmp_path):
