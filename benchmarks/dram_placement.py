@@ -4,7 +4,7 @@
 
 Issue 42: over six processes on one card (GPU-c49e3db9, 2026-12-04) gpumem's ``bw.dram_read``
 was 4417, 4377, 4533, 4546, 4503, 4502 GB/s, always at the same best shape (1056 CTAs x 1024
-threads, ILP 8, 16-B loads), each process's interval under 0.5 % wide. Within a process the
+threads, ILP 8, 16-B loads), each process's interval 0.4-1.9 % wide. Within a process the
 runs agree; between processes they do not. Hypothesis: the physical placement of the
 process's three 480 MB allocations sets the figure. Here, in one process, each trial takes a
 fresh allocation of each footprint (480 MB as the experiment, then 2 and 8 GiB) and reads it

@@ -5,7 +5,7 @@
 One ``gpumem run --arch hopper bandwidth --device cuda:0 --out OUT_DIR`` in this process with
 ``gpumem.cuda.device.ROTATE`` (the allocations a DRAM-resident stream's timed repeats take
 turns on) set to ROTATE; prints bw.dram_read. Issue 42: over six processes on one H200 the
-figure moved 4377-4546 GB/s while each process's own interval was under 1 % wide, and a probe
+figure moved 4377-4546 GB/s while each process's own interval was 0.4-1.9 % wide, and a probe
 (benchmarks/dram_placement.py) saw one 480 MB allocation's median differ from another's by
 up to 15 %: with 3 allocations per process the median may follow which pages it got; with
 more, it should move less from process to process. Run it in several processes per setting.

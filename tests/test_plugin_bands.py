@@ -77,7 +77,7 @@ def test_a_run_ten_percent_worse_fails_under_every_cards_plugin(judged, name):
 def test_a_dram_read_ten_percent_slower_fails_unless_the_plugin_came_from_slow_runs(
         judged, runs):
     """bw.dram_read moves 3-4 % between processes on one card (GPU-c49e3db9: 4377-4546
-    GB/s over six, each process's interval under 1 % wide). Every pair missed comes from a
+    GB/s over six, each process's interval 0.4-1.9 % wide). Every pair missed comes from a
     plugin whose median lies in the slowest third of the healthy runs, and most are caught."""
     missed, tried = judged["missed"]["bw.dram_read"], judged["tried"]["bw.dram_read"]
     assert tried >= 100 and len(missed) <= 0.15 * tried, (len(missed), tried)

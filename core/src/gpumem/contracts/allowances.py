@@ -37,7 +37,7 @@ on the committed runs of 2026-12-04 (nine cards' whole runs): at 2.6 no healthy 
 card fails (0 of 8808 judgements; 3 fail at 2.4, all cp.async's low-occupancy speed-up, 21 at
 2.0), and a run made 10 % worse fails in lat.l2, lat.dram, bw.l1 and bw.l2 under every card's
 plugin. bw.dram_read is the exception: on one card gpumem read 4377-4546 GB/s in six
-processes (each process's own interval under 1 % wide), and over the cards 4377-4625, so a
+processes (each process's own interval 0.4-1.9 % wide), and over the cards 4377-4625, so a
 plugin made from a card's two slowest runs (4397) cannot both hold the fastest card's runs
 (5.2 % above it) and fail them made 10 % slower (5.3 % below it): 14 of 120 such pairs pass at
 2.6, 8 at 2.4, 2 at 2.0, which fails 21 healthy ones. The fleet-centred values (hopper's,
