@@ -257,3 +257,44 @@ def test_a_damaged_run_makes_no_plugin(cli, tmp_path):
     r = cli("plugin", "new", "mine", "--from", str(run), "--out", str(tmp_path / "o"))
     assert r.code == 1 and "damaged:" in r.err and "smem_latency" in r.err, r.err
     assert "must rest on intact runs" in r.err and not (tmp_path / "o").exists()
+
+
+def test_text_from_a_run_stays_data_in_every_generated_file(tmp_path):
+    """A device name, a source text or a unit from a run (an MT4G JSON's general.name, say)
+    holding triple quotes, a newline, a backslash or an emoji is written as a literal: every
+    generated file parses, the package imports without running it, and the name reads back
+    exactly (it once became code in the docstrings of __init__.py and expected.py)."""
+    import ast
+
+    try:
+        import tomllib
+    except ModuleNotFoundError:  # Python 3.10
+        import tomli as tomllib
+    from gpumem.authoring.files import write_plugin
+    from gpumem.authoring.new import NewPlugin, Value
+
+    evil = 'X"""\nimport os; os.system("echo pwned") #\'\'\' \\ | `x` <b> 🚀'
+    made = NewPlugin(
+        name="evilgpu", out=tmp_path / "gpumem-evilgpu", compute_capability="9.0",
+        products=[evil], cards=["GPU-" + evil], runs=[evil],
+        values=[Value("lat.l2", "latency", 284.0, "cycle", 0.01, 2.0, evil, [284.0]),
+                Value("l1d.policy", "cache_structure", evil, "", 0.0, 0.0, evil, [evil])],
+        left=[], sim_toml='name = "evilgpu"\n', gpumem_version="0.1.0",
+        runs_provenance=[{"run": evil, "arch": evil, "device": evil, "uuid": evil,
+                          "driver": evil, "compute_capability": "9.0", "clock_mhz": "1"}])
+    write_plugin(made)
+    out = made.out
+    for py in out.rglob("*.py"):
+        ast.parse(py.read_text(), str(py))  # parses: the name did not end a string
+    meta = tomllib.loads((out / "pyproject.toml").read_text())
+    assert evil in meta["project"]["description"]
+    src = out / "src" / "gpumem_evilgpu" / "expected.py"
+    tree = ast.parse(src.read_text())
+    values = {n.targets[0].id: ast.literal_eval(n.value) for n in tree.body
+              if isinstance(n, ast.Assign) and isinstance(n.targets[0], ast.Name)
+              and n.targets[0].id in ("PRODUCTS", "RUNS")}
+    assert values == {"PRODUCTS": (evil,), "RUNS": (evil,)}
+    doc = ast.get_docstring(tree) or ""
+    assert "import os" not in doc and "pwned" not in src.read_text().split("PRODUCTS")[0]
+    readme = (out / "README.md").read_text()
+    assert "\\|" in readme and "<b>" not in readme and "\nimport os" not in readme
