@@ -172,3 +172,18 @@ def test_a_committed_h200_run_reanalysed_gives_every_measured_finding_an_interva
                 if f.interval is None or f.precision is None:
                     missing.append(f.name)
     assert judged >= 50 and not missing, missing
+
+
+def test_show_gives_each_findings_precision(quick_hopper, cli):
+    from gpumem.cells import fmt_precision
+
+    assert fmt_precision({"repeats": 6, "rel_error": 0.0029, "stopped": "precision reached"}) \
+        == "+-0.29%, 6 runs, precision reached"
+    assert fmt_precision({"repeats": 0, "rel_error": 0.001, "stopped": "fixed sample"}) \
+        == "+-0.10%, fixed sample"
+    assert fmt_precision(None) == "-"
+    (path,) = quick_hopper.glob("*/bandwidth-*.nc")
+    res = cli("show", str(path), "--json")
+    assert res.code == 0
+    text = res.out
+    assert '"precision"' in text and '"fixed repeats"' in text

@@ -101,6 +101,20 @@ def fmt_interval(interval: object, kind: str = "") -> str:
     return text
 
 
+def fmt_precision(p: object) -> str:
+    """A finding's precision (``as_dict()``'s ``precision``) for a table cell: "+-0.24 %, 6
+    runs, precision reached" (the relative standard error; the runs behind it where it
+    comes from timed runs; why they stopped), '-' where none is known."""
+    if not isinstance(p, dict):
+        return "-"
+    rel = p.get("rel_error")
+    text = ("-" if rel is None else "inf" if rel == "inf" else f"+-{float(rel):.2%}")
+    runs = int(p.get("repeats") or 0)
+    parts = [text] + ([f"{runs} runs"] if runs else []) + \
+        ([str(p["stopped"])] if p.get("stopped") else [])
+    return ", ".join(parts)
+
+
 def fmt_finding(d: dict) -> str:
     """A finding's value cell from its ``as_dict()``: the value, or for an unresolved finding
     its candidates ("unresolved: 16777216 | 33554432")."""

@@ -22,6 +22,7 @@ from gpumem.cells import (  # the cells' text, for the commands that import it f
     fmt_expected,  # noqa: F401
     fmt_finding,  # noqa: F401
     fmt_interval,
+    fmt_precision,  # noqa: F401
     fmt_value,
 )
 from gpumem.cli import _state

@@ -22,6 +22,7 @@ from gpumem.cli._common import (
     fmt_expected,
     fmt_finding,
     fmt_interval,
+    fmt_precision,
     name_column,
     print_json,
     require_paths,
@@ -143,10 +144,11 @@ def finding_columns(t: Table) -> None:
 
 
 def findings_table(title: object = None) -> Table:
-    """finding, value, interval, units, band, expected, status, confidence, method: the
-    names never cut (wrapped in :class:`FitTable` with :data:`FINDINGS_DROP`)."""
+    """finding, value, interval, units, band, expected, status, precision, confidence,
+    method: the names never cut (wrapped in :class:`FitTable` with :data:`FINDINGS_DROP`)."""
     t = Table(title=title, show_header=True)
     finding_columns(t)
+    text_column(t, "precision")
     text_column(t, "confidence")
     text_column(t, "method")
     return t
@@ -161,10 +163,10 @@ def finding_cells(name: str, d: dict) -> list:
     return [safe_text(name), safe_text(fmt_finding(d)),
             safe_text(fmt_interval(d.get("interval"), str(d.get("kind", "")))),
             safe_text(d["units"]), safe_text(band), safe_text(want),
-            safe_text(d["status"], style), safe_text(f"{d['confidence']:.2f}"),
-            safe_text(d["method"])]
+            safe_text(d["status"], style), safe_text(fmt_precision(d.get("precision"))),
+            safe_text(f"{d['confidence']:.2f}"), safe_text(d["method"])]
 
 
 #: left out of a findings table, in this order, while it does not fit the terminal
-FINDINGS_DROP = ("confidence", "method", "expected", "units", "interval")
+FINDINGS_DROP = ("confidence", "method", "precision", "expected", "units", "interval")
 
