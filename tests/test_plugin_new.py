@@ -298,3 +298,63 @@ def test_text_from_a_run_stays_data_in_every_generated_file(tmp_path):
     assert "import os" not in doc and "pwned" not in src.read_text().split("PRODUCTS")[0]
     readme = (out / "README.md").read_text()
     assert "\\|" in readme and "<b>" not in readme and "\nimport os" not in readme
+
+
+def _copy_run(tmp_path, name="r"):
+    import shutil
+
+    dst = tmp_path / name
+    shutil.copytree(RERUNS / "run1", dst)
+    return dst
+
+
+@pytest.mark.parametrize("change, needle", [
+    ({"status": "failed", "error": "RuntimeError: boom"}, "failed (RuntimeError: boom)"),
+    ({"contention": "pid 4242 (python) used 80 % of the SMs"},
+     "ran beside another process on the GPU (pid 4242"),
+])
+def test_a_failed_or_contended_run_makes_no_plugin(cli, tmp_path, change, needle):
+    """A run whose manifest records a failed experiment or contention (another process on
+    the GPU) is refused, before anything is analysed: its values are not a healthy, quiet
+    card's (it once became a plugin's expected values with rc 0 and no word)."""
+    run = _copy_run(tmp_path)
+    manifest = run / "manifest.json"
+    m = json.loads(manifest.read_text())
+    next(iter(m["entries"].values())).update(change)
+    manifest.write_text(json.dumps(m))
+    r = cli("plugin", "new", "mine", "--from", str(run), "--out", str(tmp_path / "o"))
+    assert r.code == 2 and needle in r.err and r.err.count("\n") == 1, r.err
+    assert not (tmp_path / "o").exists()
+
+
+def test_a_copy_of_a_run_is_the_same_run(cli, tmp_path):
+    """A byte-identical copy under another name counts once: refused, not two runs."""
+    r = cli("plugin", "new", "mine", "--from", str(RERUNS / "run1"), "--from",
+            str(_copy_run(tmp_path, "copy")), "--out", str(tmp_path / "o"))
+    assert r.code == 2 and "the same run as" in r.err and r.err.count("\n") == 1, r.err
+
+
+@pytest.mark.parametrize("name, needle", [
+    ("dissect", "its distribution gpumem-dissect is an installed one"),
+    ("a" * 60, "60 characters; at most 40"),
+])
+def test_a_name_that_would_replace_gpumem_or_overflow_a_file_name_is_refused(cli, tmp_path,
+                                                                             name, needle):
+    r = cli("plugin", "new", name, "--from", "x", "--out", str(tmp_path / "o"))
+    assert r.code == 2 and needle in r.err and r.err.count("\n") == 1, r.err
+
+
+@pytest.mark.parametrize("value", ["nan", "inf", "-1"])
+def test_exclusive_takes_a_finite_number_of_seconds(cli, value):
+    r = cli("run", "--arch", "kepler", "latency", "--device", "sim", "--exclusive", value)
+    assert r.code == 2 and "a finite number >= 0" in r.err and r.err.count("\n") == 1
+
+
+def test_a_negative_plugin_timeout_is_not_no_limit(monkeypatch):
+    from gpumem.plugin.registry import DEFAULT_TIMEOUT, plugin_timeout
+
+    said = []
+    monkeypatch.setenv("GPUMEM_PLUGIN_TIMEOUT", "-5")
+    assert plugin_timeout(said.append) == DEFAULT_TIMEOUT and "-5" in said[0]
+    monkeypatch.setenv("GPUMEM_PLUGIN_TIMEOUT", "0")
+    assert plugin_timeout(said.append) is None

@@ -118,11 +118,26 @@ class NewPlugin:
         return "gpumem_" + self.name.replace("-", "_")
 
 
+#: Longest plugin name: it names a folder, a distribution and a package.
+MAX_NAME = 40
+
+
+def _installed_distributions() -> set[str]:
+    """The names of the installed distributions, lower case, '_' as '-'."""
+    from importlib.metadata import distributions
+
+    return {str(d.metadata["Name"] or "").lower().replace("_", "-") for d in distributions()}
+
+
 def check_name(plugins: Plugins, name: str) -> None:
     """A plugin name is an entry point, a distribution suffix and a package: say what fails."""
     if not _NAME.match(name):
-        raise UsageError(f"plugin name '{name}': use lower-case letters, digits and single "
+        shown = name if len(name) <= 40 else name[:40] + "..."
+        raise UsageError(f"plugin name '{shown}': use lower-case letters, digits and single "
                          f"'-' or '_' inside, starting with a letter (e.g. a100, rtx-4090)")
+    if len(name) > MAX_NAME:
+        raise UsageError(f"plugin name '{name[:40]}...': {len(name)} characters; at most "
+                         f"{MAX_NAME} (it names a folder, a distribution and a package)")
     if is_generic(name):
         raise UsageError(f"plugin name '{name}' is the generic architecture of a compute "
                          f"capability; choose a product or family name (e.g. h200x)")
@@ -130,6 +145,10 @@ def check_name(plugins: Plugins, name: str) -> None:
     if name in taken or name == "auto":
         raise UsageError(f"plugin name '{name}' is taken by an installed plugin or "
                          f"architecture (gpumem list-plugins); choose another")
+    dist = f"gpumem-{name}"
+    if dist.lower() in _installed_distributions():
+        raise UsageError(f"plugin name '{name}': its distribution {dist} is an installed one "
+                         f"(pip install would replace it); choose another")
 
 
 def _simulated_in(run: Path) -> list[str]:
@@ -143,6 +162,26 @@ def _simulated_in(run: Path) -> list[str]:
         return []  # load_sources says what is wrong with it
     keys = {str(e.get("device", "")) for e in entries.values() if isinstance(e, dict)}
     return sorted(k for k in keys if k.startswith(("sim", "accelsim")))
+
+
+def _unfit(run: Path) -> str:
+    """Why the manifest of ``run`` says its values cannot be a plugin's ("" when they can):
+    an experiment that failed there, or one measured beside another process on the GPU."""
+    from gpumem.results.store import MANIFEST
+
+    try:
+        entries = json.loads((Path(run) / MANIFEST).read_text()).get("entries", {})
+    except (OSError, ValueError, AttributeError):
+        return ""  # load_sources says what is wrong with it
+    for e in (x for x in entries.values() if isinstance(x, dict)):
+        if e.get("status") == "failed":
+            return (f"its experiment {e.get('experiment')} failed ({str(e.get('error'))[:80]}): "
+                    f"a plugin's values must rest on complete runs")
+        if e.get("contention"):
+            return (f"its experiment {e.get('experiment')} ran beside another process on the "
+                    f"GPU ({str(e['contention'])[:80]}): a plugin's values must be a healthy, "
+                    f"quiet card's (gpumem run --exclusive SECONDS waits for a quiet GPU)")
+    return ""
 
 
 def _run_started(run: Path) -> str:
@@ -177,6 +216,9 @@ def load_runs(plugins: Plugins, runs: Sequence[Path]) -> list[Source]:
             raise UsageError(f"--from {run}: a simulated run ({', '.join(sims)}) measures its "
                              f"config, not a GPU; a plugin describes hardware: give runs "
                              f"measured on a GPU (gpumem run all --device cuda:N)")
+        unfit = _unfit(Path(run))
+        if unfit:
+            raise UsageError(f"--from {run}: {unfit}; measure again, or leave it out")
     resolved = [Path(r).resolve() for r in runs]
     twice = sorted({str(r) for r in runs if resolved.count(Path(r).resolve()) > 1})
     if twice:

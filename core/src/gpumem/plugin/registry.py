@@ -96,7 +96,9 @@ class PluginAborted(Exception):
 
 
 def plugin_timeout(warn: Callable[[str], None] | None = None) -> float | None:
-    """Seconds from ``GPUMEM_PLUGIN_TIMEOUT`` (``None``: no limit, for 0, less or inf)."""
+    """Seconds from ``GPUMEM_PLUGIN_TIMEOUT`` (``None``: no limit, for 0 or inf; a negative
+    value or no number warns and takes the default: -5 once meant no limit, and a hanging
+    hook hung every run again)."""
     raw = os.environ.get("GPUMEM_PLUGIN_TIMEOUT", "").strip()
     if not raw:
         return DEFAULT_TIMEOUT
@@ -104,9 +106,9 @@ def plugin_timeout(warn: Callable[[str], None] | None = None) -> float | None:
         value = float(raw)
     except ValueError:
         value = float("nan")
-    if value != value:  # NaN or not a number
-        (warn or _stderr_warn)(f"GPUMEM_PLUGIN_TIMEOUT={raw!r} is not a number of seconds; "
-                               f"using {DEFAULT_TIMEOUT:g}")
+    if value != value or value < 0:  # NaN, not a number, or negative
+        (warn or _stderr_warn)(f"GPUMEM_PLUGIN_TIMEOUT={raw!r} is not a number of seconds >= 0 "
+                               f"(0: no limit); using {DEFAULT_TIMEOUT:g}")
         return DEFAULT_TIMEOUT
     return value if 0 < value < float("inf") else None
 
