@@ -358,3 +358,44 @@ def test_a_negative_plugin_timeout_is_not_no_limit(monkeypatch):
     assert plugin_timeout(said.append) == DEFAULT_TIMEOUT and "-5" in said[0]
     monkeypatch.setenv("GPUMEM_PLUGIN_TIMEOUT", "0")
     assert plugin_timeout(said.append) is None
+
+
+def test_out_may_not_be_a_symbolic_link_dangling_or_not(cli, tmp_path):
+    (tmp_path / "elsewhere").mkdir()
+    for link, to in (("dangling", tmp_path / "nothing"), ("live", tmp_path / "elsewhere")):
+        (tmp_path / link).symlink_to(to)
+        r = cli("plugin", "new", "mine", "--from", str(RERUNS / "run1"), "--out",
+                str(tmp_path / link))
+        assert r.code == 2 and "a symbolic link" in r.err and r.err.count("\n") == 1, r.err
+    assert not any((tmp_path / "elsewhere").iterdir())
+
+
+def test_a_second_plugin_new_into_one_folder_at_once_is_refused(cli, tmp_path):
+    """The first claims the folder; the second is refused, not told 'wrote' over it."""
+    from gpumem.cli.plugin import CLAIM
+
+    out = tmp_path / "o"
+    out.mkdir()
+    (out / CLAIM).write_text("")  # a plugin new in flight
+    r = cli("plugin", "new", "mine", "--from", str(RERUNS / "run1"), "--out", str(out))
+    assert r.code == 2 and "another gpumem plugin new is writing into it" in r.err, r.err
+
+
+def test_ctrl_c_while_simulating_names_no_deleted_folder(monkeypatch, tmp_path):
+    """The run's own message ('continue with --resume --out TMP') named a temporary folder
+    plugin new deletes; it now says nothing was written."""
+    import gpumem.authoring.new as pn
+    import gpumem.run.runner as runner
+    from gpumem.contracts.errors import Interrupted
+    from gpumem.plugin.registry import get_plugins
+
+    def interrupted(*_a, **_k):
+        raise Interrupted(f"interrupted during 'latency'; 0 kept in {tmp_path} (continue "
+                          f"with: --resume --out {tmp_path})")
+
+    monkeypatch.setattr(runner, "run", interrupted)
+    with pytest.raises(Interrupted) as e:
+        pn.simulate(get_plugins(), 'name = "x"\n', "hopper", ["latency"], quick=True,
+                    workers=1, out=tmp_path / "full")
+    assert "nothing was written" in str(e.value) and "--resume" not in str(e.value)
+    assert e.value.exit_code == 130

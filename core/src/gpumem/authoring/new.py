@@ -32,7 +32,7 @@ from pathlib import Path
 from typing import Any
 
 from gpumem.contracts.allowances import card_specific, model_band
-from gpumem.contracts.errors import UsageError
+from gpumem.contracts.errors import Interrupted, UsageError
 from gpumem.contracts.findings import NOT_MODELLED, Expected, Finding, kind_of, status_of
 from gpumem.contracts.generic import is_generic
 from gpumem.interop.compare import Source, analyze_file, load_sources
@@ -355,8 +355,14 @@ def simulate(plugins: Plugins, config_toml: str, arch: str, experiments: list[st
 
     cfg = out.with_suffix(".toml")
     cfg.write_text(config_toml)
-    report = run(RunRequest(arch=arch, experiments=experiments, device="sim", out=out,
-                            quick=quick, workers=workers, sim_config=cfg), plugins=plugins)
+    try:
+        report = run(RunRequest(arch=arch, experiments=experiments, device="sim", out=out,
+                                quick=quick, workers=workers, sim_config=cfg), plugins=plugins)
+    except Interrupted as e:  # its message names a temporary folder about to be deleted
+        err = Interrupted("plugin new interrupted while simulating the calibrated config; "
+                          "nothing was written (run gpumem plugin new again)")
+        err.exit_code = e.exit_code
+        raise err from None
     return {f.name: f for o in report.outcomes for f in o.findings}
 
 

@@ -4,8 +4,10 @@ plugin is checked against itself and gpumem (:mod:`gpumem.authoring.new`,
 
 from __future__ import annotations
 
+import contextlib
 import os
 import shlex
+from collections.abc import Iterator
 from pathlib import Path
 
 import typer
@@ -28,6 +30,35 @@ app.add_typer(plugin_app, name="plugin")
 
 def _say(message: str) -> None:
     stderr().print(f"gpumem: {escape_controls(message)}", highlight=False, markup=False)
+
+
+@contextlib.contextmanager
+def _claimed(target: Path) -> Iterator[None]:
+    """``target`` made and claimed for this process while the plugin is derived and written
+    (a lock file created exclusively: a second ``plugin new`` into it at once is refused,
+    not both told "wrote"); a folder this process made is removed again if nothing was
+    written."""
+    made = not target.exists()
+    target.mkdir(parents=True, exist_ok=True)
+    lock = target / CLAIM
+    try:
+        fd = os.open(lock, os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o600)
+    except FileExistsError:
+        raise UsageError(f"--out {target}: another gpumem plugin new is writing into it "
+                         f"(remove {lock} if none is)") from None
+    os.close(fd)
+    done = False
+    try:
+        yield
+        done = True
+    finally:
+        lock.unlink(missing_ok=True)
+        if not done and made and not any(target.iterdir()):
+            target.rmdir()
+
+
+#: The file that claims a folder ``plugin new`` writes into.
+CLAIM = ".gpumem-plugin-new.lock"
 
 
 def install_hint(target: Path) -> str:
@@ -61,15 +92,21 @@ def new(
     from gpumem.authoring.new import check_name, new_plugin
 
     target = out or Path(f"gpumem-{name}")
-    if target.exists() and (not target.is_dir() or any(target.iterdir())):
+    if os.path.islink(target):  # a dangling one too: writing would follow it elsewhere
+        raise UsageError(f"--out {target}: a symbolic link; give the folder itself")
+    if (target / CLAIM).exists():
+        raise UsageError(f"--out {target}: another gpumem plugin new is writing into it "
+                         f"(remove {target / CLAIM} if none is)")
+    if os.path.lexists(target) and (not target.is_dir() or any(target.iterdir())):
         raise UsageError(f"--out {target}: exists and is not an empty folder")
     check_name(plugins(), name)
     require_paths(runs)
     if check_damage(runs):  # each damaged file named on stderr
         raise ResultsFileError("a plugin's values must rest on intact runs: measure again or "
                                "leave the damaged run out")
-    made = new_plugin(plugins(), name, runs, target, workers=workers, progress=_say)
-    write_plugin(made)
+    with _claimed(target):
+        made = new_plugin(plugins(), name, runs, target, workers=workers, progress=_say)
+        write_plugin(made)
     sim = sum(v.reproduced for v in made.values)
     con = stdout()
     con.print(escape_controls(
