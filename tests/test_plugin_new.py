@@ -191,6 +191,67 @@ BROKEN = {
 }
 
 
+def _tree(tmp_path, files: dict[str, str]) -> Path:
+    for mod in [m for m in sys.modules if m.startswith("gpumem_brokencheck")]:
+        del sys.modules[mod]  # an earlier test's package of the same name
+    for rel, text in files.items():
+        path = tmp_path / "broken" / rel
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(textwrap.dedent(text))
+    return tmp_path / "broken"
+
+
+@pytest.mark.parametrize("value", ["Expected('l2.line', 128, 'x', 'byte', rel_tol=-0.1)",
+                                   "Expected('lat.l1', float('nan'), 'x', 'cycle')",
+                                   "Expected('lat.l1', 1e400, 'x', 'cycle')"])
+def test_an_invalid_expected_value_fails_the_check_instead_of_vanishing(cli, tmp_path, value):
+    """A negative tolerance, a NaN or an infinite value was dropped where values are used,
+    and `plugin check` said ok."""
+    files = dict(BROKEN)
+    files["src/gpumem_brokencheck/plugin.py"] = """
+        from gpumem.api import Architecture, ArchitecturePlugin
+
+        plugin = ArchitecturePlugin(Architecture("brokencheck", "test", ("7.5",)),
+                                    "gpumem_brokencheck")
+    """
+    files["src/gpumem_brokencheck/expected.py"] = f"""
+        from gpumem.api import Expected
+
+        def expected_values(device):
+            return [{value}, Expected("l2.line", 128, "MT4G", "byte", rel_tol=0.0)]
+    """
+    r = cli("plugin", "check", str(_tree(tmp_path, files)))
+    assert r.code == 1, r.out + r.err
+    assert "FAIL  brokencheck: every expected value is valid" in r.out, r.out
+
+
+@pytest.mark.parametrize("rel, content, needle", [
+    ("tests/test_x.py", b"def broken(:\n", "test_x.py:1: not Python"),
+    ("src/gpumem_brokencheck/extra.py", b"x = '\xff\xfe'\n", "extra.py: not UTF-8"),
+])
+def test_an_unreadable_file_is_a_check_line_not_a_traceback(cli, tmp_path, rel, content,
+                                                            needle):
+    tree = _tree(tmp_path, BROKEN)
+    (tree / rel).parent.mkdir(parents=True, exist_ok=True)
+    (tree / rel).write_bytes(content)
+    r = cli("plugin", "check", str(tree))
+    assert r.code == 1 and "Traceback" not in r.err, r.err
+    assert needle in r.out, r.out
+
+
+def test_an_entry_point_into_the_standard_library_is_named(cli, tmp_path):
+    tree = _tree(tmp_path, {"pyproject.toml": """
+        [project]
+        name = "gpumem-stdep"
+        version = "0.1"
+        [project.entry-points.gpumem]
+        stdep = "os:getcwd"
+    """})
+    r = cli("plugin", "check", str(tree))
+    assert r.code == 1 and "Traceback" not in r.err, r.err
+    assert "names no package of the plugin's own" in r.out, r.out
+
+
 def test_a_broken_plugin_is_told_each_problem(cli, tmp_path):
     for rel, text in BROKEN.items():
         path = tmp_path / "broken" / rel

@@ -11,6 +11,8 @@ from its installed entry point (NAME) or from a source tree (PATH: the folder of
 * every expected-value name is one some experiment declares (``Experiment.findings``): a
   misspelt name (``lat.lat.l1``) would otherwise never be checked against anything;
 * every expected value has a source;
+* every expected value the hook gave is valid (a finite number, text or list of them, a
+  tolerance >= 0): one that is not is dropped where values are used, so it is named here;
 * the package imports from gpumem only its public API (``gpumem.api``).
 
 A problem makes the command exit 1.
@@ -74,9 +76,21 @@ def imports_past_api(folder: Path, allowed: frozenset[str] = ALLOWED_IMPORTS,
     for path in sorted(folder.rglob("*.py")):
         if "build" in path.parts or "__pycache__" in path.parts:
             continue
-        for line, module in gpumem_imports(path.read_text(encoding="utf-8")):
+        where = path.relative_to(root or folder)
+        try:
+            found = gpumem_imports(path.read_text(encoding="utf-8"))
+        except UnicodeDecodeError as e:
+            bad.append(f"{where}: not UTF-8 (byte {e.start}): its imports cannot be read")
+            continue
+        except (SyntaxError, ValueError) as e:  # ValueError: a null byte
+            line = getattr(e, "lineno", None)
+            bad.append(f"{where}{f':{line}' if line else ''}: not Python "
+                       f"({type(e).__name__}: {getattr(e, 'msg', e)}): its imports cannot "
+                       f"be read")
+            continue
+        for line, module in found:
             if module not in allowed:
-                bad.append(f"{path.relative_to(root or folder)}:{line} imports {module}")
+                bad.append(f"{where}:{line} imports {module}")
     return bad
 
 
@@ -128,10 +142,20 @@ def load_alone(target: str) -> tuple[Plugins, metadata.EntryPoint, Path | None]:
 
 
 def _package_dir(ep: metadata.EntryPoint) -> Path | None:
-    """The folder of the top-level package the entry point names (``pkg.plugin:plugin``)."""
+    """The folder of the top-level package the entry point names (``pkg.plugin:plugin``);
+    ``None`` where it names no package of its own: a module outside a package, or one of
+    Python's own (``os:getcwd``)."""
+    import sysconfig
+
     top = sys.modules.get(ep.value.split(":")[0].split(".")[0].strip())
     where = getattr(top, "__file__", None)
-    return Path(where).parent if where else None
+    if not where or Path(where).name != "__init__.py":
+        return None
+    folder = Path(where).parent
+    stdlib = {Path(sysconfig.get_paths()[k]).resolve() for k in ("stdlib", "platstdlib")}
+    if any(folder.resolve() == s or s in folder.resolve().parents for s in stdlib):
+        return None
+    return folder
 
 
 # ---- the checks -------------------------------------------------------------------------------
@@ -217,12 +241,13 @@ def _asked_devices(arch: Any, cfg: Any) -> list[Any]:
     return ([base] if cfg is not None else []) + real
 
 
-def _expected_names(plugins: Plugins, arch: Any, cfg: Any) -> tuple[Check, Check]:
+def _expected_names(plugins: Plugins, arch: Any, cfg: Any) -> tuple[Check, Check, Check]:
     from gpumem.contracts.finding_names import undeclared
 
     values: dict[str, Any] = {}
+    dropped: list[str] = []
     for dev in _asked_devices(arch, cfg):
-        for e in plugins.expected_values(arch.name, dev, warn=lambda _m: None):
+        for e in plugins.expected_values(arch.name, dev, warn=dropped.append):
             values.setdefault(e.name, e)
     unknown = undeclared(sorted(values), plugins.experiments())
     names = Check(f"{arch.name}: every expected value names a finding an experiment reports",
@@ -231,14 +256,19 @@ def _expected_names(plugins: Plugins, arch: Any, cfg: Any) -> tuple[Check, Check
     bare = sorted(n for n, e in values.items() if not str(e.source).strip())
     sources = Check(f"{arch.name}: every expected value has a source", not bare,
                     f"{len(values)} values" if not bare else "no source: " + ", ".join(bare))
-    return names, sources
+    seen = list(dict.fromkeys(dropped))  # the same answer for every device asked
+    valid = Check(f"{arch.name}: every expected value is valid (its hook's answer kept "
+                  f"whole)", not seen, "; ".join(seen)[:600] if seen else
+                  f"{len(values)} values")
+    return names, sources, valid
 
 
 def _imports(ep: metadata.EntryPoint, tree: Path | None) -> Check:
     folder = _package_dir(ep)
     what = "imports from gpumem only gpumem.api"
     if folder is None:
-        return Check(what, False, "cannot find the plugin's package")
+        return Check(what, False, f"the entry point ({ep.value}) names no package of the "
+                                  f"plugin's own")
     bad = imports_past_api(folder, ALLOWED_IMPORTS)
     if tree is not None and (tree / "tests").is_dir():
         bad += imports_past_api(tree / "tests", ALLOWED_IN_TESTS)

@@ -171,6 +171,13 @@ def _scalar_ok(v: Any) -> bool:
     return isinstance(v, (str, numbers.Real)) and not isinstance(v, bool)
 
 
+def _finite(x: Any) -> bool:
+    try:
+        return math.isfinite(float(x))
+    except OverflowError:  # an integer past float's range
+        return False
+
+
 def expected_problem(e: Any) -> str:
     """What makes ``e`` unusable as an expected value ("" when nothing): not an
     :class:`Expected`, no name, a value that is no number, text or list of them, a tolerance
@@ -190,6 +197,11 @@ def expected_problem(e: Any) -> str:
             return f"{e.name!r}: a list value holding other than numbers and text"
     elif not _scalar_ok(v):
         return f"{e.name!r}: a value of type {type(v).__name__}, not a number or text"
+    numbers_ = [x for x in (v if isinstance(v, (list, tuple)) else [v])
+                if not isinstance(x, str)]
+    if any(not _finite(x) for x in numbers_):
+        return f"{e.name!r}: a value that is no finite number (NaN or infinite): nothing " \
+               f"lies in its band"
     for tol in ("rel_tol", "abs_tol"):
         t = getattr(e, tol)
         if not _scalar_ok(t) or isinstance(t, str) or not math.isfinite(t) or t < 0:
