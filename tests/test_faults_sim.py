@@ -646,3 +646,25 @@ def test_list_plugins_finishes_and_names_a_plugin_that_hangs(tmp_path):
     assert rec["distribution"] == "gpumem-sleepy"
     assert "plugin 'sleepy' (gpumem-sleepy 0.1) failed to load: did not load within 1 s" \
         in res.stderr
+
+
+@pytest.mark.parametrize("make, needle", [
+    (lambda base: 'name = "x"\nfoo = ' + "[" * 100000 + "]" * 100000 + "\n",
+     "values nested too deeply"),
+    (lambda base: base.replace('name = "h200"', 'name = "' + "a" * 5_000_000 + '"', 1),
+     "a simulator config is a few kilobytes"),
+    (lambda base: base.replace('name = "h200"', 'name = "' + "a" * 200 + '"', 1),
+     "name: 200 characters; at most 128"),
+])
+def test_a_config_too_deep_or_too_large_is_one_line_and_makes_no_folder(cli, tmp_path, make,
+                                                                         needle):
+    """Arrays nested 100,000 deep gave a RecursionError; a 5 MB name 'File name too long'
+    and an empty run folder (issue 43)."""
+    base = (Path(__file__).resolve().parents[1] / "plugins" / "hopper" / "src" /
+            "gpumem_hopper" / "sim.toml").read_text()
+    cfg = tmp_path / "bad.toml"
+    cfg.write_text(make(base))
+    r = cli("run", "--arch", "hopper", "latency", "--device", "sim", "--quick",
+            "--sim-config", str(cfg), "--out", str(tmp_path / "run"))
+    assert r.code == 2 and needle in r.err and r.err.count("\n") == 1, r.err[:300]
+    assert not (tmp_path / "run").exists()

@@ -1003,6 +1003,9 @@ class SimConfig:
         ``self``; raises :class:`SimConfigError`, whose message starts with the field."""
         _check_numbers(self)
         _check_declared(self)
+        if len(self.name) > MAX_NAME:  # it names the device and the run's folders
+            _fail("name", f"{len(self.name)} characters; at most {MAX_NAME} (it names the "
+                          f"simulated device and its results' folder)")
         self._split_near_copies()
         self._validate_caches()
         for i, t in enumerate(self.tlbs):
@@ -1126,10 +1129,15 @@ class SimConfig:
 
     @classmethod
     def from_toml(cls, text: str) -> SimConfig:
+        if len(text) > MAX_TOML:
+            raise SimConfigError(f"{len(text)} characters: a simulator config is a few "
+                                 f"kilobytes (at most {MAX_TOML})")
         try:
             data = tomllib.loads(text)
         except tomllib.TOMLDecodeError as e:
             raise SimConfigError(f"not valid TOML: {e}") from None
+        except RecursionError:  # arrays or tables nested thousands deep
+            raise SimConfigError("not a simulator config: values nested too deeply") from None
         return cls.from_dict(data)
 
     @classmethod
@@ -1146,6 +1154,11 @@ class SimConfig:
             return cls.from_toml(text)
         except SimConfigError as e:
             raise SimConfigError(f"{p}: {e}") from None
+
+
+#: Longest config ``name`` (it names the simulated device and its results' folder), and the
+#: largest config text read (the packaged ones are a few kilobytes).
+MAX_NAME, MAX_TOML = 128, 1 << 20
 
 
 def _unmodelled_reason(unset: list[str]) -> str:
