@@ -409,3 +409,52 @@ def test_the_plain_analyze_table_says_why_a_finding_is_unresolved(tmp_path, caps
     why = [ln for ln in text.splitlines() if ".overflow_size (unresolved): " in ln or
            ".size (unresolved): " in ln]
     assert why and "fewer than twice" in why[0], text[-2000:]
+
+
+def _nan_latencies(ds):
+    for v in ("event_latency", "median_latency"):
+        if v in ds:
+            ds[v].values[...] = np.nan
+    return ds
+
+
+def _short_events(ds):
+    import xarray as xr
+
+    d = ds["event_latency"].dims[0]
+    short = ds["event_latency"].values[:ds.sizes[d] // 2]
+    out = ds.drop_vars("event_latency")
+    out["event_latency"] = xr.DataArray(short, dims=(d + "_short",),
+                                        attrs=ds["event_latency"].attrs)
+    return out
+
+
+def _units(var, unit):
+    def change(ds):
+        ds[var].attrs["units"] = unit
+        return ds
+    return change
+
+
+def _zero_stride(ds):
+    ds["stride"].values[:] = 0
+    return ds
+
+
+@pytest.mark.parametrize("damage, needle", [
+    (_units("footprint", "0 byte"), "which scale by 0"),
+    (_units("footprint", "1e400 byte"), "which scale by inf"),
+    (_units("event_latency", "0 ns"), "which scale by 0"),
+    (_nan_latencies, "no finite latency"),
+    (_short_events, "the event variables differ in length"),
+    (_zero_stride, "'stride' = 0 bytes"),
+])
+def test_a_log_no_analysis_can_read_is_refused_in_one_line(runs, tmp_path, damage, needle):
+    """Issue 43: a zero or 1e400 unit (ZeroDivisionError; a capacity of -2**63), every
+    latency NaN (a capacity at confidence 0.5 from no data), event_latency shorter than
+    event_chase (IndexError), a zero stride (ZeroDivisionError)."""
+    ds = damage(convert(runs, clock_mhz=CLOCK_MHZ))
+    ds.to_netcdf(tmp_path / "bad.nc")
+    rc, f, err = analyze(tmp_path / "bad.nc")
+    assert one_line_refusal(rc, err) and needle in err, err
+    assert not f

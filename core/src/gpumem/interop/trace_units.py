@@ -138,6 +138,7 @@ def to_analysis_units(raw: xr.Dataset, path: Path | str,
     expected = EXPECTED.get(name)
     if not expected:
         return raw
+    _check_shapes(raw, path)
     converted: dict[str, xr.DataArray] = {}
     for var, want in expected.items():
         if var not in raw.variables:
@@ -150,9 +151,46 @@ def to_analysis_units(raw: xr.Dataset, path: Path | str,
         if scale is None:
             continue
         converted[var] = _apply(raw[var], scale, want, path, var, unit)
-    if not converted:
-        return raw
-    return raw.assign(converted)
+    out = raw.assign(converted) if converted else raw
+    _check_values(out, path)
+    return out
+
+
+#: Byte variables that must be positive (a zero footprint or stride is no chase).
+POSITIVE = ("footprint", "stride")
+#: The largest byte count a chase can mean (an int64 of bytes; 1e400 B read as inf).
+MAX_BYTES = 2**62
+
+
+def _check_shapes(raw: xr.Dataset, path: Path | str) -> None:
+    """The event variables are one table: each as long as the others (a shorter
+    ``event_latency`` than ``event_chase`` once ended in an IndexError)."""
+    events = [v for v in ("event_chase", "event_access", "event_index", "event_latency")
+              if v in raw.variables]
+    sizes = {v: int(raw[v].size) for v in events}
+    if len(set(sizes.values())) > 1:
+        got = ", ".join(f"'{v}' {n}" for v, n in sizes.items())
+        raise ResultsFileError(f"{path}: the event variables differ in length ({got}): one "
+                               f"event per row, each in every one")
+
+
+def _check_values(raw: xr.Dataset, path: Path | str) -> None:
+    """What the analysis divides by or measures from must be there: footprints and strides
+    finite, positive and within 2**62 bytes; at least one finite latency (a log whose every
+    latency is NaN gave a capacity at confidence 0.5 from no data)."""
+    for var in POSITIVE:
+        if var not in raw.variables:
+            continue
+        v = np.asarray(raw[var].values, dtype=np.float64)
+        bad = ~np.isfinite(v) | (v <= 0) | (v > MAX_BYTES)
+        if bad.any():
+            raise ResultsFileError(f"{path}: '{var}' = {v[bad].flat[0]:g} bytes: a chase "
+                                   f"needs a positive {var} of at most 2**62 bytes")
+    lat = [v for v in ("event_latency", "median_latency") if v in raw.variables]
+    if lat and not any(np.isfinite(np.asarray(raw[v].values, dtype=np.float64)).any()
+                       for v in lat):
+        raise ResultsFileError(f"{path}: no finite latency in {' or '.join(lat)}: nothing "
+                               f"to analyse")
 
 
 def _scale(raw: xr.Dataset, path: Path | str, var: str, unit: str, want: str,
@@ -165,6 +203,9 @@ def _scale(raw: xr.Dataset, path: Path | str, var: str, unit: str, want: str,
                                f"(store '1' or no units; docs/results.md, 'Chase logs')")
     if want == BYTES:
         f = byte_factor(unit)
+        if f is not None and not (0 < f < math.inf):
+            raise ResultsFileError(f"{path}: '{var}' has units '{unit}', which scale by "
+                                   f"{f:g}: a unit is a positive, finite number of bytes")
         if f is None:
             hint = " (KB is ambiguous: write kB for 1000 or KiB for 1024)" \
                 if unit.strip().upper() in ("KB", "KBYTE", "KBYTES") else ""
@@ -175,6 +216,9 @@ def _scale(raw: xr.Dataset, path: Path | str, var: str, unit: str, want: str,
     if _is_cycles(unit, attrs):
         return None
     s = seconds_factor(unit)
+    if s is not None and not (0 < s < math.inf):
+        raise ResultsFileError(f"{path}: '{var}' has units '{unit}', which scale by {s:g}: "
+                               f"a unit is a positive, finite time")
     if s is None:
         raise ResultsFileError(f"{path}: '{var}' has units '{unit}', neither clock cycles nor "
                                f"a time gpumem reads (accepted: cycle, s, ms, us, ns, ps; "
