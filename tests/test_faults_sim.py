@@ -668,3 +668,24 @@ def test_a_config_too_deep_or_too_large_is_one_line_and_makes_no_folder(cli, tmp
             "--sim-config", str(cfg), "--out", str(tmp_path / "run"))
     assert r.code == 2 and needle in r.err and r.err.count("\n") == 1, r.err[:300]
     assert not (tmp_path / "run").exists()
+
+
+@pytest.mark.parametrize("cc", ["../../x", "9", "9.0.1", "nine"])
+def test_a_compute_capability_that_is_not_major_minor_is_refused(cc):
+    from gpumem.sim.config import SimConfig, SimConfigError
+
+    text = (Path(__file__).resolve().parents[1] / "plugins" / "hopper" / "src" /
+            "gpumem_hopper" / "sim.toml").read_text()
+    text = text.replace('compute_capability = "9.0"', f'compute_capability = "{cc}"', 1)
+    with pytest.raises(SimConfigError, match="compute_capability"):
+        SimConfig.from_toml(text)
+
+
+def test_disabling_core_says_it_always_loads(monkeypatch):
+    from gpumem.plugin.registry import load_plugins
+
+    said = []
+    monkeypatch.setenv("GPUMEM_DISABLE_PLUGINS", "core")
+    load_plugins(warn=said.append)
+    assert any("gpumem's own plugin" in m for m in said) and \
+        not any("no plugin named 'core'" in m for m in said), said

@@ -460,3 +460,18 @@ def test_ctrl_c_while_simulating_names_no_deleted_folder(monkeypatch, tmp_path):
                     workers=1, out=tmp_path / "full")
     assert "nothing was written" in str(e.value) and "--resume" not in str(e.value)
     assert e.value.exit_code == 130
+
+
+def test_runs_of_two_products_are_warned_of():
+    from dataclasses import replace as dc_replace
+
+    from gpumem.authoring.new import products_warning
+    from gpumem.contracts.device import DeviceInfo
+    from gpumem.interop.compare import Source
+
+    dev = DeviceInfo(kind="cuda", name="NVIDIA H200", compute_capability="9.0", sm_count=132,
+                     l2_bytes=60 << 20, memory_bytes=141 << 30, clock_mhz=1980.0)
+    one = [Source("a", "sm_90", dev), Source("b", "sm_90", dev)]
+    assert products_warning(one) == ""
+    two = [one[0], Source("c", "sm_90", dc_replace(dev, name="NVIDIA H100 80GB HBM3"))]
+    assert "2 products" in products_warning(two) and "NVIDIA H100" in products_warning(two)

@@ -458,3 +458,20 @@ def test_a_log_no_analysis_can_read_is_refused_in_one_line(runs, tmp_path, damag
     rc, f, err = analyze(tmp_path / "bad.nc")
     assert one_line_refusal(rc, err) and needle in err, err
     assert not f
+
+
+@pytest.mark.parametrize("clock", [1e-300, 0.0, float("nan"), 1e9])
+def test_a_clock_no_gpu_runs_at_is_no_clock(runs, tmp_path, clock):
+    """clock_mhz = 1e-300 once turned every latency into 0 cycles, read at confidence 1.00;
+    0 and NaN read 'the file records no clock'."""
+    convert(runs[:6], latency_unit="ns", clock_mhz=clock).to_netcdf(tmp_path / "c.nc")
+    rc, _f, err = analyze(tmp_path / "c.nc")
+    assert one_line_refusal(rc, err) and "no usable clock" in err, err
+
+
+def test_a_megabyte_unit_makes_a_short_error(runs, tmp_path):
+    ds = convert(runs[:3])
+    ds["footprint"].attrs["units"] = "x" * (1 << 20)
+    ds.to_netcdf(tmp_path / "u.nc")
+    rc, _f, err = analyze(tmp_path / "u.nc")
+    assert one_line_refusal(rc, err) and len(err) < 600, len(err)

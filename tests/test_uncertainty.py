@@ -187,3 +187,11 @@ def test_show_gives_each_findings_precision(quick_hopper, cli):
     assert res.code == 0
     text = res.out
     assert '"precision"' in text and '"fixed repeats"' in text
+
+
+def test_a_huge_band_prints_short():
+    from gpumem.cells import fmt_band, fmt_interval
+
+    assert fmt_band([1e300, 2e300]) == "1e+300-2e+300"
+    assert len(fmt_interval((1e308, 1.5e308))) < 30
+    assert fmt_band([0, 17163222912]) == "0-17,163,222,912"

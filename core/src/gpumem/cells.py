@@ -43,8 +43,11 @@ def _end(x: object) -> float | None:
 
 def _num(x: float) -> str:
     """A band's or interval's end, short: whole above 1,000 ("4,031"), else 4 significant
-    digits ("0.874"); whole numbers as they are ("128")."""
-    if x == int(x) and abs(x) < 1e15:
+    digits ("0.874"); whole numbers as they are ("128"); past 1e15 in exponent form (a
+    1e308 band once printed as 300 digits)."""
+    if abs(x) >= 1e15:
+        return f"{x:.4g}"
+    if x == int(x):
         return f"{int(x):,}"
     if abs(x) >= 1000:
         return f"{x:,.0f}"

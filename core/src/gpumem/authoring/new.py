@@ -274,6 +274,17 @@ def _median(values: list[Any], integral: bool) -> Any:
     return int(round(m)) if integral else round(float(m), 4)
 
 
+def products_warning(sources: list[Source]) -> str:
+    """A warning where the runs measured more than one product ("" where one): their values
+    would be merged as one product's (it was done without a word)."""
+    products = sorted({s.device.name for s in sources if s.device is not None})
+    if len(products) < 2:
+        return ""
+    return (f"warning: the runs measured {len(products)} products of one compute capability "
+            f"({', '.join(products)}): their values are merged, as if one product's; a "
+            f"plugin usually describes one (make one per product)")
+
+
 def derive_values(sources: list[Source], allowances: dict[str, Any] | None = None
                   ) -> tuple[list[Value], list[Left]]:
     """Per finding of the runs: its expected value (median, band, source), or why none.
@@ -395,6 +406,9 @@ def new_plugin(plugins: Plugins, name: str, runs: Sequence[Path], out: Path, *,
     say = progress or (lambda _m: None)
     check_name(plugins, name)
     sources = load_runs(plugins, runs)
+    mixed = products_warning(sources)
+    if mixed:
+        say(mixed)
     values, left = derive_values(sources)
     src = median_source(sources, values)
     cal, base_name, assumed = calibrated(plugins, src, src.arch)

@@ -118,12 +118,24 @@ def _stated(attrs: dict[str, Any]) -> str | None:
     return unit
 
 
+#: The clocks a GPU's SMs run at, MHz: a clock_mhz outside them is no clock (1e-300 MHz
+#: once turned every latency into 0 cycles, read at confidence 1.00).
+CLOCK_RANGE = (1.0, 100_000.0)
+
+
 def _clock_mhz(raw: xr.Dataset) -> float | None:
     try:
         clock = float(raw.attrs.get(CLOCK_ATTR, "nan"))
     except (TypeError, ValueError):
         return None
-    return clock if math.isfinite(clock) and clock > 0 else None
+    lo, hi = CLOCK_RANGE
+    return clock if math.isfinite(clock) and lo <= clock <= hi else None
+
+
+def _short(unit: str) -> str:
+    """A unit as an error message quotes it: at most 40 characters (a 1 MB unit string once
+    made a 1 MB "one line" error)."""
+    return unit if len(unit) <= 40 else unit[:40] + "..."
 
 
 def to_analysis_units(raw: xr.Dataset, path: Path | str,
@@ -199,17 +211,17 @@ def _scale(raw: xr.Dataset, path: Path | str, var: str, unit: str, want: str,
     if want == COUNT:
         if unit.lower() in _COUNT_WORDS:
             return None
-        raise ResultsFileError(f"{path}: '{var}' has units '{unit}', but it is a count "
+        raise ResultsFileError(f"{path}: '{var}' has units '{_short(unit)}', but it is a count "
                                f"(store '1' or no units; docs/results.md, 'Chase logs')")
     if want == BYTES:
         f = byte_factor(unit)
         if f is not None and not (0 < f < math.inf):
-            raise ResultsFileError(f"{path}: '{var}' has units '{unit}', which scale by "
+            raise ResultsFileError(f"{path}: '{var}' has units '{_short(unit)}', which scale by "
                                    f"{f:g}: a unit is a positive, finite number of bytes")
         if f is None:
             hint = " (KB is ambiguous: write kB for 1000 or KiB for 1024)" \
                 if unit.strip().upper() in ("KB", "KBYTE", "KBYTES") else ""
-            raise ResultsFileError(f"{path}: '{var}' has units '{unit}', not a byte unit "
+            raise ResultsFileError(f"{path}: '{var}' has units '{_short(unit)}', not a byte unit "
                                    f"gpumem reads{hint} (accepted: B, byte, kB, MB, GB, KiB, "
                                    f"MiB, GiB, '1024 byte'...; docs/results.md, 'Units')")
         return None if f == 1 else f
@@ -217,17 +229,20 @@ def _scale(raw: xr.Dataset, path: Path | str, var: str, unit: str, want: str,
         return None
     s = seconds_factor(unit)
     if s is not None and not (0 < s < math.inf):
-        raise ResultsFileError(f"{path}: '{var}' has units '{unit}', which scale by {s:g}: "
+        raise ResultsFileError(f"{path}: '{var}' has units '{_short(unit)}', which scale by {s:g}: "
                                f"a unit is a positive, finite time")
     if s is None:
-        raise ResultsFileError(f"{path}: '{var}' has units '{unit}', neither clock cycles nor "
-                               f"a time gpumem reads (accepted: cycle, s, ms, us, ns, ps; "
+        raise ResultsFileError(f"{path}: '{var}' has units '{_short(unit)}', neither clock "
+                               f"cycles nor a time gpumem reads (accepted: cycle, s, ms, us, "
+                               f"ns, ps; "
                                f"docs/results.md, 'Units')")
     clock = _clock_mhz(raw)
     if clock is None:
-        raise ResultsFileError(f"{path}: '{var}' is in '{unit}' but the file records no "
-                               f"clock to turn time into cycles (set the global attribute "
-                               f"'{CLOCK_ATTR}', the clock in MHz the latencies were timed at)")
+        raise ResultsFileError(f"{path}: '{var}' is in '{_short(unit)}' but the file records "
+                               f"no usable clock to turn time into cycles (global attribute "
+                               f"'{CLOCK_ATTR}': {str(raw.attrs.get(CLOCK_ATTR, 'none'))[:20]};"
+                               f" the clock in MHz the latencies were timed at, "
+                               f"{CLOCK_RANGE[0]:g}-{CLOCK_RANGE[1]:g})")
     return s * clock * 1e6
 
 
@@ -243,7 +258,7 @@ def _apply(da: xr.DataArray, scale: float, want: str, path: Path | str, var: str
         bad = ~pad & (np.abs(values - whole) > 1e-6 * np.maximum(1.0, np.abs(values)))
         if bad.any():
             first = np.asarray(da.values)[bad].flat[0]
-            raise ResultsFileError(f"{path}: '{var}' = {first} {unit} is not a whole number "
-                                   f"of bytes")
+            raise ResultsFileError(f"{path}: '{var}' = {first} {_short(unit)} is not a whole "
+                                   f"number of bytes")
         values = np.where(pad, -1, whole).astype(np.int64)
     return xr.DataArray(values, dims=da.dims, attrs=attrs)

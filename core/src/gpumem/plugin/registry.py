@@ -669,6 +669,11 @@ def load_plugins(*, strict: bool = False, warn: Callable[[str], None] | None = N
     found = sorted(entry_points() if eps is None else eps, key=lambda ep: _load_order(ep, ours))
     names = {ep.name for ep in found}
     for unknown in sorted(set(allow or []) - names) + sorted(block - names):
+        if unknown == BUILTIN:  # listed by list-plugins, yet no entry point to skip
+            warn(f"'{BUILTIN}' is gpumem's own plugin (its experiments and the built-in "
+                 f"simulator): it always loads (GPUMEM_LOAD_PLUGINS / "
+                 f"GPUMEM_DISABLE_PLUGINS)")
+            continue
         warn(f"no plugin named '{unknown}' is installed "
              f"(GPUMEM_LOAD_PLUGINS / GPUMEM_DISABLE_PLUGINS)")
     loaded: dict[str, PluginRecord] = {}
