@@ -689,3 +689,18 @@ def test_disabling_core_says_it_always_loads(monkeypatch):
     load_plugins(warn=said.append)
     assert any("gpumem's own plugin" in m for m in said) and \
         not any("no plugin named 'core'" in m for m in said), said
+
+
+def test_a_device_or_a_pipe_as_sim_config_is_named_as_such(cli, tmp_path):
+    """/dev/zero and a FIFO read "no such file" (issue 43)."""
+    import os
+
+    fifo = tmp_path / "fifo"
+    os.mkfifo(fifo)
+    for path, needle in ((fifo, "not a regular file"), (Path("/dev/zero"),
+                                                        "not a regular file"),
+                         (tmp_path, "a folder, not a config file"),
+                         (tmp_path / "none.toml", "no such file")):
+        r = cli("run", "--arch", "hopper", "latency", "--device", "sim", "--quick",
+                "--sim-config", str(path), "--out", str(tmp_path / "run"))
+        assert r.code == 2 and needle in r.err and r.err.count("\n") == 1, r.err

@@ -475,3 +475,14 @@ def test_a_megabyte_unit_makes_a_short_error(runs, tmp_path):
     ds.to_netcdf(tmp_path / "u.nc")
     rc, _f, err = analyze(tmp_path / "u.nc")
     assert one_line_refusal(rc, err) and len(err) < 600, len(err)
+
+
+@pytest.mark.parametrize("var, value", [("record", 1e12 * 2**10), ("record", -5),
+                                        ("footprint", -4096)])
+def test_a_count_or_size_no_chase_has_is_refused(runs, tmp_path, var, value):
+    """A negative footprint and record = 1e12 passed without a word (issue 43)."""
+    ds = convert(runs[:6])
+    ds[var].values = np.full(ds[var].shape, value, dtype=np.float64)
+    ds.to_netcdf(tmp_path / "n.nc")
+    rc, _f, err = analyze(tmp_path / "n.nc")
+    assert one_line_refusal(rc, err) and f"'{var}'" in err, err

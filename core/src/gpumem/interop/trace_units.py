@@ -170,8 +170,9 @@ def to_analysis_units(raw: xr.Dataset, path: Path | str,
 
 #: Byte variables that must be positive (a zero footprint or stride is no chase).
 POSITIVE = ("footprint", "stride")
-#: The largest byte count a chase can mean (an int64 of bytes; 1e400 B read as inf).
-MAX_BYTES = 2**62
+#: The largest byte count a chase can mean (an int64 of bytes; 1e400 B read as inf), and
+#: the most accesses one records or warms up with.
+MAX_BYTES, MAX_ACCESSES = 2**62, 2**40
 
 
 def _check_shapes(raw: xr.Dataset, path: Path | str) -> None:
@@ -198,6 +199,14 @@ def _check_values(raw: xr.Dataset, path: Path | str) -> None:
         if bad.any():
             raise ResultsFileError(f"{path}: '{var}' = {v[bad].flat[0]:g} bytes: a chase "
                                    f"needs a positive {var} of at most 2**62 bytes")
+    for var in ("record", "warmup"):
+        if var not in raw.variables:
+            continue
+        v = np.asarray(raw[var].values, dtype=np.float64)
+        bad = ~np.isfinite(v) | (v < 0) | (v > MAX_ACCESSES)
+        if bad.any():
+            raise ResultsFileError(f"{path}: '{var}' = {v[bad].flat[0]:g} accesses: a chase "
+                                   f"records 0 to 2**40 of them")
     lat = [v for v in ("event_latency", "median_latency") if v in raw.variables]
     if lat and not any(np.isfinite(np.asarray(raw[v].values, dtype=np.float64)).any()
                        for v in lat):

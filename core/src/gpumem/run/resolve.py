@@ -11,6 +11,7 @@ capability.
 
 from __future__ import annotations
 
+import os
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -160,7 +161,10 @@ def simulator_config(plugins: Plugins, arch: str, simulator: Any,
     next plugin is asked; when none answers, one error names each."""
     if sim_config is not None:
         if not Path(sim_config).is_file():
-            raise UsageError(f"--sim-config {sim_config}: no such file")
+            what = ("no such file" if not os.path.lexists(sim_config) else
+                    "a folder, not a config file" if Path(sim_config).is_dir() else
+                    "not a regular file (a device or a pipe): give a TOML file")
+            raise UsageError(f"--sim-config {sim_config}: {what}")
         try:
             cfg = simulator.load_config(Path(sim_config))
         except GpumemError:
