@@ -97,7 +97,7 @@ def test_installed_it_passes_its_check_its_tests_and_a_simulated_check(made, tmp
     check = gpumem_subprocess(["plugin", "check", "h200x"], site=site)
     assert check.returncode == 0, check.stdout + check.stderr
     assert "every check passes" in check.stderr
-    assert check.stdout.count("\nok  ") + check.stdout.startswith("ok  ") == 6, check.stdout
+    assert check.stdout.count("\nok  ") + check.stdout.startswith("ok  ") == 7, check.stdout
     run = gpumem_subprocess(["run", "--arch", "h200x", "all", "--device", "sim", "--check",
                              "--out", str(tmp_path / "sim")], site=site)
     assert run.returncode == 0, run.stdout[-3000:] + run.stderr
