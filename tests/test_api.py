@@ -73,11 +73,19 @@ def test_every_name_of_a_part_resolves_and_none_is_also_in_the_core_api(part):
 
 
 def test_a_moved_name_is_still_found_with_a_warning_that_says_where():
+    import warnings
+
     from gpumem.api.simulator import SimConfig
 
+    api._WARNED.discard("SimConfig")
     with pytest.warns(DeprecationWarning, match=r"gpumem\.api\.SimConfig moved to "
                                                 r"gpumem\.api\.simulator"):
         assert api.SimConfig is SimConfig
+    api._WARNED.discard("SimConfig")  # `from ... import` asks twice: one warning
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        exec("from gpumem.api import SimConfig as S", {})
+    assert len([w for w in caught if issubclass(w.category, DeprecationWarning)]) == 1
     with pytest.raises(AttributeError, match="no attribute 'NoSuchName'"):
         api.NoSuchName  # noqa: B018
 

@@ -475,3 +475,60 @@ def test_runs_of_two_products_are_warned_of():
     assert products_warning(one) == ""
     two = [one[0], Source("c", "sm_90", dc_replace(dev, name="NVIDIA H100 80GB HBM3"))]
     assert "2 products" in products_warning(two) and "NVIDIA H100" in products_warning(two)
+
+
+def test_a_killed_plugin_news_temporary_folder_is_removed_by_the_next(tmp_path):
+    """SIGKILL left gpumem-plugin-new-* behind and nothing removed it (issue 43)."""
+    import os
+
+    from gpumem.authoring.new import TEMP_PREFIX, remove_stale_temporaries
+
+    dead = tmp_path / f"{TEMP_PREFIX}{2**22 + 12345}-abc"  # no such process
+    live = tmp_path / f"{TEMP_PREFIX}{os.getpid()}-xyz"
+    other = tmp_path / f"{TEMP_PREFIX}notapid"
+    for d in (dead, live, other):
+        (d / "full").mkdir(parents=True)
+    assert remove_stale_temporaries(tmp_path) == [dead]
+    assert not dead.exists() and live.exists() and other.exists()
+
+
+def test_a_manifest_without_checksums_is_said(tmp_path):
+    from gpumem.authoring.new import _unchecked
+
+    run = _copy_run(tmp_path)
+    assert _unchecked(run) == 0
+    m = json.loads((run / "manifest.json").read_text())
+    for e in m["entries"].values():
+        e.pop("sha256", None)
+    (run / "manifest.json").write_text(json.dumps(m))
+    assert _unchecked(run) >= 10
+
+
+def test_a_source_folder_that_loads_an_installed_package_is_told(cli, tmp_path):
+    """Its entry point names a package installed elsewhere (gpumem_hopper): the check once
+    passed it as the folder's own code."""
+    tree = _tree(tmp_path, {"pyproject.toml": """
+        [project]
+        name = "gpumem-shadow"
+        version = "0.1"
+        [project.entry-points.gpumem]
+        shadow = "gpumem_hopper.plugin:plugin"
+    """})
+    r = cli("plugin", "check", str(tree))
+    assert r.code == 1 and "its package was imported from" in r.out, r.out + r.err
+
+
+@pytest.mark.filterwarnings("ignore::DeprecationWarning")  # the plugin's own import of it
+def test_a_plugin_that_imports_a_moved_name_fails_the_check(cli, tmp_path):
+    """It worked with a DeprecationWarning (warned twice) and passed the check; in 0.2 it
+    will not import at all."""
+    files = dict(BROKEN)
+    files["src/gpumem_brokencheck/plugin.py"] = """
+        from gpumem.api import Architecture, ArchitecturePlugin, SimConfig  # moved
+
+        plugin = ArchitecturePlugin(Architecture("brokencheck", "test", ("7.5",)),
+                                    "gpumem_brokencheck")
+    """
+    r = cli("plugin", "check", str(_tree(tmp_path, files)))
+    assert r.code == 1
+    assert "imports SimConfig from gpumem.api (moved to gpumem.api.simulator" in r.out, r.out

@@ -25,6 +25,7 @@ import warnings
 
 from gpumem import __version__, hookimpl
 from gpumem.contracts.allowances import fleet_expected, published_expected
+from gpumem.contracts.api_moves import MOVED as _MOVED
 from gpumem.contracts.architecture import Architecture
 from gpumem.contracts.device import (
     PLACEMENT_PADS,
@@ -84,20 +85,18 @@ __all__ = [
     "tlb_expected", "UsageError", "Var",
 ]
 
-#: Names that were here before the API was split (0.1.0), and the module that has them now.
-_MOVED = {name: "gpumem.api.simulator" for name in (
-    "CacheLevel", "Calibrated", "calibrate", "chain_offsets", "DeviceBackend", "Discovery",
-    "Dram", "generic_kernel_source", "Interconnect", "KernelSource", "SetIndex",
-    "SharedMemory", "SimConfig", "SimConfigError", "Simulator", "Throughput", "Timer",
-    "TlbLevel")} | {name: "gpumem.api.formats" for name in (
-    "Converted", "Format", "FormatError", "load_source", "OutputError", "write_text")}
-
-
 def __getattr__(name: str) -> typing.Any:
     """A moved name, from its new module, with a warning that says where it went."""
     module = _MOVED.get(name)
     if module is None:
         raise AttributeError(f"module 'gpumem.api' has no attribute '{name}'")
-    warnings.warn(f"gpumem.api.{name} moved to {module}: import it from there "
-                  f"(gpumem.api will stop giving it in 0.2)", DeprecationWarning, stacklevel=2)
+    if name not in _WARNED:  # `from gpumem.api import X` asks twice (hasattr, getattr)
+        _WARNED.add(name)
+        warnings.warn(f"gpumem.api.{name} moved to {module}: import it from there "
+                      f"(gpumem.api will stop giving it in 0.2)", DeprecationWarning,
+                      stacklevel=2)
     return getattr(importlib.import_module(module), name)
+
+
+#: The moved names warned of in this process (once each).
+_WARNED: set[str] = set()

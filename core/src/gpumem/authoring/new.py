@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import os
 import re
 import statistics
 import tempfile
@@ -182,6 +183,19 @@ def _unfit(run: Path) -> str:
                     f"GPU ({str(e['contention'])[:80]}): a plugin's values must be a healthy, "
                     f"quiet card's (gpumem run --exclusive SECONDS waits for a quiet GPU)")
     return ""
+
+
+def _unchecked(run: Path) -> int:
+    """How many of the run's complete entries name a file but record no checksum (a
+    manifest stripped of them was taken without a word)."""
+    from gpumem.results.store import MANIFEST
+
+    try:
+        entries = json.loads((Path(run) / MANIFEST).read_text()).get("entries", {})
+    except (OSError, ValueError, AttributeError):
+        return 0
+    return sum(1 for e in entries.values() if isinstance(e, dict) and e.get("file")
+               and e.get("status") == "complete" and not e.get("sha256"))
 
 
 def _run_started(run: Path) -> str:
@@ -397,6 +411,33 @@ def judge(values: list[Value], full: dict[str, Finding], quick: dict[str, Findin
         v.why_not = "; ".join(dict.fromkeys(x for x in verdicts if x))
 
 
+#: The temporary folders plugin new simulates in: ``gpumem-plugin-new-<pid>-<random>``.
+TEMP_PREFIX = "gpumem-plugin-new-"
+
+
+def remove_stale_temporaries(folder: Path | None = None) -> list[Path]:
+    """Remove the temporary folders of ``plugin new`` processes that are gone (a SIGKILL
+    leaves its folder behind, and nothing else would remove it): those of this user whose
+    process id no longer runs. The folders removed."""
+    import shutil
+
+    gone = []
+    for d in Path(folder or tempfile.gettempdir()).glob(f"{TEMP_PREFIX}*"):
+        pid = d.name[len(TEMP_PREFIX):].split("-", 1)[0]
+        if not pid.isdigit() or not d.is_dir() or d.is_symlink():
+            continue
+        try:
+            if d.stat().st_uid != os.getuid():
+                continue
+            os.kill(int(pid), 0)  # still running: its folder is in use
+        except ProcessLookupError:
+            shutil.rmtree(d, ignore_errors=True)
+            gone.append(d)
+        except (PermissionError, OSError, AttributeError):
+            continue  # another user's process, or no POSIX process ids
+    return gone
+
+
 def new_plugin(plugins: Plugins, name: str, runs: Sequence[Path], out: Path, *,
                workers: int = 1, progress: Any = None) -> NewPlugin:
     """Derive everything for the package (the caller writes it: :func:`write_plugin`)."""
@@ -409,6 +450,11 @@ def new_plugin(plugins: Plugins, name: str, runs: Sequence[Path], out: Path, *,
     mixed = products_warning(sources)
     if mixed:
         say(mixed)
+    for run in runs:
+        unchecked = _unchecked(Path(run))
+        if unchecked:
+            say(f"warning: --from {run}: its manifest records no checksum for {unchecked} "
+                f"file(s): they could not be checked for changes since they were written")
     values, left = derive_values(sources)
     src = median_source(sources, values)
     cal, base_name, assumed = calibrated(plugins, src, src.arch)
@@ -421,7 +467,8 @@ def new_plugin(plugins: Plugins, name: str, runs: Sequence[Path], out: Path, *,
     toml = commented_toml(cal, run_names, base_name, assumed)
     experiments = sorted({exp for s in sources for exp, _n in s.findings})
     sim_arch = src.arch or "auto"
-    with tempfile.TemporaryDirectory(prefix="gpumem-plugin-new-") as tmp:
+    remove_stale_temporaries()
+    with tempfile.TemporaryDirectory(prefix=f"{TEMP_PREFIX}{os.getpid()}-") as tmp:
         say(f"simulating the calibrated config ({', '.join(experiments)}), a full and a quick "
             f"run: which measured values does it reproduce?")
         sim_cfg = cfg.to_toml()
