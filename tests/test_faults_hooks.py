@@ -471,3 +471,19 @@ def test_a_forked_child_gets_its_own_worker():
         os.waitpid(pid, 0)
         pytest.fail("the child's plugin call hung")
     assert os.waitstatus_to_exitcode(done[1]) == 0
+
+
+@pytest.mark.parametrize("sig, code", [("SIGTERM", 143), ("SIGINT", 130)])
+def test_a_signal_while_gpumem_exits_gives_the_interrupted_code(sig, code):
+    """A signal during the interpreter's shutdown ended the process by the signal
+    (rc -15/-2) instead of 143/130 (issue 43)."""
+    import subprocess
+    import sys
+
+    prog = ("import os, signal, atexit, gpumem.cli as c\n"
+            "atexit.register(lambda: os.kill(os.getpid(), signal." + sig + "))\n"
+            "c.exit_signals()\n"
+            "raise SystemExit(0)\n")
+    r = subprocess.run([sys.executable, "-c", prog], capture_output=True, text=True,
+                       timeout=60)
+    assert r.returncode == code, (r.returncode, r.stderr[-500:])

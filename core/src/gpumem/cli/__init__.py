@@ -129,6 +129,7 @@ def _exit(code: int) -> None:
     library's idle pool ends there), then the same."""
     from gpumem.plugin.registry import lingering_threads
 
+    exit_signals()
     left = lingering_threads()
     if any(owner for _t, owner in left):
         _hard_exit(code, left, "")
@@ -136,6 +137,21 @@ def _exit(code: int) -> None:
         threading.Thread(target=_watchdog, args=(code,), name="gpumem-exit watchdog",
                          daemon=True).start()
     sys.exit(code)
+
+
+def exit_signals() -> None:
+    """From here on, Ctrl-C or SIGTERM ends the process at once with 130 or 143, the codes
+    of an interrupted command: arriving while the interpreter shuts down (its atexit
+    handlers, a thread it waits for), they ended it by the signal itself (rc -2 or -15) or
+    with a traceback. The command's own code is lost then: it was interrupted."""
+    import signal
+
+    def end(signum: int, _frame: object) -> None:
+        os._exit(128 + signum)
+
+    if threading.current_thread() is threading.main_thread():
+        for sig in (signal.SIGINT, signal.SIGTERM):
+            signal.signal(sig, end)
 
 
 def _watchdog(code: int) -> None:
