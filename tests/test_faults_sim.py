@@ -704,3 +704,77 @@ def test_a_device_or_a_pipe_as_sim_config_is_named_as_such(cli, tmp_path):
         r = cli("run", "--arch", "hopper", "latency", "--device", "sim", "--quick",
                 "--sim-config", str(path), "--out", str(tmp_path / "run"))
         assert r.code == 2 and needle in r.err and r.err.count("\n") == 1, r.err
+
+
+def _hopper_text() -> str:
+    return (Path(__file__).resolve().parents[1] / "plugins" / "hopper" / "src" /
+            "gpumem_hopper" / "sim.toml").read_text()
+
+
+def _hopper_with(**far: object) -> dict:
+    data = tomllib.loads(_hopper_text())
+    level = next(c for c in data["cache"] if c["name"] == "l2_far")
+    for key, value in far.items():
+        if value is None:
+            del level[key]
+        else:
+            level[key] = value
+    return data
+
+
+def test_the_packaged_configs_leave_nothing_to_a_default_or_a_short_cycle():
+    for toml in (Path(__file__).resolve().parents[1] / "plugins").glob("*/src/*/sim.toml"):
+        assert SimConfig.load(toml).assumptions() == [], toml
+
+
+@pytest.mark.parametrize("far, said", [
+    ({"sm_partition": [0, 1, 0]},
+     ["cache[l2_far].sm_partition: 3 entries for 132 SMs, repeated over them: partition 0 "
+      "near 88, partition 1 near 44 SMs"]),
+    ({"sm_partition": [1] * 132},
+     ["cache[l2_far].sm_partition: no SM is near partition(s) 0"]),
+    ({"partition_masks": []},
+     ["cache[l2_far].partition_masks: not given; the balanced default [0x421000] decides "
+      "each line's home partition"]),
+    ({"partition_masks": None, "sm_partition": [0, 1]},
+     ["cache[l2_far].partition_masks: not given; the balanced default [0x421000] decides "
+      "each line's home partition",
+      "cache[l2_far].sm_partition: 2 entries for 132 SMs, repeated over them: partition 0 "
+      "near 66, partition 1 near 66 SMs"]),
+])
+def test_a_partitioned_l2_left_to_a_default_or_a_short_cycle_is_said(far, said):
+    """Three sm_partition entries for 132 SMs, or no partition_masks, ran without a word
+    (issue 43): both are legal (cyclic, a documented default), so each is one line."""
+    assert SimConfig.from_dict(_hopper_with(**far)).assumptions() == said
+
+
+def test_a_users_sim_config_with_a_short_sm_map_warns_and_still_runs(cli, tmp_path):
+    cfg = tmp_path / "short.toml"
+    cfg.write_text(tomli_w.dumps(_hopper_with(sm_partition=[0, 1, 0], partition_masks=[])))
+    r = cli("run", "--arch", "hopper", "l2_sm_map", "--device", "sim", "--quick",
+            "--sim-config", str(cfg), "--out", str(tmp_path / "run"))
+    assert r.code == 0, r.err
+    warned = [x for x in r.err.splitlines() if x.startswith("gpumem: warning: --sim-config")]
+    assert len(warned) == 2, r.err
+    assert "3 entries for 132 SMs" in warned[1] and "partition_masks: not given" in warned[0]
+    assert "l2.sm_groups" in r.out  # the run went on with the config as written
+    ok = tmp_path / "ok.toml"
+    ok.write_text(_hopper_text())
+    r = cli("run", "--arch", "hopper", "l2_sm_map", "--device", "sim", "--quick",
+            "--sim-config", str(ok), "--out", str(tmp_path / "run2"))
+    assert r.code == 0 and "warning: --sim-config" not in r.err, r.err
+
+
+def test_plugin_check_lists_what_a_plugins_sim_config_leaves_to_a_default():
+    """A plugin's packaged config is not a --sim-config, so `plugin check` says it."""
+    from gpumem.authoring.check import _sim_config
+
+    cfg = SimConfig.from_dict(_hopper_with(sm_partition=[0, 1, 0]))
+    plugins = SimpleNamespace(first_result=lambda *a, **k: cfg)
+    arch = SimpleNamespace(name="hopper", compute_capabilities=("9.0",))
+    check, got = _sim_config(plugins, arch)
+    assert got is cfg and check.ok, check
+    assert "3 entries for 132 SMs" in check.detail, check
+    check, _ = _sim_config(SimpleNamespace(first_result=lambda *a, **k: SimConfig.from_dict(
+        _hopper_with())), arch)
+    assert check.ok and "sm_partition" not in check.detail, check

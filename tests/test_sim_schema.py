@@ -243,7 +243,11 @@ def test_a_near_copy_takes_balanced_masks_and_far_latency_by_default():
         del data["cache"][1][key]
     cfg = SimConfig.from_dict(data)
     far = cfg.level("l2_far")
-    assert far.partition_masks == [0x421000] == default_partition_masks(2)
+    assert far.home_masks == [0x421000] == default_partition_masks(2)
+    assert far.partition_masks == []  # left to the default, as written: said
+    assert cfg.assumptions() == [
+        "cache[l2_far].partition_masks: not given; the balanced default "
+        "[0x421000] decides each line's home partition"]
     assert far.hit_latency == far.far_latency == 530.0
     assert far.bandwidth == far.requests_per_cycle == 0.0  # the copy caps every stream
     assert cfg.level("l2").bandwidth > 0 and cfg.level("l2").size == 28641280

@@ -192,8 +192,9 @@ def _sim_config(plugins: Plugins, arch: Any) -> tuple[Check, Any]:
     if cfg.compute_capability not in arch.compute_capabilities:
         problems.append(f"compute capability {cfg.compute_capability} is not one the "
                         f"architecture claims ({', '.join(arch.compute_capabilities)})")
+    said = "".join(f"; {line}" for line in cfg.assumptions())  # legal, but worth a word
     return Check(what, not problems, "; ".join(problems) or
-                 f"'{cfg.name}', compute capability {cfg.compute_capability}"), cfg
+                 f"'{cfg.name}', compute capability {cfg.compute_capability}{said}"), cfg
 
 
 def _quick_run(plugins: Plugins, arch: Any, workers: int) -> Check:

@@ -23,7 +23,17 @@ class PluginError(GpumemError):
     """A plugin failed to load or conflicts with another (raised only in strict mode)."""
 
 
-class PluginWarning(UserWarning):
+class GpumemWarning(UserWarning):
+    """Something gpumem went on past but the user should know; the ``gpumem`` command shows
+    each as one line, ``gpumem: warning: ...`` (its subclasses say what kind)."""
+
+
+class SimConfigWarning(GpumemWarning):
+    """A simulator config leaves something to a default or a cycle it may not mean (a
+    partitioned L2's home hash, an SM map shorter than the SMs); the run goes on with it."""
+
+
+class PluginWarning(GpumemWarning):
     """A plugin failed to load, hung, or gave an answer gpumem left out; gpumem went on
     without it. Issued with :func:`warnings.warn`, so ``-W
     error::gpumem.contracts.errors.PluginWarning``

@@ -63,7 +63,7 @@ import pluggy
 from packaging.utils import canonicalize_name
 
 from gpumem.contracts import hookspecs
-from gpumem.contracts.errors import PluginError, PluginWarning
+from gpumem.contracts.errors import GpumemWarning, PluginError, PluginWarning
 
 GROUP = "gpumem"
 BUILTIN = "core"
@@ -601,20 +601,20 @@ def _stderr_warn(message: str) -> None:
 
 @contextlib.contextmanager
 def warnings_as_lines() -> Iterator[None]:
-    """Within: each :class:`~gpumem.contracts.errors.PluginWarning` shown as ``gpumem: warning:
-    ...``,
-    one line on stderr, every time (unless the user set warning filters: ``-W``,
-    ``PYTHONWARNINGS``); other warnings as Python shows them."""
+    """Within: each :class:`~gpumem.contracts.errors.GpumemWarning` (a plugin's, a simulator
+    config's) shown as ``gpumem: warning: ...``, one line on stderr, every time (unless the
+    user set warning filters: ``-W``, ``PYTHONWARNINGS``); other warnings as Python shows
+    them."""
     from gpumem.printable import escape_controls
 
     with warnings.catch_warnings():
         if not sys.warnoptions:
-            warnings.simplefilter("always", PluginWarning)
+            warnings.simplefilter("always", GpumemWarning)
         previous = warnings.showwarning
 
         def show(message: Any, category: type[Warning], filename: str, lineno: int,
                  file: Any = None, line: str | None = None) -> None:
-            if issubclass(category, PluginWarning):
+            if issubclass(category, GpumemWarning):
                 print(f"gpumem: warning: {escape_controls(str(message))}", file=sys.stderr)
             else:
                 previous(message, category, filename, lineno, file, line)

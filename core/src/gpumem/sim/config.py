@@ -589,6 +589,31 @@ class CacheLevel:
         if self.far_latency < self.hit_latency:
             _fail(f"{where}.far_latency", "must be >= hit_latency")
 
+    def assumptions(self, where: str, sm_count: int) -> list[str]:
+        """What a partitioned level leaves to a default or to a cycle the reader may not have
+        meant, one line each: legal (both are documented), but a config that maps 132 SMs
+        with three entries was most often cut short, so the user is told what runs."""
+        if self.partitions == 1:
+            return []
+        out = []
+        if not self.partition_masks:
+            masks = ", ".join(f"0x{m:x}" for m in self.home_masks)
+            out.append(f"{where}.partition_masks: not given; the balanced default [{masks}] "
+                       f"decides each line's home partition")
+        if self.sm_partition and len(self.sm_partition) != sm_count:
+            near = [0] * self.partitions
+            for sm in range(sm_count):
+                near[self.sm_partition[sm % len(self.sm_partition)]] += 1
+            spread = ", ".join(f"partition {p} near {n}" for p, n in enumerate(near))
+            out.append(f"{where}.sm_partition: {len(self.sm_partition)} entries for "
+                       f"{sm_count} SMs, repeated over them: {spread} SMs")
+        elif self.sm_partition:
+            idle = [p for p in range(self.partitions) if p not in self.sm_partition]
+            if idle:
+                out.append(f"{where}.sm_partition: no SM is near partition(s) "
+                           f"{', '.join(map(str, idle))}")
+        return out
+
     def check_near_copy(self, where: str, names: list[str]) -> None:
         """The rules of ``near_size`` and ``home_latency``, on the level as declared (before
         :meth:`split_near_copy` writes it as two)."""
@@ -627,8 +652,7 @@ class CacheLevel:
                                    far_latency=0.0, sm_partition=[], **plain)
         far = dataclasses.replace(
             self, name=f"{self.name}_far", hit_latency=self.home_latency or self.far_latency,
-            bandwidth=0.0, requests_per_cycle=0.0, fill_lookups=1.0,
-            partition_masks=self.home_masks, **plain)
+            bandwidth=0.0, requests_per_cycle=0.0, fill_lookups=1.0, **plain)
         return near, far
 
 
@@ -1031,6 +1055,13 @@ class SimConfig:
         if self.base_address % (max(pages) if pages else 4096):
             _fail("base_address", "must be aligned to the largest TLB page")
         return self
+
+    def assumptions(self) -> list[str]:
+        """Lines on what the config leaves to a default or a cycle it may not mean (see
+        :meth:`CacheLevel.assumptions`); the simulator shows each as a warning on a user's
+        ``--sim-config`` and ``plugin check`` lists them."""
+        return [line for i, c in enumerate(self.caches)
+                for line in c.assumptions(f"cache[{c.name or i}]", self.sm_count)]
 
     def _validate_caches(self) -> None:
         """Each level's rules, unique names, and paths that name levels."""

@@ -273,6 +273,12 @@ default page-grained hash, near hits while a footprint stays within one home and
 past it (a spurious `l2.partitions = 2` whose `l2.near_size` is the whole L2). This form is
 what `l2_sm_map` maps SM by SM; it is not the two plateaus of an H100, which `near_size`
 gives.
+
+Both defaults run, but neither silently: a `--sim-config` (and `gpumem plugin check`) says in
+one line each when a partitioned level leaves `partition_masks` to the balanced default, when
+`sm_partition` has fewer or more entries than `sm_count` (it repeats over the SMs; the line
+says how many SMs each partition is then near: three entries for 132 SMs put 88 near one
+and 44 near the other), and when no SM is near some partition.
 """
 
 _SECTION_NOTES = {CacheLevel: _PARTITIONS}

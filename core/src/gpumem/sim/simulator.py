@@ -2,10 +2,11 @@
 
 from __future__ import annotations
 
+import warnings
 from pathlib import Path
 
 from gpumem.contracts.device import Device
-from gpumem.contracts.errors import UsageError
+from gpumem.contracts.errors import SimConfigWarning, UsageError
 from gpumem.contracts.simulator import Simulator
 from gpumem.sim.config import SimConfig, SimConfigError
 
@@ -26,7 +27,12 @@ class BuiltinSimulator(Simulator):
         return SimDevice(config, arch, seed=seed)
 
     def load_config(self, path: Path) -> SimConfig:
+        """The user's config, and a warning for each default or cycle it leaves to chance
+        (:meth:`SimConfig.assumptions`): legal, but said."""
         try:
-            return SimConfig.load(path)
+            cfg = SimConfig.load(path)
         except SimConfigError as e:
             raise UsageError(f"invalid --sim-config: {e}") from None
+        for line in cfg.assumptions():
+            warnings.warn(SimConfigWarning(f"--sim-config {path}: {line}"), stacklevel=2)
+        return cfg
