@@ -239,15 +239,20 @@ def test_an_unreadable_file_is_a_check_line_not_a_traceback(cli, tmp_path, rel, 
     assert needle in r.out, r.out
 
 
-def test_an_entry_point_into_the_standard_library_is_named(cli, tmp_path):
-    tree = _tree(tmp_path, {"pyproject.toml": """
+def _check_entry_point(cli, tmp_path, name: str, target: str):
+    """``plugin check`` of a source folder whose one entry point is ``name = target``."""
+    tree = _tree(tmp_path, {"pyproject.toml": f"""
         [project]
-        name = "gpumem-stdep"
+        name = "gpumem-{name}"
         version = "0.1"
         [project.entry-points.gpumem]
-        stdep = "os:getcwd"
+        {name} = "{target}"
     """})
-    r = cli("plugin", "check", str(tree))
+    return cli("plugin", "check", str(tree))
+
+
+def test_an_entry_point_into_the_standard_library_is_named(cli, tmp_path):
+    r = _check_entry_point(cli, tmp_path, "stdep", "os:getcwd")
     assert r.code == 1 and "Traceback" not in r.err, r.err
     assert "names no package of the plugin's own" in r.out, r.out
 
@@ -507,14 +512,7 @@ def test_a_manifest_without_checksums_is_said(tmp_path):
 def test_a_source_folder_that_loads_an_installed_package_is_told(cli, tmp_path):
     """Its entry point names a package installed elsewhere (gpumem_hopper): the check once
     passed it as the folder's own code."""
-    tree = _tree(tmp_path, {"pyproject.toml": """
-        [project]
-        name = "gpumem-shadow"
-        version = "0.1"
-        [project.entry-points.gpumem]
-        shadow = "gpumem_hopper.plugin:plugin"
-    """})
-    r = cli("plugin", "check", str(tree))
+    r = _check_entry_point(cli, tmp_path, "shadow", "gpumem_hopper.plugin:plugin")
     assert r.code == 1 and "its package was imported from" in r.out, r.out + r.err
 
 
