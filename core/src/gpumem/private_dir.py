@@ -67,3 +67,15 @@ def usable(d: Path) -> str:
             return f"a folder above {d} is writable by others"
         return ""
     return "" if may_create(d) else f"a folder above {d} is writable by others"
+
+
+def user_cache_root() -> Path | None:
+    """The user's cache folder: ``$XDG_CACHE_HOME`` if absolute (the XDG spec ignores a
+    relative one), else ``~/.cache``; ``None`` without a home folder."""
+    xdg = os.environ.get("XDG_CACHE_HOME", "")
+    if os.path.isabs(xdg):
+        return Path(xdg)
+    try:
+        return Path.home() / ".cache"
+    except RuntimeError:  # no home folder
+        return None

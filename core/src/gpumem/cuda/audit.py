@@ -122,14 +122,16 @@ def sass_opcodes(code: str, arch: str, options: tuple[str, ...] = (),
             for k, v in out.items()}
 
 
-def sass_cache_dir() -> Path:
+def sass_cache_dir() -> Path | None:
     """Where finished audits are kept between runs: ``$GPUMEM_SASS_CACHE``, else
-    ``$XDG_CACHE_HOME/gpumem/sass`` (``~/.cache/gpumem/sass``)."""
+    ``$XDG_CACHE_HOME/gpumem/sass`` (``~/.cache/gpumem/sass``); ``None`` without either."""
+    from gpumem.private_dir import user_cache_root
+
     env = os.environ.get("GPUMEM_SASS_CACHE")
     if env:
         return Path(env)
-    base = os.environ.get("XDG_CACHE_HOME") or os.path.expanduser("~/.cache")
-    return Path(base) / "gpumem" / "sass"
+    base = user_cache_root()
+    return None if base is None else base / "gpumem" / "sass"
 
 
 class SassCache:
@@ -140,23 +142,28 @@ class SassCache:
     s on them). Kept only in a folder private to the user (:mod:`gpumem.private_dir`): a
     planted entry would falsify what a file says its kernels compiled to."""
 
-    PLAIN = "__plain__"  # the key saying the source's plain kernels are in
-
     def __init__(self, folder: Path | None = None) -> None:
+        import threading
+
         from gpumem.private_dir import usable
 
-        self.folder = folder or sass_cache_dir()
-        self.ok = not usable(self.folder)
+        found = folder or sass_cache_dir()
+        self.ok = found is not None and not usable(found)
+        self.folder = found or Path()
+        self._lock = threading.Lock()  # two builds of one source merge, not overwrite
 
     def _file(self, code: str, arch: str, options: tuple[str, ...]) -> Path:
         key = hashlib.sha256("\0".join((code, arch, *options)).encode()).hexdigest()[:32]
         return self.folder / f"{key}.json"
 
     def get(self, code: str, arch: str, options: tuple[str, ...]) -> dict[str, list[str]]:
-        if not self.ok:
+        from gpumem.private_dir import private
+
+        f = self._file(code, arch, options)
+        if not self.ok or not private(f):  # a file others could write is not trusted
             return {}
         try:
-            data = json.loads(self._file(code, arch, options).read_text())
+            data = json.loads(f.read_text())
         except (OSError, ValueError):
             return {}
         return {str(k): [str(x) for x in v] for k, v in data.items()
@@ -164,15 +171,22 @@ class SassCache:
 
     def put(self, code: str, arch: str, options: tuple[str, ...],
             found: dict[str, list[str]]) -> None:
+        """Keep ``found`` (every kernel of one build: its plain kernels and the instances
+        asked for) beside what earlier builds of the source found."""
         if not self.ok or not found:
             return
+        from gpumem.contracts.errors import GpumemError
+        from gpumem.private_dir import private
         from gpumem.safe_write import write_text
 
         try:
             self.folder.mkdir(parents=True, exist_ok=True, mode=0o700)
-            merged = {**self.get(code, arch, options), **found, self.PLAIN: []}
-            write_text(self._file(code, arch, options), json.dumps(merged, sort_keys=True))
-        except OSError:
+            if not private(self.folder):
+                return
+            with self._lock:
+                merged = {**self.get(code, arch, options), **found}
+                write_text(self._file(code, arch, options), json.dumps(merged, sort_keys=True))
+        except (OSError, GpumemError):
             pass  # no cache: the next run builds again
 
 
@@ -199,6 +213,7 @@ class SassInBackground:
         self._asked: dict[str, set[str]] = {}     # probe -> instances asked for so far
         self._jobs: list[Any] = []
         self._found: dict[str, dict[str, list[str]]] = {}
+        self._disk: dict[str, dict[str, list[str]]] = {}  # probe -> what the cache held
 
     def ask(self, probe: str, code: str, options: tuple[str, ...],
             templates: tuple[str, ...] = ()) -> None:
@@ -209,12 +224,12 @@ class SassInBackground:
             new = set(templates) - (asked or set())
             if asked is not None and not new:
                 return
-            first = asked is None
+            if asked is None:  # the disk is read once per probe
+                self._disk[probe] = self.cache.get(code, self.arch, options)
             self._asked[probe] = (asked or set()) | new
-            cached = self.cache.get(code, self.arch, options)
-            if cached and (not first or SassCache.PLAIN in cached) and new <= set(cached):
-                self._found.setdefault(probe, {}).update(
-                    {k: v for k, v in cached.items() if k != SassCache.PLAIN})
+            cached = self._disk[probe]
+            if cached and new <= set(cached):  # a build's file always holds its plain kernels
+                self._found.setdefault(probe, {}).update(cached)
                 return
             self._pending.setdefault(probe, set()).update(new)
             if probe in self._queued:
@@ -227,9 +242,9 @@ class SassInBackground:
             self._queued.discard(probe)
             names = tuple(sorted(self._pending.pop(probe, set())))
         found = sass_opcodes(code, self.arch, options, templates=names) or {}
-        self.cache.put(code, self.arch, options, found)
         with self._lock:
             self._found.setdefault(probe, {}).update(found)
+        self.cache.put(code, self.arch, options, found)  # after: a failed write loses nothing
 
     def pending(self) -> int:
         """Builds not finished yet."""

@@ -30,7 +30,7 @@ import numpy as np
 from filelock import FileLock, Timeout
 from numba.core import caching as nb_caching
 
-from gpumem.private_dir import may_create, private, trusted_parents
+from gpumem.private_dir import may_create, private, trusted_parents, user_cache_root
 from gpumem.sim import model as M
 
 _CACHE: dict[tuple, object] = {}
@@ -78,12 +78,9 @@ def _roots() -> list[Path]:
     if nb.config.CACHE_DIR:
         roots.append(Path(nb.config.CACHE_DIR))
     roots.append(Path(__file__).parent / "__pycache__")
-    xdg = os.environ.get("XDG_CACHE_HOME", "")
-    try:
-        base = Path(xdg) if os.path.isabs(xdg) else Path.home() / ".cache"
-    except RuntimeError:  # no home folder
-        return roots
-    roots.append(base / "gpumem")
+    base = user_cache_root()
+    if base is not None:
+        roots.append(base / "gpumem")
     return roots
 
 
