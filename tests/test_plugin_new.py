@@ -400,6 +400,35 @@ def test_a_copy_of_a_run_is_the_same_run(cli, tmp_path):
     assert r.code == 2 and "the same run as" in r.err and r.err.count("\n") == 1, r.err
 
 
+
+def test_a_copy_of_a_two_device_run_is_the_same_run(tmp_path):
+    """A run of two GPUs gives two sources: each is matched with its own run (the check
+    once paired the n-th source with the n-th run, and took the copy)."""
+    import shutil
+
+    from gpumem.authoring.new import load_runs
+    from gpumem.contracts.errors import UsageError
+    from gpumem.plugin.registry import load_plugins
+
+    two = ROOT / "tests" / "data" / "h200x2-run"
+    copy = tmp_path / "copy"
+    shutil.copytree(two, copy)
+    with pytest.raises(UsageError, match=r"--from .*copy: the same run as --from .*h200x2-run"):
+        load_runs(load_plugins(), [two, copy])
+
+
+def test_a_name_whose_distribution_is_installed_under_another_spelling_is_refused(
+        monkeypatch):
+    """pip sees gpumem-my-gpu and gpumem-my_gpu as one distribution (PEP 503)."""
+    from gpumem.authoring import new
+    from gpumem.contracts.errors import UsageError
+    from gpumem.plugin.registry import load_plugins
+
+    monkeypatch.setattr(new, "_installed_distributions", lambda: {"gpumem-my-gpu"})
+    for name in ("my-gpu", "my_gpu"):
+        with pytest.raises(UsageError, match="is an installed one"):
+            new.check_name(load_plugins(), name)
+
 @pytest.mark.parametrize("name, needle", [
     ("dissect", "its distribution gpumem-dissect is an installed one"),
     ("a" * 60, "60 characters; at most 40"),
@@ -491,10 +520,11 @@ def test_a_killed_plugin_news_temporary_folder_is_removed_by_the_next(tmp_path):
     dead = tmp_path / f"{TEMP_PREFIX}{2**22 + 12345}-abc"  # no such process
     live = tmp_path / f"{TEMP_PREFIX}{os.getpid()}-xyz"
     other = tmp_path / f"{TEMP_PREFIX}notapid"
-    for d in (dead, live, other):
+    huge = tmp_path / f"{TEMP_PREFIX}{10 ** 20}-x"  # no process id: left, and no crash
+    for d in (dead, live, other, huge):
         (d / "full").mkdir(parents=True)
     assert remove_stale_temporaries(tmp_path) == [dead]
-    assert not dead.exists() and live.exists() and other.exists()
+    assert not dead.exists() and live.exists() and other.exists() and huge.exists()
 
 
 def test_a_manifest_without_checksums_is_said(tmp_path):

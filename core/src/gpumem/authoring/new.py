@@ -124,20 +124,22 @@ MAX_NAME = 40
 
 
 def _installed_distributions() -> set[str]:
-    """The names of the installed distributions, lower case, '_' as '-'."""
+    """The installed distributions' names, normalised as pip compares them (PEP 503)."""
     from importlib.metadata import distributions
 
-    return {str(d.metadata["Name"] or "").lower().replace("_", "-") for d in distributions()}
+    from packaging.utils import canonicalize_name
+
+    return {canonicalize_name(str(d.metadata["Name"] or "")) for d in distributions()}
 
 
 def check_name(plugins: Plugins, name: str) -> None:
     """A plugin name is an entry point, a distribution suffix and a package: say what fails."""
     if not _NAME.match(name):
-        shown = name if len(name) <= 40 else name[:40] + "..."
+        shown = name if len(name) <= MAX_NAME else name[:MAX_NAME] + "..."
         raise UsageError(f"plugin name '{shown}': use lower-case letters, digits and single "
                          f"'-' or '_' inside, starting with a letter (e.g. a100, rtx-4090)")
     if len(name) > MAX_NAME:
-        raise UsageError(f"plugin name '{name[:40]}...': {len(name)} characters; at most "
+        raise UsageError(f"plugin name '{name[:MAX_NAME]}...': {len(name)} characters; at most "
                          f"{MAX_NAME} (it names a folder, a distribution and a package)")
     if is_generic(name):
         raise UsageError(f"plugin name '{name}' is the generic architecture of a compute "
@@ -146,35 +148,43 @@ def check_name(plugins: Plugins, name: str) -> None:
     if name in taken or name == "auto":
         raise UsageError(f"plugin name '{name}' is taken by an installed plugin or "
                          f"architecture (gpumem list-plugins); choose another")
+    from packaging.utils import canonicalize_name
+
     dist = f"gpumem-{name}"
-    if dist.lower() in _installed_distributions():
+    if canonicalize_name(dist) in _installed_distributions():
         raise UsageError(f"plugin name '{name}': its distribution {dist} is an installed one "
                          f"(pip install would replace it); choose another")
 
 
-def _simulated_in(run: Path) -> list[str]:
-    """The devices of ``run``'s manifest that are simulators (their keys begin ``sim`` or
-    ``accelsim``): read before any file is analysed."""
+def _manifest(run: Path) -> dict[str, Any]:
+    """``run``'s manifest as read before anything is analysed; ``{}`` where it cannot be
+    read (load_sources then says what is wrong with it)."""
     from gpumem.results.store import MANIFEST
 
     try:
-        entries = json.loads((Path(run) / MANIFEST).read_text()).get("entries", {})
-    except (OSError, ValueError, AttributeError):
-        return []  # load_sources says what is wrong with it
-    keys = {str(e.get("device", "")) for e in entries.values() if isinstance(e, dict)}
+        data = json.loads((Path(run) / MANIFEST).read_text())
+    except (OSError, ValueError):
+        return {}
+    return data if isinstance(data, dict) else {}
+
+
+def _entries(manifest: dict[str, Any]) -> list[dict[str, Any]]:
+    entries = manifest.get("entries")
+    return [e for e in entries.values() if isinstance(e, dict)] \
+        if isinstance(entries, dict) else []
+
+
+def _simulated_in(manifest: dict[str, Any]) -> list[str]:
+    """The devices of a run's manifest that are simulators (their keys begin ``sim`` or
+    ``accelsim``)."""
+    keys = {str(e.get("device", "")) for e in _entries(manifest)}
     return sorted(k for k in keys if k.startswith(("sim", "accelsim")))
 
 
-def _unfit(run: Path) -> str:
-    """Why the manifest of ``run`` says its values cannot be a plugin's ("" when they can):
-    an experiment that failed there, or one measured beside another process on the GPU."""
-    from gpumem.results.store import MANIFEST
-
-    try:
-        entries = json.loads((Path(run) / MANIFEST).read_text()).get("entries", {})
-    except (OSError, ValueError, AttributeError):
-        return ""  # load_sources says what is wrong with it
-    for e in (x for x in entries.values() if isinstance(x, dict)):
+def _unfit(manifest: dict[str, Any]) -> str:
+    """Why a run's manifest says its values cannot be a plugin's ("" when they can): an
+    experiment that failed there, or one measured beside another process on the GPU."""
+    for e in _entries(manifest):
         if e.get("status") == "failed":
             return (f"its experiment {e.get('experiment')} failed ({str(e.get('error'))[:80]}): "
                     f"a plugin's values must rest on complete runs")
@@ -188,25 +198,15 @@ def _unfit(run: Path) -> str:
 def _unchecked(run: Path) -> int:
     """How many of the run's complete entries name a file but record no checksum (a
     manifest stripped of them was taken without a word)."""
-    from gpumem.results.store import MANIFEST
-
-    try:
-        entries = json.loads((Path(run) / MANIFEST).read_text()).get("entries", {})
-    except (OSError, ValueError, AttributeError):
-        return 0
-    return sum(1 for e in entries.values() if isinstance(e, dict) and e.get("file")
+    return sum(1 for e in _entries(_manifest(run)) if e.get("file")
                and e.get("status") == "complete" and not e.get("sha256"))
 
 
-def _run_started(run: Path) -> str:
+def _run_started(manifest: dict[str, Any]) -> str:
     """When the run began (its manifest's first run record), "" where it does not say."""
-    from gpumem.results.store import MANIFEST
-
-    try:
-        runs = json.loads((Path(run) / MANIFEST).read_text()).get("runs") or []
-        return str(runs[0].get("started", "")) if runs else ""
-    except (OSError, ValueError, AttributeError, IndexError):
-        return ""
+    runs = manifest.get("runs")
+    first = runs[0] if isinstance(runs, list) and runs else None
+    return str(first.get("started", "")) if isinstance(first, dict) else ""
 
 
 def run_id(uuid: str, started: str, where: str) -> str:
@@ -222,15 +222,18 @@ def load_runs(plugins: Plugins, runs: Sequence[Path]) -> list[Source]:
     """Every device of every run, its findings derived afresh by this gpumem's analyses (as
     the plugin's own simulated runs will derive them), labelled by card, date and id. A
     simulated run is refused before anything is analysed; a run given twice, once."""
+    manifests = []
     for run in runs:
         if not Path(run).exists():
             raise UsageError(f"--from {run}: no such run directory")
-        sims = _simulated_in(Path(run))
+        manifest = _manifest(Path(run))
+        manifests.append(manifest)
+        sims = _simulated_in(manifest)
         if sims:
             raise UsageError(f"--from {run}: a simulated run ({', '.join(sims)}) measures its "
                              f"config, not a GPU; a plugin describes hardware: give runs "
                              f"measured on a GPU (gpumem run all --device cuda:N)")
-        unfit = _unfit(Path(run))
+        unfit = _unfit(manifest)
         if unfit:
             raise UsageError(f"--from {run}: {unfit}; measure again, or leave it out")
     resolved = [Path(r).resolve() for r in runs]
@@ -239,20 +242,19 @@ def load_runs(plugins: Plugins, runs: Sequence[Path]) -> list[Source]:
         raise UsageError(f"--from {twice[0]}: given more than once (one run counted twice "
                          f"would narrow the bands)")
     sources: list[Source] = []
-    for run in runs:
-        started = _run_started(Path(run))
+    seen: dict[tuple[str, str], str] = {}  # (card, start) -> the run that measured it
+    for run, manifest in zip(runs, manifests, strict=True):
+        started = _run_started(manifest)
         for s in load_sources(Path(run), analyze=lambda f: analyze_file(plugins, f)[1]):
             uuid = s.device.uuid if s.device is not None else ""
             s.label = run_id(uuid, started, str(Path(run).resolve()))
             sources.append(s)
-    seen: dict[tuple, str] = {}
-    for s, run in zip(sources, runs, strict=False):
-        key = (s.device.uuid if s.device else "", _run_started(Path(run)))
-        if key[1] and key in seen:
-            raise UsageError(f"--from {run}: the same run as --from {seen[key]} (card "
-                             f"{key[0][:12]}, started {key[1]}): a copy counted twice would "
-                             f"narrow the bands")
-        seen[key] = str(run)
+            key = (uuid, started)
+            if started and seen.get(key, str(run)) != str(run):
+                raise UsageError(f"--from {run}: the same run as --from {seen[key]} (card "
+                                 f"{uuid[:12]}, started {started}): a copy counted twice "
+                                 f"would narrow the bands")
+            seen[key] = str(run)
     ccs = {s.device.compute_capability for s in sources if s.device is not None}
     if len(ccs) != 1 or any(s.device is None for s in sources):
         raise UsageError(f"--from: the runs must measure GPUs of one compute capability "
@@ -421,20 +423,22 @@ def remove_stale_temporaries(folder: Path | None = None) -> list[Path]:
     process id no longer runs. The folders removed."""
     import shutil
 
+    from gpumem.private_dir import uid
+    from gpumem.results.store import pid_alive
+
     gone = []
     for d in Path(folder or tempfile.gettempdir()).glob(f"{TEMP_PREFIX}*"):
         pid = d.name[len(TEMP_PREFIX):].split("-", 1)[0]
         if not pid.isdigit() or not d.is_dir() or d.is_symlink():
             continue
         try:
-            if d.stat().st_uid != os.getuid():
+            if d.stat().st_uid != uid():
                 continue
-            os.kill(int(pid), 0)  # still running: its folder is in use
-        except ProcessLookupError:
+        except OSError:
+            continue
+        if not pid_alive(int(pid)):  # gone: nothing else would remove its folder
             shutil.rmtree(d, ignore_errors=True)
             gone.append(d)
-        except (PermissionError, OSError, AttributeError):
-            continue  # another user's process, or no POSIX process ids
     return gone
 
 
