@@ -18,7 +18,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
-from gpumem.authoring.learn import card_of, summarize
+from gpumem.authoring.learn import card_of, summarize, versions_beside
 from gpumem.authoring.new import derive_values
 from gpumem.contracts.allowances import band_z
 from gpumem.contracts.device import DeviceInfo
@@ -41,8 +41,7 @@ class WholeRun:
 
 
 def _versions(manifest: Path, entries: list[dict[str, Any]]) -> dict[str, str]:
-    beside = manifest.parent / "versions.json"
-    known = json.loads(beside.read_text()) if beside.exists() else {}
+    known = versions_beside(manifest)
     out = {}
     for e in entries:
         v = e.get("experiment_version") or known.get(e["experiment"])
@@ -115,18 +114,29 @@ def _scaled(v: Any, k: float) -> Any:
     return [x * k for x in v] if isinstance(v, list) else v * k
 
 
+def spreads_without(measurements: list[dict[str, Any]], dropped: dict[str, int],
+                    runs: list[WholeRun]) -> dict[str, dict[str, Any]]:
+    """card -> the spreads learned from every other card's measurements (what its held-out
+    plugin is made with; the same at every Z)."""
+    return {card: summarize([m for m in measurements if m["card"] != card], dropped)
+            for card in pairs(runs)}
+
+
 def held_out(measurements: list[dict[str, Any]], dropped: dict[str, int],
-             runs: list[WholeRun], z: float | None = None) -> dict[str, Any]:
+             runs: list[WholeRun], z: float | None = None, *,
+             learnts: dict[str, dict[str, Any]] | None = None,
+             regressions: bool = True) -> dict[str, Any]:
     """Every card's plugin judged on every other card's runs (see the module docstring),
-    at band Z ``z`` (default: the learned one): healthy failures by finding, and for each of
-    :data:`REGRESSIONS` the (plugin card, run) pairs whose 10 %-worse run passed."""
+    at band Z ``z`` (default: the learned one): healthy failures by finding, and (with
+    ``regressions``) for each of :data:`REGRESSIONS` the (plugin card, run) pairs whose
+    10 %-worse run passed. ``learnts``: :func:`spreads_without`, when already known."""
+    learnts = learnts if learnts is not None else spreads_without(measurements, dropped, runs)
     fails: dict[str, int] = {}
     judged = 0
     missed: dict[str, list[tuple[str, str]]] = {n: [] for n in REGRESSIONS}
     tried: dict[str, int] = {n: 0 for n in REGRESSIONS}
     for card, pair in pairs(runs).items():
-        learnt = summarize([m for m in measurements if m["card"] != card], dropped)
-        learnt["band_z"] = {"value": band_z() if z is None else z}
+        learnt = {**learnts[card], "band_z": {"value": band_z() if z is None else z}}
         expected, versions = plugin(pair, learnt)
         for other in runs:
             if other.card == card:
@@ -135,13 +145,13 @@ def held_out(measurements: list[dict[str, Any]], dropped: dict[str, int],
             judged += n
             for name, *_rest in bad:
                 fails[name] = fails.get(name, 0) + 1
-            for name in REGRESSIONS:
+            has = {n_ for _x, n_ in other.source.findings} if regressions else set()
+            for name in (x for x in REGRESSIONS if x in has):
                 worse_bad, m = judge(expected, versions, other, {name: worse(name)})
-                if not any(x[0] == name for x in worse_bad) and any(
-                        n_ == name for _x, n_ in other.source.findings) and m:
-                    missed[name].append((card, other.source.label))
-                tried[name] += 1 if m and any(n_ == name for _x, n_ in
-                                              other.source.findings) else 0
+                if m:
+                    tried[name] += 1
+                    if not any(x[0] == name for x in worse_bad):
+                        missed[name].append((card, other.source.label))
     return {"judged": judged, "healthy_fails": fails, "missed": missed, "tried": tried}
 
 
@@ -150,12 +160,14 @@ def learn_z(measurements: list[dict[str, Any]], dropped: dict[str, int],
     """The smallest of :data:`CANDIDATES` at which no healthy run of another card fails its
     held-out plugins, with what that Z does (how many 10 %-worse runs still pass); the
     largest candidate where none holds every run."""
+    learnts = spreads_without(measurements, dropped, runs)
     tried = []
-    for z in CANDIDATES:
-        got = held_out(measurements, dropped, runs, z)
+    for z in CANDIDATES:  # healthy runs only: the regressions are judged at the Z taken
+        got = held_out(measurements, dropped, runs, z, learnts=learnts, regressions=False)
         tried.append((z, sum(got["healthy_fails"].values())))
         if not got["healthy_fails"]:
             break
+    got = held_out(measurements, dropped, runs, z, learnts=learnts)
     cards = sorted(pairs(runs))
     return {"value": z,
             "rule": "the smallest Z (2.0, 2.1, ...) at which every card's plugin, made from "

@@ -37,7 +37,7 @@ def _manifests(folder: Path) -> list[Path]:
     return [direct] if direct.exists() else sorted(folder.glob("*.manifest.json"))
 
 
-def _versions_beside(manifest: Path) -> dict[str, str]:
+def versions_beside(manifest: Path) -> dict[str, str]:
     """``versions.json`` in the manifest's folder: ``{experiment: version}``, or keyed by
     the manifest's file name first (a folder of several manifests)."""
     f = manifest.parent / "versions.json"
@@ -46,6 +46,20 @@ def _versions_beside(manifest: Path) -> dict[str, str]:
     data = json.loads(f.read_text())
     mine = data.get(manifest.name, data)
     return {str(k): str(v) for k, v in mine.items() if isinstance(v, (str, int))}
+
+
+def _raw_file(manifest: Path, entry: dict[str, Any]) -> Path | None:
+    """The raw results file an entry names, if it names one inside its run (an edited
+    manifest must not make gpumem read another folder's file: results.store.file_of)."""
+    from gpumem.contracts.errors import ResultsFileError
+    from gpumem.results.store import file_of
+
+    if not entry.get("file"):
+        return None
+    try:
+        return file_of(manifest.parent, entry["file"])
+    except ResultsFileError:
+        return None
 
 
 def card_of(device_key: str) -> tuple[str, str]:
@@ -65,12 +79,12 @@ def _entries(folders: Iterable[Path]) -> list[tuple[Path, dict[str, Any], str]]:
     out = []
     for folder in folders:
         for manifest in _manifests(Path(folder)):
-            beside = _versions_beside(manifest)
+            beside = versions_beside(manifest)
             for e in json.loads(manifest.read_text())["entries"].values():
                 if e.get("status") != "complete" or not str(e.get("device", "")).startswith(
                         "cuda"):
                     continue
-                raw = manifest.parent / e["file"] if e.get("file") else None
+                raw = _raw_file(manifest, e)
                 version = str(e.get("experiment_version", "")) or beside.get(
                     e["experiment"], "")
                 if raw is not None and raw.exists() and not version:
@@ -111,7 +125,7 @@ def read_runs(plugins: Plugins, folders: Iterable[Path]) -> tuple[list[dict[str,
                 cls.means_the_same(n, version) for n in (e.get("findings") or {}))):
             dropped["an earlier version of the experiment"] += 1
             continue
-        raw = manifest.parent / e["file"] if e.get("file") else None
+        raw = _raw_file(manifest, e)
         if raw is not None and raw.exists():
             findings = {f.name: f.as_dict() for f in analyze_file(plugins, raw)[1]}
         else:
