@@ -166,7 +166,7 @@ def _device(kind: str, name: str) -> DeviceInfo:
 
 @pytest.mark.parametrize("kind, name, reference", [
     ("cuda", "NVIDIA H200", True), ("cuda", "NVIDIA H200 NVL", True),
-    ("cuda", "NVIDIA H100 80GB HBM3", False),
+    ("cuda", "NVIDIA H100 80GB HBM3", False), ("cuda", "NVIDIA GH200 480GB", False),
     ("sim", "sim h200", True), ("sim", "sim h200-calibrated", True),
     ("sim", "sim H200-Calibrated", True),
     ("sim", "sim h2000", False), ("sim", "sim h200x", False), ("sim", "sim gtx780", False),
@@ -179,6 +179,15 @@ def test_which_devices_get_the_reference_values(kind, name, reference):
     got = get_plugins().expected_values("hopper", _device(kind, name))
     assert any(e.source.startswith("REFERENCE") for e in got) == reference
     assert len({e.name for e in got}) == len(got)
+
+
+def test_a_gh200_gets_gpu_benches_figures_not_the_h200_fleets():
+    """"NVIDIA GH200 480GB" contains "H200": it once took the H200 fleet's values."""
+    from gpumem.plugin.registry import get_plugins
+
+    got = get_plugins().expected_values("hopper", _device("cuda", "NVIDIA GH200 480GB"))
+    assert any("gpu-benches" in e.source for e in got), [e.source[:40] for e in got]
+    assert not any("healthy H200" in e.source for e in got)
 
 
 def _findings(run: Path) -> dict[str, dict]:

@@ -41,13 +41,6 @@ from gpumem.plugin.registry import Plugins
 
 _NAME = re.compile(r"^[a-z][a-z0-9]*(?:[-_][a-z0-9]+)*$")
 
-#: Findings of one card that another card of the same product need not share (besides those
-#: gpumem's multi-card data saw differ: :func:`gpumem.contracts.allowances.card_specific`).
-CARD_SPECIFIC = {
-    "l2.sm_partition": "which SMs sit near which L2 partition follows the card's disabled SMs",
-}
-
-
 @dataclass
 class Value:
     """One expected value the plugin will carry, with where it came from."""
@@ -314,7 +307,7 @@ def derive_values(sources: list[Source], allowances: dict[str, Any] | None = Non
     where = (f"gpumem on {product} ({len(cards)} card{'s' if len(cards) > 1 else ''}: "
              f"{', '.join(cards)}), {n} run{'s' if n > 1 else ''} "
              f"({', '.join(s.label for s in sources)})")
-    specific = {**card_specific(allowances), **CARD_SPECIFIC}
+    specific = card_specific(allowances)
     keys = sorted({k for s in sources for k in s.findings})
     values, left = [], []
     for exp, name in keys:

@@ -170,11 +170,19 @@ def allowance(name: str, units: str, data: dict[str, Any] | None = None) -> Allo
     return None
 
 
+#: Findings of one card that another card of the same product need not share, known
+#: without measuring several (besides those the learned data saw differ).
+CARD_SPECIFIC = {
+    "l2.sm_partition": "which SMs sit near which L2 partition follows the card's disabled SMs",
+}
+
+
 def card_specific(data: dict[str, Any] | None = None) -> dict[str, str]:
-    """Structural findings the learned data saw differ between healthy cards of one model,
-    each with the values seen: no card's value is expected of another."""
+    """Findings no card's value is expected of another: the structural ones the learned data
+    saw differ between healthy cards of one model (each with the values seen), and
+    :data:`CARD_SPECIFIC`."""
     data = learned() if data is None else data
-    return dict(data.get("card_specific", {}))
+    return {**data.get("card_specific", {}), **CARD_SPECIFIC}
 
 
 @dataclass(frozen=True)
@@ -183,7 +191,6 @@ class Band:
 
     rel_tol: float
     abs_tol: float
-    parts: tuple[tuple[str, float], ...]
     text: str
 
 
@@ -237,8 +244,7 @@ def _interval_part(intervals: list[Any], center: Any, absolute: bool) -> float:
         if iv is None:
             continue
         lo, hi = iv
-        los = _numbers(lo) if isinstance(lo, (list, tuple)) else _numbers(lo)
-        his = _numbers(hi) if isinstance(hi, (list, tuple)) else _numbers(hi)
+        los, his = _numbers(lo), _numbers(hi)
         for a, b, y in zip(los, his, c, strict=False):
             if not (math.isfinite(a) and math.isfinite(b)):
                 continue
@@ -276,8 +282,6 @@ def model_band(name: str, units: str, center: Any, runs: list[Any],
     interval = _interval_part(intervals, center, absolute)
     total = interval + spread
     pct = (lambda x: f"{x:.3g}") if absolute else (lambda x: f"{x:.2%}")
-    parts = (("the runs' own 95 % intervals", interval), ("card to card", sigma_card),
-             ("run to run", sigma_run))
     head = (f"the runs' own 95 % intervals {pct(interval)} + {z:g} x sqrt(2 x (card to "
             f"card {pct(sigma_card)})^2 + (run to run {pct(sigma_run)})^2 x (1 + 1/{n})) "
             f"= {pct(spread)}")
@@ -289,15 +293,21 @@ def model_band(name: str, units: str, center: Any, runs: list[Any],
         notes.append(f"card to card: what the runs' {cards} cards show")
     notes.append(learnt.text(name) if learnt else
                  "no multi-card data for it or its class: no card-to-card allowance")
+    return _band(total, units, absolute, head, notes)
+
+
+def _band(total: float, units: str, absolute: bool, head: str, notes: list[str]) -> Band:
+    """A band of ``total`` (in units where ``absolute``, else relative: at least
+    :data:`MIN_BAND`, and :data:`MIN_CYCLES` for a latency in cycles), its text saying how
+    (``head``) and from what (``notes``)."""
     if absolute:
-        return Band(0.0, round(total, 4), parts,
-                    f"band +-{pct(total)} = {head}; " + "; ".join(notes))
+        return Band(0.0, round(total, 4), f"band +-{total:.3g} = {head}; " + "; ".join(notes))
     rel = max(total, MIN_BAND)
-    floor = f"; at least {MIN_BAND:.0%}" if rel > total else ""
     abs_tol = MIN_CYCLES if units == "cycle" else 0.0
-    text = (f"band {rel:.2%}" + (f" or {abs_tol:g} cycles" if abs_tol else "") + f" = {head}"
-            + floor + "; " + "; ".join(notes))
-    return Band(round(rel, 5), abs_tol, parts, text)
+    floor = f"; at least {MIN_BAND:.0%}" if rel > total else ""
+    return Band(round(rel, 5), abs_tol, f"band {rel:.2%}"
+                + (f" or {abs_tol:g} cycles" if abs_tol else "") + f" = {head}{floor}; "
+                + "; ".join(notes))
 
 
 def fleet_band(name: str, units: str, data: dict[str, Any] | None = None) -> Band | None:
@@ -326,16 +336,7 @@ def fleet_band(name: str, units: str, data: dict[str, Any] | None = None) -> Ban
     if seen > model:
         head += (f", widened to {pct(seen)}: the farthest healthy card's median plus a "
                  f"run's largest deviation")
-    parts = (("card to card", learnt.card_sigma), ("run to run", learnt.run_sigma))
-    if learnt.absolute:
-        return Band(0.0, round(spread, 4), parts, f"band +-{pct(spread)} = {head}; "
-                    + learnt.text(name))
-    rel = max(spread, MIN_BAND)
-    abs_tol = MIN_CYCLES if units == "cycle" else 0.0
-    floor = f"; at least {MIN_BAND:.0%}" if rel > spread else ""
-    return Band(round(rel, 5), abs_tol, parts,
-                f"band {rel:.2%}" + (f" or {abs_tol:g} cycles" if abs_tol else "")
-                + f" = {head}{floor}; " + learnt.text(name))
+    return _band(spread, units, learnt.absolute, head, [learnt.text(name)])
 
 
 def fleet_values(data: dict[str, Any] | None = None) -> list[dict[str, Any]]:
@@ -362,18 +363,16 @@ def fleet_values(data: dict[str, Any] | None = None) -> list[dict[str, Any]]:
 
 
 def fleet_expected(source: str, beside: dict[str, str] | None = None,
-                   skip: tuple[str, ...] = (), data: dict[str, Any] | None = None
-                   ) -> list[Any]:
-    """Expected values of the product gpumem's multi-card data measured (:func:`fleet_values`):
-    each the median of its cards' medians with :func:`fleet_band`'s band, ``source`` then the
-    cards and runs and each part of the band in its source, and what others published for it
-    (``beside``: finding -> text) after it. ``skip``: findings not to expect."""
+                   data: dict[str, Any] | None = None) -> list[Any]:
+    """Expected values of the product gpumem's multi-card data measured (:func:`fleet_values`,
+    measured findings only: nothing card-specific): each the median of its cards' medians
+    with :func:`fleet_band`'s band, ``source`` then the cards and runs and each part of the
+    band in its source, and what others published for it (``beside``: finding -> text)
+    after it."""
     from gpumem.contracts.findings import Expected
 
     out = []
     for v in fleet_values(data):
-        if v["name"] in skip:
-            continue
         band: Band = v["band"]
         text = (f"{source}: the median of {v['cards']} healthy {v['product']} cards' medians "
                 f"({v['runs']} runs); {band.text}")
