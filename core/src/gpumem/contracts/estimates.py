@@ -37,11 +37,12 @@ from gpumem.contracts.findings import (
     STOP_REASONS,
     Finding,
     Precision,
+    rel_from_interval,
     worst_precision,
 )
 
-#: The coverage every interval aims at, and the normal quantile of its half-width.
-LEVEL, Z95 = 0.95, 1.96
+#: The coverage every interval aims at.
+LEVEL = 0.95
 #: Fewest runs whose order statistics bracket the median with >= 95 % (the min and max of 6:
 #: 1 - 2 * 2**-6 = 96.9 %).
 MIN_RUNS_95 = 6
@@ -97,13 +98,7 @@ def rel_error(x: Any) -> float:
     a = _finite(x)
     if a.size < 2:
         return math.nan
-    lo, hi = order_interval(a)
-    if hi == lo:
-        return 0.0
-    med = float(np.median(a))
-    if med == 0.0:
-        return math.inf
-    return (hi - lo) / (2 * Z95 * abs(med))
+    return rel_from_interval(float(np.median(a)), *order_interval(a))
 
 
 @dataclass(frozen=True)
@@ -119,10 +114,6 @@ class Estimate:
     @property
     def interval(self) -> tuple[float, float]:
         return (self.lo, self.hi)
-
-    @property
-    def finite(self) -> bool:
-        return all(math.isfinite(v) for v in (self.value, self.lo, self.hi))
 
     def scaled(self, k: float) -> Estimate:
         """``k`` times the value (a known constant: a peak, a clock, a count)."""
@@ -198,12 +189,9 @@ def median_estimate(runs: Any, stopped: str = STOP_FIXED) -> Estimate:
     if a.size == 0:
         return Estimate(math.nan, math.nan, math.nan, Precision(0, math.nan, stopped))
     lo, hi = order_interval(a)
-    return Estimate(float(np.median(a)), lo, hi, Precision(int(a.size), rel_error(a), stopped))
-
-
-#: ``point_stopped`` flag values (the raw dataset's per-point record of the stopping rule)
-#: and the reason each stands for.
-STOP_FLAGS: tuple[str, ...] = STOP_REASONS
+    med = float(np.median(a))
+    rel = rel_from_interval(med, lo, hi) if a.size >= 2 else math.nan  # as rel_error(a)
+    return Estimate(med, lo, hi, Precision(int(a.size), rel, stopped))
 
 
 def argmax_at(da: Any) -> dict[str, Any]:
@@ -226,8 +214,8 @@ def _stopped(raw: Any, at: Sequence[Mapping[str, Any]]) -> str:
         flag = raw["point_stopped"].sel({k: v for k, v in sel.items()
                                           if k in raw["point_stopped"].dims})
         flags += [int(f) for f in np.asarray(flag.values).ravel()
-                  if 0 <= f < len(STOP_FLAGS)]
-    return STOP_FLAGS[max(flags)] if flags else STOP_FIXED
+                  if 0 <= f < len(STOP_REASONS)]
+    return STOP_REASONS[max(flags)] if flags else STOP_FIXED
 
 
 def estimate_at(raw: Any, name: str, at: Mapping[str, Any] | None = None) -> Estimate:

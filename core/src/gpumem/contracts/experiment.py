@@ -41,7 +41,7 @@ import numpy as np
 import xarray as xr
 
 from gpumem.contracts.device import Device, DeviceInfo
-from gpumem.contracts.estimates import rel_error
+from gpumem.contracts.estimates import MIN_RUNS_95, rel_error
 from gpumem.contracts.finding_names import declared, matches
 from gpumem.contracts.findings import (
     STOP_BUDGET,
@@ -185,7 +185,7 @@ REPEATS, QUICK_REPEATS = 16, 3
 #: The stopping rule's target: the median's relative standard error (nvbench's ``stdrel``
 #: default noise, 0.5 %), the fewest runs (6: their min and max bracket the median with
 #: 96.9 %, :mod:`gpumem.contracts.estimates`), and a point's time budget for its runs.
-TARGET_REL_ERROR, MIN_REPEATS, POINT_BUDGET_S = 0.005, 6, 1.0
+TARGET_REL_ERROR, MIN_REPEATS, POINT_BUDGET_S = 0.005, MIN_RUNS_95, 1.0
 #: Fewest runs before the time budget may end a point's repeats.
 BUDGET_MIN_REPEATS = 3
 

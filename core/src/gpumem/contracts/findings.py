@@ -67,6 +67,19 @@ STOP_SAMPLE = "fixed sample"
 STOP_MAX = "most repeats"
 STOP_BUDGET = "time budget"
 STOP_REASONS = (STOP_PRECISE, STOP_FIXED, STOP_SAMPLE, STOP_MAX, STOP_BUDGET)
+#: The normal quantile of a 95 % interval's half-width.
+Z95 = 1.96
+
+
+def rel_from_interval(value: float, lo: float, hi: float) -> float:
+    """The relative standard error a 95 % interval ``(lo, hi)`` of ``value`` states,
+    ``(hi - lo) / (2 x 1.96 x |value|)``: 0 where the interval is a point, inf where it is
+    not and the value is 0."""
+    if hi == lo:
+        return 0.0
+    if value == 0:
+        return math.inf
+    return (hi - lo) / (2 * Z95 * abs(value))
 
 
 @dataclass(frozen=True)
@@ -117,7 +130,7 @@ def precision_from_interval(f: Finding) -> Precision | None:
             continue
         if any(math.isnan(x) for x in (v, a, b)):
             continue
-        rels.append((b - a) / (2 * 1.96 * abs(v)) if v else (0.0 if a == b else math.inf))
+        rels.append(rel_from_interval(v, a, b))
     return Precision(0, max(rels), STOP_SAMPLE) if rels else None
 
 

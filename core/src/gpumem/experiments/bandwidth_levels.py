@@ -29,7 +29,7 @@ import numpy as np
 import xarray as xr
 
 from gpumem.contracts.device import Device, StreamRequest
-from gpumem.contracts.estimates import estimate_at, finding
+from gpumem.contracts.estimates import argmax_at, estimate_at, finding
 from gpumem.contracts.experiment import (
     Axis,
     Experiment,
@@ -173,8 +173,7 @@ def _level(out: list[Finding], raw: xr.Dataset, med: xr.DataArray, paths: list[s
                                                  coords={"footprint": raw["footprint"]}))
     if not np.isfinite(sub.values).any():
         return
-    where = np.unravel_index(int(np.nanargmax(sub.values)), sub.shape)
-    at = {d: sub[d].values[i] for d, i in zip(sub.dims, where, strict=True)}
+    at = argmax_at(sub)
     est = estimate_at(raw, "gbs", at)
     shape = (f"{at['ctas_per_sm']} blocks/SM x {at['threads']} threads, {at['ilp']} loads in "
              f"flight, .{at['path']}, {int(at['footprint']) >> 10} KiB")

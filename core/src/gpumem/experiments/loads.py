@@ -197,7 +197,7 @@ class IlpSweep(Experiment):
         grid = (f"{a['ctas']} CTAs x {a['threads']} threads, {a['width']}-B .cg loads, "
                 + (f"{a['work_bytes'] >> 20} MiB per run whatever K; " if a["work_bytes"]
                    else "one pass over the buffer per run whatever K; ") +
-                f"median of {raw.sizes.get('repeat', 1)} runs")
+                f"median of each point's runs (at most {raw.sizes.get('repeat', 1)})")
 
         def curve(f: int, order: str, rev: int) -> dict[int, float]:
             c = med.sel(footprint=f, order=order, reverse=rev)
@@ -210,10 +210,10 @@ class IlpSweep(Experiment):
 
         def emit(prefix: str, f: int, rev: int, best: bool) -> None:
             curves = {o: curve(f, o, rev) for o in orders}
+            ests = {o: curve_estimates(raw, f, o, rev) for o in orders}
             if best and all(curves.values()):
                 picks = [saturating_k(curve_runs(raw, f, o, rev)) for o in orders]
-                precs = [worst_precision([e.precision for e in
-                                          curve_estimates(raw, f, o, rev).values()])
+                precs = [worst_precision([e.precision for e in ests[o].values()])
                          for o in orders]
                 out.append(Finding(
                     f"{prefix}best_k", [hi for _lo, hi in picks], "1", 0.9,
@@ -228,7 +228,7 @@ class IlpSweep(Experiment):
             if all(2 in c and 8 in c for c in curves.values()):
                 out.append(list_finding(
                     f"{prefix}k8_vs_k2" + ("_reverse" if rev else ""),
-                    [k8_vs_k2(f, o, rev) for o in orders], "1", 0.9,
+                    [ests[o][8].over(ests[o][2]) for o in orders], "1", 0.9,
                     f"bandwidth at K=8 over K=2 at {f >> 20} MiB"
                     f"{', chunks walked backwards' if rev else ''}; {grid}",
                     index=("order", orders), note=RATIO_NOTE))

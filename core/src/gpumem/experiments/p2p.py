@@ -38,7 +38,7 @@ from gpumem.contracts.experiment import (
     point_medians,
     repeat_count,
 )
-from gpumem.contracts.findings import STOP_SAMPLE, Finding, Precision
+from gpumem.contracts.findings import STOP_SAMPLE, Finding, Precision, rel_from_interval
 
 RECORD = 2048
 STRIDE = 256               # bytes between chased elements (random order): one per line
@@ -116,10 +116,11 @@ class PeerAccess(Experiment):
         def chased(where: str) -> list[Estimate]:
             """Each peer's chase median and its interval (files before it: the value)."""
             med = point_medians(raw, f"latency_{where}").values
-            ends = [raw[f"latency_{where}_{e}"].values if f"latency_{where}_{e}" in raw
-                    else med for e in ("lo", "hi")]
-            return [Estimate(float(m), float(a), float(b),
-                             Precision(0, math.nan, STOP_SAMPLE))
+            known = f"latency_{where}_lo" in raw
+            ends = [raw[f"latency_{where}_{e}"].values if known else med for e in ("lo", "hi")]
+            return [Estimate(float(m), float(a), float(b), Precision(
+                        0, rel_from_interval(float(m), float(a), float(b)) if known
+                        else math.nan, STOP_SAMPLE))
                     for m, a, b in zip(med, *ends, strict=True)]
 
         l2, dram = chased("l2"), chased("dram")
