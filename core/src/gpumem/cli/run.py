@@ -31,7 +31,6 @@ from gpumem.cli._common import (
     stdout,
 )
 from gpumem.cli.show import finding_columns
-from gpumem.contracts.errors import UsageError
 from gpumem.contracts.findings import kind_of
 from gpumem.run.runner import Outcome, Reporter, RunReport, RunRequest, run
 
@@ -197,9 +196,10 @@ def run_cmd(
     """Run EXPERIMENTS (default: all) on a GPU, or on the built-in simulator (any GPU: no
     plugin needed; --arch picks whose expected values judge the findings)."""
     check_seed(seed)
-    if exclusive is not None and not (0 <= exclusive < float("inf")):  # NaN, inf, negative
-        raise UsageError(f"--exclusive {exclusive}: give the seconds to wait, a finite number "
-                         f">= 0")
+    if exclusive is not None:  # refused before any child process of --devices starts
+        from gpumem.contracts.contention import check_wait
+
+        check_wait(exclusive)
     req = RunRequest(arch=arch, experiments=experiments or ["all"], device=device, out=out,
                      resume=resume, quick=quick, workers=workers, sim_config=sim_config,
                      seed=seed, argv=_state.argv, executor=executor, scheduler=scheduler,

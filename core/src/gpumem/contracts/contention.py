@@ -28,6 +28,7 @@ marks the same findings (:func:`reapply`).
 
 from __future__ import annotations
 
+import math
 import time
 import warnings
 from collections.abc import Callable, Mapping, Sequence
@@ -263,6 +264,16 @@ class DeviceBusy(GpumemError):
     exit_code = 75  # EX_TEMPFAIL (sysexits.h): busy now, try again later
 
 
+def check_wait(wait_s: float) -> None:
+    """``--exclusive``'s wait: a finite number of seconds >= 0 (NaN or inf would wait for a
+    busy GPU forever: ``waited >= nan`` is never true)."""
+    if not 0 <= wait_s < math.inf:
+        from gpumem.contracts.errors import UsageError
+
+        raise UsageError(f"--exclusive {wait_s:g}: give the seconds to wait, a finite number "
+                         f">= 0")
+
+
 def wait_until_free(look: Callable[[], list[Neighbour] | None], wait_s: float,
                     say: Callable[[str], None], *, poll_s: float = 0.5,
                     clock: Callable[[], float] = time.monotonic,
@@ -271,10 +282,7 @@ def wait_until_free(look: Callable[[], list[Neighbour] | None], wait_s: float,
     waiting up to ``wait_s``; raise :class:`DeviceBusy` naming them otherwise. A device
     that cannot list other processes (``look`` answers ``None``) is refused at once: an
     exclusive run cannot be promised there."""
-    if wait_s < 0:
-        from gpumem.contracts.errors import UsageError
-
-        raise UsageError(f"--exclusive {wait_s:g}: the wait must be >= 0 seconds")
+    check_wait(wait_s)
     start = clock()
     told = False
     while True:
