@@ -35,7 +35,7 @@ from typing import Any
 from gpumem.contracts.allowances import card_specific, model_band
 from gpumem.contracts.errors import Interrupted, UsageError
 from gpumem.contracts.findings import NOT_MODELLED, Expected, Finding, kind_of, status_of
-from gpumem.contracts.generic import is_generic
+from gpumem.contracts.generic import is_compute_capability, is_generic
 from gpumem.interop.compare import Source, analyze_file, load_sources
 from gpumem.plugin.registry import Plugins
 
@@ -255,7 +255,7 @@ def load_runs(plugins: Plugins, runs: Sequence[Path]) -> list[Source]:
     if any(s.device.kind == "sim" for s in sources):  # type: ignore[union-attr]
         raise UsageError("--from: a plugin describes hardware; give runs measured on a GPU "
                          "(a simulated run measures its config, not a GPU)")
-    bad = [c for c in ccs if not re.fullmatch(r"\d{1,2}\.\d{1,2}", c)]
+    bad = [c for c in ccs if not is_compute_capability(c)]
     if bad:
         raise UsageError(f"--from: compute capability {bad[0]!r} is not MAJOR.MINOR")
     return sources

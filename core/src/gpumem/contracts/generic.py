@@ -30,6 +30,12 @@ _NAME = re.compile(r"^sm_(\d+)(\d)$")
 _CC = re.compile(r"^(\d+)\.(\d)$")
 
 
+def is_compute_capability(text: str) -> bool:
+    """Is ``text`` written 'major.minor' (such as 9.0): what a config or a run may record
+    where it names a folder, a package or an architecture."""
+    return re.fullmatch(r"\d{1,2}\.\d{1,2}", text) is not None
+
+
 def generic_name(compute_capability: str) -> str:
     """``"9.0"`` -> ``"sm_90"``, ``"12.0"`` -> ``"sm_120"`` (CUDA's own spelling of a target)."""
     m = _CC.match(compute_capability.strip())

@@ -34,7 +34,6 @@ import dataclasses
 import functools
 import hashlib
 import math
-import re
 import sys
 import types
 from collections.abc import Iterator
@@ -1028,7 +1027,9 @@ class SimConfig:
         ``self``; raises :class:`SimConfigError`, whose message starts with the field."""
         _check_numbers(self)
         _check_declared(self)
-        if not re.fullmatch(r"\d{1,2}\.\d{1,2}", self.compute_capability):
+        from gpumem.contracts.generic import is_compute_capability
+
+        if not is_compute_capability(self.compute_capability):
             _fail("compute_capability", f"{self.compute_capability[:40]!r} is not 'major.minor' "
                                         f"(such as 9.0)")
         if len(self.name) > MAX_NAME:  # it names the device and the run's folders
