@@ -1180,7 +1180,12 @@ class SimConfig:
     def load(cls, path: str | Path) -> SimConfig:
         p = Path(path)
         try:
-            text = p.read_bytes().decode("utf-8")
+            with p.open("rb") as f:  # no more than the longest config could take
+                data = f.read(4 * MAX_TOML + 1)
+            if len(data) > 4 * MAX_TOML:
+                raise SimConfigError(f"{p}: over {4 * MAX_TOML} bytes: a simulator config is a "
+                                     f"few kilobytes (at most {MAX_TOML} characters)")
+            text = data.decode("utf-8")
         except OSError as e:
             raise SimConfigError(f"cannot read {p}: {e.strerror or e}") from None
         except UnicodeDecodeError as e:  # TOML is UTF-8 text: a binary file is not a config
