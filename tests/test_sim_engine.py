@@ -143,6 +143,55 @@ def test_unknown_path_is_unsupported():
         chase(config(), footprint=4096, stride=128, path="tex")
 
 
+#: A sliced L2 (four slices by an XOR hash, two SM rows of latencies): the kernels' slice
+#: branch in the engine tests.
+SLICED = dict(slices=4, slice_masks=[0x1080, 0x20500],
+              slice_latency=[[210.0, 250.0, 230.0, 290.0], [260.0, 205.0, 280.0, 225.0]])
+
+
+def test_a_sliced_level_serves_each_line_at_its_slices_latency_from_each_sm():
+    """Every L2 hit costs the SM's latency to the line's home slice: the slice the XOR
+    masks give the line's address, the row of the SM (cyclic over SMs)."""
+    from gpumem.sim.config import parity
+
+    l2 = CacheLevel("l2", 1 << 20, 128, 16, L2_HIT, sector=32, scope="gpu", translate=True,
+                    **SLICED)
+    cfg = config()
+    cfg.caches[1] = l2
+    cfg.sm_count = 4
+    cfg.validate()
+    lines = np.random.default_rng(3).choice(4096, 256, replace=False) * 128
+    pattern = tuple(int(x) for x in lines)
+    for sm in range(4):
+        res = chase(cfg, footprint=1 << 20, stride=128, order="pattern", pattern=pattern,
+                    warmup=256, record=256, path="cg", sm=sm)
+        addr = cfg.base_address + res.index * 4
+        sl = parity(addr & 0x1080) | parity(addr & 0x20500) << 1
+        assert np.array_equal(l2.slice_of(addr), sl)
+        want = np.array(SLICED["slice_latency"][sm % 2])[sl]
+        assert np.array_equal(res.latency, want)
+        assert len(set(sl.tolist())) == 4
+
+
+def test_a_slice_map_is_checked_when_the_config_loads():
+    from gpumem.sim.config import SimConfigError
+
+    def bad(**kw):
+        cfg = config()
+        cfg.caches[1] = CacheLevel("l2", 1 << 20, 128, 16, L2_HIT, scope="gpu",
+                                   **{**SLICED, **kw})
+        with pytest.raises(SimConfigError) as e:
+            cfg.validate()
+        return str(e.value)
+
+    assert "log2(slices) = 2 masks" in bad(slice_masks=[0x1080])
+    assert "independent" in bad(slice_masks=[0x1080, 0x1080])
+    assert "inside a line" in bad(slice_masks=[0x1080, 0x40])
+    assert "one row per SM" in bad(slice_latency=[[1.0, 2.0]])
+    assert "sm_offsets" in bad(sm_offsets=[1.0])
+    assert "need slices > 1" in bad(slices=1)
+
+
 def _planted_configs():
     gpu = dict(scope="gpu", translate=True)
     tlbs = [TlbLevel("tlb_l1", 64 << 10, 16, 16, 10.0),
@@ -164,6 +213,10 @@ def _planted_configs():
                  index=SetIndex("table", table=[2, 0, 1, 1, 0]))]
     yield "bits", [CacheLevel("l1d", 512, 32, 4, L1_HIT, index=SetIndex("bits", bits=[7, 8])),
                    CacheLevel("l2", 1 << 19, 128, 32, L2_HIT, **gpu)], tlbs
+    yield "sliced", [CacheLevel("l1d", 16384, 128, 4, L1_HIT, sector=32),
+                     CacheLevel("l2", 1 << 20, 128, 16, L2_HIT, sector=32, partitions=2,
+                                partition_masks=[0x1080], far_latency=300.0, **SLICED, **gpu)
+                     ], tlbs
 
 
 @pytest.mark.parametrize("name,caches,tlbs", list(_planted_configs()),

@@ -36,11 +36,12 @@ import hashlib
 import math
 import sys
 import types
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from dataclasses import MISSING, dataclass, field, fields
 from pathlib import Path
 from typing import Annotated, Any, NamedTuple, Union, get_args, get_origin, get_type_hints
 
+import numpy as np
 import tomli_w
 from pydantic import Field
 from pydantic.fields import FieldInfo
@@ -443,6 +444,25 @@ def _validate_policy(where: str, policy: str, weights: list[float], max_ways: in
             _fail(f"{where}.way_weights", "weights must be >= 0 with a positive sum")
 
 
+def gf2_rank(masks: Sequence[int]) -> int:
+    """The rank of integer bit masks as vectors over GF(2) (XOR is their sum)."""
+    basis: list[int] = []
+    for m in masks:
+        for b in basis:
+            m = min(m, m ^ b)
+        if m:
+            basis.append(m)
+    return len(basis)
+
+
+def parity(x: np.ndarray) -> np.ndarray:
+    """Each int64's bit parity (0 or 1)."""
+    x = np.asarray(x, np.int64).view(np.uint64)
+    for s in (32, 16, 8, 4, 2, 1):
+        x = x ^ (x >> np.uint64(s))
+    return (x & np.uint64(1)).astype(np.int64)
+
+
 def default_partition_masks(partitions: int) -> list[int]:
     """The balanced home hash of a level whose ``partition_masks`` are not given: mask ``i``
     takes the parity of address bits ``12 + i``, ``17 + i`` and ``22 + i`` (for two
@@ -481,6 +501,12 @@ class CacheLevel:
     as the two levels the engine runs (:meth:`split_near_copy`). docs/sim-config.md, "A
     partitioned L2", shows both forms. ``sm_offsets`` adds a per-SM latency (cyclic over
     SMs), as distance on the die does.
+
+    **A sliced L2**: ``slices`` homes a line in one slice by the XOR hash ``slice_masks``,
+    and a hit the level serves costs ``slice_latency[sm][slice]``: each SM's distance to
+    each slice, as an H200's L2 hits vary per line and SM (246-332 cycles from one SM). It
+    refines a partitioned level (each partition's lines spread over its slices) or stands
+    alone; with a near copy it belongs to the homed level.
     """
 
     name: Annotated[str, spec("the level's name, as paths and findings use it (l1d, l2)")]
@@ -535,6 +561,19 @@ class CacheLevel:
     home_latency: Annotated[NonNegative, spec(
         "with near_size: a hit past the near copy in the SM's own partition", "cycle",
         unset="0: far_latency", omit_default=True)] = 0.0
+    slices: Annotated[int, spec(
+        "slices of a GPU-scope level, each line homed in one (slice_masks), each SM at its "
+        "own distance from each (slice_latency)", "1", pow2=True, unset="1: no slice map",
+        omit_default=True, models=("l2_slices.*",))] = 1
+    slice_masks: Annotated[list[int], spec(
+        "with slices: bit i of a line's slice is the parity of address & mask i "
+        "(log2(slices) masks)", unset="empty: no slice map", omit_default=True)] = \
+        field(default_factory=list)
+    slice_latency: Annotated[list[list[NonNegative]], spec(
+        "with slices: each SM's latency to each slice, one row (one entry per slice) per SM, "
+        "cyclic over SMs: the whole latency of a hit the level serves, in place of "
+        "hit_latency, far_latency and sm_offsets", "cycle", unset="empty: no slice map",
+        omit_default=True)] = field(default_factory=list)
 
     @property
     def sets(self) -> int:
@@ -570,6 +609,7 @@ class CacheLevel:
         _validate_ways(where, self.ways, self.size // self.line, "size / line")
         _validate_policy(where, self.policy, self.way_weights, _max_ways(self.ways))
         self._validate_partitions(where)
+        self._validate_slices(where)
         self.index.validate(where, self.sets)
 
     def _validate_partitions(self, where: str) -> None:
@@ -588,13 +628,47 @@ class CacheLevel:
         if self.far_latency < self.hit_latency:
             _fail(f"{where}.far_latency", "must be >= hit_latency")
 
+    def _validate_slices(self, where: str) -> None:
+        if self.slices == 1:
+            if self.slice_masks or self.slice_latency:
+                _fail(f"{where}.slices", "slice_masks and slice_latency need slices > 1")
+            return
+        if self.scope != "gpu":
+            _fail(f"{where}.slices", "only a GPU-scope level has slices")
+        if 2 ** len(self.slice_masks) != self.slices:
+            _fail(f"{where}.slice_masks",
+                  f"needs log2(slices) = {self.slices.bit_length() - 1} masks")
+        if any(m <= 0 or m & (self.line - 1) or m >= 1 << 62 for m in self.slice_masks):
+            _fail(f"{where}.slice_masks", f"each mask is a positive address mask below 2**62 "
+                  f"with no bit inside a line (below {self.line})")
+        if gf2_rank(self.slice_masks) < len(self.slice_masks):
+            _fail(f"{where}.slice_masks", "the masks must be independent (XOR of some is "
+                  "another): else some slices hold no line")
+        if not self.slice_latency or any(len(r) != self.slices for r in self.slice_latency):
+            _fail(f"{where}.slice_latency",
+                  f"needs one row per SM (at least one) of {self.slices} latencies")
+        if self.sm_offsets:
+            _fail(f"{where}.sm_offsets", "a sliced level's slice_latency already holds each "
+                  "SM's distance: leave sm_offsets empty")
+
+    def slice_of(self, addresses: np.ndarray) -> np.ndarray:
+        """Each address's home slice (0 for a level without slices), as the engine homes it."""
+        a = np.asarray(addresses, np.int64)
+        out = np.zeros(a.shape, np.int64)
+        for i, m in enumerate(self.slice_masks):
+            out |= parity(a & np.int64(m)) << i
+        return out
+
     def assumptions(self, where: str, sm_count: int) -> list[str]:
         """What a partitioned level leaves to a default or to a cycle the reader may not have
         meant, one line each: legal (both are documented), but a config that maps 132 SMs
         with three entries was most often cut short, so the user is told what runs."""
-        if self.partitions == 1:
-            return []
         out = []
+        if self.slices > 1 and len(self.slice_latency) != sm_count:
+            out.append(f"{where}.slice_latency: {len(self.slice_latency)} rows for {sm_count} "
+                       f"SMs, repeated over them")
+        if self.partitions == 1:
+            return out
         if not self.partition_masks:
             masks = ", ".join(f"0x{m:x}" for m in self.home_masks)
             out.append(f"{where}.partition_masks: not given; the balanced default [{masks}] "
@@ -648,7 +722,8 @@ class CacheLevel:
         ``far_latency``, no caps of its own: every stream passes the copy first)."""
         plain = dict(near_size=0, home_latency=0.0)
         near = dataclasses.replace(self, size=self.near_size, partitions=1, partition_masks=[],
-                                   far_latency=0.0, sm_partition=[], **plain)
+                                   far_latency=0.0, sm_partition=[], slices=1, slice_masks=[],
+                                   slice_latency=[], **plain)
         far = dataclasses.replace(
             self, name=f"{self.name}_far", hit_latency=self.home_latency or self.far_latency,
             bandwidth=0.0, requests_per_cycle=0.0, fill_lookups=1.0, **plain)

@@ -45,6 +45,10 @@ from gpumem.sim.model import (
     POLICY_CODES,
     SECTOR_SHIFT,
     SET_BASE,
+    SLAT_OFF,
+    SLAT_ROWS,
+    SLICE_LEN,
+    SLICE_OFF,
     SMO_LEN,
     SMO_OFF,
     TRANSLATE,
@@ -162,6 +166,12 @@ def compile_hierarchy(cfg: SimConfig, seed: int) -> tuple[Hierarchy, dict[str, i
             m[HOME_OFF] = len(params)
             m[HOME_LEN] = len(lv.sm_partition)
             params.extend(int(x) for x in lv.sm_partition)
+            m[SLICE_OFF] = len(params)
+            m[SLICE_LEN] = len(lv.slice_masks)
+            params.extend(int(x) for x in lv.slice_masks)
+            m[SLAT_OFF] = len(weights)
+            m[SLAT_ROWS] = len(lv.slice_latency)
+            weights.extend(float(x) for row in lv.slice_latency for x in row)
         else:
             m[LINE_SHIFT] = m[SECTOR_SHIFT] = _log2(lv.page)
             m[PARTS] = 1

@@ -29,10 +29,11 @@ ORDER_CODES = {"sequential": 0, "random": 1, "pattern": 2, "scattered": 3}
 # Columns of the per-level metadata table ``Hierarchy.meta``.
 COLUMNS = ("LINE_SHIFT", "SECTOR_SHIFT", "N_SETS", "SET_BASE", "IDX_KIND", "IDX_OFF", "IDX_LEN",
            "POLICY", "W_OFF", "TRANSLATE", "PARTS", "PART_OFF", "PART_LEN", "SMO_OFF", "SMO_LEN",
-           "MOD_M", "MOD_S", "EQ_WAYS", "WAY_BASE", "HOME_OFF", "HOME_LEN")
+           "MOD_M", "MOD_S", "EQ_WAYS", "WAY_BASE", "HOME_OFF", "HOME_LEN", "SLICE_OFF",
+           "SLICE_LEN", "SLAT_OFF", "SLAT_ROWS")
 LINE_SHIFT, SECTOR_SHIFT, N_SETS, SET_BASE, IDX_KIND, IDX_OFF, IDX_LEN, POLICY, W_OFF, \
     TRANSLATE, PARTS, PART_OFF, PART_LEN, SMO_OFF, SMO_LEN, MOD_M, MOD_S, EQ_WAYS, WAY_BASE, \
-    HOME_OFF, HOME_LEN = range(len(COLUMNS))
+    HOME_OFF, HOME_LEN, SLICE_OFF, SLICE_LEN, SLAT_OFF, SLAT_ROWS = range(len(COLUMNS))
 META_COLUMNS = len(COLUMNS)
 
 PF_BYTES = 1 << 18  # levels with more way state than this get their sets prefetched
@@ -527,7 +528,8 @@ def _lookup_sets(s: Src, L: Level) -> None:
 
 def hit_latency(s: Src, L: Level, p: int | None) -> None:
     """``lat`` = a hit's latency at path position ``p``: near or far partition (``hitc``,
-    ``farc`` include the SM's offset), plus the access's TLB penalties ``pen``."""
+    ``farc`` include the SM's offset), or on a sliced level the SM's latency to the line's
+    slice (``slicec``), plus the access's TLB penalties ``pen``."""
     if L.key is None:
         s("c = hitc[p]")
         with s.block("if meta[lv, PARTS] > 1:"):  # which partition is home, and is it ours?
@@ -536,7 +538,15 @@ def hit_latency(s: Src, L: Level, p: int | None) -> None:
                 s("home |= _parity1(addr & idx_param[meta[lv, PART_OFF] + b]) << b")
             with s.block("if home != homes[p]:"):
                 s("c = farc[p]")
+        with s.block("if meta[lv, SLICE_LEN] > 0:"):  # the line's slice, as far as this SM
+            s("sl = np.int64(0)")
+            with s.block("for b in range(meta[lv, SLICE_LEN]):"):
+                s("sl |= _parity1(addr & idx_param[meta[lv, SLICE_OFF] + b]) << b")
+            s("c = slicec[p, sl]")
         s("lat = c + pen")
+    elif L.m(SLICE_LEN) > 0:
+        s(f"sl = {_bits(lambda x: f'_parity1(addr & {x})', L.key[4])}",
+          f"lat = slicec[{p}, sl] + pen")
     elif L.m(PARTS) > 1:
         s(f"home = {_bits(lambda x: f'_parity1(addr & {x})', L.key[2])}")
         with s.block(f"if home != home{p}:"):
@@ -551,7 +561,8 @@ def hit_latency(s: Src, L: Level, p: int | None) -> None:
 # The kernel around it: chain generation, prefetch, the walk down the path, timer noise
 # ---------------------------------------------------------------------------------------------
 
-ARGS = ("way, rng, clock, meta, set_ways, set_off, idx_param, weights, hitc, farc, homes, tlbc, "
+ARGS = ("way, rng, clock, meta, set_ways, set_off, idx_param, weights, hitc, farc, homes, "
+        "slicec, tlbc, "
         "steps, step_pos, tlb_done, pf_cand, dram_latency, page_walk, base, footprint, stride, "
         "element, order, fp, pattern, warmup, record, overhead, jitter, outlier_rate, "
         "outlier_cycles, noise_seed, out_lat, out_idx, out_level, scalar, wbits")

@@ -349,8 +349,8 @@ def _range_words(hint: Any) -> str:
         inner = _range_words(get_args(d.base)[1])
     elif origin in _UNIONS:
         inner = "; ".join(w for w in (_range_words(a) for a in get_args(d.base)) if w)
-    if inner and origin in (list, dict):
-        inner = f"each {inner}"
+    if inner and origin in (list, dict) and not inner.startswith("each "):
+        inner = f"each {inner}"  # a list of lists: each entry's entries, said once
     return "; ".join(w for w in (own, inner) if w)
 
 

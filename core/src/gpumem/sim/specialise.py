@@ -52,7 +52,8 @@ def level_key(h, lv: int) -> tuple:
     else:
         sb = m[M.SET_BASE]
         way_counts = tuple(sorted({int(x) for x in h.set_ways[sb:sb + m[M.N_SETS]]}))
-    return (tuple(m), params, parts, way_counts)
+    slices = tuple(int(x) for x in h.idx_param[m[M.SLICE_OFF]:m[M.SLICE_OFF] + m[M.SLICE_LEN]])
+    return (tuple(m), params, parts, way_counts, slices)
 
 
 def key_of(h, path_ids: np.ndarray, tlb_first: int, tlb_count: int) -> tuple:
@@ -356,6 +357,14 @@ def _path_args(h, path_ids: np.ndarray, tlb_first: int, tlb_count: int, sm: int,
     rows = h.meta.tolist()
     pids = [int(x) for x in path_ids]
     hitc, farc, homes = [], [], []
+    widest = max([1] + [1 << rows[lv][M.SLICE_LEN] for lv in pids])
+    slicec = np.zeros((max(len(pids), 1), widest), np.float64)  # each position's SM row
+    for p, lv in enumerate(pids):
+        m = rows[lv]
+        if m[M.SLICE_LEN] > 0:
+            n = 1 << m[M.SLICE_LEN]
+            at = m[M.SLAT_OFF] + (sm % m[M.SLAT_ROWS]) * n
+            slicec[p, :n] = h.weights[at:at + n]
     for lv in pids:
         near, far = float(h.cost[lv]), float(h.far_cost[lv])
         m = rows[lv]
@@ -372,7 +381,7 @@ def _path_args(h, path_ids: np.ndarray, tlb_first: int, tlb_count: int, sm: int,
     pf_cand = [lv for lv in dict.fromkeys(lv for lv, _ in order)
                if M.prefetch_candidate(rows[lv], wbits)]
     out = (np.array(hitc, np.float64), np.array(farc, np.float64), np.array(homes, np.int64),
-           np.array([float(h.cost[tlb_first + t]) for t in range(tlb_count)] or [0.0]),
+           slicec, np.array([float(h.cost[tlb_first + t]) for t in range(tlb_count)] or [0.0]),
            np.array([lv for lv, _ in order], np.int64),
            np.array([p for _, p in order], np.int64), np.int64(tlb_done),
            np.array(pf_cand, np.int64))
