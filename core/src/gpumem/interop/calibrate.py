@@ -173,6 +173,7 @@ def calibrate(base: SimConfig, src: Source) -> Calibrated:
         if v is not None:
             put(f"smem.{attr}", int(v), "smem_latency", name)
     _fit_l2_requests(cfg, src, put)
+    _fit_slices(cfg, src, put)
     out.left = [f"{exp}/{name}" for exp, name in sorted(src.findings)
                 if (exp, name) not in out.used]
     try:
@@ -180,6 +181,64 @@ def calibrate(base: SimConfig, src: Source) -> Calibrated:
     except SimConfigError as e:
         raise FormatError(f"the calibrated config is invalid: {e}") from None
     return out
+
+
+#: Most slices a slice map from a run may declare (an H200 showed about 70 groups).
+MAX_SLICES = 1024
+
+
+def _slice_rows(src: Source, n_codes: int) -> dict[int, list[float]] | None:
+    """``l2_slices.slice_latency`` as {measured SM: its latency to each code}, or None
+    unless every row is whole and every latency a positive number (a file's content is not
+    trusted: keys are ``SM/code``)."""
+    f = src.findings.get(("l2_slices", "l2_slices.slice_latency"))
+    if f is None or not f.resolved or f.index is None or not isinstance(f.value, list):
+        return None
+    rows: dict[int, dict[int, float]] = {}
+    for key, v in zip(f.index[1], f.value, strict=False):
+        sm, _, code = str(key).partition("/")
+        if not (sm.isdigit() and code.isdigit()) or positive(v) is None:
+            return None
+        rows.setdefault(int(sm), {})[int(code)] = float(v)
+    if not rows or any(sorted(r) != list(range(n_codes)) for r in rows.values()):
+        return None
+    return {sm: [r[c] for c in range(n_codes)] for sm, r in rows.items()}
+
+
+def _fit_slices(cfg: SimConfig, src: Source, put: Callable[..., None]) -> None:
+    """The L2's slice map (``l2_slices``) on the level that serves the L2-only path's hits:
+    the hash's masks, and each SM's latency to each slice; an SM the run did not measure
+    takes the nearest measured SM's row (by SM number: neighbours share a TPC)."""
+    used = "l2_slices.hash_buffer_masks"
+    masks = src.value("l2_slices", used)
+    if not masks:
+        used = "l2_slices.hash_masks"
+        masks = src.value("l2_slices", used)
+    if (not isinstance(masks, list) or not masks or not cfg.paths.get("cg")
+            or not all(isinstance(m, int) and 0 < m < 1 << 62 for m in masks)
+            or 1 << len(masks) > MAX_SLICES):
+        return
+    rows = _slice_rows(src, 1 << len(masks))
+    level = cfg.level(cfg.paths["cg"][0])
+    if rows is None or level.scope != "gpu":
+        return
+    measured = sorted(rows)
+    table = [rows[min(measured, key=lambda m: (abs(m - sm), m))] for sm in range(cfg.sm_count)]
+    trial = copy.deepcopy(level)
+    trial.slices, trial.slice_masks, trial.slice_latency = 1 << len(masks), list(masks), table
+    trial.sm_offsets = []
+    try:
+        trial.validate(f"cache[{level.name}]")
+    except SimConfigError:
+        return  # masks the simulator cannot home lines by (dependent, inside a line)
+    where = f"cache:{level.name}"
+    put(f"{where}.slices", trial.slices, "l2_slices", used, "2 ** masks")
+    put(f"{where}.slice_masks", trial.slice_masks, "l2_slices", used)
+    put(f"{where}.slice_latency", table, "l2_slices", "l2_slices.slice_latency",
+        f"{len(measured)} SMs measured; each other SM takes the nearest measured one's row")
+    if level.sm_offsets:
+        put(f"{where}.sm_offsets", [], "l2_slices", "l2_slices.slice_latency",
+            "the slice latencies hold each SM's distance")
 
 
 def _indexed(src: Source, experiment: str, name: str, label: str) -> float | None:

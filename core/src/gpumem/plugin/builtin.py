@@ -27,6 +27,7 @@ def gpumem_register_experiments(register):
     from gpumem.experiments.cache_structure import CacheStructure
     from gpumem.experiments.dsmem import DsmemBandwidth, DsmemLatency
     from gpumem.experiments.l2_map import L2SmMap
+    from gpumem.experiments.l2_slices import L2Slices
     from gpumem.experiments.latency import LatencyLadder
     from gpumem.experiments.loads import AsyncCopy, IlpSweep
     from gpumem.experiments.p2p import PeerAccess
@@ -35,7 +36,7 @@ def gpumem_register_experiments(register):
     from gpumem.experiments.tlb_structure import TlbStructure
 
     for experiment in (LatencyLadder, Bandwidth, SmemLatency, SmemBandwidth, CacheStructure,
-                       TlbStructure, Patterns, IlpSweep, AsyncCopy, L2SmMap,
+                       TlbStructure, Patterns, IlpSweep, AsyncCopy, L2SmMap, L2Slices,
                        BandwidthLevels, PeerAccess, DsmemLatency, DsmemBandwidth, BulkCopy):
         register(experiment)
 

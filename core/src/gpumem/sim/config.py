@@ -1298,7 +1298,8 @@ def _toml_key(f: dataclasses.Field) -> str:
 
 def _omitted(f: dataclasses.Field, d: Declared, value: Any) -> bool:
     """A field declared ``omit_default`` and at its default is left out of the TOML."""
-    return bool(d.extra.get("omit_default")) and value == f.default
+    default = f.default_factory() if f.default_factory is not MISSING else f.default
+    return bool(d.extra.get("omit_default")) and value == default
 
 
 def _to_table(obj: Any) -> Any:

@@ -1,0 +1,353 @@
+"""An L2's slices from an SM x line latency matrix, and the address hash that homes lines.
+
+Pure functions over arrays (no experiment, no device), so the simulator's planted slice maps
+test them directly.
+
+*Grouping.* An L2 hit's latency is a property of the line's slice and of the SM that asks
+(an H200: 246-332 cycles from one SM, two repeats agreeing within a cycle). Per SM the
+lines' latencies fall on a few levels; a level is a run of sorted values with no gap wider
+than the tolerance. A line's group is its tuple of levels over the SMs: lines of one slice
+share it, and slices that every SM sees at the same latency cannot be told apart (one
+group). Groups of a handful of lines (a mis-timed line) are left unassigned.
+
+*The hash.* Slice hashes are XORs of address bits (Accel-Sim's IPOLY, the hashes reverse-
+engineered on CPUs): bit i of a line's slice is the parity of ``address & mask_i``. A GPU's
+virtual and physical addresses agree only within a page, so the fit runs within pages: a
+mask over the in-page bits belongs to the hash when the parity it gives is the same for
+every line of a group in a page (the page's own bits add a constant per page). Every mask
+over up to :data:`MAX_FIT_BITS` in-page bits is tried; the masks that hold form a subspace if
+the hash is linear; a page's codes then name its groups. Held-out lines (not used in the
+fit) give the accuracy, against the best constant guess per page (chance); a fit no better
+than chance is not a result. Where virtual pages map to physical pages in order (the
+simulator), the same test over the buffer's page bits extends the masks to every bit of the
+buffer.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import numpy as np
+
+#: Most in-page address bits the hash search tries at once (2**16 masks).
+MAX_FIT_BITS = 16
+#: A mask belongs to the hash when this share of the lines sit in (page, group) cells whose
+#: parity it keeps constant (:func:`mask_scores`); a mask outside the hash scores about 0.5
+#: to 0.7 with a few lines per cell.
+PURE = 0.9
+#: A cell is constant under a mask when this share of its lines agree.
+CELL_AGREE = 0.9
+#: Groups of fewer lines than this share of the median group are left unassigned.
+SMALL_GROUP = 0.2
+
+
+def levels(values: np.ndarray, tol: float) -> np.ndarray:
+    """Each value's level: runs of sorted values with no gap over ``tol`` share one (NaN: -1)."""
+    v = np.asarray(values, float)
+    out = np.full(v.shape, -1, np.int64)
+    ok = np.isfinite(v)
+    if not ok.any():
+        return out
+    order = np.argsort(v[ok], kind="stable")
+    sv = v[ok][order]
+    lvl = np.concatenate([[0], np.cumsum(np.diff(sv) > tol)])
+    tmp = np.empty(sv.size, np.int64)
+    tmp[order] = lvl
+    out[ok] = tmp
+    return out
+
+
+def group_lines(matrix: np.ndarray, tol: float) -> np.ndarray:
+    """Each line's group (0 .. n-1, by size, largest first; -1 unassigned) from ``matrix``
+    (lines x SMs, cycles): lines with the same level at every SM share a group; groups
+    smaller than :data:`SMALL_GROUP` of the median group are unassigned."""
+    m = np.asarray(matrix, float)
+    n = m.shape[0]
+    keys = np.stack([levels(m[:, j], tol) for j in range(m.shape[1])], axis=1)
+    bad = (keys < 0).any(axis=1)
+    _, inv, counts = np.unique(keys, axis=0, return_inverse=True, return_counts=True)
+    inv = inv.reshape(-1)
+    per_line = counts[inv]
+    big = per_line >= max(2.0, SMALL_GROUP * float(np.median(counts[np.unique(inv[~bad])]))
+                          if (~bad).any() else 2.0)
+    keep = big & ~bad
+    out = np.full(n, -1, np.int64)
+    if not keep.any():
+        return out
+    ids, sizes = np.unique(inv[keep], return_counts=True)
+    rank = {int(i): r for r, i in enumerate(ids[np.lexsort((ids, -sizes))])}
+    out[keep] = [rank[int(i)] for i in inv[keep]]
+    return out
+
+
+@dataclass
+class Grouping:
+    """The groups at the chosen tolerance, and how their count moves with it."""
+
+    labels: np.ndarray
+    tol: float
+    count: int
+    #: group counts at half and at twice the tolerance: their range is the count's interval
+    count_range: tuple[int, int]
+    unassigned: int
+
+
+def grouping(matrix: np.ndarray, tol: float) -> Grouping:
+    labels = group_lines(matrix, tol)
+    counts = [int(group_lines(matrix, t).max() + 1) for t in (tol / 2, tol * 2)]
+    count = int(labels.max() + 1)
+    return Grouping(labels, tol, count, (min([count, *counts]), max([count, *counts])),
+                    int((labels < 0).sum()))
+
+
+def profile(matrix: np.ndarray, labels: np.ndarray) -> np.ndarray:
+    """groups x SMs: the median latency of each group's lines at each SM."""
+    g = int(labels.max() + 1) if labels.size else 0
+    out = np.full((g, matrix.shape[1]), np.nan)
+    for k in range(g):
+        out[k] = np.nanmedian(matrix[labels == k], axis=0)
+    return out
+
+
+def partitions_of(prof: np.ndarray, agree: float = 0.75) -> np.ndarray:
+    """Each group's partition (0, 1, ...; -1 unclear): the groups that the same SMs see
+    nearer than their median group share one (a two-partition L2: the SMs near one half of
+    the groups are far from the other)."""
+    near = prof < np.nanmedian(prof, axis=0, keepdims=True)
+    out = np.full(prof.shape[0], -1, np.int64)
+    refs: list[int] = []
+    for i in range(prof.shape[0]):
+        for p, r in enumerate(refs):
+            if np.mean(near[i] == near[r]) >= agree:
+                out[i] = p
+                break
+        else:
+            if all(np.mean(near[i] == near[r]) <= 1 - agree for r in refs):
+                refs.append(i)
+                out[i] = len(refs) - 1
+    return out
+
+
+# ---------------------------------------------------------------------------------------------
+# The hash
+# ---------------------------------------------------------------------------------------------
+
+def gf2_basis(masks: list[int]) -> list[int]:
+    """A reduced basis (each leading bit in one vector only, highest first) of the masks'
+    span over GF(2)."""
+    basis: list[int] = []
+    for m in masks:
+        for b in basis:
+            m = min(m, m ^ b)
+        if m:
+            basis = [min(b, b ^ m) for b in basis] + [m]
+    basis.sort(reverse=True)
+    for i, b in enumerate(basis):  # reduce each leading bit out of the others
+        top = 1 << (b.bit_length() - 1)
+        basis = [x ^ b if j != i and x & top else x for j, x in enumerate(basis)]
+    return sorted(basis, reverse=True)
+
+
+def span(basis: list[int]) -> set[int]:
+    out = {0}
+    for b in basis:
+        out |= {x ^ b for x in out}
+    return out
+
+
+def _bits(x: np.ndarray, lo: int, n: int) -> np.ndarray:
+    """lines x n: address bits lo .. lo + n - 1 as 0/1 float32."""
+    return ((x[:, None] >> np.arange(lo, lo + n)) & 1).astype(np.float32)
+
+
+def mask_scores(offsets: np.ndarray, cells: np.ndarray, lo: int, n: int) -> np.ndarray:
+    """For every mask over bits ``lo .. lo + n - 1`` (mask value ``k << lo``, k = 0 ..
+    2**n - 1), the share of lines in cells (``cells``: an id per line, -1 left out) whose
+    parity under the mask at least :data:`CELL_AGREE` of the cell's lines share. Cells of one
+    line tell nothing and are left out."""
+    keep = cells >= 0
+    ids, inv, counts = np.unique(cells[keep], return_inverse=True, return_counts=True)
+    use = counts[inv] >= 2
+    x = offsets[keep][use]
+    inv = np.unique(inv[use], return_inverse=True)[1].reshape(-1)
+    if x.size == 0:
+        return np.zeros(1 << n)
+    order = np.argsort(inv, kind="stable")
+    x, inv = x[order], inv[order]
+    starts = np.flatnonzero(np.r_[True, np.diff(inv) > 0])
+    size = np.diff(np.r_[starts, inv.size]).astype(float)
+    bits = _bits(x, lo, n)
+    scores = np.empty(1 << n)
+    step = 4096
+    for k0 in range(0, 1 << n, step):
+        ks = np.arange(k0, min(k0 + step, 1 << n))
+        mbits = _bits(ks, 0, n).T  # n x masks
+        par = (bits @ mbits).astype(np.int64) & 1  # lines x masks
+        ones = np.add.reduceat(par, starts, axis=0)  # cells x masks
+        share = np.maximum(ones, size[:, None] - ones) / size[:, None]
+        scores[ks] = ((share >= CELL_AGREE) * size[:, None]).sum(axis=0) / size.sum()
+    return scores
+
+
+@dataclass
+class HashFit:
+    """The fitted address-to-group function (see the module's docstring)."""
+
+    found: bool
+    linear: bool
+    #: the in-page masks (a reduced basis), as address masks
+    masks: list[int]
+    bits: tuple[int, int]  # the address bits tried: lo .. hi - 1
+    page_bits: int
+    accuracy: float  # on held-out lines
+    accuracy_interval: tuple[float, float]
+    chance: float  # the best constant guess per page, on the same lines
+    held_out: int
+    #: groups whose lines the masks split in two or more codes within a page: slices that
+    #: latency alone did not tell apart (group -> codes)
+    unsplit: dict[int, int] = field(default_factory=dict)
+    #: masks over every bit of the buffer, where the pages' own bits fit too (else empty)
+    buffer_masks: list[int] = field(default_factory=list)
+    note: str = ""
+
+    def predict(self, offsets: np.ndarray, table: dict[tuple[int, int], int]) -> np.ndarray:
+        codes = codes_of(offsets, self.masks)
+        pages = np.asarray(offsets) >> self.page_bits
+        return np.array([table.get((int(p), int(c)), -1) for p, c in zip(pages, codes,
+                                                                          strict=True)])
+
+
+def codes_of(offsets: np.ndarray, masks: list[int]) -> np.ndarray:
+    """Each offset's code: bit i = parity of ``offset & masks[i]``."""
+    x = np.asarray(offsets, np.int64)
+    out = np.zeros(x.shape, np.int64)
+    for i, m in enumerate(masks):
+        v = x & np.int64(m)
+        p = np.zeros(x.shape, np.int64)
+        while v.any():
+            p ^= v & 1
+            v >>= 1
+        out |= p << i
+    return out
+
+
+def cell_table(pages: np.ndarray, codes: np.ndarray, labels: np.ndarray
+           ) -> dict[tuple[int, int], int]:
+    """(page, code) -> the most common group among the lines there."""
+    out: dict[tuple[int, int], int] = {}
+    cells: dict[tuple[int, int], list[int]] = {}
+    for p, c, g in zip(pages.tolist(), codes.tolist(), labels.tolist(), strict=True):
+        if g >= 0:
+            cells.setdefault((p, c), []).append(g)
+    for k, gs in cells.items():
+        vals, counts = np.unique(gs, return_counts=True)
+        out[k] = int(vals[np.argmax(counts)])
+    return out
+
+
+def _interval(k: int, n: int, z: float = 1.96) -> tuple[float, float]:
+    """Wilson's 95 % score interval of a share ``k / n`` (good at shares near 0 or 1, where
+    the normal approximation's is not)."""
+    d = n + z * z
+    centre = (k + z * z / 2) / d
+    half = z / d * np.sqrt(k * (n - k) / n + z * z / 4)
+    return max(0.0, float(centre - half)), min(1.0, float(centre + half))
+
+
+def fit_hash(offsets: np.ndarray, labels: np.ndarray, held_out: np.ndarray, *, line_bits: int,
+             page_bits: int, buffer_bits: int) -> HashFit:
+    """Fit the slice hash to the lines at byte ``offsets`` (from a page-aligned buffer of
+    ``2**buffer_bits`` bytes) and their ``labels`` (-1 unassigned), from the lines not
+    ``held_out``; judge it on those that are."""
+    x = np.asarray(offsets, np.int64)
+    lab = np.asarray(labels, np.int64)
+    train = ~np.asarray(held_out, bool) & (lab >= 0)
+    test = np.asarray(held_out, bool) & (lab >= 0)
+    hi = min(page_bits, line_bits + MAX_FIT_BITS)
+    n = max(0, hi - line_bits)
+    pages = x >> page_bits
+    groups = int(lab.max() + 1) if lab.size else 0
+    cells = np.where(train, pages * max(groups, 1) + lab, -1)
+    scores = mask_scores(x, cells, line_bits, n) if n else np.zeros(1)
+    good = [int(k) << line_bits for k in np.flatnonzero(scores >= PURE) if k]
+    basis = gf2_basis(good)
+    linear = len(good) + 1 == len(span(basis)) and set(good) | {0} == span(basis)
+    if not linear:  # the masks that hold are no subspace: keep the largest that is
+        basis = gf2_basis([m for m in good if all(scores[(m ^ b) >> line_bits] >= PURE
+                                                  for b in good)])
+    codes = codes_of(x, basis)
+    table = cell_table(pages[train], codes[train], lab[train])
+    fit = HashFit(found=False, linear=linear, masks=basis, bits=(line_bits, hi),
+                  page_bits=page_bits, accuracy=float("nan"), accuracy_interval=(0.0, 1.0),
+                  chance=float("nan"), held_out=int(test.sum()))
+    if not test.any():
+        fit.note = "no held-out lines to judge the fit by"
+        return fit
+    pred = fit.predict(x[test], table)
+    k = int((pred == lab[test]).sum())
+    fit.accuracy = k / int(test.sum())
+    fit.accuracy_interval = _interval(k, int(test.sum()))
+    fit.chance = _chance(pages, lab, train, test)
+    fit.found = bool(basis) and fit.accuracy_interval[0] > fit.chance
+    fit.unsplit = _unsplit(pages[train], codes[train], lab[train])
+    if fit.found and buffer_bits > page_bits:
+        fit.buffer_masks = _buffer_masks(x, lab, train, basis, page_bits, buffer_bits)
+    if not fit.found:
+        fit.note = (f"predicts held-out lines' groups no better than chance "
+                    f"({fit.accuracy:.1%} against {fit.chance:.1%})")
+    return fit
+
+
+def _chance(pages: np.ndarray, lab: np.ndarray, train: np.ndarray, test: np.ndarray) -> float:
+    """The held-out accuracy of guessing each page's most common group (of the fit's lines)."""
+    hits = 0
+    for p in np.unique(pages[test]):
+        tr = lab[train & (pages == p)]
+        if tr.size == 0:
+            continue
+        vals, counts = np.unique(tr, return_counts=True)
+        hits += int((lab[test & (pages == p)] == vals[np.argmax(counts)]).sum())
+    return hits / max(1, int(test.sum()))
+
+
+def _unsplit(pages: np.ndarray, codes: np.ndarray, lab: np.ndarray) -> dict[int, int]:
+    """Groups that take two or more codes within a page, each code on at least a quarter of
+    the group's lines there: slices the latencies merged."""
+    out: dict[int, int] = {}
+    for g in np.unique(lab):
+        worst = 1
+        for p in np.unique(pages[lab == g]):
+            c = codes[(lab == g) & (pages == p)]
+            if c.size < 4:
+                continue
+            _, counts = np.unique(c, return_counts=True)
+            worst = max(worst, int((counts >= 0.25 * c.size).sum()))
+        if worst > 1:
+            out[int(g)] = worst
+    return out
+
+
+def _buffer_masks(x: np.ndarray, lab: np.ndarray, train: np.ndarray, basis: list[int],
+                  page_bits: int, buffer_bits: int) -> list[int]:
+    """The masks over in-page and page bits whose parity each group keeps constant over the
+    whole buffer (not per page), if together with the in-page ones they decide every group;
+    else none: the pages' bits are the GPU's physical page numbers, not these."""
+    hp = buffer_bits - page_bits
+    if hp > 12:
+        return []
+    good = []
+    tr, gs = x[train], lab[train]
+    for m_in in span(basis):
+        for k in range(1, 1 << hp):
+            par = codes_of(tr, [m_in | (k << page_bits)])
+            shares = [float(np.mean(par[gs == g])) for g in np.unique(gs)]
+            if all(max(f, 1 - f) >= CELL_AGREE for f in shares):
+                good.append(m_in | (k << page_bits))
+    if not good:
+        return []
+    full = gf2_basis(good)
+    codes = codes_of(x[train], full)
+    per_code: dict[int, set[int]] = {}
+    for c, g in zip(codes.tolist(), lab[train].tolist(), strict=True):
+        per_code.setdefault(c, set()).add(g)
+    return full if all(len(v) == 1 for v in per_code.values()) else []

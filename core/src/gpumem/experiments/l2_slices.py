@@ -1,0 +1,347 @@
+"""``l2_slices``: the L2's slices, each SM's distance to each, and the hash that homes lines.
+
+A GPU's L2 is cut in slices, each line homed in one by a hash of its address, and an L2
+hit's latency depends on where the slice sits from the SM that asks: an H200 served 4096
+random lines of a 32 MB buffer at 246-332 cycles from one SM, in discrete levels, two
+repeats agreeing within a cycle, two SMs of one TPC alike and SMs across the chip opposite.
+No public tool recovers this: a network-on-chip study of the H100 drew its slice maps by
+hand, and Accel-Sim's tuner assumes its L2 mapping.
+
+The measurement: ``LINES_PER_PAGE`` random lines in each of ``PAGES`` pages of ``PAGE``
+bytes; from each chosen SM (the kernel runs on the block that lands there, by ``%smid``)
+a pattern chase over the lines, each visited ``ACCESSES`` times in a row (four elements of
+one 32 B sector, so every visit after the first is an L2 hit; the L2-only ``cg`` path),
+after one untimed pass that brings them all in. A line's value in a run is the median of
+its timed visits; the runs repeat until the stopping rule is met. The SMs start spread
+over the chip and more are added while they split groups the others did not
+(:meth:`L2Slices.refine`).
+
+The analysis (:mod:`gpumem.analysis.slices`): lines grouped by their latency vectors over
+the SMs (a tolerance from the runs' own noise), each group's latency from each SM, the
+groups each partition holds, and the address hash fitted within pages, judged on held-out
+lines (one line in four, never used in the fit).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+import xarray as xr
+
+from gpumem.analysis import slices as S
+from gpumem.contracts.device import ChaseRequest, Device
+from gpumem.contracts.errors import PointSkipped
+from gpumem.contracts.estimates import order_interval
+from gpumem.contracts.experiment import (
+    Axis,
+    Experiment,
+    Plan,
+    RunContext,
+    Var,
+    median_over_repeats,
+    repeat_count,
+)
+from gpumem.contracts.findings import Finding
+from gpumem.contracts.presentation import Presentation, ReportFigure
+from gpumem.experiments.figures import LATENCY
+
+LINE = 128
+#: Pages of the buffer and lines sampled in each. 2 MB: where an H200's virtual and
+#: physical addresses stop agreeing (the hash is fitted within pages).
+PAGE, PAGES, LINES_PER_PAGE = 2 << 20, 16, 256
+#: Timed visits per line and chase (elements 0, 4, 8, 12 of its first sector).
+ACCESSES = 4
+#: Lines per chase: its record (ACCESSES each) stays within the 4096 accesses a CUDA device
+#: keeps in shared memory, out of the L2's way.
+CHASE_LINES = 1024
+#: SMs measured first, and at most (more are added while they split groups).
+FIRST_SMS, MOST_SMS = 8, 32
+#: One line in this many is held out of the hash fit, to judge it.
+HOLD_OUT = 4
+#: The grouping tolerance: this many standard errors of a line's value, at least MIN_TOL.
+TOL_SE, MIN_TOL = 4.0, 0.5
+
+
+def sample_lines(seed: int) -> np.ndarray:
+    """The lines' byte offsets: ``LINES_PER_PAGE`` distinct random lines per page, by page."""
+    rng = np.random.default_rng([seed, 44])
+    per = PAGE // LINE
+    return np.concatenate([p * PAGE + np.sort(rng.choice(per, LINES_PER_PAGE, replace=False))
+                           * LINE for p in range(PAGES)]).astype(np.int64)
+
+
+def sm_order(sm_count: int) -> list[int]:
+    """SMs in the order they are added: spread over the chip first (van der Corput
+    fractions of the SM count), then the gaps between."""
+    out: list[int] = []
+    i = 1
+    while len(out) < sm_count:
+        f, d, k = 0.0, 0.5, i
+        while k:
+            f += d * (k & 1)
+            k >>= 1
+            d /= 2
+        sm = int(f * sm_count)
+        if sm not in out:
+            out.append(sm)
+        i += 1
+        if i > 64 * sm_count:  # pragma: no cover - the fractions reach every SM long before
+            out += [s for s in range(sm_count) if s not in out]
+    return out
+
+
+def batches(sm_count: int) -> list[list[int]]:
+    """The SMs of each round: FIRST_SMS, then as many again, then doubling, to MOST_SMS."""
+    order = sm_order(sm_count)[:MOST_SMS]
+    out, at, size = [], 0, FIRST_SMS
+    while at < len(order):
+        out.append(order[at:at + size])
+        at += size
+        size = max(size, at)
+    return out
+
+
+@dataclass
+class SliceMap:
+    """What the analysis found, for the findings, the figure and the exports."""
+
+    sms: list[int]
+    offsets: np.ndarray
+    matrix: np.ndarray  # lines x SMs, cycles, timer overhead removed
+    grouping: S.Grouping
+    profile: np.ndarray  # groups x SMs
+    partitions: np.ndarray
+    fit: S.HashFit
+    held_out: np.ndarray
+    #: (page, code) -> group, from the lines the fit used
+    table: dict[tuple[int, int], int]
+
+
+def slice_map(raw: xr.Dataset) -> SliceMap | None:
+    """The slice map of a raw ``l2_slices`` dataset (None with fewer than two SMs)."""
+    ok = (raw["point_status"] == 0).values
+    if ok.sum() < 2:
+        return None
+    lat = median_over_repeats(raw["latency"]) - median_over_repeats(raw["timer_overhead"])
+    matrix = lat.values[ok].T.astype(float)  # lines x SMs
+    sms = [int(s) for s in raw["sm"].values[ok]]
+    offsets = np.asarray(raw["line"].values, np.int64)
+    tol = _tolerance(raw["latency"].values[ok])
+    g = S.grouping(matrix, tol)
+    prof = S.profile(matrix, g.labels)
+    held = (np.arange(offsets.size) % HOLD_OUT) == HOLD_OUT - 1
+    page_bits = int(raw.attrs.get("plan_page", PAGE)).bit_length() - 1
+    buffer_bits = int(raw.attrs.get("plan_footprint", PAGE * PAGES)).bit_length() - 1
+    fit = S.fit_hash(offsets, g.labels, held, line_bits=LINE.bit_length() - 1,
+                     page_bits=page_bits, buffer_bits=buffer_bits)
+    codes = S.codes_of(offsets, fit.masks)
+    train = ~held & (g.labels >= 0)
+    table = S.cell_table(offsets[train] >> page_bits, codes[train], g.labels[train])
+    parts = S.partitions_of(prof) if prof.shape[0] > 1 else np.zeros(prof.shape[0], np.int64)
+    return SliceMap(sms, offsets, matrix, g, prof, parts, fit, held, table)
+
+
+def _tolerance(runs: np.ndarray) -> float:
+    """How far apart two lines' values may be and still be one level: TOL_SE standard
+    errors of a line's median over its runs (points x lines x runs), at least MIN_TOL."""
+    x = np.asarray(runs, float)
+    n = np.isfinite(x).sum(axis=-1)
+    if x.ndim < 3 or n.max() < 2:
+        return 1.0
+    sd = np.nanstd(x, axis=-1, ddof=1)
+    se = 1.2533 * sd / np.sqrt(np.maximum(n, 1))  # the median's, of near-normal runs
+    return max(MIN_TOL, TOL_SE * float(np.nanmedian(se)))
+
+
+def slice_codes(m: SliceMap) -> tuple[list[int], dict[int, int], str]:
+    """The masks a simulator homes lines by, each code's group and how the codes were
+    named: the buffer's masks where they decide every group (one code per group), else the
+    in-page masks with the first page's groups (the other pages add their constant)."""
+    if m.fit.buffer_masks:
+        masks = m.fit.buffer_masks
+        codes = S.codes_of(m.offsets, masks)
+        ok = m.grouping.labels >= 0
+        table = S.cell_table(np.zeros(int(ok.sum()), np.int64), codes[ok],
+                             m.grouping.labels[ok])
+        return masks, {c: g for (_, c), g in table.items()}, "the buffer's masks"
+    first = min((p for p, _ in m.table), default=0)
+    return (m.fit.masks, {c: g for (p, c), g in m.table.items() if p == first},
+            f"the in-page masks, groups as page {first} holds them")
+
+
+def _slice_latency(m: SliceMap, method: str) -> Finding:
+    """Each measured SM's latency to each slice (code), with its interval: what a simulator's
+    ``slice_latency`` takes (:func:`slice_codes` names the codes)."""
+    masks, group_of, how = slice_codes(m)
+    labels, keys, vals, lo, hi = m.grouping.labels, [], [], [], []
+    for j, sm in enumerate(m.sms):
+        for code in range(1 << len(masks)):
+            g = group_of.get(code, -1)
+            x = m.matrix[labels == g, j] if g >= 0 else np.array([np.nan])
+            a, b = order_interval(x) if np.isfinite(x).sum() >= 3 else (np.nan, np.nan)
+            keys.append(f"{sm}/{code}")
+            vals.append(round(float(np.nanmedian(x)), 1) if np.isfinite(x).any() else None)
+            lo.append(float(np.floor(a * 10) / 10) if np.isfinite(a) else None)
+            hi.append(float(np.ceil(b * 10) / 10) if np.isfinite(b) else None)
+    return Finding("l2_slices.slice_latency", vals, "cycle", 0.9,
+                   method + f": each SM's median L2 hit latency to each slice, slices "
+                   f"numbered by the hash's code under {how} (index: SM/slice)",
+                   index=("sm_slice", keys), interval=(lo, hi), kind="measured",
+                   note="masks: " + ", ".join(f"0x{x:x}" for x in masks))
+
+
+class L2Slices(Experiment):
+    name = "l2_slices"
+    summary = "L2 slices: each line's slice, each SM's latency to it, the address hash"
+    probes = ("pointer_chase",)
+    version = "1"
+    findings = ("l2_slices.groups", "l2_slices.unassigned", "l2_slices.group_lines",
+                "l2_slices.group_partition", "l2_slices.latency_min", "l2_slices.latency_max",
+                "l2_slices.hash_accuracy", "l2_slices.hash_masks",
+                "l2_slices.hash_buffer_masks", "l2_slices.slice_latency",
+                "l2_slices.unsplit")
+    references = ("Manjunath & Ramachandra, Concurrency Response of Plain Global Loads on the "
+                  "NVIDIA H100 (2026): the L2's near/far structure a single SM cannot see")
+
+    def presentation(self) -> Presentation:
+        return Presentation(LATENCY, (ReportFigure(
+            "l2_slice_map", "Each SM's L2 hit latency to each group of lines (a slice, or "
+            "slices no SM measured tells apart), groups ordered by partition.",
+            "gpumem.experiments.figures.slices:slice_latency_map"),), rank=3)
+
+    def plan(self, ctx: RunContext) -> Plan:
+        sms = max(1, ctx.device.sm_count)
+        first = batches(sms)[0]
+        return Plan(
+            axes=[Axis("sm", tuple(sorted(first)), "1", "SM the chase runs on (%smid)")],
+            variables=[Var("latency", ("line",), "cycle",
+                           f"median of the line's {ACCESSES} timed visits, timer overhead "
+                           f"included", dtype="float32"),
+                       Var("timer_overhead", (), "cycle", "median timer overhead"),
+                       Var("ran_on", (), "1", "SM the kernel reported", dtype="int64")],
+            inner={"line": sample_lines(ctx.seed)},
+            attrs={"footprint": PAGE * PAGES, "page": PAGE, "accesses": ACCESSES,
+                   "path": "cg", "chase_lines": CHASE_LINES},
+            repeats=repeat_count(ctx),
+        )
+
+    def measure(self, device: Device, point: Mapping[str, Any], ctx: RunContext
+                ) -> Mapping[str, Any]:
+        lines = sample_lines(ctx.seed)
+        out = np.empty(lines.size, np.float32)
+        overhead, ran_on = [], -1
+        for at in range(0, lines.size, CHASE_LINES):
+            chunk = lines[at:at + CHASE_LINES]
+            pattern = (chunk[:, None] + 4 * np.arange(ACCESSES)).reshape(-1)
+            res = device.pointer_chase(ChaseRequest(
+                footprint=PAGE * PAGES, stride=LINE, record=pattern.size, warmup=pattern.size,
+                order="pattern", path="cg", seed=ctx.run_seed, sm=int(point["sm"]),
+                pattern=tuple(int(x) for x in pattern)))
+            if res.index.size and not np.array_equal(res.index * 4, pattern):
+                raise PointSkipped("the chase did not visit the lines in the pattern's order")
+            out[at:at + chunk.size] = np.median(
+                np.asarray(res.latency, float).reshape(chunk.size, ACCESSES), axis=1)
+            overhead.append(res.timer_overhead)
+            ran_on = res.sm
+        return {"latency": out, "timer_overhead": float(np.median(overhead)),
+                "ran_on": ran_on}
+
+    def refine(self, raw: xr.Dataset, ctx: RunContext) -> dict[str, list] | None:
+        """The next round of SMs, while the last round split groups the SMs before it did
+        not (or it was the first)."""
+        rounds = batches(max(1, ctx.device.sm_count))
+        have = {int(s) for s in raw["sm"].values}
+        done = [b for b in rounds if set(b) <= have]
+        if len(done) >= len(rounds) or len(done) < 1:
+            return None
+        if len(done) >= 2:
+            before = {s for b in done[:-1] for s in b}
+            sm = raw["sm"].values
+            lat = (median_over_repeats(raw["latency"])
+                   - median_over_repeats(raw["timer_overhead"])).values.T
+            tol = _tolerance(raw["latency"].values)
+            keep = np.isin(sm, sorted(before))
+            if S.grouping(lat[:, keep], tol).count >= S.grouping(lat, tol).count:
+                return None
+        return {"sm": sorted(rounds[len(done)])}
+
+    def refine_bound(self, ctx: RunContext) -> int:
+        return len(batches(max(1, ctx.device.sm_count))) - 1
+
+    def analyze(self, raw: xr.Dataset) -> list[Finding]:
+        m = slice_map(raw)
+        if m is None:
+            return []
+        g, fit = m.grouping, m.fit
+        method = (f"{m.offsets.size} random {LINE} B lines of {PAGES} x "
+                  f"{PAGE >> 20} MB pages chased from {len(m.sms)} SMs ({ACCESSES} L2 hits "
+                  f"a line, .cg); grouped by latency at {g.tol:.1f} cycles")
+        ids = list(range(g.count))
+        sizes = [int((g.labels == k).sum()) for k in ids]
+        out = [
+            Finding("l2_slices.groups", g.count, "1", 0.9 if g.count_range[0] == g.count_range[1]
+                    else 0.6, method + ": lines with the same latency from every SM",
+                    interval=g.count_range, kind="structural",
+                    note=f"{g.count_range[0]}-{g.count_range[1]} groups at half and twice "
+                    f"the tolerance" + ("" if fit.unsplit or not fit.found else
+                                        "; the hash splits none")),
+            Finding("l2_slices.unassigned", g.unassigned, "1", 0.9,
+                    method + ": lines in no group (a group of a handful: mis-timed)"),
+        ]
+        if not g.count:
+            return out
+        out.append(Finding("l2_slices.group_lines", sizes, "1", 0.9,
+                           method + ": lines in each group", index=("group", ids)))
+        out.append(Finding("l2_slices.group_partition", [int(p) for p in m.partitions], "1",
+                           float(np.mean(m.partitions >= 0)),
+                           method + ": the partition each group sits in (groups the same SMs "
+                           "see near share one; -1 unclear)", index=("group", ids)))
+        cells = [(np.nanmin, "latency_min", "nearest"), (np.nanmax, "latency_max", "farthest")]
+        for pick, name, word in cells:
+            k, j = np.unravel_index(int(np.nanargmin(m.profile) if pick is np.nanmin
+                                        else np.nanargmax(m.profile)), m.profile.shape)
+            vals = m.matrix[g.labels == k, j]
+            lo, hi = order_interval(vals)
+            out.append(Finding(f"l2_slices.{name}", round(float(np.nanmedian(vals)), 1),
+                               "cycle", 0.9, method + f": the {word} group from any SM "
+                               f"(group {k} from SM {m.sms[j]})",
+                               interval=(float(np.floor(lo * 10) / 10),
+                                         float(np.ceil(hi * 10) / 10)), kind="measured",
+                               note="interval: of the median of that group's lines"))
+        if g.count < 2:  # one group: every line alike from every SM, no hash to fit
+            return out
+        out.append(Finding(
+            "l2_slices.hash_accuracy", round(fit.accuracy, 4) if fit.held_out else None,
+            "1", 0.9, method + f": the fitted hash's share of {fit.held_out} held-out lines "
+            f"put in their group (chance: {fit.chance:.1%}, the best constant guess per page)",
+            interval=tuple(round(x, 4) for x in fit.accuracy_interval) if fit.held_out
+            else None, kind="measured",
+            note=("linear: XOR masks" if fit.linear else "not linear: the largest XOR "
+                  "subspace that holds") + ("" if fit.found else "; not found: " + fit.note),
+            candidates=None if fit.held_out else []))
+        if fit.found:
+            masks = [int(x) for x in fit.masks]
+            out.append(Finding(
+                "l2_slices.hash_masks", masks, "1", 0.9,
+                method + f": XOR masks over address bits {fit.bits[0]}-{fit.bits[1] - 1} "
+                f"(within a {PAGE >> 20} MB page) whose parity names a line's group; "
+                f"the page's own bits add a constant", index=("mask", list(range(len(masks)))),
+                kind="structural", note="masks: " + ", ".join(f"0x{x:x}" for x in masks)))
+            if fit.buffer_masks:
+                out.append(Finding(
+                    "l2_slices.hash_buffer_masks", [int(x) for x in fit.buffer_masks], "1",
+                    0.9, method + ": XOR masks over every bit of the buffer's offsets (its "
+                    "pages in order: virtual and physical pages agree here)",
+                    index=("mask", list(range(len(fit.buffer_masks)))), kind="structural",
+                    note="masks: " + ", ".join(f"0x{x:x}" for x in fit.buffer_masks)))
+            out.append(_slice_latency(m, method))
+            out.append(Finding(
+                "l2_slices.unsplit", len(fit.unsplit), "1", 0.8,
+                method + ": groups whose lines the hash puts in two or more codes: slices "
+                "that every SM measured sees at one latency",
+                note=", ".join(f"group {k}: {v} codes" for k, v in fit.unsplit.items())
+                or "none: latency split every slice the hash names", kind="structural"))
+        return out

@@ -1,0 +1,134 @@
+"""``l2_slices`` against planted slice maps: the slice count, every line's slice, each SM's
+latency to each slice and the XOR hash, recovered exactly, with and without timer noise;
+and a hash that is not linear reported as not found, never as a result."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+import xarray as xr
+from gpumem.analysis import slices as S
+from gpumem.experiments.l2_slices import LINE, PAGE, slice_map
+from gpumem.sim.config import parity
+from gpumem.testing import SLICE_MASKS, sliced_l2
+
+
+def _run(cli, tmp_path, jitter: float):
+    planted = sliced_l2(0, jitter=jitter)
+    cfg = tmp_path / "sliced.toml"
+    planted.config.save(cfg)
+    out = tmp_path / "run"
+    res = cli("run", "l2_slices", "--device", "sim", "--sim-config", str(cfg), "--arch",
+              "hopper", "--out", str(out))
+    assert res.code == 0, res.err
+    (nc,) = sorted(out.rglob("l2_slices-*.nc"))
+    with xr.open_dataset(nc) as ds:
+        raw = ds.load()
+    return planted, raw
+
+
+@pytest.mark.parametrize("jitter", [0.0, 5.0], ids=["exact", "jitter5"])
+def test_a_planted_slice_map_is_recovered_exactly(cli, tmp_path, jitter):
+    planted, raw = _run(cli, tmp_path, jitter)
+    cfg = planted.config
+    l2 = cfg.caches[0]
+    m = slice_map(raw)
+    assert m is not None
+    # the slice count, and every line in the group of its slice (a one-to-one map)
+    assert m.grouping.count == 8 and m.grouping.unassigned == 0
+    truth = l2.slice_of(cfg.base_address + m.offsets)
+    pairs = set(zip(m.grouping.labels.tolist(), truth.tolist(), strict=True))
+    assert len(pairs) == 8 and len({g for g, _ in pairs}) == len({t for _, t in pairs}) == 8
+    # each SM's latency to each slice: the planted row
+    slice_of_group = dict(pairs)
+    for j, sm in enumerate(m.sms):
+        row = l2.slice_latency[sm % len(l2.slice_latency)]
+        got = [m.profile[g, j] for g in range(8)]
+        want = [row[slice_of_group[g]] for g in range(8)]
+        assert got == pytest.approx(want, abs=1.0 if jitter else 0.0)
+    # the hash: in-page masks span what the planted ones do within a page, the buffer's
+    # masks span the planted ones; held-out lines all predicted
+    inpage = (PAGE - 1) & ~(LINE - 1)
+    assert S.span(m.fit.masks) == S.span(S.gf2_basis([x & inpage for x in SLICE_MASKS]))
+    assert S.span(m.fit.buffer_masks) == S.span(list(SLICE_MASKS))
+    assert m.fit.found and m.fit.linear and m.fit.accuracy == 1.0
+    assert m.fit.chance < 0.2  # a constant guess per page: about one in eight
+    # the SMs were added while they split groups: two rounds of 8 on 16 SMs
+    assert len(m.sms) == 16
+    from gpumem.experiments.l2_slices import L2Slices
+
+    f = {x.name: x for x in L2Slices().analyze(raw)}
+    assert f["l2_slices.groups"].value == 8 and f["l2_slices.unsplit"].value == 0
+    assert f["l2_slices.latency_min"].value == pytest.approx(200.0, abs=1)
+    assert f["l2_slices.latency_max"].value == pytest.approx(280.0, abs=1)
+    assert S.span(f["l2_slices.hash_buffer_masks"].value) == S.span(list(SLICE_MASKS))
+
+
+def _lines(n_pages: int = 16, per_page: int = 256, seed: int = 0) -> np.ndarray:
+    rng = np.random.default_rng(seed)
+    return np.concatenate([p * PAGE + np.sort(rng.choice(PAGE // LINE, per_page, False)) * LINE
+                           for p in range(n_pages)]).astype(np.int64)
+
+
+def test_a_hash_that_is_not_linear_is_not_found():
+    """Slices drawn from a random table of address bits 7-20: no XOR mask keeps a group's
+    parity, the fit predicts held-out lines no better than a constant guess per page, and
+    it says so."""
+    off = _lines()
+    table = np.random.default_rng(1).integers(0, 8, 1 << 14)
+    labels = table[(off >> 7) & ((1 << 14) - 1)]
+    held = np.arange(off.size) % 4 == 3
+    fit = S.fit_hash(off, labels, held, line_bits=7, page_bits=21, buffer_bits=25)
+    assert not fit.found and fit.masks == [] and not fit.buffer_masks
+    assert "no better than chance" in fit.note
+
+
+def test_a_linear_hash_is_found_whatever_the_pages_add():
+    """Each page's own (physical) bits add a constant to the slice: the in-page masks are
+    found all the same, and no mask over the buffer's page bits is claimed."""
+    off = _lines()
+    rng = np.random.default_rng(2)
+    page_const = rng.integers(0, 8, 16)  # not a linear function of the page number
+    masks = [0x2480, 0x10900, 0x41200]
+    sl = sum(parity(off & m) << i for i, m in enumerate(masks)) ^ page_const[off >> 21]
+    held = np.arange(off.size) % 4 == 3
+    fit = S.fit_hash(off, sl, held, line_bits=7, page_bits=21, buffer_bits=25)
+    assert fit.found and fit.linear and fit.accuracy == 1.0
+    assert S.span(fit.masks) == S.span(masks)
+    assert fit.buffer_masks == []
+
+
+def test_grouping_leaves_a_mistimed_line_out_and_says_how_the_count_moves():
+    rng = np.random.default_rng(0)
+    truth = rng.integers(0, 4, 2000)
+    rows = np.array([[200, 220, 240, 260], [260, 240, 220, 200]], float).T  # slices x SMs
+    m = rows[truth] + rng.normal(0, 0.5, (2000, 2))
+    m[7] = [900.0, 905.0]  # one line mis-timed at both SMs
+    g = S.grouping(m, 2.0)
+    assert g.count == 4 and g.unassigned == 1 and g.labels[7] == -1
+    assert g.count_range == (4, 4)
+    assert len(set(zip(g.labels[g.labels >= 0], truth[g.labels >= 0], strict=True))) == 4
+
+
+def test_export_sim_carries_the_slice_map_and_reproduces_every_lines_latency(cli, tmp_path):
+    """``gpumem export sim`` of a run with l2_slices writes the slice map into the level
+    that serves the L2-only path: a line's simulated L2 hit from each SM then costs what the
+    planted config charges (the codes may be numbered otherwise)."""
+    from gpumem.sim.config import SimConfig
+
+    planted, raw = _run(cli, tmp_path, 0.0)
+    out = tmp_path / "exported"
+    res = cli("export", "sim", str(tmp_path / "run"), "--out", str(out))
+    assert res.code == 0, res.err
+    (toml,) = sorted(out.glob("*.toml"))
+    cfg = SimConfig.load(toml)
+    got = cfg.level(cfg.paths["cg"][0])
+    want = planted.config.caches[0]
+    assert got.slices == 8 and S.span(got.slice_masks) == S.span(list(SLICE_MASKS))
+    assert len(got.slice_latency) == cfg.sm_count == 16
+    addr = planted.config.base_address + slice_map(raw).offsets
+    for sm in range(16):
+        a = np.array(got.slice_latency[sm])[got.slice_of(addr)]
+        b = np.array(want.slice_latency[sm])[want.slice_of(addr)]
+        assert np.array_equal(a, b), sm
+    assert "l2_slices/l2_slices.slice_latency" in toml.read_text()
