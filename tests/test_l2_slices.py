@@ -132,3 +132,20 @@ def test_export_sim_carries_the_slice_map_and_reproduces_every_lines_latency(cli
         b = np.array(want.slice_latency[sm])[want.slice_of(addr)]
         assert np.array_equal(a, b), sm
     assert "l2_slices/l2_slices.slice_latency" in toml.read_text()
+
+
+def test_slices_that_latency_merged_are_named_and_64_slices_are_fitted_per_page():
+    """64 slices by six masks, each page adding its own constant: every held-out line is
+    predicted (pages that showed a slice's code to no fitted line take it from the pages
+    they are a shift of). Two slices merged into one group (every SM sees them alike): the
+    masks are still found, and the merged group is named with its two codes."""
+    off = _lines()
+    masks = [0x2480, 0x10900, 0x41200, 0x8880, 0x100100, 0x3000]
+    consts = np.random.default_rng(3).integers(0, 64, 16)
+    sl = sum(parity(off & m) << i for i, m in enumerate(masks)) ^ consts[off >> 21]
+    held = np.arange(off.size) % 4 == 3
+    fit = S.fit_hash(off, sl, held, line_bits=7, page_bits=21, buffer_bits=25)
+    assert fit.found and S.span(fit.masks) == S.span(masks) and fit.accuracy == 1.0
+    merged = np.where(sl == 63, 62, sl)
+    fit = S.fit_hash(off, merged, held, line_bits=7, page_bits=21, buffer_bits=25)
+    assert S.span(fit.masks) == S.span(masks) and fit.unsplit == {62: 2}

@@ -32,9 +32,12 @@ import numpy as np
 #: Most in-page address bits the hash search tries at once (2**16 masks).
 MAX_FIT_BITS = 16
 #: A mask belongs to the hash when this share of the lines sit in (page, group) cells whose
-#: parity it keeps constant (:func:`mask_scores`); a mask outside the hash scores about 0.5
-#: to 0.7 with a few lines per cell.
-PURE = 0.9
+#: parity it keeps constant (:func:`mask_scores`). A mask outside the hash keeps a cell of
+#: k lines constant by chance with odds 2**(1-k): it scores at most about 0.5 (cells of two
+#: lines), near 0 with cells of ten. A mask that tells two slices apart which latency merged
+#: into one group loses only that group's lines (2 of 16 slices: 0.875), and is kept: the
+#: merged group then shows two codes (:attr:`HashFit.unsplit`).
+PURE = 0.75
 #: A cell is constant under a mask when this share of its lines agree.
 CELL_AGREE = 0.9
 #: Groups of fewer lines than this share of the median group are left unassigned.
@@ -245,6 +248,43 @@ def cell_table(pages: np.ndarray, codes: np.ndarray, labels: np.ndarray
     return out
 
 
+def aligned(table: dict[tuple[int, int], int], bits: int) -> dict[tuple[int, int], int]:
+    """``table`` with each page's codes that no fitted line showed filled in, where the
+    pages differ by a constant: if a page's groups are the reference page's (the one with
+    most codes seen) with its codes XOR ``d`` (at least 90 % of the codes both show, and
+    two), the page takes the slice the pages agree on at every code. A linear hash makes
+    every page such a shift of the others when each page reaches every slice; a page whose
+    own bits pick other slices matches no shift and keeps only what it showed."""
+    pages: dict[int, dict[int, int]] = {}
+    for (p, c), g in table.items():
+        pages.setdefault(p, {})[c] = g
+    if not pages or bits == 0:
+        return table
+    ref = max(pages, key=lambda p: (len(pages[p]), -p))
+    shift: dict[int, int] = {}
+    for p, codes in pages.items():
+        best, best_d = 0, -1
+        for d in range(1 << bits):
+            both = [c for c in codes if c ^ d in pages[ref]]
+            hits = sum(codes[c] == pages[ref][c ^ d] for c in both)
+            if len(both) >= 2 and hits >= 0.9 * len(both) and hits > best:
+                best, best_d = hits, d
+        if best_d >= 0:
+            shift[p] = best_d
+    votes: dict[int, dict[int, int]] = {}  # reference code -> group -> lines' pages voting
+    for p, d in shift.items():
+        for c, g in pages[p].items():
+            votes.setdefault(c ^ d, {}).setdefault(g, 0)
+            votes[c ^ d][g] += 1
+    out = dict(table)
+    for p, d in shift.items():
+        for c in range(1 << bits):
+            v = votes.get(c ^ d)
+            if (p, c) not in out and v:
+                out[(p, c)] = max(v, key=lambda g: (v[g], -g))
+    return out
+
+
 def _interval(k: int, n: int, z: float = 1.96) -> tuple[float, float]:
     """Wilson's 95 % score interval of a share ``k / n`` (good at shares near 0 or 1, where
     the normal approximation's is not)."""
@@ -276,7 +316,7 @@ def fit_hash(offsets: np.ndarray, labels: np.ndarray, held_out: np.ndarray, *, l
         basis = gf2_basis([m for m in good if all(scores[(m ^ b) >> line_bits] >= PURE
                                                   for b in good)])
     codes = codes_of(x, basis)
-    table = cell_table(pages[train], codes[train], lab[train])
+    table = aligned(cell_table(pages[train], codes[train], lab[train]), len(basis))
     fit = HashFit(found=False, linear=linear, masks=basis, bits=(line_bits, hi),
                   page_bits=page_bits, accuracy=float("nan"), accuracy_interval=(0.0, 1.0),
                   chance=float("nan"), held_out=int(test.sum()))

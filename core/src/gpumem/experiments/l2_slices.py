@@ -139,7 +139,8 @@ def slice_map(raw: xr.Dataset) -> SliceMap | None:
                      page_bits=page_bits, buffer_bits=buffer_bits)
     codes = S.codes_of(offsets, fit.masks)
     train = ~held & (g.labels >= 0)
-    table = S.cell_table(offsets[train] >> page_bits, codes[train], g.labels[train])
+    table = S.aligned(S.cell_table(offsets[train] >> page_bits, codes[train],
+                                   g.labels[train]), len(fit.masks))
     parts = S.partitions_of(prof) if prof.shape[0] > 1 else np.zeros(prof.shape[0], np.int64)
     return SliceMap(sms, offsets, matrix, g, prof, parts, fit, held, table)
 

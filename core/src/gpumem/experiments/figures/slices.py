@@ -28,7 +28,8 @@ def slice_latency_map(series: Sequence[Series]) -> Figure | None:
     for ax, (s, m) in zip(axs[:, 0], maps, strict=True):
         order = np.lexsort((np.nanmean(m.profile, axis=1), m.partitions))
         values = m.profile[order]
-        rows = [f"{k} (p{m.partitions[k]})" for k in order]
+        rows = [f"{k} (p{m.partitions[k]})" if m.partitions[k] >= 0 else f"{k} (p?)"
+                for k in order]
         title = (f"{s.legend}: {m.grouping.count} groups of lines from {len(m.sms)} SMs"
                  + (f", hash of {len(m.fit.masks)} bits" if m.fit.found else ""))
         if values.size <= NUMBERED_CELLS:
