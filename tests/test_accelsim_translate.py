@@ -351,3 +351,19 @@ def test_formats_are_listed_by_list_plugins(cli):
     rec = {p["name"]: p for p in data["plugins"]}["accelsim"] if isinstance(data, dict) \
         else {p["name"]: p for p in data}["accelsim"]
     assert rec["contributes"]["formats"] == ["accelsim"]
+
+
+def test_a_slice_map_becomes_one_l2_latency_with_a_warning_naming_what_is_lost():
+    """Accel-Sim has one L2 latency for every SM and its own address hash: a sliced L2's
+    median latency is written (the median of every SM's row), and the warning names the
+    slices, the masks and the range of latencies that are lost."""
+    sim, _ = from_accelsim(_load("SM7_QV100"), "x")
+    l2 = sim.caches[1]
+    l2.slices, l2.slice_masks = 4, [0x1080, 0x20500]
+    l2.slice_latency = [[200.0, 260.0, 230.0, 250.0], [300.0, 210.0, 220.0, 240.0]]
+    sim.validate()
+    written, _c, warnings = to_accelsim(sim, _load("SM7_QV100"))
+    (w,) = [w for w in warnings if "slice map" in w]
+    assert "4 slices" in w and "0x1080, 0x20500" in w and "200-300" in w and "235" in w
+    l1 = written.int("-gpgpu_l1_latency")
+    assert l1 + written.int("-gpgpu_l2_rop_latency") == 235

@@ -23,6 +23,7 @@ set each one (``gpumem export accelsim``: :mod:`gpumem_accelsim.export`).
 from __future__ import annotations
 
 import math
+import statistics
 from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 
@@ -235,8 +236,18 @@ def translate(sim: SimConfig, base: AccelSimConfig, sources: Mapping[str, str] |
         raise AccelSimConfigError(f"SimConfig {sim.name}: no GPU-scope (L2) level to write "
                                   f"as {_L2}")
     l2 = max(gpu, key=lambda c: c.size)
-    nearest = min(gpu, key=lambda c: c.hit_latency)
-    near = nearest.hit_latency
+    nearest = min(gpu, key=_hit)
+    near = _hit(nearest)
+    for c in gpu:
+        if c.slices > 1:
+            cells = [x for row in c.slice_latency for x in row]
+            masks = ", ".join(f"0x{m:x}" for m in c.slice_masks)
+            warn.append(f"cache '{c.name}': its slice map ({c.slices} slices homed by XOR masks "
+                        f"[{masks}], hits {min(cells):g}-{max(cells):g} cycles by SM and slice) "
+                        f"cannot be expressed: Accel-Sim homes lines in its memory "
+                        f"sub-partitions by its own hash (-gpgpu_memory_partition_indexing) "
+                        f"at one L2 latency for every SM and slice; the "
+                        f"median, {_hit(c):g} cycles, is written")
     if len(gpu) > 1 or l2.partitions > 1:
         far = max([c.far_latency or c.hit_latency for c in gpu] + [l2.hit_latency])
         warn.append(f"L2 near/far partitions (hits {near:g} and {far:g} cycles) cannot be "
@@ -253,9 +264,10 @@ def translate(sim: SimConfig, base: AccelSimConfig, sources: Mapping[str, str] |
                        *geometry(l1)), warn)
     put.l2(l2, why((_L2,), f"L2 (cache '{l2.name}', total; per slice = total / slices)",
                    *geometry(l2)), warn)
-    l1_lat = (f"cache:{l1.name}.hit_latency", l1.hit_latency) if l1 else \
-        (f"cache:{nearest.name}.hit_latency", near)
-    l2_lat = (f"cache:{nearest.name}.hit_latency", near)
+    near_param = f"cache:{nearest.name}." + ("slice_latency" if nearest.slices > 1
+                                              else "hit_latency")
+    l1_lat = (f"cache:{l1.name}.hit_latency", l1.hit_latency) if l1 else (near_param, near)
+    l2_lat = (near_param, near)
     p = pipeline
 
     def less(what: str, cycles: float) -> str:
@@ -282,6 +294,14 @@ def translate(sim: SimConfig, base: AccelSimConfig, sources: Mapping[str, str] |
         warn.append(f"path latencies {sim.path_latency} cannot be expressed")
     return Translated(out, comments, warn,
                       {o: ps for o, ps in why.params.items() if o in comments})
+
+
+def _hit(c: CacheLevel) -> float:
+    """A level's hit latency as Accel-Sim takes it (one number): a sliced level's median
+    over every SM and slice, else its ``hit_latency``."""
+    if c.slices > 1:
+        return float(statistics.median(x for row in c.slice_latency for x in row))
+    return c.hit_latency
 
 
 def _policy_warnings(c: CacheLevel, warn: list[str]) -> None:
