@@ -177,8 +177,9 @@ SLICE_MASKS = (0x1080 | 1 << 22, 0x20500, 0x4100 | 1 << 23)
 
 
 def sliced_l2(seed: int = 0, jitter: float = 0.0, sm_count: int = 16,
-              cycles_per_hop: float = 20.0) -> Planted:
-    """An L2 of eight slices homed by the XOR hash :data:`SLICE_MASKS`, laid out on a 4 x 2
+              cycles_per_hop: float = 20.0,
+              masks: tuple[int, ...] = SLICE_MASKS) -> Planted:
+    """An L2 of eight slices homed by the XOR hash ``masks`` (three), laid out on a 4 x 2
     grid with the SMs on the same grid (two per position): a hit costs 200 cycles plus
     ``cycles_per_hop`` per grid step (Manhattan) from the SM to the line's slice. Truth: the
     slice count, every SM's latency row (``slice_latency``) and the masks."""
@@ -189,13 +190,13 @@ def sliced_l2(seed: int = 0, jitter: float = 0.0, sm_count: int = 16,
     rows = [[200.0 + cycles_per_hop * (abs(a - x) + abs(b - y)) for x, y in spots]
             for a, b in sm_at]
     l2 = CacheLevel("l2", 4 << 20, 128, 16, 200.0, sector=32, scope="gpu", translate=True,
-                    slices=8, slice_masks=list(SLICE_MASKS), slice_latency=rows)
+                    slices=8, slice_masks=list(masks), slice_latency=rows)
     cfg = SimConfig(name=f"sliced-l2-{seed}", arch="planted", compute_capability="9.0",
                     sm_count=sm_count, clock_mhz=1500.0, caches=[l2], paths={"cg": ["l2"]},
                     tlbs=[TlbLevel("tlb_l1", 2 << 20, 64, 64, 10.0)], dram=Dram(600.0),
                     memory_bytes=1 << 32, base_address=1 << 40, seed=seed,
                     timer=Timer(overhead=4.0, jitter=jitter)).validate()
-    truth = {"l2_slices.groups": 8, "slice_masks": list(SLICE_MASKS),
+    truth = {"l2_slices.groups": 8, "slice_masks": list(masks),
              "slice_latency": rows}
     return Planted(cfg, truth, f"8 slices on a 4 x 2 grid, {cycles_per_hop:g} cycles a hop, "
                    f"{sm_count} SMs, jitter {jitter:g}")

@@ -44,19 +44,52 @@ CELL_AGREE = 0.9
 SMALL_GROUP = 0.2
 
 
+#: A level's density peak must stand this far above the valley to the next (valley under
+#: this share of the lower peak), else the two are one level.
+VALLEY = 0.5
+#: Most histogram bins of one SM's values (a mis-timed line far out widens the range).
+MAX_BINS = 1 << 18
+
+
 def levels(values: np.ndarray, tol: float) -> np.ndarray:
-    """Each value's level: runs of sorted values with no gap over ``tol`` share one (NaN: -1)."""
+    """Each value's level (NaN: -1): the modes of the values' density, smoothed by a
+    Gaussian of ``tol / 4`` (the tolerance is four standard errors of a value), cut at the
+    valleys between them. Two modes are one level unless the valley between them falls
+    under :data:`VALLEY` of the lower peak: levels as close as the noise allows are told
+    apart (a gap rule chains them once the tails of two levels touch), and a level's own
+    scatter never splits it."""
     v = np.asarray(values, float)
     out = np.full(v.shape, -1, np.int64)
     ok = np.isfinite(v)
     if not ok.any():
         return out
-    order = np.argsort(v[ok], kind="stable")
-    sv = v[ok][order]
-    lvl = np.concatenate([[0], np.cumsum(np.diff(sv) > tol)])
-    tmp = np.empty(sv.size, np.int64)
-    tmp[order] = lvl
-    out[ok] = tmp
+    x = v[ok]
+    h = max(float(tol) / 4, 1e-3)
+    lo, hi = float(x.min()) - 4 * h, float(x.max()) + 4 * h
+    step = max(h / 4, (hi - lo) / MAX_BINS)
+    n = int(np.ceil((hi - lo) / step)) + 1
+    counts = np.bincount(((x - lo) / step).astype(np.int64), minlength=n).astype(float)
+    k = np.arange(-int(4 * h / step) - 1, int(4 * h / step) + 2) * step
+    dens = np.convolve(counts, np.exp(-0.5 * (k / h) ** 2), mode="same")
+    d = np.diff(dens)
+    peaks = [i for i in range(1, n - 1) if d[i - 1] > 0 >= d[i]]
+    if dens[0] > dens[1]:
+        peaks.insert(0, 0)
+    merged = True
+    while merged and len(peaks) > 1:  # the shallowest valley first, into the higher peak
+        merged = False
+        ratios = []
+        for a, b in zip(peaks, peaks[1:], strict=False):
+            valley = float(dens[a:b + 1].min())
+            ratios.append(valley / max(min(dens[a], dens[b]), 1e-300))
+        j = int(np.argmax(ratios))
+        if ratios[j] >= VALLEY:
+            a, b = peaks[j], peaks[j + 1]
+            peaks.pop(j + 1 if dens[a] >= dens[b] else j)
+            merged = True
+    cuts = [a + int(np.argmin(dens[a:b + 1])) for a, b in zip(peaks, peaks[1:], strict=False)]
+    bins = ((x - lo) / step).astype(np.int64)
+    out[ok] = np.searchsorted(np.asarray(cuts), bins, side="right")
     return out
 
 
@@ -77,9 +110,60 @@ def group_lines(matrix: np.ndarray, tol: float) -> np.ndarray:
     out = np.full(n, -1, np.int64)
     if not keep.any():
         return out
-    ids, sizes = np.unique(inv[keep], return_counts=True)
-    rank = {int(i): r for r, i in enumerate(ids[np.lexsort((ids, -sizes))])}
-    out[keep] = [rank[int(i)] for i in inv[keep]]
+    out[keep] = np.unique(inv[keep], return_inverse=True)[1].reshape(-1)
+    return _by_size(_nearest(m, _merged(m, _nearest(m, out, tol), tol), tol))
+
+
+def _merged(m: np.ndarray, labels: np.ndarray, tol: float) -> np.ndarray:
+    """Groups whose median vectors differ by less than ``tol`` at every SM made one: a level
+    that one SM's density split in two (the two halves differ at that SM by a fraction of
+    the noise) is one slice; two slices differ by a whole level somewhere."""
+    lab = labels.copy()
+    while True:
+        groups = np.unique(lab[lab >= 0])
+        if groups.size < 2:
+            return lab
+        cent = np.stack([np.median(m[lab == g], axis=0) for g in groups])
+        cheb = np.max(np.abs(cent[:, None, :] - cent[None, :, :]), axis=2)
+        np.fill_diagonal(cheb, np.inf)
+        i, j = np.unravel_index(int(np.argmin(cheb)), cheb.shape)
+        if cheb[i, j] >= tol:
+            return lab
+        lab[lab == groups[j]] = groups[i]
+
+
+def _nearest(m: np.ndarray, labels: np.ndarray, tol: float, rounds: int = 3) -> np.ndarray:
+    """Every line moved to the group whose median vector is nearest (root mean square over
+    the SMs), or left out where none is within ``tol``: a line whose value crossed a level's
+    valley at one SM of many rejoins its slice; a mis-timed line stays out."""
+    lab = labels.copy()
+    ok = np.isfinite(m).all(axis=1)
+    for _ in range(rounds):
+        groups = np.unique(lab[lab >= 0])
+        if groups.size == 0:
+            break
+        cent = np.stack([np.median(m[lab == g], axis=0) for g in groups])
+        dist = np.full((m.shape[0], groups.size), np.inf)
+        for i in range(groups.size):  # lines x groups, a group at a time (memory)
+            dist[:, i] = np.sqrt(np.mean((m - cent[i]) ** 2, axis=1))
+        best = np.argmin(dist, axis=1)
+        new = np.where(ok & (dist[np.arange(m.shape[0]), best] <= tol), groups[best], -1)
+        if np.array_equal(new, lab):
+            break
+        lab = new
+    return lab
+
+
+def _by_size(labels: np.ndarray) -> np.ndarray:
+    """Labels renumbered 0 .. n-1 by group size, largest first (-1 kept)."""
+    out = np.full(labels.shape, -1, np.int64)
+    keep = labels >= 0
+    if not keep.any():
+        return out
+    ids, inv, sizes = np.unique(labels[keep], return_inverse=True, return_counts=True)
+    rank = np.empty(ids.size, np.int64)
+    rank[np.lexsort((ids, -sizes))] = np.arange(ids.size)
+    out[keep] = rank[inv.reshape(-1)]
     return out
 
 
