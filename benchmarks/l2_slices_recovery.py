@@ -22,7 +22,6 @@ from pathlib import Path
 
 import numpy as np
 import xarray as xr
-
 from gpumem.analysis import slices as S
 from gpumem.experiments.l2_slices import LINE, PAGE, slice_map
 from gpumem.testing import sliced_l2

@@ -318,8 +318,8 @@ class L2Slices(Experiment):
             "l2_slices.hash_accuracy", round(fit.accuracy, 4) if fit.held_out else None,
             "1", 0.9, method + f": the fitted hash's share of {fit.held_out} held-out lines "
             f"put in their group (chance: {fit.chance:.1%}, the best constant guess per page)",
-            interval=tuple(round(x, 4) for x in fit.accuracy_interval) if fit.held_out
-            else None, kind="measured",
+            interval=(round(fit.accuracy_interval[0], 4), round(fit.accuracy_interval[1], 4))
+            if fit.held_out else None, kind="measured",
             note=("linear: XOR masks" if fit.linear else "not linear: the largest XOR "
                   "subspace that holds") + ("" if fit.found else "; not found: " + fit.note),
             candidates=None if fit.held_out else []))

@@ -7,7 +7,7 @@ from collections.abc import Sequence
 import numpy as np
 from matplotlib.figure import Figure
 
-from gpumem.experiments.l2_slices import slice_map
+from gpumem.experiments.l2_slices import SliceMap, slice_map
 from gpumem.figures.draw import finished, heatmap, panels, with_raw
 from gpumem.figures.series import Series
 
@@ -20,8 +20,11 @@ def slice_latency_map(series: Sequence[Series]) -> Figure | None:
     """One panel per series: SMs across, groups of lines (slices) up, each cell the median L2
     hit latency of the group's lines from that SM; groups ordered by partition, then by
     their mean latency, so each partition's slices form a band."""
-    maps = [(s, slice_map(ds)) for s, ds in with_raw(series, "l2_slices")]
-    maps = [(s, m) for s, m in maps if m is not None and m.profile.size]
+    maps: list[tuple[Series, SliceMap]] = []
+    for s, ds in with_raw(series, "l2_slices"):
+        m = slice_map(ds)
+        if m is not None and m.profile.size:
+            maps.append((s, m))
     if not maps:
         return None
     fig, axs = panels(len(maps), 1, 7.5, 4.2)

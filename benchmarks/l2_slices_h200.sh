@@ -1,0 +1,47 @@
+#!/usr/bin/env bash
+# Issue 44's measurements on one GPU node, in one job (a few minutes on an H200):
+#   1. nvidia-smi before (clocks, other processes);
+#   2. two `gpumem run --arch hopper l2_slices` back to back (the same lines: the default
+#      seed), timed;
+#   3. the first run exported as a simulated card (gpumem export sim), l2_slices run on it
+#      (the host's cores), and benchmarks/slices_vs_card.py: the first run against the
+#      second (the map's reproducibility) and against the simulated card (target: every
+#      line's L2 hit within 2 %);
+#   4. `gpumem run --arch hopper all`, timed (target: at most 60 s with l2_slices in it).
+#
+#   bash benchmarks/l2_slices_h200.sh OUT_DIR
+#
+# Run it on two cards and compare their first runs with slices_vs_card.py (the slice count
+# and the per-SM profiles must agree). Packs the runs' manifests, the l2_slices files and the
+# logs into OUT_DIR/pack.tgz (small enough to come back from a device machine) and prints a
+# short table last. Changes no clock, power or mode setting.
+set -uo pipefail
+out=${1:?usage: l2_slices_h200.sh OUT_DIR}
+here="$(cd "$(dirname "$0")" && pwd)"
+mkdir -p "$out"
+t0=$SECONDS
+mark() { echo "$1 at $((SECONDS - t0)) s" | tee -a "$out/times.txt"; }
+nvidia-smi --query-gpu=name,uuid,clocks.sm,clocks.max.sm,temperature.gpu,power.draw,\
+utilization.gpu,memory.used --format=csv > "$out/smi_before.csv" 2>&1
+nvidia-smi --query-compute-apps=pid,name,used_memory --format=csv >> "$out/smi_before.csv" 2>&1
+for r in a b; do
+    s=$SECONDS
+    gpumem run --arch hopper l2_slices --device cuda:0 --out "$out/$r" > "$out/$r.log" 2>&1
+    echo "l2_slices run $r: rc $? in $((SECONDS - s)) s" | tee -a "$out/times.txt"
+done
+gpumem export sim "$out/a" --out "$out/sim" > "$out/export.log" 2>&1
+cfg=$(ls "$out"/sim/*.toml 2>/dev/null | head -1)
+if [ -n "$cfg" ]; then
+    gpumem run --arch hopper l2_slices --device sim --sim-config "$cfg" --out "$out/simrun" \
+        > "$out/simrun.log" 2>&1
+fi
+python3 "$here/slices_vs_card.py" "$out/a" "$out/b" > "$out/a_vs_b.txt" 2>&1
+python3 "$here/slices_vs_card.py" "$out/a" "$out/simrun" > "$out/a_vs_sim.txt" 2>&1
+mark "l2_slices done"
+s=$SECONDS
+gpumem run --arch hopper all --device cuda:0 --out "$out/all" > "$out/all.log" 2>&1
+echo "all: rc $? in $((SECONDS - s)) s" | tee -a "$out/times.txt"
+(cd "$out" && tar czf pack.tgz --exclude=pack.tgz ./*.txt ./*.log ./*.csv ./sim \
+    $(find a b simrun all -name manifest.json -o -name 'l2_slices-*.nc' 2>/dev/null))
+echo "---"
+cat "$out/times.txt" "$out/a_vs_b.txt" "$out/a_vs_sim.txt"
