@@ -17,7 +17,6 @@ from pathlib import Path
 
 import numpy as np
 import xarray as xr
-
 from gpumem.experiments.l2_slices import slice_map
 
 

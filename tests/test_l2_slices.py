@@ -149,3 +149,18 @@ def test_slices_that_latency_merged_are_named_and_64_slices_are_fitted_per_page(
     merged = np.where(sl == 63, 62, sl)
     fit = S.fit_hash(off, merged, held, line_bits=7, page_bits=21, buffer_bits=25)
     assert S.span(fit.masks) == S.span(masks) and fit.unsplit == {62: 2}
+
+
+def test_a_file_whose_attributes_lie_is_refused_with_one_line(cli, tmp_path):
+    """A results file is hostile input: a page that is no power of two, or lines outside the
+    buffer, are refused by name, not fitted."""
+    _, raw = _run(cli, tmp_path, 0.0)
+    for attrs, coords, says in (({"plan_page": 3 << 20}, None, "plan_page"),
+                                ({"plan_footprint": "lots"}, None, "plan_footprint"),
+                                ({}, 32 << 20, "inside the buffer")):
+        bad = raw.copy()
+        bad.attrs.update(attrs)
+        if coords is not None:
+            bad = bad.assign_coords(line=bad["line"].values + coords)
+        with pytest.raises(ValueError, match=says):
+            slice_map(bad)

@@ -133,8 +133,7 @@ def slice_map(raw: xr.Dataset) -> SliceMap | None:
     g = S.grouping(matrix, tol)
     prof = S.profile(matrix, g.labels)
     held = (np.arange(offsets.size) % HOLD_OUT) == HOLD_OUT - 1
-    page_bits = int(raw.attrs.get("plan_page", PAGE)).bit_length() - 1
-    buffer_bits = int(raw.attrs.get("plan_footprint", PAGE * PAGES)).bit_length() - 1
+    page_bits, buffer_bits = _bits_of(raw.attrs, offsets)
     fit = S.fit_hash(offsets, g.labels, held, line_bits=LINE.bit_length() - 1,
                      page_bits=page_bits, buffer_bits=buffer_bits)
     codes = S.codes_of(offsets, fit.masks)
@@ -143,6 +142,28 @@ def slice_map(raw: xr.Dataset) -> SliceMap | None:
                                    g.labels[train]), len(fit.masks))
     parts = S.partitions_of(prof) if prof.shape[0] > 1 else np.zeros(prof.shape[0], np.int64)
     return SliceMap(sms, offsets, matrix, g, prof, parts, fit, held, table)
+
+
+def _bits_of(attrs: Mapping[str, Any], offsets: np.ndarray) -> tuple[int, int]:
+    """log2 of the page and of the buffer the file says it measured, checked: a file's
+    attributes are not trusted (a page that is no power of two, or a line outside the
+    buffer, would fit a hash to nothing)."""
+    def power(name: str, default: int) -> int:
+        v = attrs.get(name, default)
+        try:
+            x = int(v)
+        except (TypeError, ValueError):
+            raise ValueError(f"l2_slices: attribute {name}={v!r} is not a whole number") from None
+        if x < LINE or x > 1 << 48 or x & (x - 1):
+            raise ValueError(f"l2_slices: attribute {name}={x} is not a power of two between "
+                             f"{LINE} B and 2**48 B")
+        return x.bit_length() - 1
+    page, buffer = power("plan_page", PAGE), power("plan_footprint", PAGE * PAGES)
+    if page > buffer or offsets.size == 0 or offsets.min() < 0 or \
+            offsets.max() >= 1 << buffer or (offsets % LINE).any():
+        raise ValueError("l2_slices: the lines' offsets are not whole lines inside the buffer, "
+                         "or the page is larger than the buffer")
+    return page, buffer
 
 
 def _tolerance(runs: np.ndarray) -> float:
