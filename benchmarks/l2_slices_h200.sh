@@ -7,7 +7,9 @@
 #      (the host's cores), and benchmarks/slices_vs_card.py: the first run against the
 #      second (the map's reproducibility) and against the simulated card (target: every
 #      line's L2 hit within 2 %);
-#   4. `gpumem run --arch hopper all`, timed (target: at most 60 s with l2_slices in it).
+#   4. `gpumem run --arch hopper all`, timed (target: at most 60 s with l2_slices in it);
+#   5. benchmarks/l2_share_sweep.py: L2 read bandwidth with slices re-read from other SMs
+#      (StreamRequest.share) against gpu-l2-cache's published H200 figures (item 6).
 #
 #   bash benchmarks/l2_slices_h200.sh OUT_DIR
 #
@@ -41,7 +43,9 @@ mark "l2_slices done"
 s=$SECONDS
 gpumem run --arch hopper all --device cuda:0 --out "$out/all" > "$out/all.log" 2>&1
 echo "all: rc $? in $((SECONDS - s)) s" | tee -a "$out/times.txt"
+(cd "$here" && python3 l2_share_sweep.py --json "$out/share.json") > "$out/share.txt" 2>&1
+mark "share sweep done"
 (cd "$out" && tar czf pack.tgz --exclude=pack.tgz ./*.txt ./*.log ./*.csv ./sim \
     $(find a b simrun all -name manifest.json -o -name 'l2_slices-*.nc' 2>/dev/null))
 echo "---"
-cat "$out/times.txt" "$out/a_vs_b.txt" "$out/a_vs_sim.txt"
+cat "$out/times.txt" "$out/a_vs_b.txt" "$out/a_vs_sim.txt" "$out/share.txt"

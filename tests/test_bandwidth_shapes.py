@@ -73,6 +73,26 @@ def test_block_order_keeps_an_sms_share_to_its_resident_slices(hopper):
     assert stream_model(hopper, StreamRequest(**req, order="coalesced")).serving != "l1d"
 
 
+def test_shared_slices_are_re_read_from_other_sms_so_an_sms_share_grows():
+    """``share``: the grid's blocks read ctas // share slices. Every block on one slice (share
+    = ctas): each SM reads the whole footprint, which its L1 no longer holds; the kernel's
+    address of block b is slice b mod slices; share needs order 'block'."""
+    hopper = get_plugins().hook.gpumem_simulator_config(arch="hopper", simulator="sim")
+    sms = sim_device_info(hopper).sm_count
+    l1 = hopper.level("l1d").size
+    fp = sms * (l1 // 2) // (1 << 16) * (1 << 16)  # half an L1 per SM
+    req = dict(footprint=fp, ctas=2 * sms, threads=512, ilp=2, width=16, path="ca",
+               order="block")
+    assert stream_model(hopper, StreamRequest(**req)).serving == "l1d"
+    one = StreamRequest(**req, share=2 * sms)
+    assert one.slices == 1 and stream_model(hopper, one).serving != "l1d"
+    assert StreamRequest(**req, share=4).slices == sms // 2
+    with pytest.raises(ValueError, match="only with order 'block'"):
+        StreamRequest(**{**req, "order": "coalesced"}, share=2).validate()
+    with pytest.raises(ValueError, match="share must be >= 1"):
+        StreamRequest(**req, share=0).validate()
+
+
 class _Recorder:
     """A device whose streams run at a fixed rate after a fixed launch overhead (seconds),
     recording each request's bytes."""

@@ -204,6 +204,10 @@ class StreamRequest:
     changes concurrency, not the amount moved. ``reverse`` walks the buffer backwards. For
     the ``async_copy`` probe ``ilp`` is the number of cp.async groups in flight per thread.
     ``peer`` reads another GPU's memory (probe ``peer_access``; -1: this device's).
+    ``share`` (order ``block`` only): blocks that read each slice. The grid's blocks read
+    ``ctas // share`` slices, block b the (b mod that)-th, so a slice is re-read by blocks on
+    other SMs, as RRZE gpu-benches' gpu-l2-cache spreads its re-reads (an L2 that keeps a
+    copy of a line near each partition serves those from near); 1: each block its own.
     """
 
     footprint: int
@@ -218,10 +222,16 @@ class StreamRequest:
     reverse: bool = False
     seed: int = 0
     peer: int = -1
+    share: int = 1
 
     @property
     def bytes_per_direction(self) -> int:
         return self.work or self.footprint
+
+    @property
+    def slices(self) -> int:
+        """Distinct slices the blocks read (order ``block``): ``ctas // share``, at least 1."""
+        return max(1, self.ctas // self.share)
 
     def validate(self) -> None:
         if self.order not in STREAM_ORDERS:
@@ -238,6 +248,8 @@ class StreamRequest:
             raise ValueError("footprint must hold at least one element per thread")
         if self.peer < -1:
             raise ValueError("peer must be a device index, or -1 for the device's own memory")
+        if self.share < 1 or (self.share > 1 and self.order != "block"):
+            raise ValueError("share must be >= 1, and above 1 only with order 'block'")
 
 
 @dataclass(frozen=True)

@@ -435,9 +435,9 @@ class CudaDevice(Device):
         # number of commit groups in flight, not of loads per iteration)
         per_block = req.threads * (1 if asynchronous else req.ilp)
         chunk = req.ctas * per_block
-        # order "block": each block walks its own slice, a ctas-th of the footprint, in
-        # chunks of its own threads
-        chunks = elems // req.ctas // per_block if req.order == "block" else elems // chunk
+        # order "block": each block walks a slice, a (ctas // share)-th of the footprint, in
+        # chunks of its own threads (share 1: its own)
+        chunks = elems // req.slices // per_block if req.order == "block" else elems // chunk
         if chunks < 1:
             raise PointSkipped("the footprint is smaller than one chunk of the grid")
         iters = -(-(req.bytes_per_direction // req.width) // chunk)
@@ -477,7 +477,7 @@ class CudaDevice(Device):
             kern = self._kernel("stream", name)
             self.carveout["stream"] = self._set_carveout(kern, STREAM_CARVEOUT_PERCENT)
             args = (a, b, np.uint64(chunks), np.uint64(iters), np.int32(req.reverse),
-                    self._sink)
+                    self._sink, np.uint64(req.slices))
 
             def launch() -> None:
                 kern((req.ctas,), (req.threads,), args)

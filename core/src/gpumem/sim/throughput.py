@@ -89,10 +89,10 @@ class StreamModel:
 def _serving_level(cfg: SimConfig, req: StreamRequest, active_sms: int,
                    ctas_per_sm: int) -> CacheLevel | None:
     """The first level on the path that holds what it is asked to re-read: an SM's share of
-    the footprint (order "block": the slices of the blocks resident on it at once), or the
-    whole footprint for a level the SMs share."""
-    per_sm = (req.footprint / req.ctas * ctas_per_sm if req.order == "block"
-              else req.footprint / active_sms)
+    the footprint (order "block": the slices of the blocks resident on it at once, at most
+    the footprint), or the whole footprint for a level the SMs share."""
+    per_sm = (min(req.footprint, req.footprint / req.slices * ctas_per_sm)
+              if req.order == "block" else req.footprint / active_sms)
     for name in cfg.paths[req.path]:
         lv = cfg.level(name)
         working = per_sm if lv.scope == "sm" else req.footprint

@@ -6,10 +6,12 @@
 //   ORDER 0 (coalesced): c*T*K + k*T + tid       each load instruction reads a warp-wide run
 //   ORDER 1 (thread):    c*T*K + tid*K + k       each thread reads K consecutive elements
 //   ORDER 2 (warp):      c*T*K + (warp*K + k)*32 + lane   each warp reads K consecutive runs
-//   ORDER 3 (block):     block*S + c*B*K + k*B + t   every block re-reads its own slice of S
-//                        = chunks*B*K elements (B threads per block, t its thread): the
-//                        slices of the blocks an SM holds are all it reads, however many
-//                        blocks the grid has (how gpu-benches' cache kernels read)
+//   ORDER 3 (block):     (block % slices)*S + c*B*K + k*B + t   every block re-reads a slice
+//                        of S = chunks*B*K elements (B threads per block, t its thread): with
+//                        slices = blocks, its own, and the slices of the blocks an SM holds
+//                        are all it reads, however many blocks the grid has (how gpu-benches'
+//                        cache kernels read); with fewer, blocks on other SMs re-read it too
+//                        (how gpu-benches' gpu-l2-cache spreads its re-reads)
 // KIND 0 reads a (XOR-folded into a value the compiler cannot drop), 1 writes b, 2 copies a
 // to b, 3 reads a through L1 (.ca: path "ca"; each thread re-reads the same elements every
 // pass over the buffer, so an SM's share that fits its L1 is served from there). `chunks` is how many
@@ -68,14 +70,14 @@ __device__ __forceinline__ void fill(uint4& v, unsigned int x) { v = make_uint4(
 template <int W, int K, int ORDER, int KIND>
 __global__ void stream(const typename Vec<W>::T* __restrict__ a, typename Vec<W>::T* __restrict__ b,
                        unsigned long long chunks, unsigned long long iters, int reverse,
-                       unsigned int* sink) {
+                       unsigned int* sink, unsigned long long slices) {
     typedef typename Vec<W>::T T;
     const unsigned long long nthreads = (unsigned long long)gridDim.x * blockDim.x;
     const unsigned long long tid = (unsigned long long)blockIdx.x * blockDim.x + threadIdx.x;
     const unsigned long long warp = tid >> 5, lane = tid & 31;
-    // ORDER 3 strides by the block, not the grid, from the block's own slice
+    // ORDER 3 strides by the block, not the grid, from the block's slice
     const unsigned long long span = ORDER == 3 ? blockDim.x : nthreads;
-    const unsigned long long origin = ORDER == 3 ? blockIdx.x * chunks * span * K : 0;
+    const unsigned long long origin = ORDER == 3 ? (blockIdx.x % slices) * chunks * span * K : 0;
     unsigned int acc = 0;
     unsigned long long c = 0;
     for (unsigned long long it = 0; it < iters; ++it) {
