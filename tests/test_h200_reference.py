@@ -152,6 +152,19 @@ def test_the_simulated_h200_meets_the_reference_cards_values(simulated_h200):
     assert {"l2_slices.groups", "l2_slices.latency_min"} <= set(na)
 
 
+def test_the_readmes_tally_is_what_the_simulated_h200_run_prints(sim_run):
+    """The README quotes the tally line the README's first command ends its table with; the
+    run prints a reason beside every status but pass (n/a: why there is no judgement)."""
+    run = sim_run("hopper")
+    printed = [ln.strip() for ln in run.text.splitlines() if re.match(r"\d+ findings: ", ln)]
+    readme = (Path(__file__).parents[1] / "README.md").read_text()
+    quoted = re.search(r"`(\d+ findings: [^`]+)`", readme.replace("\n", " "))
+    assert printed and quoted, (printed, quoted)
+    assert printed[-1] == " ".join(quoted.group(1).split())
+    findings = _findings(run.out)
+    assert all(f.get("reason") for f in findings.values() if f["status"] != "pass")
+
+
 def test_what_the_simulator_does_not_reproduce_is_listed_and_true(simulated_h200):
     """NOT_SIMULATED is left out on a simulated H200 only where the model truly differs:
     each value it lists fails its REFERENCE band in the full or the quick run."""

@@ -215,6 +215,10 @@ def _print(data: dict, expected: bool) -> None:
                                        -order.index(s) if s in order else -len(order)))
             style = STATUS_STYLE.get(worst, "dim")
             value, source = expected_cells(row, labels)
+            reasons = list(dict.fromkeys(r for lb in labels
+                                         if (r := row.get("reasons", {}).get(lb))))
+            if reasons and worst != "pass":  # why a run's status is not pass
+                source = "; ".join(([source] if source else []) + reasons)
             cells += [safe_text(value), safe_text(band_cell(row, labels)),
                       safe_text(interval_cell(row, labels)), safe_text(worst, style),
                       safe_text(source)]

@@ -98,21 +98,40 @@ def summary_table(report: RunReport) -> FirstFit:
     for o in report.outcomes:
         if not o.findings:  # the error is prose: it goes in the wrapping value column
             wide.add_row(safe_text(o.experiment), safe_text(f"({o.status})"),
-                         safe_text(o.error), "", "", "", "", "")
+                         safe_text(o.error), "", "", "", "", "", "")
             grouped.add_row(safe_text(o.experiment, "bold"), safe_text(o.error), "", "", "",
-                            "", safe_text(f"({o.status})"))
+                            "", safe_text(f"({o.status})"), "")
             continue
-        grouped.add_row(safe_text(o.experiment, "bold"), "", "", "", "", "", "")
+        grouped.add_row(safe_text(o.experiment, "bold"), "", "", "", "", "", "", "")
         for f in o.findings:
             cells = [safe_text(fmt_finding(f.as_dict())),
                      safe_text(fmt_interval(f.interval, kind_of(f))),
                      safe_text(f.units), safe_text(fmt_band(f.expected_band, f.expected)),
                      safe_text(fmt_expected(f.expected, f.expected_bound)),
-                     safe_text(f.status, STATUS_STYLE.get(f.status, ""))]
+                     safe_text(f.status, STATUS_STYLE.get(f.status, "")),
+                     safe_text(f.reason)]
             wide.add_row(safe_text(o.experiment), safe_text(f.name), *cells)
             grouped.add_row(safe_text(f"  {f.name}"), *cells)
-    drop = ["expected", "units", "interval"]
+    drop = ["expected", "units", "interval", "reason"]
     return FirstFit(FitTable(wide, drop=drop), FitTable(grouped, drop=drop))
+
+
+def tally(findings: list) -> str:
+    """One line: how many findings of each status, the n/a ones by reason, e.g. ``99
+    findings: 58 pass, 41 n/a (35 no expected value, 6 not simulated)``."""
+    from collections import Counter
+
+    by = Counter(f.status for f in findings)
+    order = ["pass", "fail", "undecided", "contended", "unresolved", "not modelled", "n/a"]
+    parts = []
+    for st in sorted(by, key=lambda x: (order.index(x) if x in order else len(order), x)):
+        part = f"{by[st]} {st}"
+        if st == "n/a":
+            why = Counter(f.reason.split(":")[0] or "no reason given" for f in findings
+                          if f.status == "n/a")
+            part += " (" + ", ".join(f"{n} {w}" for w, n in why.most_common()) + ")"
+        parts.append(part)
+    return f"{len(findings)} findings: " + ", ".join(parts)
 
 
 def available_help() -> str:
@@ -222,6 +241,8 @@ def run_cmd(
             raise
     con = stdout()
     con.print(summary_table(report))
+    con.print(escape_controls(tally([f for o in report.outcomes for f in o.findings])),
+              highlight=False, markup=False)
     if resume:
         con.print(resumed_line(report), highlight=False, markup=False)
     kept = sum(1 for o in report.outcomes if o.file)

@@ -132,8 +132,8 @@ def _print(data: dict[str, Any]) -> None:
 
 
 def finding_columns(t: Table) -> None:
-    """finding, value, interval, units, band, expected, status: the columns every findings
-    table shares (the cells: :func:`finding_cells`)."""
+    """finding, value, interval, units, band, expected, status, reason: the columns every
+    findings table shares (the cells: :func:`finding_cells`)."""
     name_column(t, "finding")
     text_column(t, "value")
     text_column(t, "interval")
@@ -141,6 +141,7 @@ def finding_columns(t: Table) -> None:
     text_column(t, "band")
     text_column(t, "expected")
     name_column(t, "status")
+    text_column(t, "reason")
 
 
 def findings_table(title: object = None) -> Table:
@@ -163,10 +164,12 @@ def finding_cells(name: str, d: dict) -> list:
     return [safe_text(name), safe_text(fmt_finding(d)),
             safe_text(fmt_interval(d.get("interval"), str(d.get("kind", "")))),
             safe_text(d["units"]), safe_text(band), safe_text(want),
-            safe_text(d["status"], style), safe_text(fmt_precision(d.get("precision"))),
+            safe_text(d["status"], style), safe_text(str(d.get("reason", ""))),
+            safe_text(fmt_precision(d.get("precision"))),
             safe_text(f"{d['confidence']:.2f}"), safe_text(d["method"])]
 
 
 #: left out of a findings table, in this order, while it does not fit the terminal
-FINDINGS_DROP = ("confidence", "method", "precision", "expected", "units", "interval")
+FINDINGS_DROP = ("confidence", "method", "precision", "expected", "units", "interval",
+                 "reason")
 

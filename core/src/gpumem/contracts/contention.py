@@ -248,7 +248,8 @@ def mark(findings: Sequence[Any], reason: str) -> list[Any]:
         return list(findings)
     note = f"{CONTENDED_PREFIX}{reason}"
     return [f if f.status in (NOT_MODELLED, CONTENDED) else
-            replace(f, status=CONTENDED, note=f"{f.note}; {note}" if f.note else note)
+            replace(f, status=CONTENDED, note=f"{f.note}; {note}" if f.note else note,
+                    reason=f"another process on the GPU: {reason}")
             for f in findings]
 
 

@@ -173,6 +173,10 @@ class Expected:
     abs_tol: float = 0.0
     bound: str = ""
     index: tuple[str, tuple] | None = None
+    #: why this finding is not judged on this device (a simulator known to give another
+    #: number: "not simulated: the model gives ..."); the finding then shows ``n/a`` with
+    #: this as its reason, and the value above as what a card gives
+    not_judged: str = ""
 
     def __post_init__(self) -> None:
         if self.bound not in BOUNDS:
@@ -283,21 +287,27 @@ class Finding:
     #: how precisely a measured value is known: runs, relative standard error, why the runs
     #: stopped (:class:`Precision`); None for a structural finding or an older file
     precision: Precision | None = None
+    #: why the status is what it is, in a few words, for every status but pass ("no
+    #: expected value", "not simulated: ...", "outside the band", ...: :func:`reason_of`)
+    reason: str = ""
 
     @property
     def resolved(self) -> bool:
         return self.candidates is None
 
     def with_expected(self, exp: Expected | None) -> Finding:
-        if exp is None:
-            return replace(self, expected=None, expected_source="", expected_bound="",
-                           expected_band=None,
-                           status="n/a" if self.resolved else "unresolved")
-        return replace(self, expected=exp.value, expected_source=exp.source,
-                       expected_bound=exp.bound, expected_band=band_of(exp),
-                       # a resolved finding has a value (only unresolved ones have none)
-                       status=status_of(cast(Value, self.value), exp, self.interval,
-                                        self.index) if self.resolved else "unresolved")
+        if exp is None or exp.not_judged:
+            status = "n/a" if self.resolved else "unresolved"
+            plain = replace(self, expected=None, expected_source="", expected_bound="",
+                            expected_band=None, status=status)
+            why = exp.not_judged if exp is not None and self.resolved else ""
+            return replace(plain, reason=why or reason_of(plain))
+        judged = replace(self, expected=exp.value, expected_source=exp.source,
+                         expected_bound=exp.bound, expected_band=band_of(exp),
+                         # a resolved finding has a value (only unresolved ones have none)
+                         status=status_of(cast(Value, self.value), exp, self.interval,
+                                          self.index) if self.resolved else "unresolved")
+        return replace(judged, reason=reason_of(judged, exp))
 
     def as_dict(self) -> dict[str, Any]:
         d = {
@@ -324,6 +334,8 @@ class Finding:
         if self.precision is not None:
             d["precision"] = self.precision.as_dict()
         d["kind"] = kind_of(self)
+        if self.reason:
+            d["reason"] = self.reason
         return d
 
 
@@ -493,7 +505,10 @@ def status_of(value: Value, exp: Expected, interval: tuple | None = None,
     without one, the value alone). Otherwise ``undecided``: the value is outside the band
     but its interval reaches into it; the data cannot say. A list indexed by a sweep
     axis (``index``, as the finding's) against an expectation labelled by the same axis
-    (``Expected.index``) is compared on the coordinates both have; none in common: n/a."""
+    (``Expected.index``) is compared on the coordinates both have; none in common: n/a.
+    An expectation that is ``not_judged`` on this device: n/a."""
+    if exp.not_judged:
+        return "n/a"
     e = exp.value
     if isinstance(e, (list, tuple)):
         paired = _by_label(value, exp, interval, index)
@@ -518,6 +533,33 @@ def status_of(value: Value, exp: Expected, interval: tuple | None = None,
     return _status_scalar(value, exp, e, span)
 
 
+def reason_of(f: Finding, exp: Expected | None = None) -> str:
+    """Why ``f`` has its status, in a few words ("" for pass): what a reader of a run's table
+    needs beside every other status."""
+    if f.status == "pass":
+        return ""
+    if f.status == "unresolved":
+        n = len(f.candidates or [])
+        return f"the data fit {n} answers" if n else "the data decide no answer"
+    if f.status == "fail":
+        return "outside the band" + ("" if f.interval is None else ", interval included")
+    if f.status == "undecided":
+        return "outside the band, its interval reaching in"
+    if f.status == "n/a":
+        if exp is None:
+            return "no expected value"
+        if f.index is not None and exp.index is not None:
+            return (f"sweep points differ: the run's {f.index[0]} "
+                    f"{_short(f.index[1])}, expected at {_short(exp.index[1])}")
+        return "not comparable with the expected value"
+    return ""
+
+
+def _short(values: Sequence[Any], most: int = 5) -> str:
+    vs = [str(_plain(v)) for v in values]
+    return ", ".join(vs[:most]) + (", ..." if len(vs) > most else "")
+
+
 def evaluate(findings: Sequence[Finding], expected: Sequence[Expected]) -> list[Finding]:
     """Attach expected values (by name) and statuses; findings without one get ``n/a``."""
     by_name: dict[str, Expected] = {}
@@ -536,7 +578,7 @@ def not_modelled(findings: Sequence[Finding], reasons: dict[str, str]) -> list[F
     for f in findings:
         why = next((r for pat, r in reasons.items() if fnmatchcase(f.name, pat)), None)
         if why is not None:
-            f = replace(f, status=NOT_MODELLED,
+            f = replace(f, status=NOT_MODELLED, reason=why,
                         note=f"{f.note}; {why}" if f.note else why)
         out.append(f)
     return out
@@ -659,6 +701,8 @@ def to_dataset(findings: Sequence[Finding]) -> xr.Dataset:
             attrs["precision_rel_error"] = float(f.precision.rel_error)
             attrs["precision_stopped"] = f.precision.stopped
         attrs["kind"] = kind_of(f)
+        if f.reason:
+            attrs["reason"] = f.reason
         if not f.resolved:  # no value: the candidates (JSON: they may be lists) instead
             attrs["resolved"] = 0
             attrs["candidates"] = json.dumps(_plain(list(f.candidates or [])))
@@ -778,6 +822,7 @@ def from_dataset(ds: xr.Dataset) -> list[Finding]:
             candidates=candidates,
             interval=_interval(a["interval"], value) if "interval" in a else None,
             expected_bound=str(a.get("expected_bound", "")),
+            reason=str(a.get("reason", "")),
         )
         if "expected_band" in a and f.expected is not None:  # files before the band: None
             f = replace(f, expected_band=_band_attr(a["expected_band"], f.expected))

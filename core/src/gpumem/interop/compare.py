@@ -42,7 +42,6 @@ from gpumem.contracts.findings import (
     kind_of,
     not_modelled,
     plain_band,
-    status_of,
 )
 from gpumem.interop.trace_units import to_analysis_units
 from gpumem.results.io import open_findings, open_raw
@@ -271,9 +270,12 @@ def compare(plugins: Plugins, targets: list[Path], with_expected: bool,
             if f.status == CONTENDED:  # measured beside another process: judged by nothing
                 row["status"][label] = CONTENDED
                 row.setdefault("notes", {})[label] = f.note  # what was seen
-            elif e is not None:  # judged by its own architecture's and device's value
-                row["status"][label] = status_of(f.value, e, f.interval, f.index) \
-                    if f.resolved else "unresolved"
+            else:  # judged by its own architecture's and device's value, if it has one
+                judged = f.with_expected(e)
+                if e is not None:
+                    row["status"][label] = judged.status
+                if judged.reason:
+                    row.setdefault("reasons", {})[label] = judged.reason
         if name in expected:  # the first run's, as rows have always given it
             first_one = _expectation(expected[name])
             row["expected"], row["expected_source"], row["tolerance"], row["band"] = (

@@ -29,6 +29,8 @@ card's disabled SMs).
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 from gpumem.api import DeviceInfo, Expected, fleet_expected, published_expected
 
 GPU_BENCHES = ("RRZE gpu-benches gpu-latency, GH200 at 1980 MHz "
@@ -264,6 +266,8 @@ def expected_values(device: DeviceInfo) -> list[Expected]:
         out += _property_values(device)
     else:
         out += _property_values(device)
-    if is_simulated_h200(device):  # what the model is known not to reproduce: not judged
-        out = [e for e in out if e.name not in NOT_SIMULATED]
+    if is_simulated_h200(device):  # what the model is known not to reproduce: not judged,
+        # with what it gives instead as the finding's reason
+        out = [replace(e, not_judged=f"not simulated: {NOT_SIMULATED[e.name]}")
+               if e.name in NOT_SIMULATED else e for e in out]
     return out
