@@ -234,6 +234,16 @@ def test_findings_table_has_values_expected_values_and_statuses(page):
     assert page.rows[("h200-run", "lat.l1")][2][0] == "34"
 
 
+def test_numbers_are_never_wrapped_mid_digit_and_non_passes_say_why(report):
+    """A value cell wraps only between the entries of a list, never inside a number (issue
+    45: "the report wraps numbers mid-digit in narrow columns"); a finding that does not
+    pass shows its reason under its source."""
+    html = (report / "index.html").read_text()
+    rule = re.search(r"td\.value \{[^}]*\}", html).group(0)
+    assert "anywhere" not in rule and "keep-all" in rule
+    assert html.count('<div class="reason">') >= 10  # the H200 run's older file too
+
+
 def test_every_image_loads_in_a_headless_browser(report, page, tmp_path):
     browser = _browser()
     if browser is None:

@@ -73,7 +73,7 @@ th, td { border: 1px solid #ddd; padding: 0.2em 0.5em; text-align: left; vertica
 th { background: #f2f2f2; }
 td.num { text-align: right; font-variant-numeric: tabular-nums; white-space: nowrap; }
 td.value { text-align: right; font-variant-numeric: tabular-nums; max-width: 24em;
-           overflow-wrap: anywhere; }
+           overflow-wrap: normal; word-break: keep-all; }
 .kv th { width: 13em; font-weight: normal; color: #555; background: #fafafa; }
 .cards { display: flex; flex-wrap: wrap; gap: 1.5em; }
 .cards > div { flex: 1 1 30em; }
@@ -325,13 +325,26 @@ def findings_table(s: Series, experiments: Sequence[str] | None = None,
             f'<td class="value">{escape(_expected_text(f))}</td>'
             f'<td class="value">{escape(_band_text(f))}</td>'
             f'{_status_cell(f.status)}<td class="source">{escape(f.expected_source)}'
-            + (f'<div class="reason">{escape(f.reason)}</div>' if f.reason else "") + "</td>"
+            + (f'<div class="reason">{escape(why)}</div>' if (why := _reason(f)) else "")
+            + "</td>"
             f'<td class="num">{f.confidence:.2f}</td>'
             f'<td class="method">{escape(method)}</td></tr>')
     cap = (f'<caption>{_swatch(s)}{escape(s.legend)}: findings '
            f'<span class="counts">{_counts(rows)}</span></caption>') if caption else ""
     return (f'<table class="findings" data-series="{escape(s.label)}" '
             f'data-rows="{len(rows)}">{cap}{_FINDINGS_HEAD}' + "".join(body) + "</table>")
+
+
+def _reason(f: Finding) -> str:
+    """Why a finding's status is not pass: as its file stored it, else (a file written
+    before reasons were) as its status and expected value say."""
+    from gpumem.contracts.findings import reason_of
+
+    if f.reason or f.status == "pass":
+        return f.reason
+    if f.status == "n/a" and f.expected is not None:
+        return "not comparable with the expected value"
+    return reason_of(f)
 
 
 def _short_value(v: Any, units: str) -> str:
