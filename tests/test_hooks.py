@@ -112,8 +112,9 @@ INSTANCES = {
     "pointer_chase": "",
     "stream": "".join(
         f"template __global__ void stream<{w},{k},{o},{d}>(const Vec<{w}>::T*, Vec<{w}>::T*, "
-        f"unsigned long long, unsigned long long, int, unsigned int*);\n"
-        for w in (4, 8, 16) for k in (*range(1, 9), 16) for o in (0, 1, 2) for d in (0, 1, 2))
+        f"unsigned long long, unsigned long long, int, unsigned int*, unsigned long long);\n"
+        for w in (4, 8, 16) for k in (*range(1, 9), 16) for o in (0, 1, 2, 3)
+        for d in (0, 1, 2))
     + "".join(f"template __global__ void async_read<{k}>(const uint4*, unsigned long long, "
               f"unsigned long long, int, unsigned int*);\n" for k in (1, 2, 4, 8, 16)),
     "smem": "".join(f"template __global__ void smem_throughput<{k}>(int, unsigned long long*, "

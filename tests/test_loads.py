@@ -175,12 +175,16 @@ def test_bandwidth_levels_step_down_by_level(cli, tmp_path):
     from gpumem.plugin.registry import get_plugins
 
     cfg = get_plugins().hook.gpumem_simulator_config(arch="hopper", simulator="sim")
-    ghz = cfg.clock_mhz / 1e3
+    cfg.level("l1d").bandwidth = 75.6  # under the issue rate: the cap shows (the H200's 125.1
+    ghz = cfg.clock_mhz / 1e3           # is so close to it that the model reads 116)
+    planted = tmp_path / "planted.toml"
+    cfg.validate().save(planted)
 
     for arch in ("hopper", "kepler"):
         out = tmp_path / arch
+        extra = ["--sim-config", str(planted)] if arch == "hopper" else []
         assert cli("run", "--arch", arch, "bandwidth_levels", "--device", "sim", "--quick",
-                   "--out", str(out)).code == 0
+                   *extra, "--out", str(out)).code == 0
         res = cli("analyze", str(next(out.rglob("*.nc"))), "--json")
         f = {k: v["value"] for k, v in json.loads(res.out)["findings"].items()}
         if arch == "hopper":

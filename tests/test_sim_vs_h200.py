@@ -42,7 +42,10 @@ def test_every_structural_finding_equal_and_nine_in_ten_measured_within_5_percen
         # the calibration run by the issue's target; held-out runs of the card a little
         # lower (their own noise: a TLB miss penalty of 8 against 10-11 cycles)
         assert share >= (0.9 if name == svh.CALIBRATION else 0.85), (name, share)
-        assert s["measured"] >= 45 and len(s["undecided"]) <= 5, name
+        # undecided: where the H200's own interval holds the simulated value; bw.l1 and
+        # bw.l2 among them since the config's cache bandwidths come from a bandwidth_levels 4
+        # run (these runs' version 2 read one kernel shape, lower)
+        assert s["measured"] >= 45 and len(s["undecided"]) <= 7, name
 
 
 @pytest.mark.slow  # the same comparison as above (its module fixture)
@@ -56,13 +59,18 @@ def test_the_document_states_what_the_comparison_gives(results):
 
 
 def test_the_packaged_config_is_the_calibrated_one(tmp_path):
-    """Exporting the calibration run again from the packaged config changes no value: the
-    packaged file is a fixed point of the calibration."""
+    """Calibrating the packaged config again from what it was calibrated from (the
+    calibration run, with the cache bandwidths of a bandwidth_levels 4 run: issue 45)
+    changes no value: the packaged file is a fixed point of the calibration. Exporting the
+    calibration run alone gives its own (version 2) cache bandwidths and nothing else new."""
     from gpumem.cli import main
+    from gpumem.interop.calibrate import calibrate
 
-    out = tmp_path / "again.toml"
-    assert main(["export", "sim", str(svh.RUNS / svh.CALIBRATION), "--out", str(out)]) == 0
     packaged = get_plugins().hook.gpumem_simulator_config(arch="hopper", simulator="sim")
-    again = SimConfig.load(out)
+    again = calibrate(packaged, svh.calibration_source()).config
     again.name, again.source = packaged.name, packaged.source
     assert again.to_toml() == packaged.to_toml()
+    out = tmp_path / "again.toml"
+    assert main(["export", "sim", str(svh.RUNS / svh.CALIBRATION), "--out", str(out)]) == 0
+    alone = SimConfig.load(out)
+    assert alone.level("l1d").bandwidth == 75.6 and alone.level("l2").bandwidth == 4017.4

@@ -173,6 +173,9 @@ def calibrate(base: SimConfig, src: Source) -> Calibrated:
         if v is not None:
             put(f"smem.{attr}", int(v), "smem_latency", name)
     _fit_l2_requests(cfg, src, put)
+    # the DRAM's rates once more, through the L2 as now calibrated: solved before the L2's
+    # bandwidth and look-ups were, they would rest on the base config's (a read 0.2 % off)
+    _fit_dram(cfg, src, put)
     _fit_slices(cfg, src, put)
     out.left = [f"{exp}/{name}" for exp, name in sorted(src.findings)
                 if (exp, name) not in out.used]

@@ -151,16 +151,13 @@ NOT_SIMULATED: dict[str, str] = {
                              "overheads, the mbarrier wake-up not modelled apart",
     "l2.near_fraction": "the model gives 0.5: its hash spreads lines evenly over the two "
                         "partitions; the H200s see 0.529 of them near",
-    # the packaged config is calibrated from tests/data/h200-reruns/run1 (tests/test_sim_vs_h200:
-    # exporting that run again gives it), measured with bandwidth_levels 2's one kernel shape
-    "bw.l1": "the model gives 19.8 TB/s: the packaged config's L1 bandwidth (75.6 B/cycle/SM) "
-             "is calibrated from bandwidth_levels 2's one kernel shape; a config exported from "
-             "a version-4 run (tests/data/h200-v4-runs) gives the hardware's 125",
-    "bw.l1_bytes_per_clk": "the model gives 75.6 (bw.l1, above)",
-    "bw.l1_width_fraction": "the model gives 0.59 (bw.l1, above)",
-    "bw.l2": "the model gives 7.97 TB/s: the packaged config's L2 bandwidth (4017 B/cycle) is "
-             "calibrated from bandwidth_levels 2 (bw.l1, above)",
-    "bw.l2_bytes_per_clk": "the model gives 4025 (bw.l2, above)",
+    # the packaged config is calibrated from tests/data/h200-reruns/run1, its cache
+    # bandwidths from tests/data/h200-v4-runs/run1 (tests/test_sim_vs_h200: a fixed point)
+    "bw.l1": "the model gives 30.4 TB/s: its L1 bandwidth is the H200's (125.1 B/cycle/SM, "
+             "bandwidth_levels 4), but at the footprints and shapes its L1 serves the model's "
+             "kernel reaches 116 of them, where the H200's reaches 125",
+    "bw.l1_bytes_per_clk": "the model gives 116.3 (bw.l1, above)",
+    "bw.l1_width_fraction": "the model gives 0.909 (bw.l1, above)",
     # ... and from bulk_copy 1, whose runs were not sized in time
     "bw.dram_read_bulk": "a quick run of the model gives 4326 GB/s: the packaged config's "
                          "bulk efficiency is calibrated from bulk_copy 1 (one 110 us pass per "
