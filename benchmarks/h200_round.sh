@@ -28,12 +28,9 @@ commit=${2:-}
 lean=${3:-}
 here="$(cd "$(dirname "$0")" && pwd)"
 repo="$(dirname "$here")"
-mkdir -p "$out"
-t0=$SECONDS
-mark() { echo "$1 at $((SECONDS - t0)) s" | tee -a "$out/times.txt"; }
-nvidia-smi --query-gpu=name,uuid,clocks.sm,clocks.max.sm,temperature.gpu,power.draw,\
-utilization.gpu,memory.used --format=csv > "$out/smi_before.csv" 2>&1
-nvidia-smi --query-compute-apps=pid,name,used_memory --format=csv >> "$out/smi_before.csv" 2>&1
+# shellcheck source=gpu_job.sh
+source "$here/gpu_job.sh"
+gpu_job_start "$out"
 
 python3 "$here/reruns.py" --runs 2 --out "$out/reruns" > "$out/reruns.log" 2>&1
 for i in 1 2; do

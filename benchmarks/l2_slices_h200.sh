@@ -20,12 +20,9 @@
 set -uo pipefail
 out=${1:?usage: l2_slices_h200.sh OUT_DIR}
 here="$(cd "$(dirname "$0")" && pwd)"
-mkdir -p "$out"
-t0=$SECONDS
-mark() { echo "$1 at $((SECONDS - t0)) s" | tee -a "$out/times.txt"; }
-nvidia-smi --query-gpu=name,uuid,clocks.sm,clocks.max.sm,temperature.gpu,power.draw,\
-utilization.gpu,memory.used --format=csv > "$out/smi_before.csv" 2>&1
-nvidia-smi --query-compute-apps=pid,name,used_memory --format=csv >> "$out/smi_before.csv" 2>&1
+# shellcheck source=gpu_job.sh
+source "$here/gpu_job.sh"
+gpu_job_start "$out"
 for r in a b; do
     s=$SECONDS
     gpumem run --arch hopper l2_slices --device cuda:0 --out "$out/$r" > "$out/$r.log" 2>&1

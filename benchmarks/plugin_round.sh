@@ -30,8 +30,9 @@ t() {  # t NAME CMD...: run, log, time
     return $rc
 }
 gpumem() { python3 -m gpumem "$@"; }
-nvidia-smi --query-gpu=name,uuid,clocks.sm,clocks.max.sm,temperature.gpu,power.draw,\
-utilization.gpu,memory.used --format=csv > "$out/smi_before.csv" 2>&1
+# shellcheck source=gpu_job.sh
+source "$repo/benchmarks/gpu_job.sh"
+gpu_job_start "$out"
 install_plugin() {  # the plugin and gpumem's distributions into a clean folder, not editable
     python3 -m pip install -q --no-index --no-deps --no-build-isolation --target /tmp/clean \
         "$repo/core" "$repo"/plugins/* "$1" > "$out/install.log" 2>&1

@@ -1,0 +1,15 @@
+# Sourced by the GPU job scripts (h200_round.sh, plugin_round.sh, l2_slices_h200.sh):
+#   gpu_job_start OUT_DIR
+# makes OUT_DIR, starts the job's clock (`mark NAME` appends "NAME at S s" to times.txt)
+# and records the GPU as the job found it (clocks, temperature, power, other processes) in
+# OUT_DIR/smi_before.csv. Changes no setting of the GPU.
+gpu_job_start() {
+    out_dir=$1
+    mkdir -p "$out_dir"
+    t0=$SECONDS
+    nvidia-smi --query-gpu=name,uuid,clocks.sm,clocks.max.sm,temperature.gpu,power.draw,\
+utilization.gpu,memory.used --format=csv > "$out_dir/smi_before.csv" 2>&1
+    nvidia-smi --query-compute-apps=pid,name,used_memory --format=csv \
+        >> "$out_dir/smi_before.csv" 2>&1
+}
+mark() { echo "$1 at $((SECONDS - t0)) s" | tee -a "$out_dir/times.txt"; }
