@@ -38,7 +38,8 @@ def test_accelsim_to_simconfig_and_back_is_exact(name):
 @pytest.mark.parametrize("name, sms, l2, l1, lat", [
     # (SMs, L2 total, L1 as gpumem's probes see it, (L1, L2, DRAM) load-to-use cycles)
     ("SM2_GTX480", 15, 12 * 64 * 128 * 8, 16 << 10, (35, 35 + 120, 35 + 120 + 100)),
-    ("SM3_KEPLER_TITAN", 14, 24 * 32 * 128 * 16, 16 << 10, (82, 82 + 120, 82 + 120 + 100)),
+    # global loads skip Kepler's L1 (-gpgpu_gmem_skip_L1D 1): the L2 without the L1's 82
+    ("SM3_KEPLER_TITAN", 14, 24 * 32 * 128 * 16, 16 << 10, (82, 120, 120 + 100)),
     ("SM7_QV100", 80, 6 << 20, 128 << 10, (20, 20 + 160, 20 + 160 + 100)),
     ("SM90_H100", 132, 50 << 20, 256 << 10, (41, 41 + 237, 41 + 237 + 194)),
 ])
@@ -55,9 +56,31 @@ def test_totals_and_latencies(name, sms, l2, l1, lat):
 
 
 def test_kepler_global_loads_skip_the_l1_as_in_accel_sim():
+    """-gpgpu_gmem_skip_L1D 1: global loads (.ca, .cg) go to the L2 at no L1 latency; .nc
+    (__ldg) loads are cached in the L1, as the config's own comment says."""
     sim, warnings = from_accelsim(_load("SM3_KEPLER_TITAN"), "kepler")
-    assert sim.paths["ca"] == ["l2"] and "l1d" in {c.name for c in sim.caches}
-    assert any("skip_L1D" in w for w in warnings)
+    assert sim.paths["ca"] == ["l2"] and sim.paths["cg"] == ["l2"]
+    assert sim.paths["nc"] == ["l1d", "l2"] and "l1d" in {c.name for c in sim.caches}
+    assert any("skip_L1D" in w and "no L1 latency" in w for w in warnings)
+
+
+def test_an_import_applies_the_builds_cycles_and_names_its_architecture_and_memory(cli,
+                                                                                   tmp_path):
+    """Imported as the build gpumem drives runs it: each level's latency the options plus
+    the cycles that build adds (measured: QV100's L1 read 24 where its option says 20),
+    the generic architecture of the config's compute capability, and the memory size it
+    assumes, each said."""
+    toml = tmp_path / "qv100.toml"
+    res = cli("import", "accelsim", str(DATA / "SM7_QV100" / "gpgpusim.config"), "--out",
+              str(toml))
+    assert res.code == 0, res.err
+    sim = SimConfig.load(toml)
+    levels = {c.name: c for c in sim.caches}
+    assert sim.arch == "sm_70"
+    assert (levels["l1d"].hit_latency, levels["l2"].hit_latency, sim.dram.latency) == \
+        (24, 24 + 160 + 6, 24 + 160 + 6 + 100 + 1)
+    assert "L1 +4, L2 +6, DRAM +1" in res.err and "16 GiB assumed" in res.err
+    assert "architecture 'sm_70'" in res.err
 
 
 def test_qv100_peak_dram_bandwidth():
@@ -254,7 +277,7 @@ def test_import_writes_a_simconfig_the_builtin_simulator_runs(cli, tmp_path):
     run = cli("run", "--arch", "hopper", "latency", "--quick", "--device", "sim",
               "--sim-config", str(toml), "--out", str(tmp_path / "run"))
     assert run.code == 0, run.err
-    assert "lat.l1" in run.out and " 41 " in run.out
+    assert "lat.l1" in run.out and " 45 " in run.out  # -gpgpu_l1_latency 41 + the build's 4
 
 
 def test_import_of_a_3x_config_is_one_clear_line_and_exit_1(cli, tmp_path):

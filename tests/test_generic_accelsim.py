@@ -92,6 +92,5 @@ def test_an_imported_accelsim_config_needs_no_arch(cli, tmp_path):
     r = cli("run", "smem_latency", "--device", "sim", "--sim-config", str(toml), "--quick",
             "--out", str(tmp_path / "r"))
     assert r.code == 0, r.err
-    assert f"architecture sm_70 (generic): {toml} names 'accelsim', which no installed " \
-           f"plugin provides; its compute capability is 7.0" in r.err
+    assert "names 'accelsim'" not in r.err  # the import named the generic architecture
     assert "gpumem sm_70 on sim SM7_QV100" in r.out

@@ -47,7 +47,8 @@ class AccelSimFormat(Format):
 
     def import_file(self, source: Path, out: Path, *, arch: str | None = None,
                     plugins: Plugins) -> Converted:
-        from gpumem_accelsim.translate import from_accelsim
+        from gpumem_accelsim.export import DEFAULT_TARGET
+        from gpumem_accelsim.translate import PIPELINE, from_accelsim
 
         if out.suffix != ".toml":
             raise UsageError(f"{out}: the imported config is written as TOML (give FILE.toml)")
@@ -58,7 +59,8 @@ class AccelSimFormat(Format):
                 raise AccelSimConfigError(f"{source}: no options (empty, or not an Accel-Sim "
                                           f"config)")
             missing = check_required(cfg.merged())
-            sim, warnings = from_accelsim(cfg, arch or "accelsim")
+            # latencies as the build gpumem drives measures them (PIPELINE), stated
+            sim, warnings = from_accelsim(cfg, arch, PIPELINE[DEFAULT_TARGET])
         except (OptionFileError, CacheStringError, AccelSimConfigError) as e:
             raise FormatError(str(e)) from None
         except SimConfigError as e:  # a value the options hold but no SimConfig can

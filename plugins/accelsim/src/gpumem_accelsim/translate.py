@@ -73,15 +73,36 @@ PIPELINE = {
 }
 
 
-def from_accelsim(cfg: AccelSimConfig, arch: str = "accelsim",
+def from_accelsim(cfg: AccelSimConfig, arch: str | None = None,
                   pipeline: PipelineCycles = NO_PIPELINE) -> tuple[SimConfig, list[str]]:
     """The built-in simulator's config for ``cfg``, and what could not be carried over.
-    ``pipeline``: the cycles the build adds (latencies then are what that build measures)."""
+    ``arch``: the architecture it names (None: the generic one of the config's compute
+    capability, ``sm_XY``). ``pipeline``: the cycles the build adds (latencies then are what
+    that build measures).
+
+    Loads are routed as GPGPU-Sim routes them: with ``-gpgpu_gmem_skip_L1D 1`` global loads
+    (paths ``ca``, ``cg``) go straight to the interconnect, paying no L1 latency, while
+    ``.nc`` (``__ldg``) loads are still cached in the L1 (the configs' own comment)."""
     warn: list[str] = []
     m = cfg.merged()
+    major = m.int("-gpgpu_compute_capability_major", 0)
+    minor = m.int("-gpgpu_compute_capability_minor", 0)
+    if arch is None:
+        arch = f"sm_{major}{minor}" if major else "accelsim"
+        warn.append(f"architecture '{arch}': " + (
+            f"the generic one of the config's compute capability {major}.{minor}"
+            if major else "the config names no compute capability") +
+            " (import --arch names a plugin's instead)")
+    skip_l1 = m.int("-gpgpu_gmem_skip_L1D", 0) != 0
     l1_lat = float(cfg.int("-gpgpu_l1_latency")) + pipeline.l1
-    l2_lat = l1_lat + cfg.int("-gpgpu_l2_rop_latency") + pipeline.l2
+    # a load that skips the L1 reaches the L2 without the L1's own latency
+    l2_lat = (pipeline.l1 if skip_l1 else l1_lat) + cfg.int("-gpgpu_l2_rop_latency") \
+        + pipeline.l2
     dram_lat = l2_lat + cfg.int("-dram_latency") + pipeline.dram
+    if pipeline.source:
+        warn.append(f"latencies: the options plus the cycles the build adds (L1 "
+                    f"+{pipeline.l1:g}, L2 +{pipeline.l2:g}, DRAM +{pipeline.dram:g}; "
+                    f"{pipeline.source})")
     caches: list[CacheLevel] = []
     dl1 = cfg.cache(_L1)
     if dl1 is not None:
@@ -110,20 +131,20 @@ def from_accelsim(cfg: AccelSimConfig, arch: str = "accelsim",
         caches.append(_level("tex_l1", tex, tex.size, tex.assoc, l1_lat, "sm", warn, _TEX))
         warn.append(f"{_TEX}: Accel-Sim sets no texture hit latency of its own; "
                     f"-gpgpu_l1_latency ({l1_lat:g}) is used")
-    skip_l1 = m.int("-gpgpu_gmem_skip_L1D", 0) != 0
-    via_l1 = ["l1d", "l2"] if dl1 is not None and not skip_l1 else ["l2"]
-    paths = {"ca": via_l1, "cg": ["l2"], "nc": via_l1}
+    cached = ["l1d", "l2"] if dl1 is not None else ["l2"]
+    paths = {"ca": ["l2"] if skip_l1 else cached, "cg": ["l2"], "nc": cached}
     if tex is not None:
         paths["tex"] = ["tex_l1", "l2"]
     if skip_l1 and dl1 is not None:
-        warn.append("-gpgpu_gmem_skip_L1D 1: traced global loads bypass the L1, so path 'ca' "
-                    "goes to the L2 as in Accel-Sim")
+        warn.append(f"-gpgpu_gmem_skip_L1D 1: global loads bypass the L1 (path 'ca' goes to "
+                    f"the L2, at {l2_lat:g} cycles: no L1 latency), .nc loads are cached in "
+                    f"it (path 'nc'); the simulator has one L2 latency for every path, so an "
+                    f"L2 hit after an .nc miss is given the bypassing loads' {l2_lat:g} too "
+                    f"(GPGPU-Sim adds the L1's {l1_lat:g})")
     warn.append("Accel-Sim models no TLB: the config has no TLB levels (and no page walk)")
     warn.append("write policies, MSHR sizes, interconnect and DRAM timing have no "
                 "counterpart in gpumem's simulator and are dropped")
     threads, warp = cfg.sm_threads_and_warp
-    major = m.int("-gpgpu_compute_capability_major", 0)
-    minor = m.int("-gpgpu_compute_capability_minor", 0)
     if not major:
         warn.append("no -gpgpu_compute_capability_major: compute capability 0.0 recorded")
     sim = SimConfig(
@@ -143,6 +164,8 @@ def from_accelsim(cfg: AccelSimConfig, arch: str = "accelsim",
     warn.append("shared memory: GPGPU-Sim serialises an n-way bank conflict into n shared-"
                 "memory cycles; modelled as 1 cycle per extra way (limited broadcast and warp "
                 "parts are not modelled)")
+    warn.append(f"memory_bytes: an Accel-Sim config sets no memory size; "
+                f"{sim.memory_bytes >> 30} GiB assumed (footprints above it are skipped)")
     return sim.validate(), warn
 
 
@@ -275,8 +298,14 @@ def translate(sim: SimConfig, base: AccelSimConfig, sources: Mapping[str, str] |
 
     put.set("-gpgpu_l1_latency", int(round(l1_lat[1] - p.l1)),
             why(("-gpgpu_l1_latency",), less("L1 hit", p.l1), l1_lat))
-    put.set("-gpgpu_l2_rop_latency", int(round(near - l1_lat[1] - p.l2)),
-            why(("-gpgpu_l2_rop_latency",), less("L2 hit - L1 hit", p.l2), l2_lat, l1_lat))
+    if via_l1:
+        put.set("-gpgpu_l2_rop_latency", int(round(near - l1_lat[1] - p.l2)),
+                why(("-gpgpu_l2_rop_latency",), less("L2 hit - L1 hit", p.l2), l2_lat,
+                    l1_lat))
+    else:  # global loads skip the L1 (-gpgpu_gmem_skip_L1D 1): no L1 latency on the way
+        put.set("-gpgpu_l2_rop_latency", int(round(near - p.l1 - p.l2)),
+                why(("-gpgpu_l2_rop_latency",), less("L2 hit (global loads skip the L1)",
+                                                     p.l1 + p.l2), l2_lat))
     put.set("-dram_latency", int(round(sim.dram.latency - near - p.dram)),
             why(("-dram_latency",), less("DRAM - L2 hit", p.dram),
                 ("dram.latency", sim.dram.latency), l2_lat))
