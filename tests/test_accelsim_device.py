@@ -687,3 +687,13 @@ def test_a_stream_is_priced_by_the_sectors_its_warps_ask_for(fake, qv100, monkey
         2 * dev.estimate_seconds(coalesced))
     assert dev.estimate_seconds(replace(coalesced, order="warp")) == pytest.approx(
         dev.estimate_seconds(coalesced))
+
+
+def test_an_accelsim_config_names_its_generic_architecture(fake, cli, tmp_path):
+    """No --arch: the architecture is the generic one of the config's compute capability
+    (QV100: 7.0, sm_70), as ``gpumem import accelsim`` reads it, not a refusal (issue 45)."""
+    res = cli("run", "smem_latency", "--quick", "--device", "accelsim", "--sim-config",
+              str(QV100 / "gpgpusim.config"), "--out", str(tmp_path / "r"))
+    assert res.code == 0, res.err
+    assert "names no architecture" not in res.err
+    assert "architecture sm_70 (generic)" in res.err and "compute capability is 7.0" in res.err

@@ -140,6 +140,15 @@ class AccelSimConfig:
 
     # ---- totals ------------------------------------------------------------------------
     @property
+    def compute_capability(self) -> str:
+        """'major.minor' from ``-gpgpu_compute_capability_major/minor`` ('' where the config
+        gives no major): what gpumem picks the generic architecture (``sm_XY``) by when no
+        --arch names one."""
+        m = self.merged()
+        major = m.int("-gpgpu_compute_capability_major", 0)
+        return f"{major}.{m.int('-gpgpu_compute_capability_minor', 0)}" if major > 0 else ""
+
+    @property
     def sm_count(self) -> int:
         return self.int("-gpgpu_n_clusters") * self.int("-gpgpu_n_cores_per_cluster")
 

@@ -131,15 +131,12 @@ def config_digest(config: AccelSimConfig) -> str:
 
 
 def accelsim_device_info(config: AccelSimConfig, binary: str = "") -> DeviceInfo:
-    merged = config.merged()
-    major = merged.int("-gpgpu_compute_capability_major", 0)
-    minor = merged.int("-gpgpu_compute_capability_minor", 0)
     bus_bits = (config.int("-gpgpu_n_mem") * config.int("-gpgpu_n_mem_per_ctrlr")
                 * config.int("-gpgpu_dram_buswidth") * 8)
     return DeviceInfo(
         kind="accelsim",
         name=config.name,
-        compute_capability=f"{major}.{minor}" if major else "",
+        compute_capability=config.compute_capability,
         sm_count=config.sm_count,
         l2_bytes=config.l2_bytes,
         memory_bytes=NOMINAL_MEMORY_BYTES,
