@@ -697,3 +697,38 @@ def test_an_accelsim_config_names_its_generic_architecture(fake, cli, tmp_path):
     assert res.code == 0, res.err
     assert "names no architecture" not in res.err
     assert "architecture sm_70 (generic)" in res.err and "compute capability is 7.0" in res.err
+
+
+def test_a_hung_simulator_is_stopped_with_every_process_it_started(tmp_path):
+    """Past the timeout, the launcher and what it started are all killed (issue 45: a
+    binary that hung kept running after gpumem returned)."""
+    import os
+    import subprocess
+    import time
+
+    from gpumem_accelsim.device import run_group
+
+    pidfile = tmp_path / "child.pid"
+    launcher = tmp_path / "accel-sim.out"
+    launcher.write_text(f"#!/bin/sh\nsleep 300 &\necho $! > {pidfile}\nsleep 300\n")
+    launcher.chmod(0o755)
+    t0 = time.monotonic()
+    with pytest.raises(subprocess.TimeoutExpired):
+        run_group([str(launcher)], tmp_path, 1.0)
+    assert time.monotonic() - t0 < 30
+    child = int(pidfile.read_text())
+    def ended(pid: int) -> bool:  # gone, or a zombie no init has reaped yet
+        try:
+            os.kill(pid, 0)
+        except ProcessLookupError:
+            return True
+        stat = Path(f"/proc/{pid}/stat")
+        return stat.exists() and stat.read_text().rsplit(")", 1)[1].split()[0] == "Z"
+
+    for _ in range(50):
+        if ended(child):
+            break
+        time.sleep(0.1)
+    else:
+        pytest.fail(f"the launcher's child {child} outlived the timeout")
+    assert run_group(["sh", "-c", "echo hi; exit 3"], tmp_path, 10.0) == ("hi\n", 3)

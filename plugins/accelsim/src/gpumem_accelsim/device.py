@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import hashlib
 import os
+import signal
 import subprocess
 import tempfile
 import time
@@ -128,6 +129,32 @@ def config_digest(config: AccelSimConfig) -> str:
         h.update(part.dumps().encode("utf-8", "surrogateescape"))
         h.update(b"\0")
     return h.hexdigest()
+
+
+def run_group(cmd: list[str], cwd: Path, timeout: float | None) -> tuple[str, int]:
+    """(merged stdout and stderr, exit status) of ``cmd`` run in a session of its own; past
+    ``timeout`` (or on any exception, Ctrl-C included) its whole process group is killed
+    before the exception goes on: a launcher script's simulator must not outlive gpumem
+    (``subprocess.run``'s timeout kills the launcher alone)."""
+    proc = subprocess.Popen(cmd, cwd=cwd, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
+                            stderr=subprocess.STDOUT, start_new_session=True)
+    try:
+        out, _ = proc.communicate(timeout=timeout)
+    except BaseException:
+        _kill_group(proc)
+        raise
+    return out.decode("utf-8", "replace"), proc.returncode
+
+
+def _kill_group(proc: subprocess.Popen) -> None:
+    try:
+        os.killpg(proc.pid, signal.SIGKILL)  # its own session: the group is its pid
+    except (ProcessLookupError, PermissionError):
+        pass
+    try:
+        proc.communicate(timeout=10)  # reaped, the pipe drained
+    except subprocess.TimeoutExpired:  # pragma: no cover - a process SIGKILL cannot end
+        pass
 
 
 def accelsim_device_info(config: AccelSimConfig, binary: str = "") -> DeviceInfo:
@@ -492,19 +519,17 @@ class AccelSimDevice(Device):
         """(merged stdout and stderr, exit status, seconds) of one simulator run."""
         t0 = time.monotonic()
         try:
-            proc = subprocess.run(cmd, cwd=cwd, stdin=subprocess.DEVNULL,
-                                  stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
-                                  timeout=timeout, check=False)
+            text, rc = run_group(cmd, cwd, timeout)
         except subprocess.TimeoutExpired:
             raise AccelSimRunError(f"Accel-Sim ran longer than {timeout:g} s and was "
-                                   f"stopped") from None
+                                   f"stopped (with every process it started)") from None
         except OSError as e:
             raise DeviceUnavailable(f"cannot run Accel-Sim {self.setup.binary}: {e}") from None
         finally:
             seconds = time.monotonic() - t0
             self.sim_seconds += seconds
             self.runs += 1
-        return proc.stdout.decode("utf-8", "replace"), proc.returncode, seconds
+        return text, rc, seconds
 
     @staticmethod
     def _cycles(log: AccelSimLog, ts: TraceSet, role: str) -> int:
