@@ -75,7 +75,8 @@ def _device(qv100: AccelSimConfig, **setup: Any) -> AccelSimDevice:
 # ---- finding the binary -------------------------------------------------------------------
 
 def test_available_with_a_binary(fake):
-    assert AccelSim().available() == (True, "")
+    ok, what = AccelSim().available()
+    assert ok and what == f"accelsim-commit-fake_modified_0.0 ({fake})"
 
 
 def test_unavailable_says_why_on_one_line(no_binary, tmp_path, monkeypatch, qv100):
@@ -138,11 +139,12 @@ def test_the_probe_reads_the_build_and_runs_once_per_binary(fake, tmp_path, monk
     counted.chmod(0o755)
     monkeypatch.setenv("GPUMEM_ACCELSIM", str(counted))
     assert locate.probe(counted) == ("accelsim-commit-fake_modified_0.0", "")
+    found = (True, f"accelsim-commit-fake_modified_0.0 ({counted})")
     for _ in range(3):
-        assert AccelSim().available() == (True, "")
+        assert AccelSim().available() == found
     assert calls.read_text().count("run") == 1  # cached while the file is unchanged
     counted.touch()  # a rebuilt binary is run again
-    assert AccelSim().available() == (True, "") and calls.read_text().count("run") == 2
+    assert AccelSim().available() == found and calls.read_text().count("run") == 2
 
 
 # ---- configs ------------------------------------------------------------------------------
@@ -732,3 +734,14 @@ def test_a_hung_simulator_is_stopped_with_every_process_it_started(tmp_path):
     else:
         pytest.fail(f"the launcher's child {child} outlived the timeout")
     assert run_group(["sh", "-c", "echo hi; exit 3"], tmp_path, 10.0) == ("hi\n", 3)
+
+
+def test_devices_names_the_accelsim_build_it_found(fake, cli):
+    """``gpumem devices`` says which Accel-Sim build it would drive, and where it is."""
+    import json
+
+    res = cli("devices", "--json")
+    assert res.code == 0, res.err
+    (acc,) = [s for s in json.loads(res.out)["simulators"] if s["name"] == "accelsim"]
+    assert acc["available"] and acc["reason"] == ""
+    assert "accelsim-commit" in acc["detail"] and str(fake) in acc["detail"]

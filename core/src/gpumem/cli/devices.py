@@ -47,6 +47,7 @@ def devices(json_: bool = typer.Option(False, "--json", help="Print JSON.")) -> 
         t.add_column(col)
     for s in data["simulators"]:
         t.add_row(safe_text(s["name"]),
-                  safe_text("yes" if s["available"] else f"no: {s['reason']}"),
+                  safe_text((f"yes: {s['detail']}" if s.get("detail") else "yes")
+                            if s["available"] else f"no: {s['reason']}"),
                   safe_text(s["plugin"]), safe_text(s["summary"]))
     out.print(t)

@@ -17,7 +17,8 @@ class Simulator(ABC):
 
     @abstractmethod
     def available(self) -> tuple[bool, str]:
-        """(usable here?, why not). The built-in simulator is always available."""
+        """(usable here?, why not; where usable, what it is in a few words or ""). The
+        built-in simulator is always available."""
 
     @abstractmethod
     def create_device(self, arch: str, config: Any, *, seed: int = 0) -> Device:

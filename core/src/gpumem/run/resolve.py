@@ -316,6 +316,6 @@ def list_devices(plugins: Plugins) -> dict[str, Any]:
     for name, sim in plugins.simulators().items():
         ok, why = sim.available()
         out["simulators"].append({"name": name, "summary": sim.summary, "available": ok,
-                                  "reason": why,
+                                  "reason": "" if ok else why, "detail": why if ok else "",
                                   "plugin": plugins.owner("simulators", name).name})
     return out

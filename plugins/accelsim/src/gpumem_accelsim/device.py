@@ -23,7 +23,6 @@ from __future__ import annotations
 
 import hashlib
 import os
-import signal
 import subprocess
 import tempfile
 import time
@@ -45,6 +44,7 @@ from gpumem.api import (
 )
 
 from gpumem_accelsim.config import GPGPUSIM, TRACE, AccelSimConfig, AccelSimConfigError
+from gpumem_accelsim.locate import run_group
 from gpumem_accelsim.pace import PACE_ENV, Pace, PaceError
 from gpumem_accelsim.pace import cache_key as pace_key
 from gpumem_accelsim.pace import cached as cached_pace
@@ -129,32 +129,6 @@ def config_digest(config: AccelSimConfig) -> str:
         h.update(part.dumps().encode("utf-8", "surrogateescape"))
         h.update(b"\0")
     return h.hexdigest()
-
-
-def run_group(cmd: list[str], cwd: Path, timeout: float | None) -> tuple[str, int]:
-    """(merged stdout and stderr, exit status) of ``cmd`` run in a session of its own; past
-    ``timeout`` (or on any exception, Ctrl-C included) its whole process group is killed
-    before the exception goes on: a launcher script's simulator must not outlive gpumem
-    (``subprocess.run``'s timeout kills the launcher alone)."""
-    proc = subprocess.Popen(cmd, cwd=cwd, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
-                            stderr=subprocess.STDOUT, start_new_session=True)
-    try:
-        out, _ = proc.communicate(timeout=timeout)
-    except BaseException:
-        _kill_group(proc)
-        raise
-    return out.decode("utf-8", "replace"), proc.returncode
-
-
-def _kill_group(proc: subprocess.Popen) -> None:
-    try:
-        os.killpg(proc.pid, signal.SIGKILL)  # its own session: the group is its pid
-    except (ProcessLookupError, PermissionError):
-        pass
-    try:
-        proc.communicate(timeout=10)  # reaped, the pipe drained
-    except subprocess.TimeoutExpired:  # pragma: no cover - a process SIGKILL cannot end
-        pass
 
 
 def accelsim_device_info(config: AccelSimConfig, binary: str = "") -> DeviceInfo:

@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 import re
 import shutil
+import signal
 import subprocess
 import tempfile
 from functools import lru_cache
@@ -55,21 +56,19 @@ def probe(path: Path) -> tuple[str, str]:
 def _probe(path: str, _size: int, _mtime: int) -> tuple[str, str]:
     try:
         with tempfile.TemporaryDirectory(prefix="gpumem-accelsim-probe-") as empty:
-            done = subprocess.run([path], cwd=empty, capture_output=True, text=True,
-                                  errors="replace", timeout=PROBE_TIMEOUT_S,
-                                  stdin=subprocess.DEVNULL)
+            out, rc = run_group([path], Path(empty), PROBE_TIMEOUT_S)
     except subprocess.TimeoutExpired:
-        return "", f"{path} did not stop within {PROBE_TIMEOUT_S:g} s when run without a config"
+        return "", (f"{path} did not stop within {PROBE_TIMEOUT_S:g} s when run without a "
+                    f"config (stopped, with every process it started)")
     except OSError as e:
         return "", f"{path} cannot be run: {e.strerror or e}"
-    out = (done.stdout or "") + (done.stderr or "")
     m = _BUILD.search(out)
     if m:
         return m.group(1), ""
     said = next((ln.strip() for ln in out.splitlines() if ln.strip()), "")
     # a wrapper that forgot LD_LIBRARY_PATH: "symbol lookup error" or "error while loading
     # shared libraries", exit 127; another program: no build line
-    return "", (f"{path} does not run as Accel-Sim (exit {done.returncode}"
+    return "", (f"{path} does not run as Accel-Sim (exit {rc}"
                 + (f": {said[:200]}" if said else ", no output") + ")")
 
 
@@ -87,3 +86,29 @@ def max_warp_insts() -> int:
     if value <= 0:
         raise ValueError(f"must be a positive integer, got {raw!r}")
     return value
+
+
+def run_group(cmd: list[str], cwd: Path, timeout: float | None) -> tuple[str, int]:
+    """(merged stdout and stderr, exit status) of ``cmd`` run in a session of its own; past
+    ``timeout`` (or on any exception, Ctrl-C included) its whole process group is killed
+    before the exception goes on: a launcher script's simulator must not outlive gpumem
+    (``subprocess.run``'s timeout kills the launcher alone)."""
+    proc = subprocess.Popen(cmd, cwd=cwd, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
+                            stderr=subprocess.STDOUT, start_new_session=True)
+    try:
+        out, _ = proc.communicate(timeout=timeout)
+    except BaseException:
+        _kill_group(proc)
+        raise
+    return out.decode("utf-8", "replace"), proc.returncode
+
+
+def _kill_group(proc: subprocess.Popen) -> None:
+    try:
+        os.killpg(proc.pid, signal.SIGKILL)  # its own session: the group is its pid
+    except (ProcessLookupError, PermissionError):
+        pass
+    try:
+        proc.communicate(timeout=10)  # reaped, the pipe drained
+    except subprocess.TimeoutExpired:  # pragma: no cover - a process SIGKILL cannot end
+        pass

@@ -10,7 +10,7 @@ from gpumem.api import Device, DeviceUnavailable, UsageError
 from gpumem.api.simulator import Simulator
 
 from gpumem_accelsim.config import AccelSimConfig
-from gpumem_accelsim.locate import LIMIT_ENV, find_binary, max_warp_insts
+from gpumem_accelsim.locate import LIMIT_ENV, find_binary, max_warp_insts, probe
 
 
 class AccelSim(Simulator):
@@ -18,8 +18,11 @@ class AccelSim(Simulator):
     summary = "Accel-Sim / GPGPU-Sim on synthetic traces (mean chases, streams), when installed"
 
     def available(self) -> tuple[bool, str]:
+        """(found and runs as Accel-Sim?, why not; or, found, its build line and path)."""
         path, why = find_binary()
-        return (True, "") if path is not None else (False, why)
+        if path is None:
+            return False, why
+        return True, f"{probe(path)[0]} ({path})"
 
     def load_config(self, path: Path) -> AccelSimConfig:
         """``--sim-config``: a ``gpgpusim.config`` (``trace.config`` read from beside it) or a
