@@ -225,11 +225,14 @@ def test_the_revision_on_workers_and_through_refinement(monkeypatch):
     for _ in range(3):
         rev.point_done()
     assert rev.ratio() == pytest.approx(30 / makespan([30, 10, 10], 2)) == 1.0
-    assert rev.left_s() == pytest.approx(10 + 2 * 30)  # one point, two rounds at the dearest
+    # the point queued; the bound's two rounds said apart (most refinements stop sooner)
+    assert rev.left_s() == pytest.approx(10) and rev.round_s() == pytest.approx(30)
+    assert "then up to 2 refinement rounds if the data ask for them (about 30 s each)" \
+        in rev.line()
     rev.point_done()
     rev.points_added([5.0, 5.0], 2)  # a round priced: it replaces one of the bound
-    assert rev.left_s() == pytest.approx(5 + 30)
-    assert "at most 1 refinement round included" in rev.line()
+    assert rev.left_s() == pytest.approx(5)
+    assert "about 5 s left for the points queued, then up to 1 refinement round" in rev.line()
     rev.points_added(None, 3)  # not priced: each at the dearest point
     assert rev.left_s() == pytest.approx(makespan([5, 5, 30, 30, 30], 2))
 

@@ -220,10 +220,19 @@ class Revision:
         return (self.clock() - self.started) / priced if priced > 0 else None
 
     def left_s(self) -> float | None:
+        """Seconds the points queued now will take at the pace so far (refinement rounds
+        not yet queued apart: most stop well before the bound, so adding the bound's rounds
+        overstated what was left many times over, issue 45)."""
         r = self.ratio()
         if r is None:
             return None
-        return r * (makespan(self.todo, self.priced.workers) + self.rounds_left * self.dearest)
+        return r * makespan(self.todo, self.priced.workers)
+
+    def round_s(self) -> float | None:
+        """Seconds one more refinement round may take at the pace so far (the dearest point
+        of the first pass), or None."""
+        r = self.ratio()
+        return None if r is None else r * self.dearest
 
     def line(self) -> str:
         """The revised estimate in words when one is due (the first, then one every
@@ -239,11 +248,12 @@ class Revision:
         self._said = now
         n = len(self.done)
         rounds = self.rounds_left
-        bound = f" (at most {rounds} refinement round{'s' if rounds != 1 else ''} included)" \
-            if rounds else ""
-        return (f"{self.priced.experiment}: about {_span(left)} left{bound}, revised from "
-                f"{n} finished point{'s' if n != 1 else ''}: they took {_times(r)} times "
-                f"their estimated time")
+        more = (f", then up to {rounds} refinement round{'s' if rounds != 1 else ''} if the "
+                f"data ask for {'them' if rounds != 1 else 'it'} (about "
+                f"{_span(self.round_s() or 0.0)} each)") if rounds else ""
+        return (f"{self.priced.experiment}: about {_span(left)} left for the points queued"
+                f"{more}, revised from {n} finished point{'s' if n != 1 else ''}: they took "
+                f"{_times(r)} times their estimated time")
 
 
 def _times(ratio: float) -> str:
