@@ -294,3 +294,28 @@ def test_point_medians_ignore_points_that_did_not_measure():
     np.testing.assert_array_equal(point_medians(raw.drop_vars("point_status"), "gbs").values,
                                   [2.0, 5.0, 7.5])
 
+
+
+def test_the_rules_error_over_many_values_is_each_values_own_worst():
+    """``runs_rel_error`` works out whole rows (every run finite) all at once: the same worst
+    relative error as each value's ``rel_error`` in turn, NaN rows, zero medians and more
+    runs than the exact binomial covers included."""
+    import math
+
+    import numpy as np
+    from gpumem.contracts.estimates import rel_error
+
+    rng = np.random.default_rng(7)
+    for n in (2, 3, 6, 7, 16, 70):
+        for trial in range(10):
+            runs = [{"a": (300 + rng.normal(0, [0, 1, 5][trial % 3], 64)).round(trial % 2),
+                     "b": float(rng.normal()), "c": np.array([0.0, float(trial % 2 * i)])}
+                    for i in range(n)]
+            if trial % 4 == 0:
+                for r in runs:
+                    r["a"][3] = np.nan
+            each = max((e for key in ("a", "b", "c")
+                        for row in np.stack([np.asarray(r[key], float) for r in runs],
+                                            axis=-1).reshape(-1, n)
+                        if not math.isnan(e := rel_error(row))), default=0.0)
+            assert runs_rel_error(runs) == each, (n, trial)
