@@ -8,8 +8,8 @@ import numpy as np
 import pytest
 import xarray as xr
 from gpumem.analysis import slices as S
+from gpumem.contracts.xor_hash import parity
 from gpumem.experiments.l2_slices import LINE, PAGE, slice_map
-from gpumem.sim.config import parity
 from gpumem.testing import SLICE_MASKS, sliced_l2
 
 

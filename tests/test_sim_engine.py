@@ -152,7 +152,7 @@ SLICED = dict(slices=4, slice_masks=[0x1080, 0x20500],
 def test_a_sliced_level_serves_each_line_at_its_slices_latency_from_each_sm():
     """Every L2 hit costs the SM's latency to the line's home slice: the slice the XOR
     masks give the line's address, the row of the SM (cyclic over SMs)."""
-    from gpumem.sim.config import parity
+    from gpumem.contracts.xor_hash import parity
 
     l2 = CacheLevel("l2", 1 << 20, 128, 16, L2_HIT, sector=32, scope="gpu", translate=True,
                     **SLICED)

@@ -29,6 +29,8 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from gpumem.contracts.xor_hash import codes_of, gf2_basis, span
+
 #: Most in-page address bits the hash search tries at once (2**16 masks).
 MAX_FIT_BITS = 16
 #: A mask belongs to the hash when this share of the lines sit in (page, group) cells whose
@@ -219,29 +221,6 @@ def partitions_of(prof: np.ndarray, agree: float = 0.75) -> np.ndarray:
 # The hash
 # ---------------------------------------------------------------------------------------------
 
-def gf2_basis(masks: list[int]) -> list[int]:
-    """A reduced basis (each leading bit in one vector only, highest first) of the masks'
-    span over GF(2)."""
-    basis: list[int] = []
-    for m in masks:
-        for b in basis:
-            m = min(m, m ^ b)
-        if m:
-            basis = [min(b, b ^ m) for b in basis] + [m]
-    basis.sort(reverse=True)
-    for i, b in enumerate(basis):  # reduce each leading bit out of the others
-        top = 1 << (b.bit_length() - 1)
-        basis = [x ^ b if j != i and x & top else x for j, x in enumerate(basis)]
-    return sorted(basis, reverse=True)
-
-
-def span(basis: list[int]) -> set[int]:
-    out = {0}
-    for b in basis:
-        out |= {x ^ b for x in out}
-    return out
-
-
 def _bits(x: np.ndarray, lo: int, n: int) -> np.ndarray:
     """lines x n: address bits lo .. lo + n - 1 as 0/1 float32."""
     return ((x[:, None] >> np.arange(lo, lo + n)) & 1).astype(np.float32)
@@ -296,26 +275,17 @@ class HashFit:
     #: masks over every bit of the buffer, where the pages' own bits fit too (else empty)
     buffer_masks: list[int] = field(default_factory=list)
     note: str = ""
+    #: (page, code) -> group, from the fitted lines (each page's unseen codes filled in
+    #: where pages are shifts of each other: :func:`aligned`)
+    table: dict[tuple[int, int], int] = field(default_factory=dict)
 
-    def predict(self, offsets: np.ndarray, table: dict[tuple[int, int], int]) -> np.ndarray:
+    def predict(self, offsets: np.ndarray) -> np.ndarray:
+        """Each offset's group as the fit names it (-1 where its page and code were not
+        seen)."""
         codes = codes_of(offsets, self.masks)
         pages = np.asarray(offsets) >> self.page_bits
-        return np.array([table.get((int(p), int(c)), -1) for p, c in zip(pages, codes,
-                                                                          strict=True)])
-
-
-def codes_of(offsets: np.ndarray, masks: list[int]) -> np.ndarray:
-    """Each offset's code: bit i = parity of ``offset & masks[i]``."""
-    x = np.asarray(offsets, np.int64)
-    out = np.zeros(x.shape, np.int64)
-    for i, m in enumerate(masks):
-        v = x & np.int64(m)
-        p = np.zeros(x.shape, np.int64)
-        while v.any():
-            p ^= v & 1
-            v >>= 1
-        out |= p << i
-    return out
+        return np.array([self.table.get((int(p), int(c)), -1)
+                         for p, c in zip(pages, codes, strict=True)])
 
 
 def cell_table(pages: np.ndarray, codes: np.ndarray, labels: np.ndarray
@@ -403,11 +373,11 @@ def fit_hash(offsets: np.ndarray, labels: np.ndarray, held_out: np.ndarray, *, l
     table = aligned(cell_table(pages[train], codes[train], lab[train]), len(basis))
     fit = HashFit(found=False, linear=linear, masks=basis, bits=(line_bits, hi),
                   page_bits=page_bits, accuracy=float("nan"), accuracy_interval=(0.0, 1.0),
-                  chance=float("nan"), held_out=int(test.sum()))
+                  chance=float("nan"), held_out=int(test.sum()), table=table)
     if not test.any():
         fit.note = "no held-out lines to judge the fit by"
         return fit
-    pred = fit.predict(x[test], table)
+    pred = fit.predict(x[test])
     k = int((pred == lab[test]).sum())
     fit.accuracy = k / int(test.sum())
     fit.accuracy_interval = _interval(k, int(test.sum()))

@@ -114,10 +114,8 @@ class SliceMap:
     grouping: S.Grouping
     profile: np.ndarray  # groups x SMs
     partitions: np.ndarray
-    fit: S.HashFit
+    fit: S.HashFit  # its table: (page, code) -> group, from the lines the fit used
     held_out: np.ndarray
-    #: (page, code) -> group, from the lines the fit used
-    table: dict[tuple[int, int], int]
 
 
 def slice_map(raw: xr.Dataset) -> SliceMap | None:
@@ -136,12 +134,8 @@ def slice_map(raw: xr.Dataset) -> SliceMap | None:
     page_bits, buffer_bits = _bits_of(raw.attrs, offsets)
     fit = S.fit_hash(offsets, g.labels, held, line_bits=LINE.bit_length() - 1,
                      page_bits=page_bits, buffer_bits=buffer_bits)
-    codes = S.codes_of(offsets, fit.masks)
-    train = ~held & (g.labels >= 0)
-    table = S.aligned(S.cell_table(offsets[train] >> page_bits, codes[train],
-                                   g.labels[train]), len(fit.masks))
     parts = S.partitions_of(prof) if prof.shape[0] > 1 else np.zeros(prof.shape[0], np.int64)
-    return SliceMap(sms, offsets, matrix, g, prof, parts, fit, held, table)
+    return SliceMap(sms, offsets, matrix, g, prof, parts, fit, held)
 
 
 def _bits_of(attrs: Mapping[str, Any], offsets: np.ndarray) -> tuple[int, int]:
@@ -189,8 +183,8 @@ def slice_codes(m: SliceMap) -> tuple[list[int], dict[int, int], str]:
         table = S.cell_table(np.zeros(int(ok.sum()), np.int64), codes[ok],
                              m.grouping.labels[ok])
         return masks, {c: g for (_, c), g in table.items()}, "the buffer's masks"
-    first = min((p for p, _ in m.table), default=0)
-    return (m.fit.masks, {c: g for (p, c), g in m.table.items() if p == first},
+    first = min((p for p, _ in m.fit.table), default=0)
+    return (m.fit.masks, {c: g for (p, c), g in m.fit.table.items() if p == first},
             f"the in-page masks, groups as page {first} holds them")
 
 

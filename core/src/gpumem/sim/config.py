@@ -36,7 +36,7 @@ import hashlib
 import math
 import sys
 import types
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator
 from dataclasses import MISSING, dataclass, field, fields
 from pathlib import Path
 from typing import Annotated, Any, NamedTuple, Union, get_args, get_origin, get_type_hints
@@ -47,6 +47,7 @@ from pydantic import Field
 from pydantic.fields import FieldInfo
 
 from gpumem.contracts.chains import splitmix64
+from gpumem.contracts.xor_hash import codes_of, gf2_basis
 from gpumem.sim.noise import SPREADS
 
 if sys.version_info >= (3, 11):
@@ -444,25 +445,6 @@ def _validate_policy(where: str, policy: str, weights: list[float], max_ways: in
             _fail(f"{where}.way_weights", "weights must be >= 0 with a positive sum")
 
 
-def gf2_rank(masks: Sequence[int]) -> int:
-    """The rank of integer bit masks as vectors over GF(2) (XOR is their sum)."""
-    basis: list[int] = []
-    for m in masks:
-        for b in basis:
-            m = min(m, m ^ b)
-        if m:
-            basis.append(m)
-    return len(basis)
-
-
-def parity(x: np.ndarray) -> np.ndarray:
-    """Each int64's bit parity (0 or 1)."""
-    x = np.asarray(x, np.int64).view(np.uint64)
-    for s in (32, 16, 8, 4, 2, 1):
-        x = x ^ (x >> np.uint64(s))
-    return (x & np.uint64(1)).astype(np.int64)
-
-
 def default_partition_masks(partitions: int) -> list[int]:
     """The balanced home hash of a level whose ``partition_masks`` are not given: mask ``i``
     takes the parity of address bits ``12 + i``, ``17 + i`` and ``22 + i`` (for two
@@ -641,7 +623,7 @@ class CacheLevel:
         if any(m <= 0 or m & (self.line - 1) or m >= 1 << 62 for m in self.slice_masks):
             _fail(f"{where}.slice_masks", f"each mask is a positive address mask below 2**62 "
                   f"with no bit inside a line (below {self.line})")
-        if gf2_rank(self.slice_masks) < len(self.slice_masks):
+        if len(gf2_basis(self.slice_masks)) < len(self.slice_masks):
             _fail(f"{where}.slice_masks", "the masks must be independent (XOR of some is "
                   "another): else some slices hold no line")
         if not self.slice_latency or any(len(r) != self.slices for r in self.slice_latency):
@@ -653,11 +635,7 @@ class CacheLevel:
 
     def slice_of(self, addresses: np.ndarray) -> np.ndarray:
         """Each address's home slice (0 for a level without slices), as the engine homes it."""
-        a = np.asarray(addresses, np.int64)
-        out = np.zeros(a.shape, np.int64)
-        for i, m in enumerate(self.slice_masks):
-            out |= parity(a & np.int64(m)) << i
-        return out
+        return codes_of(addresses, self.slice_masks)
 
     def assumptions(self, where: str, sm_count: int) -> list[str]:
         """What a partitioned level leaves to a default or to a cycle the reader may not have

@@ -1,0 +1,54 @@
+"""XOR hashes of addresses: bit i of a line's code is the parity of ``address & mask_i``.
+
+What a GPU's slice hash is made of (Accel-Sim's IPOLY, the CPU slice hashes reverse-
+engineered), said once for the simulator that homes lines by one
+(:meth:`gpumem.sim.config.CacheLevel.slice_of`) and the analysis that fits one to
+measured lines (:mod:`gpumem.analysis.slices`).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import numpy as np
+
+
+def parity(x: np.ndarray) -> np.ndarray:
+    """Each int64's bit parity (0 or 1)."""
+    u = np.asarray(x, np.int64).view(np.uint64)
+    for s in (32, 16, 8, 4, 2, 1):
+        u = u ^ (u >> np.uint64(s))
+    return (u & np.uint64(1)).astype(np.int64)
+
+
+def codes_of(addresses: np.ndarray, masks: Sequence[int]) -> np.ndarray:
+    """Each address's code: bit i is the parity of ``address & masks[i]``."""
+    a = np.asarray(addresses, np.int64)
+    out = np.zeros(a.shape, np.int64)
+    for i, m in enumerate(masks):
+        out |= parity(a & np.int64(m)) << i
+    return out
+
+
+def gf2_basis(masks: Sequence[int]) -> list[int]:
+    """A reduced basis (each leading bit in one vector only, highest first) of the masks'
+    span over GF(2); its length is their rank."""
+    basis: list[int] = []
+    for m in masks:
+        for b in basis:
+            m = min(m, m ^ b)
+        if m:
+            basis = [min(b, b ^ m) for b in basis] + [m]
+    basis.sort(reverse=True)
+    for i, b in enumerate(basis):  # reduce each leading bit out of the others
+        top = 1 << (b.bit_length() - 1)
+        basis = [x ^ b if j != i and x & top else x for j, x in enumerate(basis)]
+    return sorted(basis, reverse=True)
+
+
+def span(basis: Sequence[int]) -> set[int]:
+    """Every XOR of the masks (0 included)."""
+    out = {0}
+    for b in basis:
+        out |= {x ^ b for x in out}
+    return out
