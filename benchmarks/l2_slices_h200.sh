@@ -16,33 +16,43 @@
 # Run it on two cards and compare their first runs with slices_vs_card.py (the slice count
 # and the per-SM profiles must agree). Packs the runs' manifests, the l2_slices files and the
 # logs into OUT_DIR/pack.tgz (small enough to come back from a device machine) and prints a
-# short table last. Changes no clock, power or mode setting.
+# short table last; every step has a time limit (the job stays under 9 minutes). Changes no
+# clock, power or mode setting.
 set -uo pipefail
 out=${1:?usage: l2_slices_h200.sh OUT_DIR}
 here="$(cd "$(dirname "$0")" && pwd)"
 # shellcheck source=gpu_job.sh
 source "$here/gpu_job.sh"
 gpu_job_start "$out"
+pack() {  # after each step, so a job cut short still brings back what it measured
+    (cd "$out" && tar czf pack.tgz --exclude=pack.tgz ./*.txt ./*.log ./*.csv ./*.json ./sim \
+        $(find a b simrun all -name manifest.json -o -name 'l2_slices-*.nc' 2>/dev/null)) \
+        2>/dev/null
+}
 for r in a b; do
     s=$SECONDS
-    gpumem run --arch hopper l2_slices --device cuda:0 --out "$out/$r" > "$out/$r.log" 2>&1
+    timeout 110 gpumem run --arch hopper l2_slices --device cuda:0 --out "$out/$r" \
+        > "$out/$r.log" 2>&1
     echo "l2_slices run $r: rc $? in $((SECONDS - s)) s" | tee -a "$out/times.txt"
 done
 gpumem export sim "$out/a" --out "$out/sim" > "$out/export.log" 2>&1
 cfg=$(ls "$out"/sim/*.toml 2>/dev/null | head -1)
 if [ -n "$cfg" ]; then
-    gpumem run --arch hopper l2_slices --device sim --sim-config "$cfg" --out "$out/simrun" \
+    timeout 90 gpumem run --arch hopper l2_slices --device sim --sim-config "$cfg" --out "$out/simrun" \
         > "$out/simrun.log" 2>&1
 fi
 python3 "$here/slices_vs_card.py" "$out/a" "$out/b" > "$out/a_vs_b.txt" 2>&1
 python3 "$here/slices_vs_card.py" "$out/a" "$out/simrun" > "$out/a_vs_sim.txt" 2>&1
 mark "l2_slices done"
+pack
 s=$SECONDS
-gpumem run --arch hopper all --device cuda:0 --out "$out/all" > "$out/all.log" 2>&1
+timeout 120 gpumem run --arch hopper all --device cuda:0 --out "$out/all" > "$out/all.log" 2>&1
 echo "all: rc $? in $((SECONDS - s)) s" | tee -a "$out/times.txt"
-(cd "$here" && python3 l2_share_sweep.py --json "$out/share.json") > "$out/share.txt" 2>&1
+pack
+(cd "$here" && timeout 100 python3 l2_share_sweep.py --json "$out/share.json") > "$out/share.txt" 2>&1
 mark "share sweep done"
-(cd "$out" && tar czf pack.tgz --exclude=pack.tgz ./*.txt ./*.log ./*.csv ./sim \
-    $(find a b simrun all -name manifest.json -o -name 'l2_slices-*.nc' 2>/dev/null))
+pack
 echo "---"
 cat "$out/times.txt" "$out/a_vs_b.txt" "$out/a_vs_sim.txt" "$out/share.txt"
+tail -3 "$out/a.log" "$out/b.log" "$out/simrun.log" "$out/export.log" 2>/dev/null
+gpumem show "$out/a" 2>&1 | grep -E "l2_slices\." | cut -c1-150
