@@ -149,7 +149,9 @@ def test_l2_stages_find_fill_unit_line_and_ways(sector):
     assert (out["l2.ways"].value, out["l2.sets"].value) == (16, L2 // (16 * 128))
 
 
-def test_l2_ways_not_reported_for_a_hashed_l2():
+def test_a_hashed_l2_whose_line_is_not_found_gets_no_ways():
+    """A random-table hash already misses at the hit reference's footprint, so no line is
+    read; the eviction-set search (tests/test_l2_evict.py) needs the line and stays out."""
     dev = _device(None, l2_hashed=True)
     info = dev.info
     src = _LiveSource(ChaseLog(Ahead(dev)), info.load_paths, info.l2_bytes, info.memory_bytes)

@@ -15,7 +15,8 @@ For each load path the device offers (``ca`` -> L1 data cache, ``tex`` -> textur
 
 When the first level a path reaches is at least half the device's L2 (Kepler's global loads
 bypass L1), its findings are named ``l2.*``. Then the L2 itself, on the L2-only path ``cg``:
-its fill unit, line and ways (:mod:`.l2`).
+its fill unit, line and ways (:mod:`.l2`; under a hashed index, from a minimal eviction set:
+:mod:`.evict`).
 
 The search and the analysis are one walk (:mod:`.walk`): each stage (:mod:`.stages`) takes
 its chases, run on the device by ``sweep`` or read back from the stored log
@@ -102,7 +103,9 @@ class CacheStructure(Experiment):
     name = "cache_structure"
     summary = "fine-grained P-chase: size, line, sector, sets, ways, index bits, policy"
     probes = ("pointer_chase",)
-    version = "1"
+    version = "2"
+    #: 2: an L2 whose set index is hashed gets its ways and sets from a minimal eviction set
+    changed_in = {"2": ("l2.ways", "l2.sets")}
     #: one family per level a path reaches (``l2`` where it is at least half the L2), the
     #: unresolved ones included; ``conflict_onset`` is kept only as a note, never reported
     findings = family((*LEVEL_OF_PATH.values(), "l2"), LEVEL_FINDINGS) + ("l2.fill_unit",)

@@ -12,6 +12,7 @@ import numpy as np
 from gpumem.analysis.chases import Chase
 from gpumem.contracts.findings import Finding
 from gpumem.experiments.cache_structure.confidence import CLEAR, QUALIFIED
+from gpumem.experiments.cache_structure.evict import evict_chases, evict_ways
 from gpumem.experiments.cache_structure.rules import (
     CHAIN_SPAN,
     L2_FILL_RECORD,
@@ -229,7 +230,8 @@ def _l2_ways(chases: list[Chase], l2_bytes: float, line: Any) -> list[Finding]:
 def l2_stages(src: Any, found: list[Finding]) -> list[Finding]:
     """The L2 stages in turn, after the load paths' (``found``: their findings): the fill
     unit, the line (unless a path dissected the L2 already: Kepler's ``ca``), the ways and
-    sets. ``src`` is the walk's source; a live one runs each stage's chases first."""
+    sets (lines one capacity apart; under a hashed index, a minimal eviction set:
+    :mod:`.evict`). ``src`` is the walk's source; a live one runs each stage's chases first."""
     run = src.live and "cg" in src.load_paths and src.l2_bytes > 0
     out: list[Finding] = []
     if run:
@@ -245,7 +247,12 @@ def l2_stages(src: Any, found: list[Finding]) -> list[Finding]:
             out.append(line)
     if run:
         _l2_ways_chases(src.log, src.l2_bytes, src.memory)
+    line_found = next((f.value for f in found + out if f.name == "l2.line"), None)
     if not any(f.name == "l2.ways" for f in found + out):
-        line_found = next((f.value for f in found + out if f.name == "l2.line"), None)
         out += _l2_ways(src.chases, src.l2_bytes, line_found)
+    if not any(f.name == "l2.ways" for f in found + out):  # a hashed index: eviction sets
+        got = l2_scatter_shares(src.chases)
+        if run and got is not None and isinstance(line_found, int):
+            evict_chases(src.log, src.l2_bytes, src.memory, line_found, got[1])
+        out += evict_ways(src.chases, src.l2_bytes, line_found)
     return out

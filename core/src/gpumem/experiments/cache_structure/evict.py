@@ -1,0 +1,193 @@
+"""The L2's ways where its set index is hashed: a minimal eviction set (issue 44, item 5).
+
+Lines one L2 capacity apart fall in one set only under an index modulo the sets
+(:func:`.l2._l2_ways_chases`); a hashed index (an H200's L2, its slices homed by an XOR
+hash) spreads them and the misses ramp, so that search reports no ways. This stage finds
+lines that share a set without knowing the hash:
+
+1. **Candidates.** Scattered chases (one random line of every ``EVICT_BLOCK_LINES``) over
+   more and more lines, until some lines miss in both recorded passes: under a hash, random
+   lines overflow a few sets long before the capacity, and the lines of an overflowing set
+   miss pass after pass (LRU, FIFO; a random policy some of the time).
+2. **Reduction.** The repeatedly missing lines, chased alone as a pattern, overflow the same
+   sets; they are cut down by delta debugging (Zeller's ddmin, complements only): drop a
+   chunk while what is left still overflows, refine the chunks when none can go. What
+   remains is 1-minimal: it overflows and no line can be dropped. For a set-associative
+   cache that is the W + 1 lines of one set, so W ways, whatever the hash, in slices or not
+   (a set lives in one slice: these are the ways *per slice*).
+3. **Confirmation.** The minimal set and each of it minus one line chased again, fresh.
+
+The analysis (:func:`evict_ways`) reads only the logged pattern chases: the smallest pattern
+that overflows while every one-line-smaller pattern of it was chased and did not.
+"""
+
+from __future__ import annotations
+
+import math
+from collections import defaultdict
+from collections.abc import Callable, Sequence
+from typing import Any
+
+from gpumem.analysis.chases import Chase
+from gpumem.analysis.structure import MissRule, missing_elements
+from gpumem.contracts.findings import Finding
+from gpumem.experiments.cache_structure.confidence import CLEAR, QUALIFIED
+from gpumem.experiments.cache_structure.rules import CHAIN_SPAN, joins
+from gpumem.experiments.chaselog import ChaseLog
+
+EVICT_START = 8            # the first candidate chase: one line in this many of the L2's
+EVICT_GROW = math.sqrt(2)  # lines chased grow by this factor until some miss repeatedly
+EVICT_BLOCK_LINES = 4      # a candidate chase takes one random line of every 4
+EVICT_MOST = 512           # most candidate lines reduced (more: fewer lines chased, bisected)
+EVICT_PASSES = 3           # passes recorded per reduction test
+EVICT_TESTS = 1200         # most reduction tests (a search that needs more reports nothing)
+GROW, TEST, CONFIRM = "l2evict_grow", "l2evict", "l2evict_confirm"
+
+
+def _rule(miss_at: float) -> MissRule:
+    return MissRule(miss_at, math.inf)
+
+
+def evict_chases(log: ChaseLog, l2_bytes: int, memory: int, line: int,
+                 miss_at: float) -> None:
+    """The live stage: candidates, reduction, confirmation (see the module's doc). Stops
+    quietly where the device skips a footprint, no candidate overflows or the tests run
+    out; the analysis then finds no minimal set and reports nothing."""
+    if l2_bytes <= 0 or line <= 0:
+        return
+    got = _candidates(log, l2_bytes, memory, line, miss_at)
+    if got is None:
+        return
+    footprint, lines = got
+    tests = 0
+
+    def misses(pattern: Sequence[int], stage: str = TEST) -> list[int] | None:
+        """The pattern's elements (byte offsets) that missed repeatedly, if it overflows."""
+        nonlocal tests
+        if tests >= EVICT_TESTS:
+            return None
+        tests += 1
+        c = log.run(path="cg", stage=stage, footprint=footprint, stride=line,
+                    order="pattern", pattern=tuple(pattern), passes=EVICT_PASSES,
+                    threshold=miss_at)
+        if c is None or not joins([c], _rule(miss_at)):
+            return None
+        return [4 * e for e in missing_elements(c, _rule(miss_at))]
+
+    if misses(lines) is None:
+        return
+    least = ddmin(lines, misses)
+    if tests >= EVICT_TESTS or len(least) < 2:
+        return
+    misses(least, CONFIRM)
+    for i in range(len(least)):
+        misses(least[:i] + least[i + 1:], CONFIRM)
+
+
+def _candidates(log: ChaseLog, l2_bytes: int, memory: int, line: int, miss_at: float
+                ) -> tuple[int, list[int]] | None:
+    """(footprint, byte offsets of the lines that missed in both passes) of the first
+    scattered chase with such lines and at most EVICT_MOST of them (bisecting the lines
+    chased when a step overshoots), or ``None``."""
+    block = EVICT_BLOCK_LINES * line
+    most_blocks = min(memory // 4, CHAIN_SPAN) // block
+    rule = _rule(miss_at)
+
+    def chase(blocks: int) -> list[int] | None:
+        c = log.run(path="cg", stage=GROW, footprint=blocks * block, stride=block,
+                    order="scattered", passes=2, threshold=miss_at)
+        return None if c is None else sorted(4 * e for e in missing_elements(c, rule))
+
+    lo, n = 0, max(EVICT_BLOCK_LINES, l2_bytes // line // EVICT_START)
+    while n <= min(2 * l2_bytes // line, most_blocks):
+        got = chase(n)
+        if got is None:
+            return None
+        if got:
+            break
+        lo, n = n, int(n * EVICT_GROW) + 1
+    else:
+        return None
+    hi = n
+    for _ in range(8):  # too many candidates: fewer lines, between the last clean chase and this
+        if len(got) <= EVICT_MOST:
+            return hi * block, got
+        mid = (lo + hi) // 2
+        if mid <= lo:
+            return None
+        less = chase(mid)
+        if less is None:
+            return None
+        if less:
+            hi, got = mid, less
+        else:
+            lo = mid
+    return (hi * block, got) if len(got) <= EVICT_MOST else None
+
+
+def ddmin(items: list[int], misses: Callable[[list[int]], list[int] | None]) -> list[int]:
+    """A 1-minimal sub-list of ``items`` that still overflows (``items`` must): Zeller's
+    delta debugging on complements. ``misses(s)`` chases ``s`` and gives the items that
+    missed pass after pass (``None``: ``s`` does not overflow). Chunks of the current list
+    are dropped while the rest still overflows, and then only its missing items are kept
+    (the whole sets that overflow: under LRU or FIFO every line of an overflowing set
+    misses; where fewer did, they are chased once more and kept only if they overflow
+    alone); when no chunk can go the chunks are halved, until single items: then no item
+    can be dropped."""
+    cur, n = list(items), 2
+    while len(cur) >= 2:
+        size = math.ceil(len(cur) / n)
+        chunks = [cur[i:i + size] for i in range(0, len(cur), size)]
+        for k in range(len(chunks)):
+            rest = [x for j, c in enumerate(chunks) if j != k for x in c]
+            missed = misses(rest)
+            if missed is None:
+                continue
+            keep = [x for x in rest if x in set(missed)]
+            if 2 <= len(keep) < len(rest) and misses(keep) is not None:
+                rest = keep
+            cur, n = rest, max(n - 1, 2)
+            break
+        else:
+            if n >= len(cur):
+                return cur
+            n = min(2 * n, len(cur))
+    return cur
+
+
+def evict_ways(chases: list[Chase], l2_bytes: float, line: Any) -> list[Finding]:
+    """``l2.ways`` (and ``l2.sets`` = C / (W b)) from the logged reduction: the smallest
+    pattern that overflowed while each of it minus one line was chased and did not. Every
+    chase of one pattern is pooled; CLEAR when the confirmation chased them all again."""
+    mine = [c for c in chases if c.stage in (TEST, CONFIRM) and c.pattern]
+    if not mine or not isinstance(line, int) or line <= 0:
+        return []
+    by_lines: dict[frozenset[int], list[Chase]] = defaultdict(list)
+    for c in mine:
+        by_lines[frozenset(o // line for o in c.pattern)].append(c)
+    miss_at = max(c.threshold for c in mine)
+    verdict = {k: joins(v, _rule(miss_at)) for k, v in by_lines.items()}
+    minimal = [k for k, over in verdict.items() if over and len(k) >= 2
+               and all(verdict.get(k - {x}) is False for x in k)]
+    if not minimal:
+        return []
+    least = min(minimal, key=lambda k: (len(k), sorted(k)))
+    w = len(least) - 1
+    sure = all(any(c.stage == CONFIRM for c in by_lines[k])
+               for k in [least, *(least - {x} for x in least)])
+    grow = [c for c in chases if c.stage == GROW]
+    lines = ", ".join(f"0x{x * line:x}" for x in sorted(least))
+    how = (f"a minimal eviction set on path 'cg': {len(grow)} scattered chases of random "
+           f"lines until some missed in both passes, those lines cut down by delta debugging "
+           f"({sum(c.stage == TEST for c in mine)} pattern chases) to {w + 1} lines that "
+           f"miss pass after pass while any {w} of them hit: one set's {w} ways and one line "
+           f"more, whatever the hash (a set lives in one slice: the ways per slice)")
+    note = f"the set's lines (byte offsets in the chased buffer): {lines}"
+    conf = CLEAR if sure else QUALIFIED
+    out = [Finding("l2.ways", w, "1", conf, how, note=note)]
+    if l2_bytes and l2_bytes % (w * line) == 0:
+        out.append(Finding("l2.sets", int(l2_bytes // (w * line)), "1", conf,
+                           f"L2 capacity {int(l2_bytes)} B / ({w} ways x {line} B lines), "
+                           f"the ways from a minimal eviction set (per slice: divide by the "
+                           f"slices, l2_slices)"))
+    return out
