@@ -61,6 +61,9 @@ STRIDE = 128
 LEVEL_SPAN = 1.15
 #: Fewest points a plateau's core (:func:`_core`) must hold to be pooled alone.
 CORE_POINTS = 3
+#: An L2 plateau whose knee is at this share of the device's L2 size or more is the whole L2
+#: (an H200's near partition ends at 0.41 of it; Accel-Sim's unpartitioned QV100 at 1.03).
+WHOLE_L2 = 0.75
 ELEMENT = 4
 MIN_FOOTPRINT = 2 << 10
 MAX_FOOTPRINT = 8 << 30
@@ -296,6 +299,18 @@ class LatencyLadder(Experiment):
         while i < len(levels) and caps[i] is not None and caps[i][0] <= 1.5 * l2_bytes:
             l2_levels.append(i)
             i += 1
+        mixed = ""
+        if len(l2_levels) >= 2 and caps[l2_levels[0]] is not None and \
+                caps[l2_levels[0]][0] >= WHOLE_L2 * l2_bytes:
+            # the first L2 plateau already ends at the L2's size: a later one ending within
+            # 1.5 sizes is lines missing in some sets only (a hashed index's uneven sets:
+            # Accel-Sim's QV100, 262 cycles from 6.2 to 8.1 MB between its L2's 193 and its
+            # DRAM's 331), no far partition; the DRAM is the plateau after it
+            p = levels[l2_levels[1]]
+            mixed = (f"; a plateau at {p.latency:.0f} cycles from {int(p.first_x)} to "
+                     f"{int(p.last_x)} B after it is no further level (the L2 knee is at the "
+                     f"device's L2 size, {int(l2_bytes)} B): some sets overflow before others")
+            l2_levels = l2_levels[:1]
         if l2_levels:
             lat("l2", levels[l2_levels[0]], method + ", plateau ending near the L2 size")
             if len(l2_levels) >= 2:
@@ -305,7 +320,7 @@ class LatencyLadder(Experiment):
                                     "knee between the near and far L2 plateaus"))
                 out.append(capacity("l2.size", far, "knee of the far L2 plateau"))
             else:
-                out.append(capacity("l2.size", l2_levels[0], "knee of the L2 plateau"))
+                out.append(capacity("l2.size", l2_levels[0], "knee of the L2 plateau" + mixed))
             out.append(Finding("l2.partitions", min(len(l2_levels), 2), "1",
                                0.9, "distinct L2 latency plateaus"))
         reached = float(x.max())
