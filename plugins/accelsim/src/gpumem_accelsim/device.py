@@ -329,10 +329,11 @@ class AccelSimDevice(Device):
         DRAM by size, with the build's own pipeline cycles), for pricing."""
         from gpumem_accelsim.known_options import VERSIONS
         from gpumem_accelsim.simulator import VERSION_ENV
-        from gpumem_accelsim.translate import NO_PIPELINE, PIPELINE
+        from gpumem_accelsim.translate import pipeline_cycles
 
-        p = PIPELINE.get(os.environ.get(VERSION_ENV, "").strip() or VERSIONS[0], NO_PIPELINE)
         m = self.config
+        p, _estimated = pipeline_cycles(
+            m, os.environ.get(VERSION_ENV, "").strip() or VERSIONS[0])
         l1 = m.int("-gpgpu_l1_latency") + p.l1
         l2 = m.int("-gpgpu_l2_rop_latency") + p.l2 + (l1 if request.path != "cg" else 0)
         l1_bytes = self._l1_bytes()

@@ -27,7 +27,7 @@ from gpumem.api.simulator import Calibrated, SimConfig, calibrate
 from gpumem_accelsim.config import AccelSimConfig
 from gpumem_accelsim.known_options import VERSIONS, unknown_options
 from gpumem_accelsim.simulator import build_fixes
-from gpumem_accelsim.translate import NO_PIPELINE, PIPELINE, from_accelsim, translate
+from gpumem_accelsim.translate import from_accelsim, pipeline_cycles, translate
 
 DEFAULT_TARGET = VERSIONS[0]
 
@@ -53,7 +53,9 @@ def export_run(run: Path, base: AccelSimConfig, *, target: str = DEFAULT_TARGET,
     data, as ``gpumem export sim`` does (None: the findings the run stores)."""
     src = Format.load_run(run, reanalyze_with=plugins)  # a damaged run: ResultsFileError
     run_name = Format.shareable(run)  # the files are shared: the run's name, not its local path
-    pipeline = PIPELINE.get(target, NO_PIPELINE)
+    # the cycles the target build adds on the base's clocks and DRAM options (estimated
+    # ones are warned below)
+    pipeline, estimated = pipeline_cycles(base, target)
     if sim is None:
         sim, _lost = from_accelsim(base, src.arch or "accelsim", pipeline)
         start = f"the Accel-Sim base {base.name} read as a SimConfig"
@@ -61,7 +63,7 @@ def export_run(run: Path, base: AccelSimConfig, *, target: str = DEFAULT_TARGET,
         start = f"the packaged SimConfig '{sim.name}'"
     cal = calibrate(sim, src)
     done = translate(cal.config, base, cal.sources, assumed=start, pipeline=pipeline)
-    out, comments, warn = done.config, done.comments, done.warnings
+    out, comments, warn = done.config, done.comments, done.warnings + estimated
     out.name, out.source = src.label, f"gpumem export of the run {run_name}"
     written = {p for ps in done.params.values() for p in ps}
     for path, how in cal.sources.items():

@@ -48,7 +48,7 @@ class AccelSimFormat(Format):
     def import_file(self, source: Path, out: Path, *, arch: str | None = None,
                     plugins: Plugins) -> Converted:
         from gpumem_accelsim.export import DEFAULT_TARGET
-        from gpumem_accelsim.translate import PIPELINE, from_accelsim
+        from gpumem_accelsim.translate import from_accelsim, pipeline_cycles
 
         if out.suffix != ".toml":
             raise UsageError(f"{out}: the imported config is written as TOML (give FILE.toml)")
@@ -59,8 +59,11 @@ class AccelSimFormat(Format):
                 raise AccelSimConfigError(f"{source}: no options (empty, or not an Accel-Sim "
                                           f"config)")
             missing = check_required(cfg.merged())
-            # latencies as the build gpumem drives measures them (PIPELINE), stated
-            sim, warnings = from_accelsim(cfg, arch, PIPELINE[DEFAULT_TARGET])
+            # latencies as the build gpumem drives measures them (pipeline_cycles), stated
+            from_accelsim(cfg, arch)  # its errors first: the option a file lacks, by name
+            pipeline, estimated = pipeline_cycles(cfg, DEFAULT_TARGET)
+            sim, warnings = from_accelsim(cfg, arch, pipeline)
+            warnings += estimated
         except (OptionFileError, CacheStringError, AccelSimConfigError) as e:
             raise FormatError(str(e)) from None
         except SimConfigError as e:  # a value the options hold but no SimConfig can

@@ -65,12 +65,81 @@ NO_PIPELINE = PipelineCycles()
 #: ladder on the H200 config exported without them (``-gpgpu_l1_latency 34``, rop 249,
 #: ``-dram_latency`` 400; means of 64 accesses, 2026-12-02): L1 37.84-37.89 (2-224 KiB), so
 #: +4; L2 292.81-292.86 (344 KiB-57 MiB) = 37.9 + 249 + 6; DRAM 693.83 (128-512 MiB) =
-#: 292.83 + 400 + 1. On QV100 (L1 20, rop 160) the same build gave L1 24.
+#: 292.83 + 400 + 1. On QV100 (L1 20, rop 160) the same build gave L1 24. These are the
+#: H200 config's; :func:`pipeline_cycles` gives any config's.
 PIPELINE = {
     "accelsim-dev-2024-10": PipelineCycles(
         4.0, 6.0, 1.0,
         "measured on Accel-Sim dev 73f9fac / GPGPU-Sim dev 667834c, 2026-12-02"),
 }
+
+#: The L2's extra cycles on that build: L2_FIXED + L2_PER_ICNT x core / interconnect clock.
+#: Measured (``gpumem run latency --device accelsim``, 2026-12-02/05, tests/data/accelsim/
+#: runs): 5.85 with the interconnect at twice the core clock (the H200 export), 8.89 at the
+#: core clock (QV100, RTX 2060, RTX 3070). Every config measured runs its L2 at the
+#: interconnect's clock, so which of the two clocks it follows is not told apart.
+L2_FIXED, L2_PER_ICNT = 2.8, 6.1
+#: The DRAM's extra cycles under GPGPU-Sim's detailed DRAM model (bank timing, queues;
+#: ``-gpgpu_simple_dram_model 0``), per config as a real build measured them: the options
+#: that shape a DRAM access (:data:`DRAM_SHAPE`) -> (cycles, the config they came from). A
+#: config not listed gets the middle of their range and a warning naming it.
+DRAM_SHAPE = ("-gpgpu_clock_domains", "-gpgpu_dram_timing_opt", "-dram_latency",
+              "-gpgpu_dram_burst_length", "-dram_data_command_freq_ratio",
+              "-gpgpu_dram_buswidth", "-dram_dual_bus_interface", "-gpgpu_mem_addr_mapping",
+              "-gpgpu_n_mem", "-gpgpu_n_sub_partition_per_mchannel", "-gpgpu_dram_scheduler",
+              "-gpgpu_frfcfs_dram_sched_queue_size", "-gpgpu_dram_return_queue_size")
+DRAM_MEASURED = {
+    "252654e4157c": (37.8, "SM7_QV100: DRAM 330.72 = L2 192.89 + 100 + 37.8"),
+    "20d5e1d5c8ff": (13.0, "SM75_RTX2060: DRAM 347.89 = L2 238.89 + 96 + 13.0"),
+    "98bdcb5ef4e5": (18.9, "SM86_RTX3070: DRAM 511.83 = L2 238.89 + 254 + 18.9"),
+}
+DETAILED_BUILD = "accelsim-dev-2024-10"
+
+
+def dram_shape(cfg: AccelSimConfig) -> str:
+    """A short fingerprint of the options that shape a DRAM access (whitespace folded)."""
+    import hashlib
+
+    m = cfg.merged()
+    text = "\n".join(f"{k}={' '.join(str(m.get(k, '')).split())}" for k in DRAM_SHAPE)
+    return hashlib.sha256(text.encode()).hexdigest()[:12]
+
+
+def pipeline_cycles(cfg: AccelSimConfig, build: str = DETAILED_BUILD
+                    ) -> tuple[PipelineCycles, list[str]]:
+    """The cycles ``build`` adds to each level of ``cfg`` (see :data:`PIPELINE`), with a
+    warning for each that is estimated rather than measured for a config like it.
+
+    L1: +4 on every config measured. L2: :data:`L2_FIXED` + :data:`L2_PER_ICNT` x core /
+    interconnect clock. DRAM: +1 under the simple DRAM model (fixed latency); under the
+    detailed one the bank timing adds what :data:`DRAM_MEASURED` recorded for a config of
+    the same DRAM options, else the middle of that range (warned)."""
+    base = PIPELINE.get(build)
+    if base is None:
+        return NO_PIPELINE, []
+    warn: list[str] = []
+    core, icnt, _l2, _dram = cfg.clocks_mhz
+    l2 = round(L2_FIXED + L2_PER_ICNT * core / icnt, 1)
+    if cfg.merged().bool("-gpgpu_simple_dram_model", False):
+        dram = base.dram
+        how = "simple DRAM model"
+    else:
+        got = DRAM_MEASURED.get(dram_shape(cfg))
+        if got is not None:
+            dram, how = got[0], "detailed DRAM model, measured on these DRAM options: " + \
+                got[1].split(":")[0]
+        else:
+            seen = sorted(v for v, _ in DRAM_MEASURED.values())
+            dram = round((seen[0] + seen[-1]) / 2, 1)
+            how = "detailed DRAM model, estimated"
+            warn.append(f"DRAM latency: the detailed DRAM model's bank timing adds "
+                        f"{seen[0]:g}-{seen[-1]:g} cycles on the configs measured "
+                        f"({', '.join(v.split(':')[0] for _, v in DRAM_MEASURED.values())}); "
+                        f"this config's DRAM options were not measured: +{dram:g} assumed "
+                        f"(run `gpumem run latency --device accelsim` on it to know)")
+    return replace(base, l2=l2, dram=dram,
+                   source=f"{base.source}; L2 +{l2:g} at core/interconnect clock "
+                          f"{core / icnt:g}, DRAM +{dram:g} ({how})"), warn
 
 
 def from_accelsim(cfg: AccelSimConfig, arch: str | None = None,

@@ -1,0 +1,63 @@
+"""Accel-Sim configs against what a real build measures (issue 45, items 2 and 3).
+
+``tests/data/accelsim/runs`` keeps the raw latency ladders ``gpumem run latency --device
+accelsim --sim-config CONFIG`` (no ``--arch``) took on a real build (Accel-Sim dev 73f9fac,
+GPGPU-Sim dev 667834c, CUDA 11.8 headers; tests/data/accelsim/runs/README.md). From them:
+the analysis sees the one L2 each config has, at its size, and the importer's latencies are
+what the binary measured, level by level, within 2 cycles.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+import xarray as xr
+from gpumem.experiments.latency import LatencyLadder
+from gpumem_accelsim.config import AccelSimConfig
+from gpumem_accelsim.translate import from_accelsim, pipeline_cycles
+
+DATA = Path(__file__).parent / "data" / "accelsim"
+RUNS = sorted((DATA / "runs").glob("*-latency.nc"))
+
+
+def _config(run: Path) -> AccelSimConfig:
+    return AccelSimConfig.load(DATA / run.name.removesuffix("-latency.nc"))
+
+
+def _found(run: Path) -> dict:
+    with xr.open_dataset(run) as raw:
+        return {f.name: f for f in LatencyLadder().analyze(raw.load())}
+
+
+def test_every_recorded_run_has_its_config():
+    assert len(RUNS) >= 2
+    for run in RUNS:
+        assert _config(run).int("-gpgpu_l2_rop_latency") > 0
+
+
+@pytest.mark.parametrize("run", RUNS, ids=lambda p: p.name)
+def test_one_l2_at_the_configs_size(run):
+    """An unpartitioned L2 is one level: a plateau after its knee that ends within 1.5 L2
+    sizes (QV100: 262 cycles from 6.2 to 8.1 MB, sets overflowing unevenly) is no far
+    partition, and the DRAM is the plateau after it."""
+    found = _found(run)
+    sim, _ = from_accelsim(_config(run))
+    l2 = next(c for c in sim.caches if c.name == "l2").size
+    assert found["l2.partitions"].value == 1
+    assert "lat.l2_far" not in found and "l2.near_size" not in found
+    assert abs(found["l2.size"].value / l2 - 1) < 0.06
+    assert found["lat.dram"].value > found["lat.l2"].value + 50
+
+
+@pytest.mark.parametrize("run", RUNS, ids=lambda p: p.name)
+def test_imported_latencies_are_what_the_build_measured(run):
+    cfg = _config(run)
+    sim, _ = from_accelsim(cfg, None, pipeline_cycles(cfg)[0])
+    levels = {c.name: c for c in sim.caches}
+    found = _found(run)
+    first = sim.paths["ca"][0]
+    assert levels[first].hit_latency == pytest.approx(
+        found["lat.l1" if first == "l1d" else "lat.l2"].value, abs=2)
+    assert levels["l2"].hit_latency == pytest.approx(found["lat.l2"].value, abs=2)
+    assert sim.dram.latency == pytest.approx(found["lat.dram"].value, abs=2)
