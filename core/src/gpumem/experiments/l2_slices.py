@@ -255,7 +255,7 @@ class L2Slices(Experiment):
             res = device.pointer_chase(ChaseRequest(
                 footprint=PAGE * PAGES, stride=LINE, record=pattern.size, warmup=pattern.size,
                 order="pattern", path="cg", seed=ctx.run_seed, sm=int(point["sm"]),
-                pattern=tuple(int(x) for x in pattern)))
+                pattern=tuple(pattern.tolist())))  # Python ints, 10x faster than a genexpr
             if res.index.size and not np.array_equal(res.index * 4, pattern):
                 raise PointSkipped("the chase did not visit the lines in the pattern's order")
             out[at:at + chunk.size] = np.median(
