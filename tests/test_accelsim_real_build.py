@@ -61,3 +61,15 @@ def test_imported_latencies_are_what_the_build_measured(run):
         found["lat.l1" if first == "l1d" else "lat.l2"].value, abs=2)
     assert levels["l2"].hit_latency == pytest.approx(found["lat.l2"].value, abs=2)
     assert sim.dram.latency == pytest.approx(found["lat.dram"].value, abs=2)
+
+
+def test_a_config_without_a_branch_unit_gets_its_own_generations_opcode_map():
+    """Volta's opcode map sends BRA to -specialized_unit_1; Kepler's and Pascal's
+    trace.configs define none and the build aborted on gpumem's first branch
+    (shader.cc:1486, spec_id < m_specialized_unit.size()). They get their own map."""
+    from gpumem_accelsim.device import BINARY_VERSION, binary_version
+
+    assert binary_version(AccelSimConfig.load(DATA / "SM7_QV100")) == BINARY_VERSION == 70
+    assert binary_version(AccelSimConfig.load(DATA / "SM75_RTX2060")) == 70
+    kepler = AccelSimConfig.load(DATA / "SM3_KEPLER_TITAN")
+    assert "-specialized_unit_1" not in kepler.merged() and binary_version(kepler) == 35

@@ -70,9 +70,27 @@ from gpumem_accelsim.traces import (
 #: later configs) is in every kernel's count and cancels in the differences the probes take;
 #: dropping it saves that much simulation per kernel.
 DEFAULT_OPTIONS = ("-gpgpu_kernel_launch_latency", "0")
-#: SASS opcode map of the traces (``-binary version``); it is chosen independently of the
-#: config, and the loads, stores and branches the traces use are the same in every map.
+#: SASS opcode map of the traces (``-binary version``) where the config gives branches a unit
+#: of their own (``-specialized_unit_1 ... BRA``: every Volta-and-later trace.config). Volta's
+#: map sends BRA to that unit; a config without it aborts at the first branch
+#: (``shader.cc:1486 spec_id < m_specialized_unit.size()``, seen on SM6_TITANX and
+#: SM3_KEPLER_TITAN), so those get their own generation's map (:func:`binary_version`).
 BINARY_VERSION = 70
+
+
+def binary_version(config: AccelSimConfig) -> int:
+    """The opcode map of the traces for ``config``: :data:`BINARY_VERSION` where it defines
+    ``-specialized_unit_1`` (branches on their own unit), else the newest map of its compute
+    capability or older (Pascal 61 or 60, Kepler 35), where a branch is a plain branch and
+    loads, stores and barriers are the same classes."""
+    from gpumem_accelsim.traces import BINARY_VERSIONS
+
+    if "-specialized_unit_1" in config.merged():
+        return BINARY_VERSION
+    major = config.merged().int("-gpgpu_compute_capability_major", 0)
+    minor = config.merged().int("-gpgpu_compute_capability_minor", 0)
+    older = [v for v in BINARY_VERSIONS if v <= 10 * major + minor and v < BINARY_VERSION]
+    return max(older, default=min(BINARY_VERSIONS))
 #: Device memory reported to experiments. Accel-Sim models no capacity; this bounds footprints
 #: well below the second stream buffer (:data:`gpumem_accelsim.traces.GLOBAL_BASE_B`).
 NOMINAL_MEMORY_BYTES = 64 << 30
@@ -167,6 +185,7 @@ class AccelSimDevice(Device):
         self._files = {GPGPUSIM: setup.config.gpgpusim.dumps(),
                        TRACE: setup.config.trace.dumps()}
         self._digest = config_digest(setup.config)
+        self.binary_version = binary_version(setup.config)
         self._memo: dict[Any, ChaseResult | StreamResult] = {}
         self._builds: set[str] = set()
         self.runs = 0
@@ -215,7 +234,7 @@ class AccelSimDevice(Device):
         def chase(req: ChaseRequest, **windows: int | None):
             windows = windows or dict(zip(("l1_window", "l2_window"),
                                           self._warm_windows(req), strict=True))
-            return timed(lambda d: chase_trace(d, req, binary_version=BINARY_VERSION,
+            return timed(lambda d: chase_trace(d, req, binary_version=self.binary_version,
                                                max_warp_insts=1 << 30,
                                                warm_ctas=self.info.sm_count, **windows))
 
@@ -230,7 +249,7 @@ class AccelSimDevice(Device):
             # resident warps' cycles counted as WARP_CYCLE_SECTORS each
             req = StreamRequest(2 << 20, self.info.sm_count, 256, 1, 16, "cg")
             wall, cycles = timed(lambda d: stream_trace(
-                d, req, binary_version=BINARY_VERSION, warmup=False, max_warp_insts=1 << 30))
+                d, req, binary_version=self.binary_version, warmup=False, max_warp_insts=1 << 30))
             work = self._stream_sectors(req) + \
                 WARP_CYCLE_SECTORS * self._resident_warps(req) * sum(cycles.values())
             busy = work / max(wall - run_s, 1e-3)
@@ -355,8 +374,9 @@ class AccelSimDevice(Device):
             return self._memo[key]  # type: ignore[return-value]
         l1_window, l2_window = self._warm_windows(request)
         ts, cycles = self._timed("chase", "base", lambda d: chase_trace(
-            d, request, binary_version=BINARY_VERSION, max_warp_insts=self.setup.max_warp_insts,
-            warm_ctas=self.info.sm_count, l1_window=l1_window, l2_window=l2_window))
+            d, request, binary_version=self.binary_version,
+            max_warp_insts=self.setup.max_warp_insts, warm_ctas=self.info.sm_count,
+            l1_window=l1_window, l2_window=l2_window))
         res = ChaseResult(latency=np.array([cycles / ts.accesses]),
                           index=np.empty(0, np.int64), timer_overhead=0.0, sm=0)
         self._memo[key] = res
@@ -433,7 +453,7 @@ class AccelSimDevice(Device):
         if key in self._memo:
             return self._memo[key]  # type: ignore[return-value]
         ts, cycles = self._timed("stream", "empty", lambda d: stream_trace(
-            d, request, binary_version=BINARY_VERSION, warmup=self._stream_warms(request),
+            d, request, binary_version=self.binary_version, warmup=self._stream_warms(request),
             max_warp_insts=self.setup.max_warp_insts))
         res = StreamResult(bytes=ts.bytes, seconds=cycles / (self.info.clock_mhz * 1e6),
                            cycles=float(cycles))
