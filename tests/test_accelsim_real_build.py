@@ -36,7 +36,15 @@ def test_every_recorded_run_has_its_config():
         assert _config(run).int("-gpgpu_l2_rop_latency") > 0
 
 
-@pytest.mark.parametrize("run", RUNS, ids=lambda p: p.name)
+#: Where the knee is not the capacity: TITAN X (Pascal) spreads its lines over 24 L2
+#: sub-partitions by an IPOLY hash, and its misses ramp from 2.3 to 5 MB around the 3 MB L2;
+#: the ladder's first knee (2.42 MB) is where sets start to overflow.
+RAMPS = {"SM6_TITANX-latency.nc"}
+
+
+@pytest.mark.parametrize("run", [pytest.param(r, marks=pytest.mark.xfail(
+    strict=True, reason="a hashed L2 whose misses ramp: the knee is 77 % of the capacity"))
+    if r.name in RAMPS else r for r in RUNS], ids=lambda p: p.name)
 def test_one_l2_at_the_configs_size(run):
     """An unpartitioned L2 is one level: a plateau after its knee that ends within 1.5 L2
     sizes (QV100: 262 cycles from 6.2 to 8.1 MB, sets overflowing unevenly) is no far

@@ -92,6 +92,8 @@ DRAM_MEASURED = {
     "252654e4157c": (37.8, "SM7_QV100: DRAM 330.72 = L2 192.89 + 100 + 37.8"),
     "20d5e1d5c8ff": (13.0, "SM75_RTX2060: DRAM 347.89 = L2 238.89 + 96 + 13.0"),
     "98bdcb5ef4e5": (18.9, "SM86_RTX3070: DRAM 511.83 = L2 238.89 + 254 + 18.9"),
+    "9adfeb19be3d": (13.0, "SM6_TITANX: DRAM 244.89 = L2 131.89 + 100 + 13.0"),
+    "2efee81cfb43": (11.3, "SM3_KEPLER_TITAN: DRAM 245.19 = L2 133.94 + 100 + 11.3"),
 }
 DETAILED_BUILD = "accelsim-dev-2024-10"
 
