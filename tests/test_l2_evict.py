@@ -103,8 +103,9 @@ def test_without_its_confirmation_the_ways_are_qualified():
     tests = [c for c in kept if c.stage == TEST]
     last = {frozenset(c.pattern) for c in tests if len(c.pattern) == 16}
     thin = [c for c in kept if not (c.stage == TEST and frozenset(c.pattern) in last)]
-    assert "l2.ways" not in {f.name for f in l2_stages(
-        _StoredSource(thin, float(dev.info.l2_bytes)), [])}
+    left = {f.name: f for f in l2_stages(_StoredSource(thin, float(dev.info.l2_bytes)), [])}
+    assert left["l2.ways"].status == "unresolved" and left["l2.ways"].value is None
+    assert "l2.sets" not in left
 
 
 def _oracle(sets: dict[int, int], ways: int, drop: float = 0.0, seed: int = 0):
@@ -135,3 +136,23 @@ def test_ddmin_ends_on_one_sets_ways_and_one_more(drop):
     least = ddmin(sorted(set(over)), misses)
     assert len(least) == 9 and len({sets[x] for x in least}) == 1
     assert all(misses(least[:i] + least[i + 1:]) is None for i in range(len(least)))
+
+
+def test_where_the_search_stops_is_said():
+    """No minimal set: ``l2.ways`` unresolved, saying where the search stopped (here its
+    logs cut after the candidates, then after the first test made to fail)."""
+    from dataclasses import replace
+
+    from gpumem.experiments.cache_structure.evict import GROW, evict_ways
+
+    dev = _l2(16, 512, 0)
+    _out, log = _dissect(dev)
+    grow = [c for c in log.chases if c.stage == GROW]
+    cut = evict_ways(grow, float(dev.info.l2_bytes), 128)
+    assert len(cut) == 1 and cut[0].status == "unresolved"
+    assert "never chased alone" in cut[0].note
+    first = next(c for c in log.chases if c.stage == TEST)
+    hit = replace(first, ev_access=first.ev_access[:0], ev_index=first.ev_index[:0],
+                  ev_latency=first.ev_latency[:0])
+    alone = evict_ways([*grow, hit], float(dev.info.l2_bytes), 128)
+    assert alone[0].status == "unresolved" and "did not miss again" in alone[0].note

@@ -30,7 +30,7 @@ from typing import Any
 
 from gpumem.analysis.chases import Chase
 from gpumem.analysis.structure import MissRule, missing_elements
-from gpumem.contracts.findings import Finding
+from gpumem.contracts.findings import Finding, unresolved
 from gpumem.experiments.cache_structure.confidence import CLEAR, QUALIFIED
 from gpumem.experiments.cache_structure.rules import CHAIN_SPAN, joins
 from gpumem.experiments.chaselog import ChaseLog
@@ -160,8 +160,11 @@ def evict_ways(chases: list[Chase], l2_bytes: float, line: Any) -> list[Finding]
     pattern that overflowed while each of it minus one line was chased and did not. Every
     chase of one pattern is pooled; CLEAR when the confirmation chased them all again."""
     mine = [c for c in chases if c.stage in (TEST, CONFIRM) and c.pattern]
-    if not mine or not isinstance(line, int) or line <= 0:
+    grow = [c for c in chases if c.stage == GROW]
+    if not isinstance(line, int) or line <= 0 or not (mine or grow):
         return []
+    if not mine:
+        return [_stopped(grow, [], line)]
     by_lines: dict[frozenset[int], list[Chase]] = defaultdict(list)
     for c in mine:
         by_lines[frozenset(o // line for o in c.pattern)].append(c)
@@ -170,12 +173,11 @@ def evict_ways(chases: list[Chase], l2_bytes: float, line: Any) -> list[Finding]
     minimal = [k for k, over in verdict.items() if over and len(k) >= 2
                and all(verdict.get(k - {x}) is False for x in k)]
     if not minimal:
-        return []
+        return [_stopped(grow, mine, line, verdict)]
     least = min(minimal, key=lambda k: (len(k), sorted(k)))
     w = len(least) - 1
     sure = all(any(c.stage == CONFIRM for c in by_lines[k])
                for k in [least, *(least - {x} for x in least)])
-    grow = [c for c in chases if c.stage == GROW]
     lines = ", ".join(f"0x{x * line:x}" for x in sorted(least))
     how = (f"a minimal eviction set on path 'cg': {len(grow)} scattered chases of random "
            f"lines until some missed in both passes, those lines cut down by delta debugging "
@@ -191,3 +193,30 @@ def evict_ways(chases: list[Chase], l2_bytes: float, line: Any) -> list[Finding]
                            f"the ways from a minimal eviction set (per slice: divide by the "
                            f"slices, l2_slices)"))
     return out
+
+
+def _stopped(grow: list[Chase], tests: list[Chase], line: int,
+             verdict: dict[frozenset[int], bool] | None = None) -> Finding:
+    """``l2.ways`` unresolved, saying where the eviction search stopped: no random lines
+    missed repeatedly, the lines that did would not overflow chased alone (their misses
+    needed the other lines: no set overflowing on its own, or other physical pages under the
+    new allocation), or the reduction ended with no set whose every smaller set hits."""
+    most = max((c.footprint // max(1, c.stride) for c in grow), default=0)
+    method = (f"a minimal eviction set on path 'cg' (scattered chases of random lines, up to "
+              f"{most} lines a chase, then pattern chases of the lines that missed)")
+    missed = len(missing_elements(grow[-1], _rule(grow[-1].threshold))) if grow else 0
+    if not tests and not missed:
+        why = (f"{len(grow)} scattered chases, up to {most} random lines: no line missed in "
+               f"both passes within the lines the search may chase")
+    elif not tests:
+        why = (f"{missed} lines missed in both passes of the last scattered chase, but were "
+               f"never chased alone (the search was cut short)")
+    elif len(tests) == 1 and not any((verdict or {}).values()):
+        why = (f"the {len(tests[0].pattern)} lines that missed in both passes of a scattered "
+               f"chase of {tests[0].footprint // (EVICT_BLOCK_LINES * line)} lines did not "
+               f"miss again chased alone: their misses needed the other lines (no set "
+               f"overflowing on its own), or the new allocation got other physical pages")
+    else:
+        why = (f"{len(tests)} pattern chases found no set of lines that misses while each "
+               f"set of one line fewer hits")
+    return unresolved("l2.ways", "1", [], method, why)
