@@ -124,19 +124,31 @@ def group_lines(matrix: np.ndarray, tol: float) -> np.ndarray:
 def _merged(m: np.ndarray, labels: np.ndarray, tol: float) -> np.ndarray:
     """Groups whose median vectors differ by less than ``tol`` at every SM made one: a level
     that one SM's density split in two (the two halves differ at that SM by a fraction of
-    the noise) is one slice; two slices differ by a whole level somewhere."""
+    the noise) is one slice; two slices differ by a whole level somewhere.
+
+    The closest pair is merged first, one pair at a time; after a merge only the merged
+    group's median and its distances are worked out again (an H200's 4096 lines x 32 SMs:
+    12.5 s when every median was redone each time, most of an ``l2_slices`` run)."""
     lab = labels.copy()
-    while True:
-        groups = np.unique(lab[lab >= 0])
-        if groups.size < 2:
-            return lab
-        cent = np.stack([np.median(m[lab == g], axis=0) for g in groups])
-        cheb = np.max(np.abs(cent[:, None, :] - cent[None, :, :]), axis=2)
-        np.fill_diagonal(cheb, np.inf)
+    groups = np.unique(lab[lab >= 0])
+    if groups.size < 2:
+        return lab
+    cent = np.stack([np.median(m[lab == g], axis=0) for g in groups])
+    cheb = np.max(np.abs(cent[:, None, :] - cent[None, :, :]), axis=2)
+    np.fill_diagonal(cheb, np.inf)
+    while groups.size >= 2:
         i, j = np.unravel_index(int(np.argmin(cheb)), cheb.shape)
         if cheb[i, j] >= tol:
             return lab
         lab[lab == groups[j]] = groups[i]
+        cent[i] = np.median(m[lab == groups[i]], axis=0)
+        groups, cent = np.delete(groups, j), np.delete(cent, j, axis=0)
+        cheb = np.delete(np.delete(cheb, j, axis=0), j, axis=1)
+        i -= int(j < i)
+        row = np.max(np.abs(cent - cent[i]), axis=1)
+        cheb[i, :], cheb[:, i] = row, row
+        cheb[i, i] = np.inf
+    return lab
 
 
 def _nearest(m: np.ndarray, labels: np.ndarray, tol: float, rounds: int = 3) -> np.ndarray:
