@@ -21,6 +21,7 @@ simulation, and give the same numbers a second run would.
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import os
 import subprocess
@@ -28,7 +29,7 @@ import tempfile
 import time
 from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 from gpumem.api import (
@@ -66,6 +67,9 @@ from gpumem_accelsim.traces import (
     stream_warp_insts,
 )
 
+if TYPE_CHECKING:
+    from gpumem_accelsim.translate import PipelineCycles
+
 #: Options given after the two config files. The launch latency (5000 cycles in Volta and
 #: later configs) is in every kernel's count and cancels in the differences the probes take;
 #: dropping it saves that much simulation per kernel.
@@ -85,10 +89,11 @@ def binary_version(config: AccelSimConfig) -> int:
     loads, stores and barriers are the same classes."""
     from gpumem_accelsim.traces import BINARY_VERSIONS
 
-    if "-specialized_unit_1" in config.merged():
+    m = config.merged()
+    if "-specialized_unit_1" in m:
         return BINARY_VERSION
-    major = config.merged().int("-gpgpu_compute_capability_major", 0)
-    minor = config.merged().int("-gpgpu_compute_capability_minor", 0)
+    major = m.int("-gpgpu_compute_capability_major", 0)
+    minor = m.int("-gpgpu_compute_capability_minor", 0)
     older = [v for v in BINARY_VERSIONS if v <= 10 * major + minor and v < BINARY_VERSION]
     return max(older, default=min(BINARY_VERSIONS))
 #: Device memory reported to experiments. Accel-Sim models no capacity; this bounds footprints
@@ -346,13 +351,7 @@ class AccelSimDevice(Device):
     def _latency_guess(self, request: ChaseRequest) -> float:
         """Cycles per access the config gives a chase over ``request.footprint`` (L1, L2 or
         DRAM by size, with the build's own pipeline cycles), for pricing."""
-        from gpumem_accelsim.known_options import VERSIONS
-        from gpumem_accelsim.simulator import VERSION_ENV
-        from gpumem_accelsim.translate import pipeline_cycles
-
-        m = self.config
-        p, _estimated = pipeline_cycles(
-            m, os.environ.get(VERSION_ENV, "").strip() or VERSIONS[0])
+        m, p = self.config, self._pipeline
         l1 = m.int("-gpgpu_l1_latency") + p.l1
         l2 = m.int("-gpgpu_l2_rop_latency") + p.l2 + (l1 if request.path != "cg" else 0)
         l1_bytes = self._l1_bytes()
@@ -361,6 +360,17 @@ class AccelSimDevice(Device):
         if request.footprint <= self.info.l2_bytes:
             return l2
         return l2 + m.int("-dram_latency") + p.dram
+
+    @functools.cached_property
+    def _pipeline(self) -> PipelineCycles:
+        """The cycles the driven build adds to this config's levels (worked out once: the
+        price of every point asks)."""
+        from gpumem_accelsim.known_options import VERSIONS
+        from gpumem_accelsim.simulator import VERSION_ENV
+        from gpumem_accelsim.translate import pipeline_cycles
+
+        return pipeline_cycles(self.config,
+                               os.environ.get(VERSION_ENV, "").strip() or VERSIONS[0])[0]
 
     @property
     def probes(self) -> frozenset[str]:

@@ -48,7 +48,7 @@ class AccelSimFormat(Format):
     def import_file(self, source: Path, out: Path, *, arch: str | None = None,
                     plugins: Plugins) -> Converted:
         from gpumem_accelsim.export import DEFAULT_TARGET
-        from gpumem_accelsim.translate import from_accelsim, pipeline_cycles
+        from gpumem_accelsim.translate import NO_PIPELINE, from_accelsim, pipeline_cycles
 
         if out.suffix != ".toml":
             raise UsageError(f"{out}: the imported config is written as TOML (give FILE.toml)")
@@ -60,8 +60,10 @@ class AccelSimFormat(Format):
                                           f"config)")
             missing = check_required(cfg.merged())
             # latencies as the build gpumem drives measures them (pipeline_cycles), stated
-            from_accelsim(cfg, arch)  # its errors first: the option a file lacks, by name
-            pipeline, estimated = pipeline_cycles(cfg, DEFAULT_TARGET)
+            try:
+                pipeline, estimated = pipeline_cycles(cfg, DEFAULT_TARGET)
+            except AccelSimConfigError:  # no clocks: from_accelsim names what the file lacks
+                pipeline, estimated = NO_PIPELINE, []
             sim, warnings = from_accelsim(cfg, arch, pipeline)
             warnings += estimated
         except (OptionFileError, CacheStringError, AccelSimConfigError) as e:

@@ -22,6 +22,7 @@ set each one (``gpumem export accelsim``: :mod:`gpumem_accelsim.export`).
 
 from __future__ import annotations
 
+import hashlib
 import math
 import statistics
 from collections.abc import Mapping
@@ -100,8 +101,6 @@ DETAILED_BUILD = "accelsim-dev-2024-10"
 
 def dram_shape(cfg: AccelSimConfig) -> str:
     """A short fingerprint of the options that shape a DRAM access (whitespace folded)."""
-    import hashlib
-
     m = cfg.merged()
     text = "\n".join(f"{k}={' '.join(str(m.get(k, '')).split())}" for k in DRAM_SHAPE)
     return hashlib.sha256(text.encode()).hexdigest()[:12]
