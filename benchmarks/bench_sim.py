@@ -183,7 +183,7 @@ def _run(args: list[str], cwd: Path, threads: int = 1, timeline: Path | None = N
          sequential: bool = False) -> float:
     env = run_env(threads, sequential)
     if timeline is not None:
-        from gpumem.run.runner import TIMELINE_ENV
+        from gpumem.run.timeline import TIMELINE_ENV
 
         env[TIMELINE_ENV] = str(timeline)
         env["GPUMEM_BENCH_SPAWNED"] = repr(time.time())
@@ -202,7 +202,7 @@ def _run(args: list[str], cwd: Path, threads: int = 1, timeline: Path | None = N
 def run_env(threads: int, sequential: bool = False) -> dict[str, str]:
     """The environment of a ``gpumem run`` given ``threads`` simulator threads (and one
     experiment at a time if ``sequential``)."""
-    from gpumem.run.runner import SEQUENTIAL_ENV
+    from gpumem.run.schedule import SEQUENTIAL_ENV
     from gpumem.sim.device import THREADS_ENV
 
     env = {**os.environ, THREADS_ENV: str(threads)}

@@ -23,7 +23,7 @@ from gpumem.contracts.device import ChaseRequest, StreamRequest
 from gpumem.contracts.errors import DeviceUnavailable, PointSkipped, ProbeUnsupported, UsageError
 from gpumem.contracts.experiment import Axis, Experiment, Plan, RunContext, Var
 from gpumem.results.schema import POINT_COUNTS, POINT_FAILED, POINT_OK, point_key
-from gpumem.run.runner import PointRunner
+from gpumem.run.points import make_points
 from gpumem_accelsim.config import AccelSimConfig
 from gpumem_accelsim.device import WARP_CYCLE_SECTORS, AccelSimDevice, AccelSimSetup
 from gpumem_accelsim.simulator import AccelSim
@@ -362,7 +362,7 @@ def _sweep(device, workers: int, exp: Experiment | None = None) -> dict[tuple, A
     ctx = RunContext("volta", device.info, True, 0)
     from gpumem.results.schema import points
 
-    runner = PointRunner(device, workers)
+    runner = make_points(device, workers)
     try:
         return runner.run(exp, points(exp.plan(ctx).axes), ctx, lambda: None)
     finally:

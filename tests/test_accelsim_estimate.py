@@ -21,8 +21,8 @@ from gpumem.contracts.errors import PointSkipped
 from gpumem.contracts.experiment import Axis, Experiment, Plan, RunContext, Var
 from gpumem.experiments.latency import LatencyLadder
 from gpumem.results.schema import points
-from gpumem.run.pace import Estimate, Revision, estimate, makespan
-from gpumem.run.runner import Reporter, price_run
+from gpumem.run.pace import Estimate, Revision, estimate, makespan, price_run
+from gpumem.run.request import Reporter
 from gpumem_accelsim.config import AccelSimConfig
 from gpumem_accelsim.device import AccelSimDevice, AccelSimSetup
 from gpumem_accelsim.traces import (

@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 from gpumem.contracts.device import DeviceInfo
 from gpumem.contracts.findings import Finding
-from gpumem.run.runner import Outcome, RunReport
+from gpumem.run.request import Outcome, RunReport
 from rich.console import Console
 from rich.text import Text
 

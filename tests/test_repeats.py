@@ -32,8 +32,10 @@ from gpumem.plugin.registry import load_plugins
 from gpumem.results.io import open_raw
 from gpumem.results.schema import POINT_FAILED, POINT_OK, assemble, points
 from gpumem.results.store import RunStore
+from gpumem.run.experiment import run_experiment
 from gpumem.run.point import run_point
-from gpumem.run.runner import PointRunner, Reporter, run_experiment
+from gpumem.run.points import make_points
+from gpumem.run.request import RunSetup
 from gpumem.sim.device import SimDevice
 
 
@@ -100,7 +102,7 @@ class OldStyle(Toy):
 
 def _measured(exp: Experiment, dev, ctx: RunContext) -> xr.Dataset:
     plan = exp.plan(ctx)
-    results = PointRunner(dev, 1).run(exp, points(plan.axes), ctx.with_repeats(plan),
+    results = make_points(dev, 1).run(exp, points(plan.axes), ctx.with_repeats(plan),
                                       lambda: None)
     return assemble(plan, list(plan.axes), results)
 
@@ -122,10 +124,10 @@ def test_the_runner_seeds_each_point_and_repeat_by_the_one_formula(plugins, tmp_
     dev = Recording(plugins)
     ctx = RunContext("hopper", dev.info, quick=True, seed=7)
     store = RunStore.open(tmp_path / "run")
-    runner = PointRunner(dev, 1)
+    runner = make_points(dev, 1)
     try:
-        out = run_experiment(plugins, store, dev, SmemLatency, ctx, [], runner, Reporter(),
-                             False, ["test"])
+        out = run_experiment(RunSetup(plugins, store, dev, ctx, runner, argv=("test",)),
+                             SmemLatency)
     finally:
         runner.close()
     assert out.status == "complete", out.error

@@ -16,15 +16,11 @@ import pytest
 import xarray as xr
 from gpumem.contracts.errors import ResultsFileError
 from gpumem.results.store import MANIFEST, ResultsWriteError, RunStore, sha256_file
-from gpumem.run.runner import (
-    SEQUENTIAL_ENV,
-    TIMELINE_ENV,
-    PointRunner,
-    Reporter,
-    RunRequest,
-    _concurrency,
-    run,
-)
+from gpumem.run.points import make_points
+from gpumem.run.request import Reporter, RunRequest
+from gpumem.run.runner import run
+from gpumem.run.schedule import SEQUENTIAL_ENV, runs_at_once
+from gpumem.run.timeline import TIMELINE_ENV
 from helpers import GPUMEM_ENV
 
 #: where the points ran, and when the file was made: the rest must be equal
@@ -178,17 +174,17 @@ def test_at_once_only_where_every_probe_stands_alone(monkeypatch):
     stepped = SimDevice(replace(cfg, timer=replace(cfg.timer, clock_step_after=12)), "hopper")
     assert not stepped.independent_probes
     ctx = RunContext("hopper", dev.info)
-    runner = PointRunner(dev, 2)
+    runner = make_points(dev, 2)
     try:
-        assert _concurrency(runner, dev, ctx, 3)
-        assert not _concurrency(runner, dev, ctx, 1)
-        assert not _concurrency(runner, stepped, ctx, 3)
+        assert runs_at_once(runner, dev, ctx, 3)
+        assert not runs_at_once(runner, dev, ctx, 1)
+        assert not runs_at_once(runner, stepped, ctx, 3)
         monkeypatch.setenv(SEQUENTIAL_ENV, "1")
-        assert not _concurrency(runner, dev, ctx, 3)
+        assert not runs_at_once(runner, dev, ctx, 3)
     finally:
         runner.close()
-    one = PointRunner(dev, 1)
-    assert not _concurrency(one, dev, ctx, 3)
+    one = make_points(dev, 1)
+    assert not runs_at_once(one, dev, ctx, 3)
 
 
 def test_a_results_file_that_cannot_be_written_stops_the_others(with_site, tmp_path,

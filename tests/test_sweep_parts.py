@@ -11,7 +11,8 @@ import xarray as xr
 from gpumem.contracts.experiment import Experiment, Plan, RunContext
 from gpumem.experiments.cache_structure import PART_SEEDS, CacheStructure
 from gpumem.plugin.registry import load_plugins
-from gpumem.run.runner import PointRunner, _tasks
+from gpumem.run.points import make_points
+from gpumem.run.schedule import tasks
 from gpumem.sim.device import SimDevice
 
 
@@ -52,7 +53,7 @@ def _hopper() -> SimDevice:
 def test_each_part_runs_in_a_worker_of_its_own_and_joins_in_order():
     dev = _hopper()
     ctx = RunContext("hopper", dev.info)
-    runner = PointRunner(dev, 3)
+    runner = make_points(dev, 3)
     try:
         runner.start()
         runner.concurrent = True
@@ -68,7 +69,7 @@ def test_each_part_runs_in_a_worker_of_its_own_and_joins_in_order():
 def test_one_experiment_in_parts_is_work_for_several_workers():
     dev = _hopper()
     ctx = RunContext("hopper", dev.info)
-    assert _tasks([CacheStructure], ctx) == len(CacheStructure().sweep_parts(ctx)) == 4
+    assert tasks([CacheStructure], ctx) == len(CacheStructure().sweep_parts(ctx)) == 4
     assert CacheStructure().sweep_parts(ctx) == ("ca", "tex", "nc", "l2")
 
 

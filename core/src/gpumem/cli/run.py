@@ -32,7 +32,8 @@ from gpumem.cli._common import (
 )
 from gpumem.cli.show import finding_columns
 from gpumem.contracts.findings import kind_of
-from gpumem.run.runner import Outcome, Reporter, RunReport, RunRequest, run
+from gpumem.run.request import Outcome, Reporter, RunReport, RunRequest
+from gpumem.run.runner import run
 
 
 class RichReporter(Reporter):

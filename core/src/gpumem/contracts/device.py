@@ -466,6 +466,12 @@ class Device(ABC):
         kept per point (it differs from run to run). Empty by default."""
         return {}
 
+    def config_toml(self) -> str | None:
+        """The built-in simulator's TOML config of this device, kept in every results file
+        (``gpumem_sim_config``) so that the run can be simulated again; ``None`` for a device
+        that has none (hardware, another simulator)."""
+        return None
+
     def reopen_spec(self) -> dict[str, Any] | None:
         """Picklable recipe to open this same device in a worker process, or ``None`` when the
         device must stay in this process (the runner then runs its points here, in order)."""

@@ -16,10 +16,10 @@ import pickle
 from collections.abc import Callable, Mapping
 from typing import Any
 
-from gpumem.contracts.errors import ProbeUnsupported, UsageError
+from gpumem.contracts.errors import UsageError
 from gpumem.contracts.experiment import Experiment, RunContext
-from gpumem.results.schema import POINT_SKIPPED, point_key
-from gpumem.run.point import run_point
+from gpumem.results.schema import point_key
+from gpumem.run.point import PointOutcome, PointResult, point_outcome, result_of
 
 _devices: dict[str, Any] = {}   # per worker process: spec digest -> open device
 
@@ -57,12 +57,9 @@ def _device(spec: dict[str, Any]) -> Any:
 
 
 def cluster_point(spec: dict[str, Any], cls: type[Experiment], point: Mapping[str, Any],
-                  ctx: RunContext) -> tuple[int, str, Mapping[str, Any]]:
+                  ctx: RunContext) -> PointOutcome:
     """One point on a worker (the task Dask runs)."""
-    try:
-        return run_point(cls(), _device(spec), point, ctx)
-    except ProbeUnsupported as e:
-        return POINT_SKIPPED, f"unsupported: {e}", {}
+    return point_outcome(cls(), _device(spec), point, ctx)
 
 
 class DaskPoints:
@@ -73,7 +70,7 @@ class DaskPoints:
         self._spec_future = client.scatter(spec, broadcast=True)
 
     def run(self, experiment: Experiment, pts: list[dict[str, Any]], ctx: RunContext,
-            on_done: Callable[[], None]) -> dict[tuple, Any]:
+            on_done: Callable[[], None]) -> dict[tuple, PointResult]:
         from distributed import as_completed
 
         cls = type(experiment)
@@ -83,13 +80,10 @@ class DaskPoints:
                                    key=f"gpumem-{experiment.name}-{_key_text(p)}-"
                                        f"{id(self):x}-{len(futures)}")
             futures[f] = point_key(p)
-        results: dict[tuple, Any] = {}
+        results: dict[tuple, PointResult] = {}
         try:
             for fut in as_completed(list(futures), loop=self.client.loop):
-                res = fut.result()
-                if res[0] == POINT_SKIPPED and res[1].startswith("unsupported: "):
-                    raise ProbeUnsupported(res[1][len("unsupported: "):])
-                results[futures[fut]] = res
+                results[futures[fut]] = result_of(fut.result())
                 on_done()
         except BaseException:
             self.client.cancel(list(futures))

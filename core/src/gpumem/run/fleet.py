@@ -23,8 +23,9 @@ from typing import Any
 from gpumem.contracts.errors import Interrupted, UsageError
 from gpumem.plugin.registry import Plugins
 from gpumem.results.store import RunStore
+from gpumem.run.request import DEFAULT_RESULTS_ROOT, RunRequest
 from gpumem.run.resolve import default_out, resolve_arch
-from gpumem.run.runner import DEFAULT_RESULTS_ROOT, RunRequest, with_arch
+from gpumem.run.runner import with_arch
 
 #: exit codes of a single-device ``gpumem run`` and what they mean for its GPU
 _STATUS = {0: "complete", 1: "failed", 2: "unavailable", 130: "interrupted"}

@@ -26,13 +26,17 @@ import heapq
 import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
 from gpumem.contracts.device import ChaseRequest, ChaseResult, Device, StreamRequest, StreamResult
 from gpumem.contracts.errors import PointSkipped, ProbeUnsupported
 from gpumem.contracts.experiment import Experiment, Plan, RunContext, measure_point
+
+if TYPE_CHECKING:
+    from gpumem.results.store import RunStore
+    from gpumem.run.request import Reporter
 
 
 def makespan(seconds: Sequence[float], workers: int) -> float:
@@ -258,3 +262,41 @@ class Revision:
 
 def _times(ratio: float) -> str:
     return f"{ratio:.2g}" if ratio < 10 else f"{ratio:,.0f}"
+
+
+def price_run(store: RunStore | None, device: Device, classes: Sequence[type[Experiment]],
+              ctx: RunContext, workers: int, resume: bool, reporter: Reporter
+              ) -> dict[str, Estimate]:
+    """On a slow device, what each experiment still to run will take, said before the first
+    point runs (one line each, and the total); empty on a fast device."""
+    if not ctx.slow:
+        return {}
+    out: dict[str, Estimate] = {}
+    unknown = []
+    for cls in classes:
+        exp = cls()
+        if set(exp.probes) - set(device.probes):
+            reporter.notice(f"estimate: {exp.name}: skipped (the device has no "
+                            f"{', '.join(sorted(set(exp.probes) - set(device.probes)))} "
+                            f"probe)")
+            continue
+        plan = exp.plan(ctx)
+        if store is not None and resume and store.is_complete(
+                store.entry_key(device.info.key, exp.name, plan.params_hash(exp)))[0]:
+            continue
+        est = estimate(exp, plan, device, ctx, workers)
+        if est is None:
+            unknown.append(exp.name)
+            continue
+        reporter.notice("estimate: " + est.describe())
+        if not est.skipped:
+            out[exp.name] = est
+    if out:
+        total = sum(e.wall_s for e in out.values())
+        reporter.notice(f"estimate: {device.info.kind} simulates about "
+                        f"{device.info.cycles_per_second:,.0f} cycles/s per worker; "
+                        f"{len(out)} experiment(s) priced, about {total / 3600:.1f} h in all"
+                        + (f"; not priced (their next probe depends on the last answer, or "
+                           f"the device cannot price it): {', '.join(unknown)}"
+                           if unknown else ""))
+    return out

@@ -7,6 +7,7 @@ that a point means the same wherever it runs.
 from __future__ import annotations
 
 from collections.abc import Mapping
+from dataclasses import dataclass
 from typing import Any
 
 from gpumem.contracts.device import Device
@@ -20,7 +21,37 @@ from gpumem.results.schema import (
     POINT_STATE,
 )
 
+#: A point's status (``POINT_OK``, ``POINT_SKIPPED``, ``POINT_FAILED``), why, and its values.
 PointResult = tuple[int, str, Mapping[str, Any]]
+
+
+@dataclass(frozen=True)
+class Unsupported:
+    """A point the device cannot run at all (``ProbeUnsupported``): not a point's result but
+    the whole experiment's, skipped. A point run in another process sends this back, since
+    the exception itself is the runner's to raise."""
+
+    why: str
+
+
+#: What a point run in a worker process or on a cluster sends back.
+PointOutcome = PointResult | Unsupported
+
+
+def point_outcome(experiment: Experiment, device: Device, point: Mapping[str, Any],
+                  ctx: RunContext) -> PointOutcome:
+    """:func:`run_point`, with a device that cannot run the point said as :class:`Unsupported`."""
+    try:
+        return run_point(experiment, device, point, ctx)
+    except ProbeUnsupported as e:
+        return Unsupported(str(e))
+
+
+def result_of(outcome: PointOutcome) -> PointResult:
+    """The point's result; raises ``ProbeUnsupported`` where the device could not run it."""
+    if isinstance(outcome, Unsupported):
+        raise ProbeUnsupported(outcome.why)
+    return outcome
 
 
 def run_point(experiment: Experiment, device: Device, point: Mapping[str, Any],

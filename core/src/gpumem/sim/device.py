@@ -292,6 +292,9 @@ class SimDevice(Device):
             out["neighbours_seen"] = describe_all(self.neighbours())
         return out
 
+    def config_toml(self) -> str:
+        return self.config.to_toml()
+
     def reopen_spec(self) -> dict[str, Any]:
         return {"simulator": "sim", "arch": self.arch, "config": self.config, "seed": self.seed}
 
