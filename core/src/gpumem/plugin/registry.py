@@ -30,6 +30,22 @@ the process alive, and a plugin that finishes later changes nothing. What a run 
 objects plugins registered (an experiment's ``measure``, a device's or simulator's methods) is
 the run itself and is not timed.
 
+Each plugin call runs in a copy of the caller's :mod:`contextvars` context, taken on the
+caller's thread when the call is made (:func:`call_bounded`), as :func:`asyncio.to_thread`
+does: a ``ContextVar`` the caller set is seen inside the plugin, and what the plugin sets stays
+in its call (never seen by the caller, nor by the next plugin the reused worker runs).
+
+Order (:meth:`Plugins.answers`). A ``firstresult`` hook (``gpumem_simulator_config``,
+``gpumem_kernel_source``) asks the plugins in pluggy's call order, ``tryfirst`` and ``trylast``
+included: the answer pluggy would return is the one gpumem returns. Every other hook (the
+registration hooks, ``gpumem_expected_values``) asks them in registration order, and the first
+registered plugin's answer of a name wins (core, gpumem's own, then the others by entry-point
+name): the reverse of pluggy's last-registered-first, so that no plugin installed later
+silently overrides the ones that ship with gpumem. ``tryfirst``/``trylast`` on such a hook are
+refused at load, as hook wrappers are (:func:`_order_problem`): honoured in pluggy's sense
+they would put a ``tryfirst`` plugin before core, against that rule, and ignored they would
+let a ``trylast`` answer beat a ``tryfirst`` one; a plugin author is told so in one line.
+
 Plugin code runs off the main thread, where no signal is ever delivered: a KeyboardInterrupt
 (or SystemExit) raised there is the plugin's own raise, reported as its error
 (:class:`PluginAborted`), while the user's Ctrl-C interrupts the main thread's wait at once.
@@ -46,6 +62,7 @@ from __future__ import annotations
 
 import _thread
 import contextlib
+import contextvars
 import functools
 import os
 import queue
@@ -182,11 +199,15 @@ def call_bounded(fn: Callable[[], Any], timeout: float | None, what: str) -> Any
     it takes; the main thread's wait still yields to Ctrl-C at once): its result, or its
     exception re-raised here (a KeyboardInterrupt or SystemExit as :class:`PluginAborted`),
     or :class:`PluginTimeout` if it is still running. A call made from inside a plugin call
-    (a hook that asks the plugins itself) takes another worker, never queues behind itself."""
+    (a hook that asks the plugins itself) takes another worker, never queues behind itself.
+    ``fn`` runs in a copy of the caller's context (:func:`contextvars.copy_context`, taken
+    here, on the caller's thread): it sees the caller's ``ContextVar`` values, and what it sets
+    stays in that copy, neither the caller's nor the next call's on the reused worker."""
+    context = contextvars.copy_context()
     with _idle_lock:
         worker = _idle.pop() if _idle else None
     worker = worker or _Worker()
-    job = _Job(fn)
+    job = _Job(functools.partial(context.run, fn))
     worker.jobs.put(job)
     if not _wait(job.done, timeout):
         worker.jobs.put(None)  # it stays with the plugin and ends if that ever returns
@@ -300,22 +321,27 @@ class Plugins:
         finally:
             _attribute(before, plugin)
 
-    def answers(self, hook: str, *, newest_first: bool = False, bounded: str = "",
+    def answers(self, hook: str, *, newest_first: bool | None = None, bounded: str = "",
                 **kwargs: Any) -> Iterator[tuple[str, Any, BaseException | None]]:
         """The one path every hook call takes: ``hook`` called on each plugin on its own,
         yielding (plugin name, result, error) — the error the plugin raised, or ``None``. So
         one plugin's bug never stops the others' answers, and the caller names the plugin.
-        Plugins come in registration order (core, then gpumem's own, then the others by
-        entry-point name), or pluggy's ``firstresult`` order with ``newest_first``. Each call
+        The order (:func:`call_order`): for a ``firstresult`` hook, or with ``newest_first``,
+        pluggy's own call order (``tryfirst`` ones, then the last registered first, then
+        ``trylast`` ones), so the first answer taken is the one pluggy would return; for any
+        other hook registration order (core, then gpumem's own, then the others by
+        entry-point name), the first registered plugin's answer first. Each call
         is given the watchdog's ``timeout`` seconds (``bounded``: what the call does, for the
         message; "answer HOOK" by default), after which its :class:`PluginTimeout` is
         yielded and the plugin is left out of every later call (a :class:`PluginTimeout`
         with ``again`` set, at no wait). Each implementation gets the arguments it names
         (pluggy lets it take any subset of the spec's), and with ``GPUMEM_TRACE_PLUGINS=1``
         each call is traced on stderr (:func:`trace`)."""
-        impls = getattr(self.pm.hook, hook).get_hookimpls()
+        caller = getattr(self.pm.hook, hook)
+        if newest_first is None:
+            newest_first = _firstresult(caller)
         what = bounded or f"answer {hook}"
-        for impl in (reversed(impls) if newest_first else impls):
+        for impl in call_order(caller, newest_first=newest_first):
             name = impl.plugin_name
             if name in self.hung:
                 yield name, None, PluginTimeout(self.hung[name], again=True)
@@ -430,7 +456,7 @@ class Plugins:
         except pluggy.PluginValidationError as e:
             self.pm.unregister(obj)
             return self._fail(record, _describe(e), warn)
-        wrapped = _wrapper_problem(self.pm, obj)
+        wrapped = _wrapper_problem(self.pm, obj) or _order_problem(self.pm, obj)
         if wrapped:
             self.pm.unregister(obj)
             return self._fail(record, wrapped, warn)
@@ -516,6 +542,50 @@ def _wrapper_problem(pm: pluggy.PluginManager, obj: Any) -> str:
                 return (f"{caller.name} is a hook wrapper, which gpumem does not run: it asks "
                         f"each plugin on its own so that one plugin's failure cannot stop "
                         f"another's answer; implement {caller.name} as a plain hookimpl")
+    return ""
+
+
+def _firstresult(caller: Any) -> bool:
+    spec = getattr(caller, "spec", None)
+    return bool(spec is not None and spec.opts.get("firstresult"))
+
+
+def call_order(caller: Any, *, newest_first: bool) -> list[Any]:
+    """The hook implementations of ``caller`` (a pluggy hook caller, wrappers left out: they
+    are refused at load) in the order gpumem asks them. ``newest_first``: pluggy's call
+    order exactly (its list is kept for calling in reverse: ``trylast`` ones, the others by
+    registration, ``tryfirst`` ones). Otherwise registration order; a ``tryfirst``/``trylast``
+    implementation, refused at load on such hooks (:func:`_order_problem`), still comes
+    before/after the others should one reach it (registered on ``pm`` directly), so a
+    ``trylast`` answer never beats a ``tryfirst`` one."""
+    impls = [i for i in caller.get_hookimpls() if not (i.wrapper or i.hookwrapper)]
+    if newest_first:
+        return impls[::-1]
+    first = [i for i in impls if i.tryfirst]
+    last = [i for i in impls if i.trylast]
+    return (first[::-1] + [i for i in impls if not (i.tryfirst or i.trylast)]
+            + last[::-1])
+
+
+def _order_problem(pm: pluggy.PluginManager, obj: Any) -> str:
+    """Why a plugin's ``tryfirst``/``trylast`` cannot be taken ("" if it has none that
+    matters). On a ``firstresult`` hook they are honoured as pluggy does. On every other hook
+    gpumem asks the plugins in registration order and the first registered plugin's answer
+    of a name wins (a registration hook is even called once per plugin, as it loads, and a
+    name already held rejects the later plugin as a whole): pluggy's ``tryfirst`` there would
+    have to put a third-party plugin ahead of core, and ignoring it would let a ``trylast``
+    answer beat a ``tryfirst`` one. Refusing it is what a plugin author can see and act on."""
+    for caller in pm.get_hookcallers(obj) or []:
+        if _firstresult(caller):
+            continue
+        for impl in caller.get_hookimpls():
+            if impl.plugin is obj and (impl.tryfirst or impl.trylast):
+                mark = "tryfirst" if impl.tryfirst else "trylast"
+                return (f"{caller.name} is marked {mark}, which gpumem does not honour on a "
+                        f"hook every plugin answers: it asks plugins in registration order "
+                        f"(core, gpumem's own, then by entry-point name) and the first "
+                        f"registered one's answer wins; drop {mark} (it is honoured, as in "
+                        f"pluggy, on firstresult hooks such as gpumem_simulator_config)")
     return ""
 
 
