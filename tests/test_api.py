@@ -65,6 +65,10 @@ def test_every_public_name_resolves_and_is_listed():
     assert public <= set(api.__all__), f"not in __all__: {sorted(public - set(api.__all__))}"
 
 
+#: Names a part gained after the split (never in gpumem.api, so not moved from it).
+ADDED_TO_PARTS = {"PluginSet": "gpumem.api.formats"}
+
+
 @pytest.mark.parametrize("part", ["gpumem.api.simulator", "gpumem.api.formats"])
 def test_every_name_of_a_part_resolves_and_none_is_also_in_the_core_api(part):
     mod = importlib.import_module(part)
@@ -72,6 +76,9 @@ def test_every_name_of_a_part_resolves_and_none_is_also_in_the_core_api(part):
     for name in mod.__all__:
         assert getattr(mod, name) is not None, name
         assert name not in api.__all__, f"{name}: in {part} and in gpumem.api"
+        if name in ADDED_TO_PARTS:
+            assert ADDED_TO_PARTS[name] == part and name not in api._MOVED
+            continue
         assert api._MOVED[name] == part  # and still found in gpumem.api until 0.2 (below)
 
 
@@ -326,3 +333,23 @@ def test_every_in_tree_plugin_package_is_checked():
     names = {p.name for p in PLUGIN_SOURCES}
     assert names == {"gpumem_fermi", "gpumem_kepler", "gpumem_maxwell", "gpumem_hopper",
                      "gpumem_accelsim", "gpumem_example_arch"}
+
+
+def test_the_format_contract_is_one_class_and_the_plugin_set_is_what_a_format_asks_of():
+    """Format, its errors and PluginSet live in the contracts (issue 46): the API and the
+    interop modules give the same objects, and the loaded plugin set is a PluginSet."""
+    import gpumem.contracts.formats as contract
+    import gpumem.interop.formats as interop
+    from gpumem.api import load_plugins
+    from gpumem.api.figures import Series
+    from gpumem.api.formats import Converted, Format, FormatError, PluginSet
+    from gpumem.contracts.series import Series as ContractSeries
+    from gpumem.figures.series import Series as ToolkitSeries
+
+    assert (Format, FormatError, Converted, PluginSet) == (
+        contract.Format, contract.FormatError, contract.Converted, contract.PluginSet)
+    assert (interop.Format, interop.FormatError, interop.Converted) == (
+        Format, FormatError, Converted)
+    assert Series is ContractSeries is ToolkitSeries
+    assert isinstance(load_plugins(), PluginSet)
+    assert contract._run_reader is not None  # Format.load_run reads with interop's reader

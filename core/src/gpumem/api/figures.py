@@ -11,6 +11,7 @@ plugin's tests of its draw functions.
 
 from __future__ import annotations
 
+from gpumem.contracts.series import Series
 from gpumem.figures.draw import (
     MIN_REL_SPAN,
     PANEL_H,
@@ -34,7 +35,7 @@ from gpumem.figures.draw import (
     unique_handles,
     with_raw,
 )
-from gpumem.report.runs import Series, load_runs
+from gpumem.report.runs import load_runs
 
 __all__ = [
     "MIN_REL_SPAN", "PANEL_H", "PANEL_W", "Series", "bytes_axis", "figure_legend", "finish",

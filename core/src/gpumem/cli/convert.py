@@ -10,7 +10,7 @@ import typer
 from gpumem.cli._app import app
 from gpumem.cli._common import check_damage, escape_controls, plugins, require_paths
 from gpumem.contracts.errors import ResultsFileError, UsageError
-from gpumem.interop.formats import Converted, Format
+from gpumem.contracts.formats import Converted, Format
 
 
 def _format(name: str, want: str) -> Format:

@@ -11,12 +11,17 @@ plugin that tried (see :mod:`gpumem.plugin.registry`). Importing the plugin and 
 return within ``GPUMEM_PLUGIN_TIMEOUT`` seconds (15 by default): an import or registration
 that takes longer makes the plugin broken; a later hook (expected values, simulator configs,
 kernel sources) that takes longer is named in one warning and the plugin is left out of every
-later hook call of the command. Hooks run on a daemon worker thread. What a run calls on
+later hook call of the command. Hooks run on a daemon worker thread, each call in a copy of
+the caller's :mod:`contextvars` context (a ``ContextVar`` the caller set is seen; what the hook
+sets stays in its call). What a run calls on
 registered objects (an experiment's ``measure``, a device's or simulator's methods) is the
 run itself and is not timed. Every hook is called plugin by plugin,
 through one path (:meth:`gpumem.plugin.registry.Plugins.answers`; registration through
 :meth:`~gpumem.plugin.registry.Plugins.add`): one plugin that raises is named in a warning and the
-others still answer.
+others still answer. A ``firstresult`` hook asks plugins in pluggy's order (``tryfirst``, then
+the last registered first, then ``trylast``); every other hook asks them in registration order
+(core first: the first registered plugin's answer of a name wins), so ``tryfirst``/``trylast``
+on such a hook are refused at load, as hook wrappers are.
 
 The families follow the product: **Architecture** (what ``--arch NAME`` resolves to),
 **Experiment** (sweeps and their analysis, plus expected values), **Device** (hardware backends)
@@ -39,8 +44,8 @@ if TYPE_CHECKING:
     from gpumem.contracts.device import DeviceBackend, DeviceInfo
     from gpumem.contracts.experiment import Experiment
     from gpumem.contracts.findings import Expected
+    from gpumem.contracts.formats import Format
     from gpumem.contracts.simulator import Simulator
-    from gpumem.interop.formats import Format
 
 hookspec = pluggy.HookspecMarker("gpumem")
 
@@ -268,11 +273,13 @@ def gpumem_simulator_config(arch: str, simulator: str) -> Any:
 def gpumem_register_formats(register: Callable[[Format], None]) -> None:
     """Contribute file formats of other tools: ``gpumem import NAME`` and ``export NAME``.
 
-    A :class:`gpumem.interop.formats.Format` overrides ``import_file`` (the other tool's file into a
-    simulator config or a run directory), ``export_run`` (a measured run into the other tool's
-    input files), or both, and returns a :class:`gpumem.interop.formats.Converted` with the paths it
-    wrote and a warning for everything one side cannot express. Both receive ``plugins``, the
-    registry the command runs with (architectures, expected values, base configs).
+    A :class:`gpumem.contracts.formats.Format` overrides ``import_file`` (the other tool's file
+    into a simulator config or a run directory), ``export_run`` (a measured run into the other
+    tool's input files), or both, and returns a :class:`gpumem.contracts.formats.Converted` with
+    the paths it wrote and a warning for everything one side cannot express. Both receive
+    ``plugins``, the plugin set the command runs with: what a format may ask of it
+    (architectures, expected values, base configs) is
+    :class:`gpumem.contracts.formats.PluginSet`.
 
     :param register: call once per format instance.
 

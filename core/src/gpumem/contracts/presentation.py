@@ -12,7 +12,7 @@ the summary and in the provenance tables.
 Kept free of matplotlib, so that ``gpumem run`` imports none: a ``presentation()`` names
 its draw functions (``"module:function"``, imported when the report draws) or imports them
 inside the method. A draw function takes every series of the report
-(:class:`gpumem.figures.series.Series`) and returns a matplotlib ``Figure``, or ``None`` when
+(:class:`gpumem.contracts.series.Series`) and returns a matplotlib ``Figure``, or ``None`` when
 there is nothing to draw; :mod:`gpumem.figures.draw` holds the helpers it may use.
 """
 
@@ -26,7 +26,7 @@ from typing import TYPE_CHECKING, Any
 if TYPE_CHECKING:
     from matplotlib.figure import Figure
 
-    from gpumem.figures.series import Series
+    from gpumem.contracts.series import Series
 
 
 @dataclass(frozen=True)

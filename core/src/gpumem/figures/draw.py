@@ -2,7 +2,7 @@
 
 The report draws no figure of its own: each experiment's ``presentation()``
 (:mod:`gpumem.contracts.presentation`) names draw functions, each taking every series of the report
-(:class:`~gpumem.figures.series.Series`) and returning a matplotlib ``Figure``, or ``None`` when
+(:class:`~gpumem.contracts.series.Series`) and returning a matplotlib ``Figure``, or ``None`` when
 no series has anything to draw. Series lacking the experiment are left out; the page says why
 (:mod:`gpumem.report.sections`). Curves of several series share one axes, one colour per
 series (``s.colour``, ``s.legend``); what cannot be overlaid (heatmaps, the scatter of one
@@ -43,7 +43,7 @@ from matplotlib.legend import Legend
 from matplotlib.lines import Line2D
 from matplotlib.ticker import FuncFormatter, LogLocator
 
-from gpumem.figures.series import Series
+from gpumem.contracts.series import Series
 
 PNG_DPI = 100
 PANEL_W, PANEL_H = 5.2, 3.4        # inches per panel

@@ -6,3 +6,10 @@ They sit above the experiments (they read an experiment's constants and re-run i
 beside the runner and the report; the simulator itself (:mod:`gpumem.sim`) imports none of
 them (``lint-imports`` checks it).
 """
+
+from __future__ import annotations
+
+# Format.load_run (gpumem.contracts.formats) reads runs with gpumem.interop.compare.load_source,
+# handed in when that module loads: loaded with the package, so that every format (core's live
+# here; a plugin's imports gpumem.api.formats, which loads it too) finds it.
+from gpumem.interop import compare as _compare  # noqa: F401

@@ -27,14 +27,13 @@ from typing import TYPE_CHECKING, Any
 
 from gpumem.contracts.device import BulkRequest, StreamRequest
 from gpumem.contracts.errors import UsageError
-from gpumem.interop.formats import Converted, Format, FormatError
+from gpumem.contracts.formats import Converted, Format, FormatError
 from gpumem.interop.sim_from_run import positive
 from gpumem.sim.config import SimConfig, SimConfigError
 from gpumem.sim.throughput import bulk_model, stream_model
 
 if TYPE_CHECKING:
-    from gpumem.interop.compare import Source
-    from gpumem.plugin.registry import Plugins
+    from gpumem.contracts.formats import PluginSet, Source
 
 
 @dataclass
@@ -454,7 +453,7 @@ def commented_toml(cal: Calibrated, run: Path | str, base_name: str,
     return "\n".join(header) + "\n" + "\n".join(lines) + "\n"
 
 
-def calibrated(plugins: Plugins, src: Source, arch: str
+def calibrated(plugins: PluginSet, src: Source, arch: str
                ) -> tuple[Calibrated, str, dict[str, str]]:
     """``src`` calibrated onto ``arch``'s packaged config, or, for an architecture that ships
     none (the generic ``sm_XY`` of a GPU no plugin describes), onto a base built from the
@@ -483,7 +482,7 @@ class SimFormat(Format):
     exports = "GPU.toml"
 
     def export_run(self, run: Path, out: Path, *, arch: str | None = None,
-                   target: str | None = None, plugins: Plugins) -> Converted:
+                   target: str | None = None, plugins: PluginSet) -> Converted:
         from gpumem.safe_write import write_text
 
         if target:

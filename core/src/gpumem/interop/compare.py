@@ -22,9 +22,8 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable, Collection
-from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import numpy as np
 import xarray as xr
@@ -43,12 +42,10 @@ from gpumem.contracts.findings import (
     not_modelled,
     plain_band,
 )
+from gpumem.contracts.formats import PluginSet, Source, reads_runs
 from gpumem.interop.trace_units import to_analysis_units
 from gpumem.results.io import open_findings, open_raw
 from gpumem.results.store import MANIFEST, RunStore
-
-if TYPE_CHECKING:
-    from gpumem.plugin.registry import Plugins
 
 
 def device_from_attrs(attrs: dict[str, Any]) -> DeviceInfo:
@@ -91,11 +88,11 @@ def _device_extra(attrs: dict[str, Any]) -> dict[str, Any]:
     return out
 
 
-def expected_for(plugins: Plugins, arch: str, device: DeviceInfo) -> list[Expected]:
+def expected_for(plugins: PluginSet, arch: str, device: DeviceInfo) -> list[Expected]:
     return plugins.expected_values(arch, device)
 
 
-def analyze_file(plugins: Plugins, path: Path, experiment: str | None = None,
+def analyze_file(plugins: PluginSet, path: Path, experiment: str | None = None,
                  arch: str | None = None) -> tuple[str, list[Finding]]:
     """(experiment name, findings) of a raw results file, analysed afresh."""
     raw = open_raw(path)
@@ -139,21 +136,6 @@ def unmodelled_of(attrs: dict[str, Any]) -> dict[str, str]:
     except ValueError:
         return {}
     return {str(k): str(v) for k, v in got.items()} if isinstance(got, dict) else {}
-
-
-@dataclass
-class Source:
-    """One column of a comparison: a run directory or a file, with its findings."""
-
-    label: str
-    arch: str
-    device: DeviceInfo | None
-    findings: dict[tuple[str, str], Finding] = field(default_factory=dict)  # (exp, name)
-
-    def value(self, experiment: str, name: str) -> Any:
-        """The value of a resolved finding, or ``None`` (absent or unresolved)."""
-        f = self.findings.get((experiment, name))
-        return f.value if f is not None and f.resolved else None
 
 
 def load_sources(target: Path, exclude: Collection[Path] = (),
@@ -214,7 +196,7 @@ def load_sources(target: Path, exclude: Collection[Path] = (),
     return sources
 
 
-def load_source(target: Path, reanalyze_with: Plugins | None = None) -> Source:
+def load_source(target: Path, reanalyze_with: PluginSet | None = None) -> Source:
     """The one device of a run directory or results file (UsageError if it holds several).
     ``reanalyze_with``: the registry whose analyses derive the findings afresh from the raw
     data (what a simulator config calibrated from the run should rest on: the analyses its
@@ -228,7 +210,10 @@ def load_source(target: Path, reanalyze_with: Plugins | None = None) -> Source:
     return sources[0]
 
 
-def compare(plugins: Plugins, targets: list[Path], with_expected: bool,
+reads_runs(load_source)  # Format.load_run (gpumem.contracts.formats) reads runs with it
+
+
+def compare(plugins: PluginSet, targets: list[Path], with_expected: bool,
             exclude: Collection[Path] = (), reanalyze: bool = False) -> dict[str, Any]:
     """The comparison as plain data (what ``--json`` prints); ``exclude`` as for
     :func:`load_sources`; ``reanalyze``: every run's findings derived afresh from its raw

@@ -26,7 +26,7 @@ import numpy as np
 from gpumem.contracts.findings import Finding, kind_of
 
 if TYPE_CHECKING:
-    from gpumem.plugin.registry import Plugins
+    from gpumem.contracts.formats import PluginSet
 
 LATENCY_TOL = 0.02     # latencies: (max - min) / median of the runs
 LATENCY_ABS = 2.0      # cycles (1 ns): below this a latency difference is the timer's
@@ -49,7 +49,7 @@ class Agreement:
     candidates: list[Any] = field(default_factory=list)
 
 
-def run_findings(run_dir: Path, plugins: Plugins) -> dict[tuple[str, str], Finding]:
+def run_findings(run_dir: Path, plugins: PluginSet) -> dict[tuple[str, str], Finding]:
     """(experiment, finding) -> finding of one run directory, re-derived from its raw files
     with the experiments of ``plugins`` (every device of the run pooled: a run of one GPU)."""
     from gpumem.interop.compare import analyze_file

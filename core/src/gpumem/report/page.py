@@ -24,7 +24,7 @@ from string import Template
 from typing import Any
 
 from gpumem.contracts.findings import Finding
-from gpumem.figures.series import Series
+from gpumem.contracts.series import Series
 from gpumem.report.provenance import device_rows, experiment_rows, in_page_order, run_rows
 
 LIST_LIMIT = 16  # list values longer than this are cut in the table (the files hold them all)

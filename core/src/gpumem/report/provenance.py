@@ -16,7 +16,7 @@ from typing import Any
 
 import numpy as np
 
-from gpumem.figures.series import Series
+from gpumem.contracts.series import Series
 
 
 def in_page_order(names: Iterable[str], order: Sequence[str]) -> list[str]:

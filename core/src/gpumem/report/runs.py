@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from gpumem.contracts.errors import ResultsFileError
-from gpumem.figures.series import COLOURS, Series
+from gpumem.contracts.series import COLOURS, Series
 from gpumem.interop.compare import unique_labels
 from gpumem.results.store import MANIFEST, RunStore, file_of
 

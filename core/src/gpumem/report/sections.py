@@ -23,8 +23,8 @@ from typing import Any
 from matplotlib.figure import Figure
 
 from gpumem.contracts.presentation import Presentation, ReportFigure, ReportSection, presentation_of
+from gpumem.contracts.series import Series
 from gpumem.figures.draw import save
-from gpumem.figures.series import Series
 from gpumem.report.page import FigureDoc, SectionDoc
 
 

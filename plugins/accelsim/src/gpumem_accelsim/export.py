@@ -20,8 +20,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from gpumem.api import Plugins
-from gpumem.api.formats import Format
+from gpumem.api.formats import Format, PluginSet
 from gpumem.api.simulator import Calibrated, SimConfig, calibrate
 
 from gpumem_accelsim.config import AccelSimConfig
@@ -45,7 +44,7 @@ class Exported:
 
 
 def export_run(run: Path, base: AccelSimConfig, *, target: str = DEFAULT_TARGET,
-               sim: SimConfig | None = None, plugins: Plugins | None = None) -> Exported:
+               sim: SimConfig | None = None, plugins: PluginSet | None = None) -> Exported:
     """``base`` with the memory hierarchy of ``sim`` calibrated from ``run`` (``sim``: the
     architecture's packaged built-in simulator config, as ``gpumem export sim`` uses; without
     one, ``base`` read as a SimConfig): options, comments, warnings, file header.

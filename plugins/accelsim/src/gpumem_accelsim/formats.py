@@ -11,8 +11,15 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from gpumem.api import Plugins, UsageError
-from gpumem.api.formats import Converted, Format, FormatError, OutputError, write_text
+from gpumem.api import UsageError
+from gpumem.api.formats import (
+    Converted,
+    Format,
+    FormatError,
+    OutputError,
+    PluginSet,
+    write_text,
+)
 from gpumem.api.simulator import SimConfig, SimConfigError
 
 from gpumem_accelsim.cachestring import CacheStringError, check_required
@@ -21,7 +28,7 @@ from gpumem_accelsim.known_options import VERSIONS
 from gpumem_accelsim.options import OptionFileError
 
 
-def base_config(plugins: Plugins, arch: str) -> AccelSimConfig:
+def base_config(plugins: PluginSet, arch: str) -> AccelSimConfig:
     """The architecture plugin's base Accel-Sim config (hook ``gpumem_simulator_config``,
     asked plugin by plugin: one that raises is named and the others still answer)."""
     found = plugins.first_result("gpumem_simulator_config", arch=arch, simulator="accelsim")
@@ -46,7 +53,7 @@ class AccelSimFormat(Format):
     exports = "gpgpusim.config + trace.config"
 
     def import_file(self, source: Path, out: Path, *, arch: str | None = None,
-                    plugins: Plugins) -> Converted:
+                    plugins: PluginSet) -> Converted:
         from gpumem_accelsim.export import DEFAULT_TARGET
         from gpumem_accelsim.translate import NO_PIPELINE, from_accelsim, pipeline_cycles
 
@@ -84,7 +91,7 @@ class AccelSimFormat(Format):
         return Converted([out], warnings)
 
     def export_run(self, run: Path, out: Path, *, arch: str | None = None,
-                   target: str | None = None, plugins: Plugins) -> Converted:
+                   target: str | None = None, plugins: PluginSet) -> Converted:
 
         from gpumem_accelsim.export import DEFAULT_TARGET, export_run
 

@@ -11,10 +11,10 @@ from matplotlib.ticker import FuncFormatter
 
 from gpumem.analysis.chases import Chase
 from gpumem.analysis.structure import LEVEL_OF_PATH
+from gpumem.contracts.series import Series
 from gpumem.experiments.cache_structure import scatter_shares_by_path
 from gpumem.experiments.figures.chases import chase_list, chase_panel, with_events
 from gpumem.figures.draw import figure_legend, finished, panels, series_handles, with_raw
-from gpumem.figures.series import Series
 
 
 def _size_finding(s: Series, path: str) -> int | None:

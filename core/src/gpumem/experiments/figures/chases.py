@@ -10,7 +10,7 @@ import numpy as np
 import xarray as xr
 
 from gpumem.analysis.chases import Chase
-from gpumem.figures.series import Series
+from gpumem.contracts.series import Series
 
 
 def chase_list(ds: xr.Dataset) -> list[Chase]:

@@ -11,6 +11,7 @@ from matplotlib.figure import Figure
 from matplotlib.ticker import FuncFormatter
 
 from gpumem.contracts.experiment import point_medians
+from gpumem.contracts.series import Series
 from gpumem.figures.draw import (
     figure_legend,
     finished,
@@ -19,7 +20,6 @@ from gpumem.figures.draw import (
     style_handles,
     with_raw,
 )
-from gpumem.figures.series import Series
 
 
 @finished

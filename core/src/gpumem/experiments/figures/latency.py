@@ -10,6 +10,7 @@ import numpy as np
 import xarray as xr
 from matplotlib.figure import Figure
 
+from gpumem.contracts.series import Series
 from gpumem.figures.draw import (
     bytes_axis,
     finished,
@@ -20,7 +21,6 @@ from gpumem.figures.draw import (
     style_handles,
     with_raw,
 )
-from gpumem.figures.series import Series
 
 _LEVELS = (("lat.l1", "L1"), ("lat.l2", "L2"), ("lat.l2_far", "L2 far"),
            ("lat.dram", "DRAM"), ("lat.dram_tlb_miss", "DRAM + TLB miss"))

@@ -12,6 +12,7 @@ from matplotlib.figure import Figure
 from matplotlib.ticker import FuncFormatter
 
 from gpumem.contracts.experiment import median_over_repeats, point_medians
+from gpumem.contracts.series import Series
 from gpumem.figures.draw import (
     figure_legend,
     finished,
@@ -25,7 +26,6 @@ from gpumem.figures.draw import (
     style_handles,
     with_raw,
 )
-from gpumem.figures.series import Series
 
 ORDER_STYLE = {"coalesced": "-", "warp": "--", "thread": ":"}
 

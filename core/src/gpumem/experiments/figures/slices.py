@@ -7,9 +7,9 @@ from collections.abc import Sequence
 import numpy as np
 from matplotlib.figure import Figure
 
+from gpumem.contracts.series import Series
 from gpumem.experiments.l2_slices import SliceMap, slice_map
 from gpumem.figures.draw import finished, heatmap, panels, with_raw
-from gpumem.figures.series import Series
 
 #: Up to this many cells a map shows each cell's number (the simulator's few slices).
 NUMBERED_CELLS = 400

@@ -10,6 +10,7 @@ import numpy as np
 from matplotlib.figure import Figure
 
 from gpumem.contracts.experiment import median_over_repeats, point_medians
+from gpumem.contracts.series import Series
 from gpumem.figures.draw import (
     finished,
     heatmap,
@@ -20,7 +21,6 @@ from gpumem.figures.draw import (
     style_handles,
     with_raw,
 )
-from gpumem.figures.series import Series
 
 
 @finished

@@ -12,10 +12,10 @@ from matplotlib.lines import Line2D
 from matplotlib.ticker import FuncFormatter
 
 from gpumem.analysis.chases import Chase
+from gpumem.contracts.series import Series
 from gpumem.experiments.figures.chases import chase_list, chase_panel, with_events
 from gpumem.experiments.tlb_structure import SHIFT, decisions
 from gpumem.figures.draw import finished, legend, panels, series_handles, with_raw
-from gpumem.figures.series import Series
 
 
 def _pages(c: Chase) -> int:

@@ -37,12 +37,12 @@ from gpumem import __version__
 from gpumem.contracts.device import DeviceInfo
 from gpumem.contracts.errors import UsageError
 from gpumem.contracts.findings import Finding, evaluate, to_dataset
-from gpumem.interop.formats import FormatError
+from gpumem.contracts.formats import FormatError
 from gpumem.results.schema import POINT_OK, attr_safe, global_attrs, now_iso
 from gpumem.results.store import MANIFEST, RunStore
 
 if TYPE_CHECKING:
-    from gpumem.plugin.registry import Plugins
+    from gpumem.contracts.formats import PluginSet
 
 #: Version of the importers' mapping; part of each file's params hash and provenance.
 IMPORTER_VERSION = "1"
@@ -116,7 +116,7 @@ def check_out(out: Path) -> None:
     RunStore.check_writable(out)
 
 
-def resolve_arch(plugins: Plugins, arch: str | None, compute_capability: str = "",
+def resolve_arch(plugins: PluginSet, arch: str | None, compute_capability: str = "",
                  vendor: str = "") -> str:
     """The architecture the run belongs to: ``--arch`` (checked), else the one plugin that
     claims the tool's reported compute capability *and* vendor (HIP reports an MI100 as 9.0,
@@ -156,13 +156,13 @@ def _params_hash(tool: str, benchmark: str, experiment: str, sha256: str) -> str
     return hashlib.sha256(blob.encode()).hexdigest()[:12]
 
 
-def _expected(plugins: Plugins, arch: str, device: DeviceInfo) -> list:
+def _expected(plugins: PluginSet, arch: str, device: DeviceInfo) -> list:
     return plugins.expected_values(arch, device) if arch else []
 
 
 def write_run(out: Path, files: list[Imported], *, source: Source, tool: str, benchmark: str,
               device: DeviceInfo, arch: str, provenance: dict[str, Any], references: str,
-              fmt: str, plugins: Plugins) -> Path:
+              fmt: str, plugins: PluginSet) -> Path:
     """Write the run directory ``out`` atomically: built next to it, then renamed.
 
     ``provenance`` becomes global attributes of every file (tool, version, device as the tool

@@ -53,7 +53,7 @@ import xarray as xr
 from gpumem.analysis.plateaus import Plateau, find_plateaus
 from gpumem.contracts.device import DeviceInfo
 from gpumem.contracts.findings import Finding
-from gpumem.interop.formats import Converted, Format, FormatError
+from gpumem.contracts.formats import Converted, Format, FormatError
 from gpumem.interop.importers import (
     Imported,
     Source,
@@ -66,7 +66,7 @@ from gpumem.interop.importers import (
 )
 
 if TYPE_CHECKING:
-    from gpumem.plugin.registry import Plugins
+    from gpumem.contracts.formats import PluginSet
 
 TOOL = "gpu-benches"
 REPO = "github RRZE-HPC/gpu-benches"
@@ -120,7 +120,7 @@ class GpuBenchesFormat(Format):
     imports = "run"
 
     def import_file(self, source: Path, out: Path, *, arch: str | None = None,
-                    plugins: Plugins) -> Converted:
+                    plugins: PluginSet) -> Converted:
         check_out(out)
         src = read_source(source)
         lines = _lines(src)
