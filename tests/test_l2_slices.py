@@ -62,6 +62,10 @@ def test_a_planted_slice_map_is_recovered_exactly(cli, tmp_path, jitter):
     assert f["l2_slices.latency_min"].value == pytest.approx(200.0, abs=1)
     assert f["l2_slices.latency_max"].value == pytest.approx(280.0, abs=1)
     assert S.span(f["l2_slices.hash_buffer_masks"].value) == S.span(list(SLICE_MASKS))
+    # the in-page deltas that keep every line's slice: the planted masks' null space
+    deltas = np.arange(PAGE // LINE, dtype=np.int64) * LINE
+    kept = np.all([parity(deltas & m) == 0 for m in SLICE_MASKS], axis=0)
+    assert S.span(f["l2_slices.hash_invariants"].value) == {int(d) for d in deltas[kept]}
 
 
 def _lines(n_pages: int = 16, per_page: int = 256, seed: int = 0) -> np.ndarray:

@@ -52,3 +52,14 @@ def span(basis: Sequence[int]) -> set[int]:
     for b in basis:
         out |= {x ^ b for x in out}
     return out
+
+
+def reduce_modulo(addresses: np.ndarray, basis: Sequence[int]) -> np.ndarray:
+    """Each address's canonical representative modulo the span of ``basis`` (a reduced
+    basis, :func:`gf2_basis`): two addresses get the same one exactly when their XOR lies in
+    the span. A function that no delta of the span changes is a function of this."""
+    out = np.asarray(addresses, np.int64).copy()
+    for b in sorted(basis, reverse=True):
+        top = np.int64(1 << (b.bit_length() - 1))
+        out = np.where(out & top, out ^ np.int64(b), out)
+    return out

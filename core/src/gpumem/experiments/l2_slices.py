@@ -209,6 +209,24 @@ def _slice_latency(m: SliceMap, method: str) -> Finding:
                    note="masks: " + ", ".join(f"0x{x:x}" for x in masks))
 
 
+def _invariants(m: SliceMap, method: str) -> Finding:
+    """The in-page address XOR deltas that never change a line's group, whatever the hash:
+    a linear hash's null space, and for any hash the freedom a slice map need not model."""
+    inv = S.invariants(m.offsets, m.grouping.labels, line_bits=LINE.bit_length() - 1,
+                       page_bits=m.fit.page_bits)
+    basis = [int(b) for b in inv.basis]
+    agree, least = f"{S.INVARIANT_AGREE:.0%}", S.MIN_PAIRS
+    return Finding(
+        "l2_slices.hash_invariants", basis, "1", 0.9 if inv.least_support >= 2 * least
+        else 0.7, method + f": a basis of the address XOR deltas within a page that keep a "
+        f"line's group (the pairs of lines of one page each relates at least {agree} alike, "
+        f"for every delta of their span that {least} pairs or more test)",
+        index=("delta", list(range(len(basis)))), kind="structural",
+        note=(("deltas: " + ", ".join(f"0x{b:x}" for b in basis)) if basis else "none")
+        + f"; {inv.tested} deltas tested by {inv.pairs} pairs of lines, the fewest behind one "
+        f"of the span {inv.least_support}")
+
+
 class L2Slices(Experiment):
     name = "l2_slices"
     summary = "L2 slices: each line's slice, each SM's latency to it, the address hash"
@@ -217,8 +235,8 @@ class L2Slices(Experiment):
     findings = ("l2_slices.groups", "l2_slices.unassigned", "l2_slices.group_lines",
                 "l2_slices.group_partition", "l2_slices.latency_min", "l2_slices.latency_max",
                 "l2_slices.hash_accuracy", "l2_slices.hash_masks",
-                "l2_slices.hash_buffer_masks", "l2_slices.slice_latency",
-                "l2_slices.unsplit")
+                "l2_slices.hash_buffer_masks", "l2_slices.hash_invariants",
+                "l2_slices.slice_latency", "l2_slices.unsplit")
     references = ("Manjunath & Ramachandra, Concurrency Response of Plain Global Loads on the "
                   "NVIDIA H100 (2026): the L2's near/far structure a single SM cannot see")
 
@@ -335,10 +353,10 @@ class L2Slices(Experiment):
             f"put in their group (chance: {fit.chance:.1%}, the best constant guess per page)",
             interval=(round(fit.accuracy_interval[0], 4), round(fit.accuracy_interval[1], 4))
             if fit.held_out else None, kind="measured",
-            note=("linear: XOR masks" if fit.linear else "not linear: the largest XOR "
-                  "subspace that holds") + ("" if fit.found else "; not found: " + fit.note),
+            note=fit.model + ("" if fit.found else "; not found: " + fit.note),
             candidates=None if fit.held_out else []))
-        if fit.found:
+        out.append(_invariants(m, method))
+        if fit.found and fit.masks:
             masks = [int(x) for x in fit.masks]
             out.append(Finding(
                 "l2_slices.hash_masks", masks, "1", 0.9,

@@ -34,7 +34,7 @@ def slice_latency_map(series: Sequence[Series]) -> Figure | None:
         rows = [f"{k} (p{m.partitions[k]})" if m.partitions[k] >= 0 else f"{k} (p?)"
                 for k in order]
         title = (f"{s.legend}: {m.grouping.count} groups of lines from {len(m.sms)} SMs"
-                 + (f", hash of {len(m.fit.masks)} bits" if m.fit.found else ""))
+                 + (f", hash of {len(m.fit.masks)} bits" if m.fit.found and m.fit.masks else ""))
         if values.size <= NUMBERED_CELLS:
             heatmap(ax, fig, values, rows, m.sms, title, "group (partition)", "SM", "cycles")
             continue
