@@ -66,10 +66,14 @@ def test_every_public_name_resolves_and_is_listed():
 
 
 #: Names a part gained after the split (never in gpumem.api, so not moved from it).
-ADDED_TO_PARTS = {"PluginSet": "gpumem.api.formats"}
+ADDED_TO_PARTS = {"PluginSet": "gpumem.api.formats",
+                  # the checks every plugin must pass, for its tests (issue 46)
+                  "PluginCheck": "gpumem.api.checks", "plugin_checks": "gpumem.api.checks",
+                  "parametrize_plugin_checks": "gpumem.api.checks"}
 
 
-@pytest.mark.parametrize("part", ["gpumem.api.simulator", "gpumem.api.formats"])
+@pytest.mark.parametrize("part", ["gpumem.api.simulator", "gpumem.api.formats",
+                                  "gpumem.api.checks"])
 def test_every_name_of_a_part_resolves_and_none_is_also_in_the_core_api(part):
     mod = importlib.import_module(part)
     assert len(mod.__all__) == len(set(mod.__all__))
@@ -108,8 +112,10 @@ def test_every_figure_helper_resolves():
 
 
 def test_importing_the_api_loads_no_cupy_numba_or_matplotlib():
-    code = ("import sys, gpumem.api, gpumem.api.simulator, gpumem.api.formats\n"
-            "print(sorted(m for m in ('cupy', 'numba', 'matplotlib') if m in sys.modules))")
+    code = ("import sys, gpumem.api, gpumem.api.simulator, gpumem.api.formats, "
+            "gpumem.api.checks\n"
+            "print(sorted(m for m in ('cupy', 'numba', 'matplotlib', 'pytest') "
+            "if m in sys.modules))")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
                          check=True).stdout.strip()
     assert out == "[]"

@@ -6,6 +6,7 @@ are each named."""
 from __future__ import annotations
 
 import json
+import re
 import subprocess
 import sys
 import textwrap
@@ -94,10 +95,21 @@ def test_each_value_is_the_runs_median_with_its_source(made):
 @pytest.mark.slow
 def test_installed_it_passes_its_check_its_tests_and_a_simulated_check(made, tmp_path):
     out, site, _r = made
-    check = gpumem_subprocess(["plugin", "check", "h200x"], site=site)
+    check = gpumem_subprocess(["plugin", "check", "h200x", "--json"], site=site)
     assert check.returncode == 0, check.stdout + check.stderr
     assert "every check passes" in check.stderr
-    assert check.stdout.count("\nok  ") + check.stdout.startswith("ok  ") == 7, check.stdout
+    lines = json.loads(check.stdout)
+    assert all(c["ok"] for c in lines), lines
+    # the tests it wrote make one test of each check the command ran, named the same: the
+    # checks the example's tests make too (tests/test_plugin_checks.py, ONE_ARCH)
+    ids = subprocess.run([sys.executable, "-m", "pytest", "--collect-only", "-q", "-p",
+                          "no:cacheprovider", str(out / "tests")], capture_output=True,
+                         text=True, env={"PYTHONPATH": str(site), "PATH": "/usr/bin:/bin"},
+                         cwd=out)
+    assert [c["name"] for c in lines] == re.findall(
+        r"::test_plugin_check\[(.+)\]$", ids.stdout, re.M) == [
+        "loads", "h200x:simulator_config", "h200x:quick_run", "h200x:expected_names",
+        "h200x:expected_sources", "h200x:expected_valid", "h200x:planted_cache", "imports"]
     run = gpumem_subprocess(["run", "--arch", "h200x", "all", "--device", "sim", "--check",
                              "--out", str(tmp_path / "sim")], site=site)
     assert run.returncode == 0, run.stdout[-3000:] + run.stderr
@@ -281,7 +293,7 @@ def test_a_plugin_from_a_generic_run_models_the_card_from_the_run_alone(tmp_path
     so the simulator config is built from the run's findings and the device's properties;
     the package passes its check from its source folder, uninstalled."""
     import gpumem.authoring.new as pn
-    from gpumem.authoring.check import check_plugin
+    from gpumem.authoring.checks import check_plugin
     from gpumem.authoring.files import write_plugin
     from gpumem.plugin.registry import load_plugins
 

@@ -1,11 +1,21 @@
-"""The plugin's own tests: it loads, its simulator meets its expected values, and its
-experiment recovers planted ground truth (run with the plugin installed: ``pytest``)."""
+"""The plugin's own tests (run with the plugin installed: ``pytest``): every check
+``gpumem plugin check example-arch`` makes, one test each named after it, and what is this
+plugin's own: what it registers, its simulator meeting its expected values, its experiment
+recovering planted ground truth, and its report figure."""
 
 from __future__ import annotations
 
 import pytest
 from gpumem.api import RunRequest, load_plugins, run
+from gpumem.api.checks import parametrize_plugin_checks
 from gpumem.testing import random_cache, recovered
+
+
+@parametrize_plugin_checks("example-arch")
+def test_plugin_check(check):
+    """loads, gv100:simulator_config, gv100:quick_run, ..., imports: the checks every plugin
+    passes, as `gpumem plugin check` runs them (gpumem.api.checks)."""
+    check()
 
 
 @pytest.fixture(scope="module")
@@ -21,7 +31,8 @@ def test_the_plugin_loads_and_registers_its_contributions(plugins):
 
 
 def test_the_simulated_gv100_meets_every_expected_value(plugins, tmp_path):
-    """Catches a typo in sim.toml or expected.py: both come from the same measurements."""
+    """Catches a typo in sim.toml or expected.py: both come from the same measurements.
+    Stricter than gv100:quick_run: these findings are checked, and each one passes."""
     report = run(RunRequest(arch="gv100", experiments=["latency", "path_latency"],
                             device="sim", quick=True, out=tmp_path / "run"), plugins=plugins)
     assert not report.failed

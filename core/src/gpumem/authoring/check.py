@@ -1,8 +1,11 @@
-"""``gpumem plugin check [NAME | PATH]``: is a plugin consistent with itself and with gpumem?
+"""What each check of ``gpumem plugin check [NAME | PATH]`` does: is a plugin consistent with
+itself and with gpumem?
 
 The plugin is loaded in isolation (core and this plugin only, whatever else is installed),
 from its installed entry point (NAME) or from a source tree (PATH: the folder of its
-``pyproject.toml``), and checked, one line per check:
+``pyproject.toml``). Which checks it gets, their names and their order are
+:mod:`gpumem.authoring.checks`' (one generator: the command, the tests ``gpumem plugin new``
+writes and the example plugin's tests iterate the same checks); each is one function here:
 
 * it loads and registers what it says;
 * each architecture's built-in simulator config validates and names that architecture and
@@ -13,6 +16,8 @@ from its installed entry point (NAME) or from a source tree (PATH: the folder of
 * every expected value has a source;
 * every expected value the hook gave is valid (a finite number, text or list of them, a
   tolerance >= 0): one that is not is dropped where values are used, so it is named here;
+* core's structure search recovers a planted cache (:mod:`gpumem.testing`) run under each
+  architecture;
 * the package imports from gpumem only its public API (``gpumem.api``).
 
 A problem makes the command exit 1.
@@ -40,19 +45,38 @@ if sys.version_info >= (3, 11):
 else:  # pragma: no cover - exercised on 3.10 only
     import tomli as tomllib
 
-#: What a plugin may import from gpumem (tests may also use gpumem.testing).
+#: What a plugin may import from gpumem (its tests may also use gpumem.testing and the checks
+#: every plugin must pass, gpumem.api.checks, which needs pytest).
 ALLOWED_IMPORTS = frozenset({"gpumem.api", "gpumem.api.figures", "gpumem.api.simulator",
                              "gpumem.api.formats"})
-ALLOWED_IN_TESTS = ALLOWED_IMPORTS | {"gpumem.testing"}
+ALLOWED_IN_TESTS = ALLOWED_IMPORTS | {"gpumem.testing", "gpumem.api.checks"}
+
+#: Each check's line, by its key (``{arch}``: the architecture checked), in the order the
+#: checks run: the one wording of each (:mod:`gpumem.authoring.checks` names them).
+WHAT = {
+    "loads": "loads",
+    "architectures": "architectures",
+    "simulator_config": "{arch}: simulator config",
+    "quick_run": "{arch}: quick simulated run meets its expected values",
+    "expected_names": "{arch}: every expected value names a finding an experiment reports",
+    "expected_sources": "{arch}: every expected value has a source",
+    "expected_valid": "{arch}: every expected value is valid (its hook's answer kept whole)",
+    "planted_cache": "{arch}: the structure search recovers a planted cache under it",
+    "imports": "imports from gpumem only gpumem.api",
+}
+#: The planted caches (:func:`gpumem.testing.random_cache` seeds) each architecture is run on.
+PLANTED_SEEDS = (0, 1)
 
 
 @dataclass
 class Check:
-    """One line of the report: what was checked, whether it holds, and the evidence."""
+    """One line of the report: what was checked, whether it holds, the evidence, and the
+    name of the check that made it (:mod:`gpumem.authoring.checks`)."""
 
     what: str
     ok: bool
     detail: str = ""
+    name: str = ""
 
 
 def gpumem_imports(source: str) -> list[tuple[int, str]]:
@@ -120,7 +144,7 @@ def _from_tree(path: Path) -> metadata.EntryPoint:
                          f"'{GROUP}' group; a plugin declares one")
     (name, value), = eps.items()
     code = path / "src" if (path / "src").is_dir() else path
-    sys.path.insert(0, str(code))  # taken out again when the check ends (check_plugin)
+    sys.path.insert(0, str(code))  # taken out when the check ends (checks.check_plugin)
     return metadata.EntryPoint(name=name, value=str(value), group=GROUP)
 
 
@@ -162,24 +186,24 @@ def _package_dir(ep: metadata.EntryPoint) -> Path | None:
 
 def _loads(plugins: Plugins, name: str, tree: Path | None,
            ep: metadata.EntryPoint | None = None) -> Check:
-    (rec,) = [r for r in plugins.records if r.name == name] or [None]
+    rec = next((r for r in plugins.records if r.name == name), None)
     if rec is None or rec.status != "ok":
-        return Check("loads", False, rec.error if rec else "not loaded")
+        return Check(WHAT["loads"], False, rec.error if rec else "not loaded")
     if tree is not None and ep is not None:  # the folder's code, not an installed package
         pkg = _package_dir(ep)
         if pkg is not None and tree.resolve() not in pkg.resolve().parents:
-            return Check("loads", False, f"its package was imported from {pkg}, not from "
-                                         f"{tree}: an installed package of that name comes "
-                                         f"first (uninstall it, or check it by name)")
+            return Check(WHAT["loads"], False,
+                         f"its package was imported from {pkg}, not from {tree}: an installed "
+                         f"package of that name comes first (uninstall it, or check it by name)")
     gave = "; ".join(f"{k}: {', '.join(v)}" for k, v in rec.contributes.items() if v)
     where = f"from {tree}" if tree is not None else f"{rec.distribution} {rec.version}"
-    return Check("loads", True, f"{where}: {gave or 'nothing'}")
+    return Check(WHAT["loads"], True, f"{where}: {gave or 'nothing'}")
 
 
 def _sim_config(plugins: Plugins, arch: Any) -> tuple[Check, Any]:
     from gpumem.sim import SimConfig
 
-    what = f"{arch.name}: simulator config"
+    what = WHAT["simulator_config"].format(arch=arch.name)
     try:
         cfg = plugins.first_result("gpumem_simulator_config", arch=arch.name, simulator="sim")
     except Exception as e:  # noqa: BLE001 - the plugin's config is what is checked
@@ -202,7 +226,7 @@ def _quick_run(plugins: Plugins, arch: Any, workers: int) -> Check:
     from gpumem.contracts.findings import CHECK_FAILS
     from gpumem.run.runner import RunRequest, run
 
-    what = f"{arch.name}: quick simulated run meets its expected values"
+    what = WHAT["quick_run"].format(arch=arch.name)
     with tempfile.TemporaryDirectory(prefix="gpumem-plugin-check-") as tmp:
         report = run(RunRequest(arch=arch.name, device="sim", quick=True, workers=workers,
                                 out=Path(tmp) / "run"), plugins=plugins)
@@ -258,17 +282,44 @@ def _expected_names(plugins: Plugins, arch: Any, cfg: Any) -> tuple[Check, Check
         for e in plugins.expected_values(arch.name, dev, warn=dropped.append):
             values.setdefault(e.name, e)
     unknown = undeclared(sorted(values), plugins.experiments())
-    names = Check(f"{arch.name}: every expected value names a finding an experiment reports",
-                  not unknown, f"{len(values)} names" if not unknown else
+    names = Check(WHAT["expected_names"].format(arch=arch.name), not unknown,
+                  f"{len(values)} names" if not unknown else
                   "no experiment reports: " + ", ".join(unknown))
     bare = sorted(n for n, e in values.items() if not str(e.source).strip())
-    sources = Check(f"{arch.name}: every expected value has a source", not bare,
+    sources = Check(WHAT["expected_sources"].format(arch=arch.name), not bare,
                     f"{len(values)} values" if not bare else "no source: " + ", ".join(bare))
     seen = list(dict.fromkeys(dropped))  # the same answer for every device asked
-    valid = Check(f"{arch.name}: every expected value is valid (its hook's answer kept "
-                  f"whole)", not seen, "; ".join(seen)[:600] if seen else
-                  f"{len(values)} values")
+    valid = Check(WHAT["expected_valid"].format(arch=arch.name), not seen,
+                  "; ".join(seen)[:600] if seen else f"{len(values)} values")
     return names, sources, valid
+
+
+def _planted_cache(plugins: Plugins, arch: Any) -> Check:
+    """Core's ``cache_structure`` run under the architecture on planted caches (random
+    geometry and timer noise, the answer known): what the architecture sets for the search
+    (its experiments' parameters, its device description) must not keep it from the truth."""
+    from gpumem.run.runner import RunRequest, run
+    from gpumem.testing import random_cache, recovered
+
+    what = WHAT["planted_cache"].format(arch=arch.name)
+    missed, recovered_names = [], 0
+    for seed in PLANTED_SEEDS:
+        planted = random_cache(seed)
+        with tempfile.TemporaryDirectory(prefix="gpumem-plugin-check-") as tmp:
+            planted.config.save(Path(tmp) / "planted.toml")
+            report = run(RunRequest(arch=arch.name, experiments=["cache_structure"],
+                                    device="sim", sim_config=Path(tmp) / "planted.toml",
+                                    out=Path(tmp) / "run"), plugins=plugins)
+        if report.failed:
+            missed += [f"seed {seed}: {o.experiment} ({o.error})" for o in report.failed]
+            continue
+        lost = recovered(report.outcomes[0].findings, planted.truth)
+        missed += [f"seed {seed} ({planted.description}): {n} planted {a!r}, found {b!r}"
+                   for n, (a, b) in lost.items()]
+        recovered_names += len(planted.truth) - len(lost)
+    seeds = ", ".join(map(str, PLANTED_SEEDS))
+    return Check(what, not missed, "; ".join(missed)[:600] if missed else
+                 f"seeds {seeds}: {recovered_names} planted findings recovered")
 
 
 def moved_names(folder: Path) -> list[str]:
@@ -296,7 +347,7 @@ def moved_names(folder: Path) -> list[str]:
 
 def _imports(ep: metadata.EntryPoint, tree: Path | None) -> Check:
     folder = _package_dir(ep)
-    what = "imports from gpumem only gpumem.api"
+    what = WHAT["imports"]
     if folder is None:
         return Check(what, False, f"the entry point ({ep.value}) names no package of the "
                                   f"plugin's own")
@@ -304,34 +355,3 @@ def _imports(ep: metadata.EntryPoint, tree: Path | None) -> Check:
     if tree is not None and (tree / "tests").is_dir():
         bad += imports_past_api(tree / "tests", ALLOWED_IN_TESTS)
     return Check(what, not bad, f"{folder}" if not bad else "; ".join(bad))
-
-
-def check_plugin(target: str, *, workers: int = 1) -> tuple[str, list[Check]]:
-    """The plugin's name and every check's result (see the module docstring). A source
-    tree is on ``sys.path`` only while it is checked."""
-    before = list(sys.path)
-    try:
-        return _check(target, workers)
-    finally:
-        sys.path[:] = before
-
-
-def _check(target: str, workers: int) -> tuple[str, list[Check]]:
-    plugins, ep, tree = load_alone(target)
-    name = ep.name
-    checks = [_loads(plugins, name, tree, ep)]
-    if not checks[0].ok:
-        return name, checks
-    rec = next(r for r in plugins.records if r.name == name)
-    archs = [plugins.architectures()[a] for a in rec.contributes["architectures"]]
-    if not archs:
-        checks.append(Check("architectures", True, "none: no simulator config or expected "
-                                                    "values to check"))
-    for arch in archs:
-        check, cfg = _sim_config(plugins, arch)
-        checks.append(check)
-        if cfg is not None:
-            checks.append(_quick_run(plugins, arch, workers))
-        checks += _expected_names(plugins, arch, cfg)
-    checks.append(_imports(ep, tree))
-    return name, checks

@@ -6,8 +6,8 @@ point, ``plugin.py`` (the architecture), ``expected.py`` (the measured values as
 with its source, and the rule of which devices they apply to), ``sim.toml`` (the calibrated
 config, every line commented with its finding or assumption), a README (the findings table,
 the provenance, what the simulator does not reproduce, what a human should add) and tests
-that pass as written. Everything it imports from gpumem is :mod:`gpumem.api` (tests:
-:mod:`gpumem.testing` too).
+that pass as written (the checks every plugin must pass, :mod:`gpumem.api.checks`, one test
+each, and its own architecture). Everything it imports from gpumem is :mod:`gpumem.api`.
 """
 
 from __future__ import annotations
@@ -171,53 +171,32 @@ def expected_values(device: DeviceInfo) -> list[Expected]:
 
 
 def test_py(p: NewPlugin) -> str:
-    return f'''"""The plugin's own tests (``pip install -e '.[test]'``, then ``pytest``): it loads,
-its simulator config is its architecture's, a simulated run meets its own expected values,
-and the structure search recovers a planted cache under this architecture."""
+    return f'''"""The plugin's own tests (``pip install -e '.[test]'``, then ``pytest``): every
+check ``gpumem plugin check {p.name}`` makes, one test each named after it (gpumem.api.checks:
+it loads, its simulator config is its architecture's, a quick simulated run meets its own
+expected values, every expected value names a finding and has a source, the structure search
+recovers a planted cache under it, it imports only gpumem.api), and what is this plugin's own:
+the architecture it registers beside every installed plugin."""
 
 from __future__ import annotations
 
-import pytest
-from gpumem.api import RunRequest, load_plugins, run
-from gpumem.testing import random_cache, recovered
+from gpumem.api import load_plugins
+from gpumem.api.checks import parametrize_plugin_checks
 
 NAME = {_py(p.name)}
 
 
-@pytest.fixture(scope="module")
-def plugins():
-    return load_plugins()  # every installed plugin, as `gpumem` itself loads them
+@parametrize_plugin_checks(NAME)
+def test_plugin_check(check):
+    check()
 
 
-def test_the_plugin_loads_and_registers_its_architecture(plugins):
+def test_it_registers_its_architecture_beside_every_installed_plugin():
+    plugins = load_plugins()  # every installed plugin, as `gpumem` itself loads them
     (me,) = [r for r in plugins.records if r.name == NAME]
     assert me.status == "ok", me.error
     assert me.contributes["architectures"] == [NAME]
-
-
-def test_its_simulator_config_is_this_architecture(plugins):
-    cfg = plugins.first_result("gpumem_simulator_config", arch=NAME, simulator="sim")
-    assert cfg.arch == NAME and cfg.compute_capability == {_py(p.compute_capability)}
-
-
-def test_a_quick_simulated_run_meets_its_expected_values(plugins, tmp_path):
-    report = run(RunRequest(arch=NAME, device="sim", quick=True, out=tmp_path / "run"),
-                 plugins=plugins)
-    assert not report.failed, [(o.experiment, o.error) for o in report.failed]
-    checked = {{f.name: f.status for o in report.outcomes for f in o.findings
-               if f.expected is not None}}
-    assert checked, "no finding was checked"
-    assert "fail" not in checked.values(), {{n: s for n, s in checked.items() if s == "fail"}}
-
-
-@pytest.mark.parametrize("seed", range(2))
-def test_a_planted_cache_is_recovered_under_this_architecture(plugins, tmp_path, seed):
-    planted = random_cache(seed)
-    planted.config.save(tmp_path / "planted.toml")
-    report = run(RunRequest(arch=NAME, experiments=["cache_structure"], device="sim",
-                            sim_config=tmp_path / "planted.toml", out=tmp_path / "run"),
-                 plugins=plugins)
-    assert not recovered(report.outcomes[0].findings, planted.truth), planted.description
+    assert plugins.architectures()[NAME].compute_capabilities == ({_py(p.compute_capability)},)
 '''
 
 

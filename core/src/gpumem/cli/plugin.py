@@ -1,6 +1,6 @@
 """``gpumem plugin new`` and ``gpumem plugin check``: a measured GPU becomes a plugin, and a
 plugin is checked against itself and gpumem (:mod:`gpumem.authoring.new`,
-:mod:`gpumem.authoring.check`)."""
+:mod:`gpumem.authoring.checks`)."""
 
 from __future__ import annotations
 
@@ -17,6 +17,7 @@ from gpumem.cli._common import (
     check_damage,
     escape_controls,
     plugins,
+    print_json,
     require_paths,
     stderr,
     stdout,
@@ -131,19 +132,26 @@ def check(
                                  help="An installed plugin's name, or its source folder."),
     workers: int = typer.Option(1, "--workers", "-j", min=1,
                                 help="Worker processes for the quick simulated run."),
+    as_json: bool = typer.Option(False, "--json",
+                                 help="Print the checks as JSON (name, what, ok, detail)."),
 ) -> None:
     """Check a plugin on its own: it loads, its simulator config is its architecture's, a
     quick simulated run meets its expected values, every expected value names a finding an
-    experiment reports and has a source, and it imports only gpumem.api. Exit 1 on any
-    problem."""
-    from gpumem.authoring.check import check_plugin
+    experiment reports, has a source and is valid, core's structure search recovers a
+    planted cache under each architecture, and it imports only gpumem.api. The checks a
+    plugin's tests make (gpumem.api.checks), one line each. Exit 1 on any problem."""
+    from gpumem.authoring.checks import check_plugin
 
     name, checks = check_plugin(target, workers=workers)
     con = stdout()
-    for c in checks:
-        con.print(escape_controls(f"{'ok  ' if c.ok else 'FAIL'}  {c.what}"
-                                  + (f": {c.detail}" if c.detail else "")),
-                  highlight=False, markup=False)
+    if as_json:
+        print_json([{"name": c.name, "what": c.what, "ok": c.ok, "detail": c.detail}
+                    for c in checks])
+    else:
+        for c in checks:
+            con.print(escape_controls(f"{'ok  ' if c.ok else 'FAIL'}  {c.what}"
+                                      + (f": {c.detail}" if c.detail else "")),
+                      highlight=False, markup=False)
     bad = [c for c in checks if not c.ok]
     if bad:
         _say(f"plugin check {name}: {len(bad)} problem(s)")
