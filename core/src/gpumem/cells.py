@@ -32,10 +32,10 @@ def fmt_expected(value: object, bound: str = "") -> str:
 
 def _end(x: object) -> float | None:
     """A band's or interval's end as a float, ``None`` for an infinite or unknown one."""
-    if x is None or isinstance(x, (str, bool)):
+    if x is None or isinstance(x, (str, bool)) or not hasattr(x, "__float__"):
         return None
     try:
-        f = float(x)  # type: ignore[arg-type]
+        f = float(x)
     except (TypeError, ValueError):
         return None
     return None if f != f or f in (float("inf"), float("-inf")) else f
@@ -58,8 +58,10 @@ def _range(lo: object, hi: object) -> str:
     a, b = _end(lo), _end(hi)
     if a is None and b is None:
         return "-"
+    if a is None and b is not None:
+        return f"<= {_num(b)}"
     if a is None:
-        return f"<= {_num(b)}"  # type: ignore[arg-type]
+        return "-"
     if b is None:
         return f">= {_num(a)}"
     if a == b:

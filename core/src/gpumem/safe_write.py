@@ -22,7 +22,7 @@ import secrets
 import stat
 from pathlib import Path
 
-from gpumem.contracts.errors import GpumemError, UsageError
+from gpumem.contracts.errors import GpumemError, OutputError
 
 __all__ = ["EXCLUSIVE_FLAGS", "OutputError", "WriteFailed", "fsync_dir", "os_cause",
            "replace_file", "write_bytes", "write_text"]
@@ -30,10 +30,6 @@ __all__ = ["EXCLUSIVE_FLAGS", "OutputError", "WriteFailed", "fsync_dir", "os_cau
 #: A new file only: never an existing one, never through a symlink.
 EXCLUSIVE_FLAGS = os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_NOFOLLOW", 0) \
     | getattr(os, "O_CLOEXEC", 0)
-
-
-class OutputError(UsageError):
-    """An output file cannot be written where the user asked (names the path and why)."""
 
 
 class WriteFailed(GpumemError):

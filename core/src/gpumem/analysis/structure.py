@@ -152,12 +152,12 @@ def constant_bits(groups: Sequence[Sequence[int]], lo_bit: int, hi_bit: int
     (i, j) of the other bits is an XOR-folded index bit when ``a_i ^ a_j`` is. More groups
     (sets) make a constant-by-chance bit less likely.
     """
-    groups = [np.asarray(g, dtype=np.int64) for g in groups if len(g) >= 2]
-    if not groups:
+    arrays = [np.asarray(g, dtype=np.int64) for g in groups if len(g) >= 2]
+    if not arrays:
         return [], []
 
     def const_in_all(f) -> bool:
-        return all(np.unique(f(g)).size == 1 for g in groups)
+        return all(np.unique(f(g)).size == 1 for g in arrays)
 
     bits = range(lo_bit, hi_bit)
     plain = [b for b in bits if const_in_all(lambda g, b=b: (g >> b) & 1)]

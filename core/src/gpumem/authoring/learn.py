@@ -264,10 +264,10 @@ def summarize(measurements: list[dict[str, Any]], dropped: dict[str, int],
             "cards": max(st["cards"] for st in cards.values()),
             "runs": max(st["runs"] for st in members.values())}
     specific = {}
-    for name, by_card in sorted(structural.items()):
-        seen = sorted(set().union(*by_card.values()))
+    for name, texts in sorted(structural.items()):
+        seen = sorted(set().union(*texts.values()))
         if len(seen) > 1:
-            within = [c for c, vs in by_card.items() if len(vs) > 1]
+            within = [c for c, vs in texts.items() if len(vs) > 1]
             specific[name] = (f"differed between runs of one card ({', '.join(within)})"
                               if within else "differed between cards") + \
                 f": {' | '.join(seen)[:200]}"

@@ -252,7 +252,7 @@ def load_runs(plugins: Plugins, runs: Sequence[Path]) -> list[Source]:
     if len(ccs) != 1 or any(s.device is None for s in sources):
         raise UsageError(f"--from: the runs must measure GPUs of one compute capability "
                          f"(found {', '.join(sorted(ccs)) or 'none recorded'})")
-    if any(s.device.kind == "sim" for s in sources):  # type: ignore[union-attr]
+    if any(s.device is not None and s.device.kind == "sim" for s in sources):
         raise UsageError("--from: a plugin describes hardware; give runs measured on a GPU "
                          "(a simulated run measures its config, not a GPU)")
     bad = [c for c in ccs if not is_compute_capability(c)]
@@ -311,24 +311,25 @@ def derive_values(sources: list[Source], allowances: dict[str, Any] | None = Non
     keys = sorted({k for s in sources for k in s.findings})
     values, left = [], []
     for exp, name in keys:
-        found = [s.findings.get((exp, name)) for s in sources]
+        maybe = [s.findings.get((exp, name)) for s in sources]
         if name in specific:
             left.append(Left(name, exp, specific[name]))
             continue
-        if any(f is None for f in found):
+        found = [f for f in maybe if f is not None]
+        if len(found) < len(maybe):
             left.append(Left(name, exp, "not in every run"))
             continue
-        if any(not f.resolved for f in found):  # type: ignore[union-attr]
+        if any(not f.resolved for f in found):
             left.append(Left(name, exp, "unresolved in at least one run"))
             continue
-        if any(f.status == "contended" for f in found):  # type: ignore[union-attr]
+        if any(f.status == "contended" for f in found):
             left.append(Left(name, exp, "measured beside another process on the GPU in at "
                                         "least one run (contended)"))
             continue
-        vals = [f.value for f in found]  # type: ignore[union-attr]
-        f0: Finding = found[0]  # type: ignore[assignment]
+        vals = [f.value for f in found]
+        f0: Finding = found[0]
         kind = kind_of(f0)
-        labels = {repr(f.index) for f in found}  # type: ignore[union-attr]
+        labels = {repr(f.index) for f in found}
         if len(labels) > 1:
             left.append(Left(name, exp, "the runs' grids differ"))
             continue
@@ -348,7 +349,7 @@ def derive_values(sources: list[Source], allowances: dict[str, Any] | None = Non
         integral = all(isinstance(x, int) for v in vals for x in (v if isinstance(v, list)
                                                                    else [v]))
         m = _median(vals, integral)
-        band = model_band(name, f0.units, m, vals,  # type: ignore[union-attr]
+        band = model_band(name, f0.units, m, vals,
                           [f.interval for f in found], len(cards), allowances)
         values.append(Value(name, exp, m, f0.units, band.rel_tol, band.abs_tol,
                             f"{where}: median; {band.text}", vals, index=index))
@@ -394,7 +395,7 @@ def judge(values: list[Value], full: dict[str, Finding], quick: dict[str, Findin
         verdicts = []
         for label, run in (("full", full), ("quick", quick)):
             f = run.get(v.name)
-            if f is None or not f.resolved:
+            if f is None or not f.resolved or f.value is None:
                 verdicts.append(f"the {label} run gives none")
             elif f.status == NOT_MODELLED:
                 verdicts.append("not modelled")
@@ -452,12 +453,15 @@ def new_plugin(plugins: Plugins, name: str, runs: Sequence[Path], out: Path, *,
         if unchecked:
             say(f"warning: --from {run}: its manifest records no checksum for {unchecked} "
                 f"file(s): they could not be checked for changes since they were written")
+    d0 = sources[0].device
+    if d0 is None:
+        raise UsageError(f"--from {sources[0].label}: the run names no device")
     values, left = derive_values(sources)
     src = median_source(sources, values)
     cal, base_name, assumed = calibrated(plugins, src, src.arch)
     cfg = cal.config
     cfg.name, cfg.arch = name, name
-    cfg.description = f"{sources[0].device.name} as gpumem measured it ({len(sources)} runs)"
+    cfg.description = f"{d0.name} as gpumem measured it ({len(sources)} runs)"
     labels = list(dict.fromkeys(s.label for s in sources))
     run_names = ", ".join(labels)  # card, date, id: no local path in a shared file
     cfg.source = f"gpumem plugin new {name}: calibrated from {run_names}"
@@ -474,11 +478,11 @@ def new_plugin(plugins: Plugins, name: str, runs: Sequence[Path], out: Path, *,
         quick = simulate(plugins, sim_cfg, sim_arch, experiments, quick=True,
                          workers=workers, out=Path(tmp) / "quick")
     judge(values, full, quick)
-    d0 = sources[0].device
+    devices = [s.device for s in sources if s.device is not None]
     return NewPlugin(
         name=name, out=out, compute_capability=d0.compute_capability,
-        products=sorted({s.device.name for s in sources}),
-        cards=sorted({s.device.uuid for s in sources}),
+        products=sorted({d.name for d in devices}),
+        cards=sorted({d.uuid for d in devices}),
         runs=labels, values=values, left=left, sim_toml=toml,
         gpumem_version=__version__,
         runs_provenance=[_provenance(s) for s in sources])

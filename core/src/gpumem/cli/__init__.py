@@ -17,15 +17,16 @@ gpumem's to end.
 
 from __future__ import annotations
 
-import atexit
 import os
 import sys
 import threading
 import time
 import traceback
+from typing import NoReturn, Protocol, cast
 
 import typer
 
+from gpumem._compat import run_atexit_handlers
 from gpumem.cli import _state
 from gpumem.cli import analyze as _analyze  # noqa: E402,F401  (registers commands)
 from gpumem.cli import compare as _compare  # noqa: E402,F401
@@ -40,6 +41,14 @@ from gpumem.cli._app import _CtrlC, app  # noqa: F401  (app: the typer applicati
 from gpumem.cli._common import escape_controls
 from gpumem.contracts.errors import GpumemError
 from gpumem.plugin.registry import warnings_as_lines
+
+
+class _ClickException(Protocol):
+    """What gpumem reads of click's ``ClickException`` (its class: :func:`_click_exception`)."""
+
+    exit_code: int
+
+    def format_message(self) -> str: ...
 
 
 def _click_exception() -> type[Exception]:
@@ -73,16 +82,17 @@ def _main(args: list[str]) -> int:
         code = rv if isinstance(rv, int) else 0  # typer.Exit(n) inside a command returns n
     except typer.Exit as e:
         code = e.exit_code
-    except click_exception as e:
-        if type(e).__name__ == "NoArgsIsHelpError":  # click >= 8.2 (and typer's copy): help
-            print(e.format_message(), file=sys.stderr)
+    except click_exception as exc:
+        err = cast(_ClickException, exc)  # the class is click's ClickException
+        if type(exc).__name__ == "NoArgsIsHelpError":  # click >= 8.2 (and typer's copy): help
+            print(err.format_message(), file=sys.stderr)
         else:
-            msg = e.format_message().replace("\n", " ")
-            ctx = getattr(e, "ctx", None)
+            msg = err.format_message().replace("\n", " ")
+            ctx = getattr(exc, "ctx", None)
             where = (f" {ctx.command_path.split(' ', 1)[1]}"
                      if ctx and " " in ctx.command_path else "")
             print(escape_controls(f"gpumem{where}: error: {msg}"), file=sys.stderr)
-        code = e.exit_code
+        code = err.exit_code
     except typer.Abort:
         print("gpumem: aborted", file=sys.stderr)
         code = 130
@@ -97,7 +107,7 @@ def _main(args: list[str]) -> int:
     return code
 
 
-def _console(args: list[str]) -> None:
+def _console(args: list[str]) -> NoReturn:
     """The command as a process: run it, then end the process with its code, whatever
     threads plugins left behind (:func:`_exit`)."""
     try:
@@ -119,7 +129,7 @@ def _console(args: list[str]) -> None:
 GRACE_S = 3.0
 
 
-def _exit(code: int) -> None:
+def _exit(code: int) -> NoReturn:
     """``sys.exit(code)``, unless a non-daemon thread other than this one is still alive:
     the interpreter would wait for it at exit, for ever if a plugin's thread never ends.
     A thread a plugin's import or hook started (:func:`gpumem.plugin.registry.lingering_threads`)
@@ -164,7 +174,7 @@ def _watchdog(code: int) -> None:
         _hard_exit(code, left, f" {GRACE_S:g} s after the command was done", run_atexit=False)
 
 
-def _hard_exit(code: int, left: list, when: str, run_atexit: bool = True) -> None:
+def _hard_exit(code: int, left: list, when: str, run_atexit: bool = True) -> NoReturn:
     named = [f"'{t.name}' (plugin '{owner}')" if owner else
              f"'{t.name}' (started outside any plugin call gpumem made)" for t, owner in left]
     many = len(named) > 1
@@ -173,7 +183,7 @@ def _hard_exit(code: int, left: list, when: str, run_atexit: bool = True) -> Non
                           f"waiting for {'them' if many else 'it'}"), file=sys.stderr)
     try:
         if run_atexit:  # what a normal exit runs (logging, multiprocessing, temp files)
-            atexit._run_exitfuncs()
+            run_atexit_handlers()
     finally:
         for stream in (sys.stdout, sys.stderr):
             try:

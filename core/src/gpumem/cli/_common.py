@@ -16,6 +16,7 @@ from rich.measure import Measurement
 from rich.table import Table
 from rich.text import Text
 
+from gpumem._compat import rich_column_at
 from gpumem.cells import (  # the cells' text, for the commands that import it from here
     BOUND_WORDS,  # noqa: F401
     fmt_band,
@@ -73,12 +74,12 @@ STATUS_STYLE = {"pass": "green", "undecided": "yellow", "fail": "red",
 WRAP_MIN = 12
 
 
-def name_column(table: Table, header: str, **kw: Any) -> None:
+def name_column(table: Table, header: str | Text, **kw: Any) -> None:
     """A column of names (findings, experiments, statuses): never wrapped, never cut."""
     table.add_column(header, no_wrap=True, overflow="ignore", **kw)
 
 
-def text_column(table: Table, header: str, **kw: Any) -> None:
+def text_column(table: Table, header: str | Text, **kw: Any) -> None:
     """A column of values or prose that may wrap (and fold long words) in a narrow terminal."""
     table.add_column(header, overflow="fold", **kw)
 
@@ -97,7 +98,7 @@ class FitTable:
         wide = options.update_width(10_000)
         total = len(columns) + 1 if self.table.box else 0          # vertical rules
         for c in columns:
-            cells = [c.header, *c._cells]
+            cells = [c.header, *c.cells]
             w = max((Measurement.get(console, wide, x).maximum for x in cells), default=1)
             total += (w if c.no_wrap else min(w, WRAP_MIN)) + 2      # padding (0, 1)
         return total
@@ -116,10 +117,7 @@ class FitTable:
             return self.table
         t = copy.copy(self.table)
         t.columns = []
-        for k, c in enumerate(columns):
-            c = copy.copy(c)
-            c._index = k
-            t.columns.append(c)
+        t.columns.extend(rich_column_at(c, k) for k, c in enumerate(columns))
         note = f"left out: {', '.join(left_out)} (see --json)"
         t.caption = Text(f"{t.caption}; {note}" if t.caption else note, style="dim")
         return t

@@ -12,6 +12,7 @@ from typing import Any
 
 import typer
 from rich.table import Table
+from rich.text import Text
 
 from gpumem.cli._app import app
 from gpumem.cli._common import (
@@ -144,7 +145,7 @@ def finding_columns(t: Table) -> None:
     text_column(t, "reason")
 
 
-def findings_table(title: object = None) -> Table:
+def findings_table(title: str | Text | None = None) -> Table:
     """finding, value, interval, units, band, expected, status, precision, confidence,
     method: the names never cut (wrapped in :class:`FitTable` with :data:`FINDINGS_DROP`)."""
     t = Table(title=title, show_header=True)

@@ -19,6 +19,10 @@ class UsageError(GpumemError):
     exit_code = 2
 
 
+class OutputError(UsageError):
+    """An output file cannot be written where the user asked (names the path and why)."""
+
+
 class PluginError(GpumemError):
     """A plugin failed to load or conflicts with another (raised only in strict mode)."""
 

@@ -480,17 +480,18 @@ def _by_label(value: Value, exp: Expected, interval: tuple | None,
     by one dimension (a quick run's cp.async speedups at 1, 4, 16 groups against the full
     grid's 1, 2, 4, 8, 16): only the coordinates both have are compared. ``None`` where the
     two are not labelled alike (then they pair by position)."""
+    want = exp.value
     if exp.index is None or index is None or exp.index[0] != index[0] or \
             not isinstance(value, (list, tuple)) or len(index[1]) != len(value) or \
-            len(exp.index[1]) != len(exp.value):  # type: ignore[arg-type]
+            not isinstance(want, (list, tuple)) or len(exp.index[1]) != len(want):
         return None
     spans: list = [None] * len(value)
     if interval is not None and isinstance(interval[0], (list, tuple)) and \
             len(interval[0]) == len(value) == len(interval[1]):
         spans = list(zip(interval[0], interval[1], strict=True))
     mine = {str(k): (v, sp) for k, v, sp in zip(index[1], value, spans, strict=True)}
-    pairs = [(mine[str(k)], x) for k, x in zip(exp.index[1], exp.value,  # type: ignore[arg-type]
-                                                strict=True) if str(k) in mine]
+    pairs = [(mine[str(k)], x) for k, x in zip(exp.index[1], want, strict=True)
+             if str(k) in mine]
     return [v for (v, _s), _x in pairs], [x for _v, x in pairs], [s for (_v, s), _x in pairs]
 
 

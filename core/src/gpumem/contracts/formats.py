@@ -26,7 +26,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
-from gpumem.contracts.errors import GpumemError, ResultsFileError, UsageError
+from gpumem.contracts.errors import GpumemError, OutputError, UsageError
 
 if TYPE_CHECKING:
     from gpumem.contracts.architecture import Architecture
@@ -142,8 +142,6 @@ class Format(ABC):  # noqa: B024 - a subclass overrides import_file, export_run 
         mt4g`` refuses an occupied ``--out``): anything at ``path`` is a usage error, exit 2.
         A symlink is the exception: it is replaced, its target never opened
         (:mod:`gpumem.safe_write`), so a link planted there cannot redirect the write."""
-        from gpumem.safe_write import OutputError
-
         try:
             st = os.lstat(path)
         except FileNotFoundError:
@@ -161,27 +159,11 @@ class Format(ABC):  # noqa: B024 - a subclass overrides import_file, export_run 
         would then quietly take the packaged config's value where the file's finding belongs.
         Every
         entry is checked against the manifest first (missing, size, checksum, outside the
-        run); a :class:`ResultsFileError` (exit 1) names the first damaged file."""
-        from gpumem.results.io import open_findings
-        from gpumem.results.store import MANIFEST, RunStore, file_of
-        from gpumem.results.verify import CHECKED, verify_target
-
+        run); a :class:`ResultsFileError` (exit 1) names the first damaged file. The reading
+        is :mod:`gpumem.interop`'s, handed in (:func:`reads_runs`)."""
         if _run_reader is None:  # cannot happen once gpumem.interop or gpumem.api is loaded
             raise RuntimeError("no run reader: import gpumem.interop (or gpumem.api.formats) "
                                "before calling Format.load_run")
-        run = Path(run)
-        damaged = verify_target(run)
-        if not damaged and run.is_dir() and (run / MANIFEST).is_file():
-            for e in RunStore(run).entries():  # no checksum recorded: the findings must open
-                if e.status in CHECKED and e.data.get("file") and not e.data.get("sha256"):
-                    try:
-                        open_findings(file_of(run, e.data["file"]))
-                    except ResultsFileError as err:
-                        raise ResultsFileError(f"{run}: cannot export a damaged run: "
-                                               f"{err}") from None
-        if damaged:
-            more = f" (and {len(damaged) - 1} more damaged)" if len(damaged) > 1 else ""
-            raise ResultsFileError(f"{run}: cannot export a damaged run: {damaged[0]}{more}")
         return _run_reader(run, reanalyze_with=reanalyze_with)
 
     @staticmethod

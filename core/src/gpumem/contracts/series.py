@@ -1,7 +1,9 @@
 """One device's results in one run directory, as the report's figures read them.
 
-A :class:`Series` opens its raw datasets and findings lazily, through the results store
-(:mod:`gpumem.results`); the report (:mod:`gpumem.report.runs`) makes them from run
+A :class:`Series` opens its raw datasets and findings lazily, through the two methods its
+maker gives (:meth:`Series.open_raw`, :meth:`Series.open_findings`: the report's
+:class:`gpumem.report.runs.RunSeries` reads them from the results store, so the contracts
+import nothing of it); the report (:mod:`gpumem.report.runs`) makes them from run
 directories, and every draw function (:mod:`gpumem.figures`, an experiment's figures) takes
 them. It sits beside :class:`~gpumem.contracts.presentation.Presentation`, which names the
 draw functions: a contract between the experiments, the figure toolkit and the report.
@@ -18,8 +20,6 @@ import xarray as xr
 
 from gpumem.contracts.errors import ResultsFileError
 from gpumem.contracts.findings import Finding, from_dataset
-from gpumem.results.io import open_findings, open_raw
-from gpumem.results.store import file_of
 
 #: One colour per series (matplotlib's tab10, as hex, so the page can use them too).
 COLOURS = ("#1f77b4", "#ff7f0e", "#2ca02c", "#d62728", "#9467bd", "#8c564b", "#e377c2",
@@ -42,6 +42,16 @@ class Series:
     _raw: dict[str, xr.Dataset] = field(default_factory=dict, repr=False)
     _findings: dict[str, list[Finding]] = field(default_factory=dict, repr=False)
 
+    # ---- reading (given by the maker: the report's RunSeries reads the results store) ----
+    def open_raw(self, file: Any) -> xr.Dataset:
+        """The raw dataset of the results file a manifest entry names (``file``: as the
+        entry has it, untrusted); raises ResultsFileError where it cannot be read."""
+        raise ResultsFileError(f"{self.run_dir}: this series reads no files")
+
+    def open_findings(self, file: Any) -> xr.Dataset:
+        """The findings group of that file, likewise."""
+        raise ResultsFileError(f"{self.run_dir}: this series reads no files")
+
     # ---- data --------------------------------------------------------------------------
     def raw(self, experiment: str) -> xr.Dataset | None:
         """The raw dataset of ``experiment``, or ``None`` (the reason is in ``missing``)."""
@@ -51,7 +61,7 @@ class Series:
         if entry is None:
             return None
         try:
-            ds = open_raw(file_of(self.run_dir, entry.get("file")))  # only inside the run
+            ds = self.open_raw(entry.get("file"))
         except ResultsFileError as e:
             self.missing[experiment] = str(e)
             del self.entries[experiment]
@@ -65,8 +75,7 @@ class Series:
             entry = self.entries.get(experiment)
             if entry is not None:
                 try:
-                    out = from_dataset(open_findings(file_of(self.run_dir,
-                                                             entry.get("file"))))
+                    out = from_dataset(self.open_findings(entry.get("file")))
                 except ResultsFileError:
                     out = []
             self._findings[experiment] = out

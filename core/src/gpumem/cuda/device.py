@@ -93,7 +93,7 @@ class CudaDevice(Device):
         from gpumem.cuda.nvml import Nvml
 
         self.nvml = Nvml(info.index)
-        self._modules: dict[str, Any] = {}
+        self._modules: dict[tuple[str, tuple[str, ...]], Any] = {}
         self.kernel_sources: dict[str, KernelSource] = {}
         self.carveout: dict[str, int] = {}
         self._warm_key: tuple | None = None  # the chain whose warm-up segments are held
@@ -208,7 +208,7 @@ class CudaDevice(Device):
         return hashlib.sha256(src.code.encode()).hexdigest() if src else ""
 
     def close(self) -> None:
-        self._bufs = {}
+        self._bufs: dict[int | None, Any] = {}  # by slot (:meth:`_buffers`)
         self._warm_key, self._warm_args = None, ()
         self._sass.close()
         self.nvml.close()
@@ -393,7 +393,7 @@ class CudaDevice(Device):
             slot = (seed or 0) % ROTATE
         if getattr(self, "_buf_footprint", None) != footprint or (
                 footprint <= 2 * self.info.l2_bytes and slot not in self._bufs):
-            self._bufs: dict = {}
+            self._bufs = {}
             cp.get_default_memory_pool().free_all_blocks()
             self._buf_footprint = footprint
             self._sink = cp.zeros(1, dtype=cp.uint32)
@@ -402,7 +402,8 @@ class CudaDevice(Device):
             free, _ = cp.cuda.runtime.memGetInfo()
             if footprint * 2 > free - (512 << 20):
                 if self._bufs:  # no room for another: rotate among those there are
-                    return self._bufs[sorted(self._bufs)[slot % len(self._bufs)]]
+                    slots = sorted(self._bufs, key=lambda s: -1 if s is None else s)
+                    return self._bufs[slots[(slot or 0) % len(slots)]]
                 raise PointSkipped(f"two buffers of {footprint} B do not fit in free device "
                                    f"memory ({free} B)")
             self._bufs[slot] = (cp.zeros(footprint // 4, dtype=cp.uint32),
@@ -467,7 +468,8 @@ class CudaDevice(Device):
             self.carveout["async_copy"] = self._set_carveout(kern, SHARED_CARVEOUT_PERCENT)
             if smem > 48 * 1024:
                 kern.max_dynamic_shared_size_bytes = smem
-            args = (a, np.uint64(chunks), np.uint64(iters), np.int32(req.reverse), self._sink)
+            args: tuple[Any, ...] = (a, np.uint64(chunks), np.uint64(iters),
+                                     np.int32(req.reverse), self._sink)
 
             def launch() -> None:
                 kern((req.ctas,), (req.threads,), args, shared_mem=smem)

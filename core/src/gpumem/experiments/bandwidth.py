@@ -106,6 +106,10 @@ class Bandwidth(Experiment):
         dev = ctx.device
         sms = max(1, dev.sm_count)
         footprint = min(max(8 * dev.l2_bytes, 256 << 20), max(dev.memory_bytes // 4, 1 << 20))
+        ctas: tuple[int, ...]
+        threads: tuple[int, ...]
+        ilps: tuple[int, ...]
+        widths: tuple[int, ...]
         if ctx.quick:
             ctas = (sms, 4 * sms)
             threads, ilps, widths = (256, 1024), (1, 4), (16,)

@@ -78,7 +78,9 @@ class BulkCopy(Experiment):
         ))
 
     def plan(self, ctx: RunContext) -> Plan:
-        chunks, stages, ctas = CHUNKS, STAGES, CTAS_PER_SM
+        chunks: tuple[int, ...] = CHUNKS
+        stages: tuple[int, ...] = STAGES
+        ctas: tuple[int, ...] = CTAS_PER_SM
         if ctx.quick:
             chunks, stages, ctas = (1024, 16384), (1, 4), (1, 2)
         footprint = _footprint(ctx)
@@ -149,7 +151,8 @@ class BulkCopy(Experiment):
                       for idx, b, v in zip(np.ndindex(gbs.shape), inflight.values.ravel(),
                                            gbs.values.ravel(), strict=True)
                       if np.isfinite(v)), key=lambda t: (t[0], t[1]))
-        at_pt = [(b, v, estimate_at(raw, "gbs", {d: gbs[d].values[i] for d, i in ix.items()}))
+        at_pt = [(b, v, estimate_at(raw, "gbs",
+                                    {str(d): gbs[d].values[i] for d, i in ix.items()}))
                  for b, v, ix in pts]
         enough = [b for b, v, _e in at_pt if v >= 0.95 * best]
         if enough:

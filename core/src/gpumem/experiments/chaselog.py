@@ -4,11 +4,13 @@
 
 from __future__ import annotations
 
+from typing import Protocol
+
 import numpy as np
 import xarray as xr
 
 from gpumem.analysis.chases import MAX_EVENTS_PER_CHASE, Chase, chases_to_dataset
-from gpumem.contracts.device import ChaseRequest, ChaseResult, Device
+from gpumem.contracts.device import ChaseRequest, ChaseResult
 from gpumem.contracts.errors import PointSkipped
 
 
@@ -26,10 +28,17 @@ def median(x: np.ndarray) -> float:
     return float(np.mean(s[k:k + 2] if s.size % 2 == 0 else s[k:k + 1]))
 
 
+class ChaseRunner(Protocol):
+    """What the log runs chases on: a :class:`~gpumem.contracts.device.Device`, or a
+    stand-in for one (the cache-structure search's ``Ahead``)."""
+
+    def pointer_chase(self, request: ChaseRequest) -> ChaseResult: ...
+
+
 class ChaseLog:
     """Runs chases on a device and logs them; ``dataset()`` is the raw data to store."""
 
-    def __init__(self, device: Device, seed: int = 0, progress=None) -> None:
+    def __init__(self, device: ChaseRunner, seed: int = 0, progress=None) -> None:
         self.device = device
         self.seed = seed
         self.progress = progress or (lambda n: None)

@@ -96,7 +96,7 @@ class DsmemLatency(Experiment):
         remote = lat.where(lat["distance"] > 0)
         if not np.isfinite(local.values).any() or not np.isfinite(remote.values).any():
             return []
-        ok = np.isfinite(lat)
+        ok = lat.copy(data=np.isfinite(lat.values))
         points = [{"cluster": c.item(), "distance": d.item()}
                   for c in lat["cluster"].values for d in lat["distance"].values
                   if bool(ok.sel(cluster=c, distance=d))]
@@ -139,7 +139,9 @@ class DsmemBandwidth(Experiment):
         return Presentation(DSMEM, rank=1)  # findings only, under dsmem
 
     def plan(self, ctx: RunContext) -> Plan:
-        clusters, warps, ilps = CLUSTERS, (1, 2, 4, 8, 16, 32), (1, 2, 4, 8)
+        clusters: tuple[int, ...] = CLUSTERS
+        warps: tuple[int, ...] = (1, 2, 4, 8, 16, 32)
+        ilps: tuple[int, ...] = (1, 2, 4, 8)
         if ctx.quick:
             clusters, warps, ilps = (2,), (4, 32), (1, 4)
         return Plan(

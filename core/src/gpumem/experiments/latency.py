@@ -255,7 +255,12 @@ class LatencyLadder(Experiment):
         def lat(name: str, p: Plateau | float, method: str, conf: float | None = None,
                 pooled: np.ndarray | None = None) -> None:
             v = p.latency if isinstance(p, Plateau) else float(p)
-            c = conf if conf is not None else _confidence(p)
+            if conf is not None:
+                c = conf
+            elif isinstance(p, Plateau):
+                c = _confidence(p)
+            else:
+                raise TypeError(f"{name}: a latency given as a number needs its confidence")
             if pooled is None and isinstance(p, Plateau):
                 pooled = samples[_core(x, p)]
             iv = None
@@ -285,8 +290,9 @@ class LatencyLadder(Experiment):
         halves.append(None)
 
         def capacity(name: str, k: int, method: str) -> Finding:
-            res = self._knee_resolution(raw.attrs, caps[k][0]) if caps[k] else 0.0
-            return _capacity(name, caps[k], method, halves[k], res)
+            cap = caps[k]
+            res = self._knee_resolution(raw.attrs, cap[0]) if cap else 0.0
+            return _capacity(name, cap, method, halves[k], res)
 
         method = "latency ladder, sequential chase, stride 128 B"
         i = 0
@@ -296,12 +302,12 @@ class LatencyLadder(Experiment):
             out.append(capacity("l1d.size", 0, "first knee of the " + method))
             i = 1
         l2_levels = []
-        while i < len(levels) and caps[i] is not None and caps[i][0] <= 1.5 * l2_bytes:
+        while i < len(levels) and (cap := caps[i]) is not None and cap[0] <= 1.5 * l2_bytes:
             l2_levels.append(i)
             i += 1
         mixed = ""
-        if len(l2_levels) >= 2 and caps[l2_levels[0]] is not None and \
-                caps[l2_levels[0]][0] >= WHOLE_L2 * l2_bytes:
+        if len(l2_levels) >= 2 and (cap := caps[l2_levels[0]]) is not None and \
+                cap[0] >= WHOLE_L2 * l2_bytes:
             # the first L2 plateau already ends at the L2's size: a later one ending within
             # 1.5 sizes is lines missing in some sets only (a hashed index's uneven sets:
             # Accel-Sim's QV100, 262 cycles from 6.2 to 8.1 MB between its L2's 193 and its
@@ -443,7 +449,7 @@ def _capacity(name: str, bracket: tuple[float, float] | None, method: str,
     the half crossing much less (31.28-31.37 MB); but on a modulo-indexed W-way cache the half
     crossing lies C / (2W + 1) past the capacity C, so the knee is the value. A measured
     quantity."""
-    lo, hi = bracket  # type: ignore[misc]
+    lo, hi = bracket  # type: ignore[misc]  # optional in the signature; callers pass a knee
     resolved = hi - lo <= max(STRIDE, resolution * lo)  # bisected as far as it is meant to
     conf = 1.0 if resolved else float(np.clip(STRIDE / (hi - lo), 0.05, 0.95))
     note = "" if hi - lo <= STRIDE else f"capacity between {int(lo)} and {int(hi)} B"

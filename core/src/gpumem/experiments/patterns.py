@@ -131,7 +131,8 @@ class Patterns(Experiment):
         hit = by.get("lat.pattern.P5")
         for name in ("lat.pattern.P1", "lat.pattern.P2", "lat.pattern.P6"):
             f = by.get(name)
-            if f is not None and hit is not None and f.value < 1.25 * hit.value:
+            if f is not None and hit is not None and isinstance(f.value, (int, float)) \
+                    and isinstance(hit.value, (int, float)) and f.value < 1.25 * hit.value:
                 # a cold pattern as fast as an L2 hit found its lines in the L2 (an H200 run
                 # before the L2 was evicted first: P2 290 cycles against 440-453 in four)
                 out[out.index(f)] = unresolved(

@@ -98,14 +98,10 @@ class SmemLatency(Experiment):
                                f"stride 2 {'does not conflict' if per == 2 else 'conflicts'}"
                                f" in the {default}-byte mode"))
         ways = [n for n in (1, 2, 4, 8, 16, 32, 64) if n * per in by_stride]
-        banks = None
-        for n, m in pairwise(ways):
-            if by_stride[m * per] <= by_stride[n * per] * 1.02:
-                banks = n
-                break
-        if banks is None and ways:
-            banks = ways[-1]
-        resolved = banks is not None and banks < ways[-1]
+        # (ways holds 1: stride ``per`` was measured, 1 always and 2 where per is 2)
+        banks = next((n for n, m in pairwise(ways)
+                      if by_stride[m * per] <= by_stride[n * per] * 1.02), ways[-1])
+        resolved = banks < ways[-1]
         out.append(Finding("smem.banks", int(banks), "1", 1.0 if resolved else 0.3,
                            "largest power-of-two conflict degree that still adds latency"))
         ways = [n for n in ways if n <= banks]
@@ -134,7 +130,7 @@ class SmemBandwidth(Experiment):
     def plan(self, ctx: RunContext) -> Plan:
         max_warps = int(ctx.device.extra.get("max_warps_per_sm", 64) or 64)
         warps = tuple(w for w in (1, 2, 4, 8, 16, 24, 32, 48, 64) if w <= max_warps)
-        ilps = (1, 2, 4, 6, 8)
+        ilps: tuple[int, ...] = (1, 2, 4, 6, 8)
         if ctx.quick:
             warps, ilps = tuple(w for w in (1, 8, 16, 32) if w <= max_warps), (1, 4)
         return Plan(

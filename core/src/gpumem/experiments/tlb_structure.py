@@ -251,7 +251,9 @@ def classify_pages(group: list[Chase], cut: float, noise: Noise
                    ) -> tuple[list[int], list[int], list[int]]:
     """(missing, hitting, unclear) pages: a page's median pair difference above ``cut`` by
     Z_PAGE of its standard errors, below it, or neither."""
-    miss, hit, unclear = [], [], []
+    miss: list[int] = []
+    hit: list[int] = []
+    unclear: list[int] = []
     for p, (m, n) in sorted(page_medians(group).items()):
         e = noise.margin(n, len(group), Z_PAGE)
         (miss if m - e > cut else hit if m + e < cut else unclear).append(p)
@@ -513,7 +515,7 @@ class _Walk:
         self.add(Finding("tlb_l1.reach", int((n1 - 1) * page), "byte", 0.9, "entries x page"))
         return page
 
-    def span_check(self, n1: int, page: int) -> int | str | None:
+    def span_check(self, n1: int, page: int) -> int | None:
         """At stride S/4, 4 n1 + 4 pages span n1 + 1 or more translations of S: exactly the
         first page of each must miss. Returns S when they do, the span the missing pages
         suggest otherwise (0: none missed), ``None`` when the probe cannot run or decide."""
@@ -565,7 +567,8 @@ class _Walk:
         stride = _stride(page)
         t1 = self.t1
         method = f"paired chases at the {_mb(page)} page stride, past the L1 TLB"
-        n, prev, r = 2 * n1, n1, None
+        n, prev = 2 * n1, n1
+        r: bool | str | None = None
         while True:
             if not self.src.fits(n, stride):
                 r = SKIPPED

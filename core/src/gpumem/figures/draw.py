@@ -33,16 +33,19 @@ import functools
 import textwrap
 from collections.abc import Callable, Sequence
 from pathlib import Path
+from typing import Any
 
 import matplotlib
 import numpy as np
 import xarray as xr
+from matplotlib.axes import Axes
 from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.figure import Figure
 from matplotlib.legend import Legend
 from matplotlib.lines import Line2D
 from matplotlib.ticker import FuncFormatter, LogLocator
 
+from gpumem._compat import axes_side_title, figure_suptitle, legend_layout
 from gpumem.contracts.series import Series
 
 PNG_DPI = 100
@@ -153,24 +156,27 @@ def figure_legend(fig: Figure, handles: list) -> None:
 def dedupe_legends(fig: Figure) -> None:
     """Every legend of ``fig`` (per axes and figure-wide) with each label once: a legend
     drawn from ``ax.legend()`` of several series would otherwise repeat a style's entry."""
-    owners = [a for a in fig.axes if a.get_legend() is not None]
+    owners: list[Axes | Figure] = [a for a in fig.axes if a.get_legend() is not None]
     for owner in [*owners, fig]:
-        legends = [owner.get_legend()] if owner is not fig else list(fig.legends)
+        legends = list(fig.legends) if isinstance(owner, Figure) else [owner.get_legend()]
         for leg in legends:
             if leg is None:
                 continue
-            handles = getattr(leg, "legend_handles", None)
-            handles = list(handles if handles is not None else leg.legendHandles)
+            handles = list(leg.legend_handles)  # matplotlib >= 3.7 (the pin)
             labels = [t.get_text() for t in leg.get_texts()]
             keep, kept_labels = unique_handles(handles, labels)
             if len(keep) == len(handles):
                 continue
-            kw = dict(loc=leg._loc, fontsize=leg._fontsize, frameon=leg.get_frame_on(),
-                      handlelength=leg.handlelength, ncols=min(leg._ncols, len(keep)))
-            if owner is fig:
+            layout = legend_layout(leg)
+            kw: dict[str, Any] = dict(
+                fontsize=leg.prop.get_size_in_points(), frameon=leg.get_frame_on(),
+                handlelength=leg.handlelength, ncols=min(layout.ncols, len(keep)))
+            if layout.loc is not None:
+                kw["loc"] = layout.loc
+            if isinstance(owner, Figure):
                 names = {v: k for k, v in Legend.codes.items()}
-                if getattr(leg, "_outside_loc", None) and leg._loc in names:
-                    kw["loc"] = f"outside {names[leg._loc]}"  # e.g. outside lower center
+                if layout.outside and layout.loc in names:
+                    kw["loc"] = f"outside {names[layout.loc]}"  # e.g. outside lower center
                 fig.legends.remove(leg)
                 fig.legend(handles=keep, labels=kept_labels, **kw)
             else:
@@ -179,7 +185,7 @@ def dedupe_legends(fig: Figure) -> None:
 
 def legend_labels(fig: Figure) -> list[list[str]]:
     """The labels of every legend of ``fig`` (tests: no label twice in one legend)."""
-    legends = [a.get_legend() for a in fig.axes if a.get_legend() is not None]
+    legends = [leg for a in fig.axes if (leg := a.get_legend()) is not None]
     legends += list(fig.legends)
     return [[t.get_text() for t in leg.get_texts()] for leg in legends]
 
@@ -244,19 +250,21 @@ def wrap_texts(fig: Figure) -> None:
         for where in ("center", "left", "right"):
             title = ax.get_title(where)
             if title:
-                obj = ax.title if where == "center" else getattr(ax, f"_{where}_title")
-                wrapped = _wrap(title, width, obj.get_fontsize())
+                obj = ax.title if where == "center" else axes_side_title(ax, where)
+                if obj is None:
+                    continue
+                wrapped = _wrap(title, width, float(obj.get_fontsize()))
                 if wrapped != title:
                     obj.set_text(wrapped)
         for label, size in ((ax.xaxis.label, width), (ax.yaxis.label, height)):
             text = label.get_text()
             if text:
-                wrapped = _wrap(text, size, label.get_fontsize())
+                wrapped = _wrap(text, size, float(label.get_fontsize()))
                 if wrapped != text:
                     label.set_text(wrapped)
-    sup = getattr(fig, "_suptitle", None)
+    sup = figure_suptitle(fig)
     if sup is not None and sup.get_text():
-        sup.set_text(_wrap(sup.get_text(), fw * 0.95, sup.get_fontsize()))
+        sup.set_text(_wrap(sup.get_text(), fw * 0.95, float(sup.get_fontsize())))
 
 
 def finish(fig: Figure | None) -> Figure | None:
@@ -303,7 +311,8 @@ def style_handles(styles: dict[str, str], marker: str | None = None) -> list[Lin
             for name, ls in styles.items()]
 
 
-def heatmap(ax, fig: Figure, values: np.ndarray, rows: Sequence, cols: Sequence,
+def heatmap(ax, fig: Figure, values: np.ndarray, rows: Sequence | np.ndarray,
+            cols: Sequence | np.ndarray,
             title: str, ylabel: str, xlabel: str, unit: str, cmap: str = "viridis") -> None:
     """``values`` (rows x cols) as a labelled heatmap with its colour bar; every cell shows
     its number, and a flat grid (the simulator) gets one colour rather than noise."""

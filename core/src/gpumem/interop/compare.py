@@ -210,7 +210,32 @@ def load_source(target: Path, reanalyze_with: PluginSet | None = None) -> Source
     return sources[0]
 
 
-reads_runs(load_source)  # Format.load_run (gpumem.contracts.formats) reads runs with it
+def load_checked_run(target: Path, reanalyze_with: PluginSet | None = None) -> Source:
+    """:func:`load_source` of a run checked whole first (what ``Format.load_run`` does):
+    reading skips a results file it cannot open, and an export would then quietly take the
+    packaged config's value where the file's finding belongs. Every entry is checked against
+    the manifest (missing, size, checksum, outside the run); a :class:`ResultsFileError`
+    (exit 1) names the first damaged file."""
+    from gpumem.results.store import file_of
+    from gpumem.results.verify import CHECKED, verify_target
+
+    run = Path(target)
+    damaged = verify_target(run)
+    if not damaged and run.is_dir() and (run / MANIFEST).is_file():
+        for e in RunStore(run).entries():  # no checksum recorded: the findings must open
+            if e.status in CHECKED and e.data.get("file") and not e.data.get("sha256"):
+                try:
+                    open_findings(file_of(run, e.data["file"]))
+                except ResultsFileError as err:
+                    raise ResultsFileError(f"{run}: cannot export a damaged run: "
+                                           f"{err}") from None
+    if damaged:
+        more = f" (and {len(damaged) - 1} more damaged)" if len(damaged) > 1 else ""
+        raise ResultsFileError(f"{run}: cannot export a damaged run: {damaged[0]}{more}")
+    return load_source(run, reanalyze_with=reanalyze_with)
+
+
+reads_runs(load_checked_run)  # Format.load_run (gpumem.contracts.formats) reads runs with it
 
 
 def compare(plugins: PluginSet, targets: list[Path], with_expected: bool,
@@ -251,13 +276,13 @@ def compare(plugins: PluginSet, targets: list[Path], with_expected: bool,
                     if isinstance(f.value, list) else [float(x) for x in f.interval]
             if not f.resolved:
                 row.setdefault("candidates", {})[label] = f.as_dict()["candidates"]
-            e = values.get(name)
+            own_e = values.get(name)
             if f.status == CONTENDED:  # measured beside another process: judged by nothing
                 row["status"][label] = CONTENDED
                 row.setdefault("notes", {})[label] = f.note  # what was seen
             else:  # judged by its own architecture's and device's value, if it has one
-                judged = f.with_expected(e)
-                if e is not None:
+                judged = f.with_expected(own_e)
+                if own_e is not None:
                     row["status"][label] = judged.status
                 if judged.reason:
                     row.setdefault("reasons", {})[label] = judged.reason
@@ -278,11 +303,12 @@ def compare(plugins: PluginSet, targets: list[Path], with_expected: bool,
             row["difference"] = vals[-1] - vals[0]
             row["relative_difference"] = (vals[-1] - vals[0]) / abs(vals[0])
         rows.append(row)
-    out = {"runs": [{"label": lb, "arch": s.arch,
-                     "device": s.device.name if s.device else "", "path": p,
-                     **({"expected_values": len(values)} if with_expected else {})}
-                    for lb, (s, p), values in zip(labels, pairs, own, strict=True)],
-           "expected": bool(with_expected), "rows": rows}
+    out: dict[str, Any] = {
+        "runs": [{"label": lb, "arch": s.arch,
+                  "device": s.device.name if s.device else "", "path": p,
+                  **({"expected_values": len(values)} if with_expected else {})}
+                 for lb, (s, p), values in zip(labels, pairs, own, strict=True)],
+        "expected": bool(with_expected), "rows": rows}
     if len(labels) >= 2:
         out["agreements"] = agreements(rows, labels)
         if len(labels) == 2:
@@ -294,9 +320,10 @@ def _expectation(e: Expected) -> dict[str, Any]:
     """An expected value as plain data: value, source, tolerance (with the bound, for a
     limit) and band (what a value must lie in to pass, :func:`gpumem.contracts.findings.band_of`:
     ``[lo, hi]``, null for a limit's open end; null for text)."""
-    out = {"value": e.value if not isinstance(e.value, tuple) else list(e.value),
-           "source": e.source, "tolerance": {"rel": e.rel_tol, "abs": e.abs_tol},
-           "band": plain_band(band_of(e))}
+    out: dict[str, Any] = {
+        "value": e.value if not isinstance(e.value, tuple) else list(e.value),
+        "source": e.source, "tolerance": {"rel": e.rel_tol, "abs": e.abs_tol},
+        "band": plain_band(band_of(e))}
     if e.bound:
         out["tolerance"]["bound"] = e.bound
     return out

@@ -93,8 +93,9 @@ def _numbers(v: Any) -> np.ndarray | None:
 def _spread(values: list[Any], floor: float = 0.0) -> float | None:
     """Largest relative deviation of a run from the runs' median, |v - median| / |median|,
     elementwise for lists; a deviation of ``floor`` or less (absolute) counts as none."""
-    arrays = [_numbers(v) for v in values]
-    if any(a is None for a in arrays) or len({a.shape for a in arrays}) != 1:
+    maybe = [_numbers(v) for v in values]
+    arrays = [a for a in maybe if a is not None]
+    if len(arrays) != len(maybe) or len({a.shape for a in arrays}) != 1:
         return None
     stack = np.stack(arrays)
     med = np.median(stack, axis=0)
@@ -106,10 +107,11 @@ def _spread(values: list[Any], floor: float = 0.0) -> float | None:
 
 def _overlap(findings: list[Finding]) -> bool | None:
     """Do the runs' intervals share a point (elementwise for list values)?"""
-    if any(f.interval is None for f in findings):
+    intervals = [f.interval for f in findings if f.interval is not None]
+    if len(intervals) != len(findings):
         return None
-    lo = np.max(np.stack([np.asarray(f.interval[0], float) for f in findings]), axis=0)
-    hi = np.min(np.stack([np.asarray(f.interval[1], float) for f in findings]), axis=0)
+    lo = np.max(np.stack([np.asarray(iv[0], dtype=np.float64) for iv in intervals]), axis=0)
+    hi = np.min(np.stack([np.asarray(iv[1], dtype=np.float64) for iv in intervals]), axis=0)
     return bool(np.all(lo <= hi))
 
 

@@ -14,12 +14,25 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+import xarray as xr
+
 from gpumem.contracts.errors import ResultsFileError
 from gpumem.contracts.series import COLOURS, Series
 from gpumem.interop.compare import unique_labels
+from gpumem.results.io import open_findings, open_raw
 from gpumem.results.store import MANIFEST, RunStore, file_of
 
 __all__ = ["COLOURS", "Series", "check_run_dir", "load_runs"]
+
+
+class RunSeries(Series):
+    """A series read from a run directory's results files (never outside the run)."""
+
+    def open_raw(self, file: Any) -> xr.Dataset:
+        return open_raw(file_of(self.run_dir, file))
+
+    def open_findings(self, file: Any) -> xr.Dataset:
+        return open_findings(file_of(self.run_dir, file))
 
 
 def _finished(entry: dict[str, Any]) -> str:
@@ -87,7 +100,7 @@ def load_runs(targets: Sequence[Path], order: Sequence[str] = ()) -> list[Series
     labels = unique_labels([f[2] for f in found])
     out: list[Series] = []
     for i, ((root, device, _, runs, exps), label) in enumerate(zip(found, labels, strict=True)):
-        s = Series(label, root, device, COLOURS[i % len(COLOURS)],
+        s = RunSeries(label, root, device, COLOURS[i % len(COLOURS)],
                    [r for r in runs if r.get("device") in (None, "", device)] or runs,
                    order=tuple(order))
         for exp, entries in exps.items():

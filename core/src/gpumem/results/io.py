@@ -37,18 +37,19 @@ def defer_signals() -> Iterator[list[int]]:
         yield []
         return
     pending: list[int] = []
-    old = {}
+    old: dict[signal.Signals, Any] = {}
     try:
         for sig in DEFERRED_SIGNALS:
             old[sig] = signal.signal(sig, lambda signum, _frame: pending.append(signum))
+        # attr-defined: the flag is an attribute of this function, set here only
         defer_signals._active = True  # type: ignore[attr-defined]
         yield pending
     finally:
-        defer_signals._active = False  # type: ignore[attr-defined]
+        defer_signals._active = False  # type: ignore[attr-defined]  # (the same flag)
         for sig, handler in old.items():
             signal.signal(sig, handler)
-        for sig in dict.fromkeys(pending):
-            signal.raise_signal(sig)  # the restored handler runs now (KeyboardInterrupt...)
+        for signum in dict.fromkeys(pending):
+            signal.raise_signal(signum)  # the restored handler runs now (KeyboardInterrupt...)
 
 
 def _open(path: Path, group: str | None, take: Callable[[xr.Dataset], Any] | None = None

@@ -31,7 +31,7 @@ import os
 import re
 import socket
 import uuid
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Hashable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -43,7 +43,7 @@ from filelock import FileLock
 try:
     import resource
 except ImportError:  # pragma: no cover - not on Windows
-    resource = None  # type: ignore[assignment]
+    resource = None  # type: ignore[assignment]  # a module where it exists, None here
 
 from gpumem.contracts.errors import GpumemError, ResultsFileError, UsageError
 from gpumem.contracts.units import encode
@@ -128,8 +128,8 @@ def sha256_file(path: Path) -> str:
 COMPLEVEL = 1
 
 
-def _encoding(ds: xr.Dataset) -> dict[str, dict[str, Any]]:
-    enc = {}
+def _encoding(ds: xr.Dataset) -> dict[Hashable, dict[str, Any]]:
+    enc: dict[Hashable, dict[str, Any]] = {}
     for name, var in ds.variables.items():
         if var.dtype.kind in "fiu" and var.size > 16:
             enc[name] = {"zlib": True, "complevel": COMPLEVEL}
@@ -166,7 +166,7 @@ def _os_error(code: int, detail: str) -> OSError:
     """``OSError(code)`` whose one-line cause (:func:`~gpumem.safe_write.os_cause`) adds
     ``detail``."""
     err = OSError(code, os.strerror(code))
-    err.gpumem_detail = detail  # type: ignore[attr-defined]
+    err.gpumem_detail = detail  # type: ignore[attr-defined]  # an extra attribute we read back
     return err
 
 

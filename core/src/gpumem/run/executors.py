@@ -74,7 +74,7 @@ class DaskPoints:
         from distributed import as_completed
 
         cls = type(experiment)
-        futures = {}
+        futures: dict[Any, tuple] = {}  # distributed's Future -> the point's key
         for p in pts:
             f = self.client.submit(cluster_point, self._spec_future, cls, p, ctx, pure=False,
                                    key=f"gpumem-{experiment.name}-{_key_text(p)}-"

@@ -100,7 +100,7 @@ def resolve_fleet(plugins: Plugins, arch: str, device: str, devices: str
             reasons.append(f"{name}: " + (found.message or
                                           f"no {arch} GPU among {len(found.devices)}"))
             continue
-        if want == "all":
+        if isinstance(want, str):  # "all"
             return name, claimed
         missing = [i for i in want if i not in claimed]
         if missing:
@@ -141,8 +141,9 @@ def run_fleet(req: RunRequest, devices: str, *, plugins: Plugins,
     child_env = {**os.environ, **(env or {})}
     try:
         for i in indices:
-            run = DeviceRun(f"{backend}:{i}", log=out / LOGS / f"{backend}{i}.log")
-            log = open(run.log, "w")  # noqa: SIM115 - closed when the process ends
+            log_path = out / LOGS / f"{backend}{i}.log"
+            run = DeviceRun(f"{backend}:{i}", log=log_path)
+            log = open(log_path, "w")  # noqa: SIM115 - closed when the process ends
             p = subprocess.Popen(_child_argv(req, backend, i, out), stdout=log,
                                  stderr=subprocess.STDOUT, env=child_env)
             procs.append((run, p, log, time.monotonic()))

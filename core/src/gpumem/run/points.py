@@ -15,6 +15,7 @@ A point run elsewhere sends back a :data:`~gpumem.run.point.PointOutcome`: its r
 from __future__ import annotations
 
 import contextlib
+import functools
 import heapq
 import multiprocessing as mp
 import pickle
@@ -460,7 +461,7 @@ class _Dispatcher:
                 self._finished()
                 fut.set_exception(e)
                 continue
-            real.add_done_callback(lambda r, fut=fut: self._copy(r, fut))
+            real.add_done_callback(functools.partial(self._copy, fut=fut))
 
     def _finished(self) -> None:
         with self._cond:

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import os
 import re
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
@@ -46,7 +46,7 @@ class DeviceChoice:
     notice: str = ""
 
 
-def _choices(names: Sequence[str]) -> str:
+def _choices(names: Iterable[str]) -> str:
     return ", ".join(sorted(names)) or "none"
 
 

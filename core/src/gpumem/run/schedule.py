@@ -100,120 +100,153 @@ def at_once(setup: RunSetup, classes: Sequence[type[Experiment]], report: RunRep
     ends. Ctrl-C or SIGTERM (in this, the main thread) stops the experiments still
     measuring and waits for the others to be written; a results file that cannot be written
     stops the rest likewise, then the run ends with that error."""
-    rep = _Serialised(setup.reporter)
-    shared = _LockedStore(setup.store)
-    runner = setup.points
-    threaded = replace(setup, store=cast(RunStore, shared), reporter=rep)
-    runner.concurrent = True
-    done: queue.SimpleQueue = queue.SimpleQueue()
-    running: dict[int, str] = {}  # started and not ended: index -> name
+    _AtOnce(setup, classes, report).run()
 
-    def work(i: int) -> None:
-        cls = classes[i]
+
+class _AtOnce:
+    """The state of :func:`at_once`: the threads, what each has said (a queue the main
+    thread reads), and which plain grid measures now."""
+
+    def __init__(self, setup: RunSetup, classes: Sequence[type[Experiment]],
+                 report: RunReport) -> None:
+        self.setup, self.classes, self.report = setup, classes, report
+        self.rep = _Serialised(setup.reporter)
+        self.shared = _LockedStore(setup.store)
+        self.threaded = replace(setup, store=cast(RunStore, self.shared), reporter=self.rep)
+        self.points = setup.points
+        self.done: queue.SimpleQueue = queue.SimpleQueue()
+        self.running: dict[int, str] = {}  # started and not ended: index -> name
+        self.outcomes: dict[int, Outcome] = {}
+        self.stopped_by: list[tuple[str, BaseException]] = []  # an error that stopped the run
+        self.broken: list[str] = []  # interrupted in their thread
+        self.pending = set(range(len(classes)))
+        self.index = {c.name: i for i, c in enumerate(classes)}
+        self.grids = [i for i, c in enumerate(classes) if rank(c) == 2]
+        self.current_grid = self.grids[0] if self.grids else -1  # the grid measuring now
+        self.threads = {i: threading.Thread(target=self.work, args=(i,), daemon=True,
+                                            name=f"gpumem-{classes[i].name}")
+                        for i in range(len(classes))}
+
+    def work(self, i: int) -> None:
+        """One experiment, in its thread; what happened goes on the queue."""
+        cls = self.classes[i]
         try:
-            if runner.stop.is_set():
-                done.put((i, "not started", None))
+            if self.points.stop.is_set():
+                self.done.put((i, "not started", None))
                 return
-            running[i] = cls.name
-            outcome = run_experiment(threaded, cls)
+            self.running[i] = cls.name
+            outcome = run_experiment(self.threaded, cls)
             timeline.mark("end", cls.name)
-            done.put((i, "outcome", outcome))
+            self.done.put((i, "outcome", outcome))
         except BaseException as e:  # noqa: BLE001 - handed to the main thread
-            done.put((i, "raised", e))
+            self.done.put((i, "raised", e))
 
-    outcomes: dict[int, Outcome] = {}
-    stopped_by: list[tuple[str, BaseException]] = []  # an error that stopped the run
-    broken: list[str] = []  # interrupted in their thread
-    pending = set(range(len(classes)))
+    def start_next_grid(self) -> None:
+        if self.points.stop.is_set():  # the run stops: the grids not started never will
+            self.pending.difference_update(self.grids)
+            self.grids.clear()
+        elif self.grids:
+            self.threads[self.grids.pop(0)].start()
 
-    index = {c.name: i for i, c in enumerate(classes)}
-    grids = [i for i, c in enumerate(classes) if rank(c) == 2]
-    threads = {i: threading.Thread(target=work, args=(i,), daemon=True,
-                                   name=f"gpumem-{classes[i].name}")
-               for i in range(len(classes))}
+    def stop(self, error: Callable[[], BaseException]) -> None:
+        self.points.request_stop(error)
+        self.start_next_grid()
 
-    def start_next_grid() -> None:
-        if runner.stop.is_set():  # the run stops: the grids not started never will
-            pending.difference_update(grids)
-            grids.clear()
-        elif grids:
-            threads[grids.pop(0)].start()
+    def _grid_moves_on(self) -> None:
+        self.current_grid = self.grids[0] if self.grids else -1
+        self.start_next_grid()
 
-    def stop(error: Callable[[], BaseException]) -> None:
-        runner.request_stop(error)
-        start_next_grid()
-
-    def collect() -> None:
-        i, kind, got = done.get(timeout=0.2)
+    def collect(self) -> None:
+        """Take one message off the queue (0.2 s at most; queue.Empty if none) and act."""
+        i, kind, got = self.done.get(timeout=0.2)
         if kind == "measured":
-            if i == current_grid[0]:
-                current_grid[0] = grids[0] if grids else -1
-                start_next_grid()
+            if i == self.current_grid:
+                self._grid_moves_on()
             return
-        pending.discard(i)
-        running.pop(i, None)
-        if i == current_grid[0]:  # ended before it measured (skipped, resumed, failed)
-            current_grid[0] = grids[0] if grids else -1
-            start_next_grid()
-        cls = classes[i]
+        self.pending.discard(i)
+        self.running.pop(i, None)
+        if i == self.current_grid:  # ended before it measured (skipped, resumed, failed)
+            self._grid_moves_on()
         if kind == "outcome":
-            outcomes[i] = got
-            rep.experiment_finished(got)
-        elif kind == "raised" and isinstance(got, KeyboardInterrupt):
-            broken.append(cls.name)
-        elif kind == "raised" and isinstance(got, (ResultsWriteError, UsageError)):
-            stopped_by.append((cls.name, got))
-            stop(lambda: RunStopped(f"the run stopped: {cls.name}: {got}"))
-        elif kind == "raised" and isinstance(got, Exception):  # its plan raised
-            outcomes[i] = unplanned(threaded, cls, got)
-            rep.experiment_finished(outcomes[i])
-        elif kind == "raised":  # SystemExit and the like: the run cannot go on
-            stopped_by.append((cls.name, got))
-            stop(lambda: RunStopped(f"the run stopped: {cls.name}"))
+            self.outcomes[i] = got
+            self.rep.experiment_finished(got)
+        elif kind == "raised":
+            self._raised(i, got)
 
-    current_grid = [grids[0] if grids else -1]  # the grid measuring now
-    runner.on_measured = lambda name: done.put((index.get(name, -1), "measured", None))
-    try:
-        runner.start({c.name: (rank(c), i) for i, c in enumerate(classes)})
-        timeline.mark("workers")
-        runner.listen(lambda name, n: [rep.point_done(name) for _ in range(n)])
-        for i in sorted(range(len(classes)), key=lambda i: (rank(classes[i]), i)):
-            if rank(classes[i]) < 2:
-                threads[i].start()
-        start_next_grid()
-        while pending:
+    def _raised(self, i: int, got: BaseException) -> None:
+        cls = self.classes[i]
+        if isinstance(got, KeyboardInterrupt):
+            self.broken.append(cls.name)
+        elif isinstance(got, (ResultsWriteError, UsageError)):
+            self.stopped_by.append((cls.name, got))
+            self.stop(lambda: RunStopped(f"the run stopped: {cls.name}: {got}"))
+        elif isinstance(got, Exception):  # its plan raised
+            self.outcomes[i] = unplanned(self.threaded, cls, got)
+            self.rep.experiment_finished(self.outcomes[i])
+        else:  # SystemExit and the like: the run cannot go on
+            self.stopped_by.append((cls.name, got))
+            self.stop(lambda: RunStopped(f"the run stopped: {cls.name}"))
+
+    def _collect_while(self, busy: Callable[[], bool]) -> None:
+        while busy():
             try:
-                collect()
+                self.collect()
             except queue.Empty:
                 pass
-    except KeyboardInterrupt as e:
-        during = [running[i] for i in sorted(running)]
-        stop(type(e) if isinstance(e, Terminated) else KeyboardInterrupt)
+
+    def start(self) -> None:
+        """The workers, then the chains' threads, then the first grid's."""
+        classes = self.classes
+        self.points.concurrent = True
+        self.points.on_measured = lambda name: self.done.put(
+            (self.index.get(name, -1), "measured", None))
+        self.points.start({c.name: (rank(c), i) for i, c in enumerate(classes)})
+        timeline.mark("workers")
+        self.points.listen(self._probes_done)
+        for i in sorted(range(len(classes)), key=lambda i: (rank(classes[i]), i)):
+            if rank(classes[i]) < 2:
+                self.threads[i].start()
+        self.start_next_grid()
+
+    def _probes_done(self, name: str, n: int) -> None:
+        """An adaptive search in a worker reported ``n`` probes done."""
+        for _ in range(n):
+            self.rep.point_done(name)
+
+    def run(self) -> None:
+        try:
+            self.start()
+            self._collect_while(lambda: bool(self.pending))
+        except KeyboardInterrupt as e:
+            raise self._interrupted(e) from None
+        self.report.outcomes.extend(self.outcomes[i] for i in sorted(self.outcomes))
+        if self.stopped_by:
+            name, err = self.stopped_by[0]
+            if isinstance(err, (ResultsWriteError, UsageError)):
+                raise stopped(err, name, self.setup.store, self.report) from None
+            raise err
+
+    def _interrupted(self, e: KeyboardInterrupt) -> Interrupted:
+        """Ctrl-C or SIGTERM: stop those measuring, wait for those measured to be written (a
+        second Ctrl-C stops waiting: their entries end interrupted), and say so."""
+        during = [self.running[i] for i in sorted(self.running)]
+        self.stop(type(e) if isinstance(e, Terminated) else KeyboardInterrupt)
         try:  # the ones measuring stop at once; the ones measured are written
-            while any(t.is_alive() for t in threads.values()) or not done.empty():
-                try:
-                    collect()
-                except queue.Empty:
-                    pass
+            self._collect_while(lambda: any(t.is_alive() for t in self.threads.values())
+                                or not self.done.empty())
         except KeyboardInterrupt:  # again: stop waiting; their entries end interrupted
-            for key in shared.claimed:
-                release(threaded.store, key, "interrupted",
+            for key in self.shared.claimed:
+                release(self.threaded.store, key, "interrupted",
                         "terminated (SIGTERM)" if isinstance(e, Terminated)
                         else "interrupted (Ctrl-C)")
-        report.outcomes.extend(outcomes[i] for i in sorted(outcomes))
+        self.report.outcomes.extend(self.outcomes[i] for i in sorted(self.outcomes))
         # left, stopped, and not written: an experiment whose file this process recorded
         # before the stop reached its thread is kept, not interrupted
-        written = _written(setup.store)
-        left = [n for n in [classes[i].name for i in sorted(running)] + broken
+        written = _written(self.setup.store)
+        left = [n for n in [self.classes[i].name for i in sorted(self.running)] + self.broken
                 if n not in written]
-        raise interrupted(e, [n for n in during if n in left] or during, setup.store,
-                          report) from None
-    report.outcomes.extend(outcomes[i] for i in sorted(outcomes))
-    if stopped_by:
-        name, err = stopped_by[0]
-        if isinstance(err, (ResultsWriteError, UsageError)):
-            raise stopped(err, name, setup.store, report) from None
-        raise err
+        return interrupted(e, [n for n in during if n in left] or during, self.setup.store,
+                           self.report)
 
 
 class _Serialised(Reporter):

@@ -39,7 +39,7 @@ import types
 from collections.abc import Iterator
 from dataclasses import MISSING, dataclass, field, fields
 from pathlib import Path
-from typing import Annotated, Any, NamedTuple, Union, get_args, get_origin, get_type_hints
+from typing import Annotated, Any, NamedTuple, NoReturn, Union, get_args, get_origin, get_type_hints
 
 import numpy as np
 import tomli_w
@@ -65,7 +65,7 @@ class SimConfigError(ValueError):
     """A config field breaks a rule; the message starts with the field's path."""
 
 
-def _fail(where: str, rule: str) -> None:
+def _fail(where: str, rule: str) -> NoReturn:
     raise SimConfigError(f"{where}: {rule}")
 
 
@@ -116,12 +116,16 @@ class Declared(NamedTuple):
 def declared(hint: Any) -> Declared:
     """Read the declaration of a type hint (``Annotated[T, spec(...)]``; a plain ``T`` has
     none). Nested ``Annotated`` layers (a declared alias such as :data:`Count`) merge."""
-    meaning, extra, limits = "", {}, []
+    meaning, limits = "", []
+    extra: dict[str, Any] = {}
     while get_origin(hint) is Annotated:
         for info in hint.__metadata__:
             if isinstance(info, FieldInfo):
                 meaning = info.description or meaning
-                extra.update(info.json_schema_extra or {})
+                more = info.json_schema_extra or {}
+                if callable(more):  # pydantic's other form: gpumem declares none
+                    raise TypeError(f"{hint}: a callable json_schema_extra is not read")
+                extra.update(more)
                 limits.extend(info.metadata)
         hint = hint.__origin__
     return Declared(hint, meaning, extra, tuple(limits))
@@ -221,8 +225,8 @@ def _check_limits(where: str, value: Any, d: Declared) -> None:
         return
     if isinstance(value, bool) or not isinstance(value, (int, float)):
         return
-    if not all(_within(value, c) for c in d.limits) or (d.extra.get("pow2")
-                                                       and not _is_pow2(value)):
+    if not all(_within(value, c) for c in d.limits) or (
+            d.extra.get("pow2") and not (isinstance(value, int) and _is_pow2(value))):
         _fail(where, f"must be {range_text(d)}{_gloss(d)}, got {_num(value)}")
 
 
@@ -264,7 +268,8 @@ def _leaves(obj: Any, where: str = "", role: str = "") -> Iterator[
     ``obj``, tables entered (a list of tables yields itself, then its items' fields), the
     set index flattened onto its level as TOML writes it. ``role`` is ``l1`` inside an
     SM-scope cache level, ``l2`` inside a GPU-scope one."""
-    for f, d, hint in declared_fields(type(obj)):
+    cls: type = type(obj)
+    for f, d, hint in declared_fields(cls):
         value = getattr(obj, f.name)
         if isinstance(value, SetIndex):
             for g, gd, ghint in declared_fields(SetIndex):
@@ -324,7 +329,7 @@ def state_bytes(cfg: SimConfig) -> tuple[int, str]:
         sizes[f"cache[{c.name}]"] = 16 * (c.size // c.line) + 64 * c.sets
     for t in cfg.tlbs:
         sizes[f"tlb[{t.name}]"] = 16 * t.entries + 64 * t.sets
-    biggest = max(sizes, key=sizes.get) if sizes else "cache"
+    biggest = max(sizes, key=sizes.__getitem__) if sizes else "cache"
     return sum(sizes.values()), biggest
 
 
@@ -698,13 +703,13 @@ class CacheLevel:
         ``near_size`` bytes, hit at ``hit_latency``, with the bandwidth and request caps)
         and the whole level (``NAME_far``, partitioned, homed hits at ``home_latency`` or
         ``far_latency``, no caps of its own: every stream passes the copy first)."""
-        plain = dict(near_size=0, home_latency=0.0)
         near = dataclasses.replace(self, size=self.near_size, partitions=1, partition_masks=[],
                                    far_latency=0.0, sm_partition=[], slices=1, slice_masks=[],
-                                   slice_latency=[], **plain)
+                                   slice_latency=[], near_size=0, home_latency=0.0)
         far = dataclasses.replace(
             self, name=f"{self.name}_far", hit_latency=self.home_latency or self.far_latency,
-            bandwidth=0.0, requests_per_cycle=0.0, fill_lookups=1.0, **plain)
+            bandwidth=0.0, requests_per_cycle=0.0, fill_lookups=1.0, near_size=0,
+            home_latency=0.0)
         return near, far
 
 
@@ -1284,7 +1289,7 @@ def _to_table(obj: Any) -> Any:
     if isinstance(obj, SetIndex):
         return {_INDEX_KEYS[k]: v for k, v in dataclasses.asdict(obj).items()
                 if k == "function" or v}
-    if dataclasses.is_dataclass(obj):
+    if dataclasses.is_dataclass(obj) and not isinstance(obj, type):
         out: dict[str, Any] = {}
         for f, d, _hint in declared_fields(type(obj)):
             v = getattr(obj, f.name)
@@ -1314,7 +1319,7 @@ def _convert(tp: Any, value: Any, where: str) -> Any:
             if get_origin(opt) is None and not isinstance(value, list):
                 return _convert(opt, value, where)
         _fail(where, f"must be {' or '.join(_type_name(o) for o in options)}")
-    if dataclasses.is_dataclass(tp):
+    if isinstance(tp, type) and dataclasses.is_dataclass(tp):
         return _from_table(tp, value, where + ".")
     if origin is list:
         if not isinstance(value, list):

@@ -305,7 +305,8 @@ def _widen(h: Hierarchy, wide: np.ndarray) -> None:
     """``wide`` = ``h``'s int32 words as int64 words: each truncated tag made whole again from
     the window it lies in (the one :data:`Hierarchy.span` gives), then truncated to the wide
     mask. The same lines, in the same places."""
-    narrow = h._narrow
+    narrow, span = h._narrow, h.span
+    assert narrow is not None and span is not None  # called on int32 words with a span
     wide.fill(0)
     for (shift, div, sec), row in zip(h._tags, h.meta, strict=True):
         first = int(row[SET_BASE])
@@ -313,7 +314,7 @@ def _widen(h: Hierarchy, wide: np.ndarray) -> None:
         a, b = int(h.set_off[first]), int(h.set_off[last] + h.set_ways[last])
         w = narrow[a:b].astype(np.int64)
         tm_n, tm_w = tag_mask(row, NARROW), tag_mask(row, WIDE)
-        q_lo = (h.span[0] >> shift) // div
+        q_lo = (span[0] >> shift) // div
         q = q_lo + (((w >> sec) - q_lo) & tm_n)
         wide[a:b] = np.where(w != 0, ((q & tm_w) << sec) | (w & ((1 << sec) - 1)), 0)
 

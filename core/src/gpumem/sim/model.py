@@ -118,6 +118,8 @@ class Level:
         self.lb: str | None = None
         self.at = ""  # where its stamps start in the kernel's scratch array
         self.ix: str | None = None  # its ring of set and tag words worked out ahead
+        self.sc: str | None
+        self.wt: str | None
         if key is None:
             self.mb, self.mw, self.rg, self.sc = ("mru_block[lv]", "mru_way[lv]", "rng[lv]",
                                                   "scans[lv]")
@@ -127,11 +129,18 @@ class Level:
             if stamped(key[0]):  # the stamped mode's names (_lookup_stamped)
                 self.lz, self.ts, self.lb = f"zo{lv}", f"ts{lv}", f"lb{lv}"
             self.sc = f"sc{lv}" if prefetched else None
-            self.wt = f"wt{lv}" if self.m(POLICY) == 3 and self.m(EQ_WAYS) > 0 else None
+            self.wt = f"wt{lv}" if self.v(POLICY) == 3 and self.v(EQ_WAYS) > 0 else None
 
     def m(self, col: int) -> int | None:
         """The column's value if static, else None."""
         return None if self.key is None else int(self.key[0][col])
+
+    def v(self, col: int) -> int:
+        """The column's value of a static level (what code only a static level reaches
+        reads: :meth:`m` without its None)."""
+        if self.key is None:
+            raise TypeError(f"meta column {col}: no static value (level read through lv)")
+        return int(self.key[0][col])
 
     def e(self, col: int) -> str:
         """The column as an expression: a literal, or a read of the meta table."""
@@ -212,7 +221,7 @@ def set_index(s: Src, L: Level, src: str, blk: str, out: str, kind: int | None =
             if quot:
                 s(f"{quot} = {blk} >> {sets.bit_length() - 1}")
         else:
-            s(f"{q} = np.int64(_mulhi(_U({blk}), _U({L.m(MOD_M) & ((1 << 64) - 1)}))"
+            s(f"{q} = np.int64(_mulhi(_U({blk}), _U({L.v(MOD_M) & ((1 << 64) - 1)}))"
               f" >> _U({L.m(MOD_S)}))", f"{out} = {blk} - {q} * {sets}")
     elif kind in (1, 2):  # selected address bits, or parities of masked addresses
         def bit(x: str) -> str:
@@ -369,7 +378,7 @@ def stamped_prologue(s: Src, L: Level) -> None:
     the last line: the test of the last block that the other mode starts with is quicker
     then). ``L.lz`` is then where the stamps of line 0 would be in ``todo`` (else
     :data:`NEVER`), and each line it holds among those gets its way's stamp."""
-    ways, sets, wb, shift = L.m(EQ_WAYS), L.m(N_SETS), L.m(WAY_BASE), L.m(LINE_SHIFT)
+    ways, sets, wb, shift = L.v(EQ_WAYS), L.v(N_SETS), L.v(WAY_BASE), L.v(LINE_SHIFT)
     tsec, tmask, keep = L.tags()
     s(f"{L.lb} = a_lo >> {shift}", f"nb = (a_hi >> {shift}) - {L.lb} + 1",
       f"fits = n_acc > 0 and (order == 1 or order == 2) and nb <= {sets * ways}")
@@ -472,7 +481,7 @@ def _lookup_sets(s: Src, L: Level) -> None:
           "sshift = meta[lv, SECTOR_SHIFT]", "block = addr >> shift",
           "sbit = np.int64(1) << ((addr >> sshift) & ((np.int64(1) << (shift - sshift)) - 1))")
     else:
-        shift, sshift = L.m(LINE_SHIFT), L.m(SECTOR_SHIFT)
+        shift, sshift = L.v(LINE_SHIFT), L.v(SECTOR_SHIFT)
         s(f"block = addr >> {shift}")
         s(f"sbit = np.int64(1) << ((addr >> {sshift}) & {(1 << (shift - sshift)) - 1})"
           if shift > sshift else "sbit = np.int64(1)")
@@ -495,8 +504,9 @@ def _lookup_sets(s: Src, L: Level) -> None:
             s(f"tw = (q & {tmask}) << {tsec}")
         if L.sc:
             s(f"{L.sc} += 1")
+        counts: list[int]
         if L.ix:
-            ways, counts = str(eq), [eq]
+            ways, counts = str(eq), [L.v(EQ_WAYS)]
         elif L.key is None:
             ways, counts = "ways", list(SIMD_WAYS) + [0]
             s("ways = meta[lv, EQ_WAYS]")
@@ -505,8 +515,8 @@ def _lookup_sets(s: Src, L: Level) -> None:
             with s.block("else:"):
                 s("sid = meta[lv, SET_BASE] + st", "base_w = set_off[_P(sid)]",
                   "ways = set_ways[_P(sid)]")
-        elif eq > 0:
-            ways, counts = str(eq), [eq]
+        elif L.v(EQ_WAYS) > 0:
+            ways, counts = str(eq), [L.v(EQ_WAYS)]
             s(f"base_w = {L.m(WAY_BASE)} + st * {eq}")
         else:
             ways, counts = "nw", list(L.key[3])
@@ -544,10 +554,10 @@ def hit_latency(s: Src, L: Level, p: int | None) -> None:
                 s("sl |= _parity1(addr & idx_param[meta[lv, SLICE_OFF] + b]) << b")
             s("c = slicec[p, sl]")
         s("lat = c + pen")
-    elif L.m(SLICE_LEN) > 0:
+    elif L.v(SLICE_LEN) > 0:
         s(f"sl = {_bits(lambda x: f'_parity1(addr & {x})', L.key[4])}",
           f"lat = slicec[{p}, sl] + pen")
-    elif L.m(PARTS) > 1:
+    elif L.v(PARTS) > 1:
         s(f"home = {_bits(lambda x: f'_parity1(addr & {x})', L.key[2])}")
         with s.block(f"if home != home{p}:"):
             s(f"lat = fc{p} + pen")
@@ -739,14 +749,16 @@ class _Static:
         for L in self.levels.values():
             if L.lz:
                 L.at = f"2 * CHUNK + {self.stamp_words}"
-                self.stamp_words += L.m(EQ_WAYS) * L.m(N_SETS)
+                self.stamp_words += L.v(EQ_WAYS) * L.v(N_SETS)
         # the path's caches of equal sets indexed by block modulo sets: their set and tag
         # words worked out a chunk ahead (in words of at most 31 bits: both fit an int64)
         self.ahead = [L for L in (self.levels[lv] for lv, p in self.order if p >= 0)
-                      if wbits <= NARROW and L.m(IDX_KIND) == 0 and L.m(EQ_WAYS) > 0
-                      and L.m(N_SETS) > 1]
-        for i, L in enumerate(self.ahead):
-            L.ix = f"ix{i}"
+                      if wbits <= NARROW and L.v(IDX_KIND) == 0 and L.v(EQ_WAYS) > 0
+                      and L.v(N_SETS) > 1]
+        #: the rings of :attr:`ahead`, one per level, as the kernel's locals are named
+        self.ix_names = [f"ix{i}" for i in range(len(self.ahead))]
+        for L, ix in zip(self.ahead, self.ix_names, strict=True):
+            L.ix = ix
 
     def index_function(self, s: Src) -> None:
         """``_index``: the set and tag words of the accesses at ring positions ``g0 ...
@@ -760,7 +772,7 @@ class _Static:
         if not self.ahead:
             return
         s("", "", '@nb.njit(boundscheck=False, nogil=True, inline="never")',
-          f"def _index(chunk, {', '.join(L.ix for L in self.ahead)}, g0, gen, base, fast):")
+          f"def _index(chunk, {', '.join(self.ix_names)}, g0, gen, base, fast):")
         s.depth = 1
         s("a0 = _P(g0 & (2 * CHUNK - 1))", "b0 = a0 + _P(gen - g0)")
         for fast in (True, False):
@@ -773,7 +785,7 @@ class _Static:
 
     @staticmethod
     def _index_one(s: Src, L: Level, fast: bool) -> None:
-        sets, shift, ways, wb = L.m(N_SETS), L.m(LINE_SHIFT), L.m(EQ_WAYS), L.m(WAY_BASE)
+        sets, shift, ways, wb = L.v(N_SETS), L.v(LINE_SHIFT), L.v(EQ_WAYS), L.v(WAY_BASE)
         tsec, tmask, _ = L.tags()
         s(f"blk = a >> {shift}")
         if sets & (sets - 1) == 0:
@@ -788,7 +800,7 @@ class _Static:
 
     def index_ahead(self, s: Src) -> None:
         if self.ahead:
-            s(f"_index(chunk, {', '.join(L.ix for L in self.ahead)}, g0, gen, base, fast)")
+            s(f"_index(chunk, {', '.join(self.ix_names)}, g0, gen, base, fast)")
 
     def prologue(self, s: Src) -> None:
         for p in range(self.plen):
@@ -797,7 +809,7 @@ class _Static:
             s(f"tc{t} = tlbc[{t}]")
         for lv, L in self.levels.items():
             s(f"{L.mb} = np.int64(-1)", f"{L.mw} = np.int64(0)")
-            if L.m(POLICY) >= 2:
+            if L.v(POLICY) >= 2:
                 s(f"{L.rg} = rng[{lv}]")
             if L.wt:
                 s(f"{L.wt} = 0.0")
@@ -837,10 +849,10 @@ class _Static:
                     if L.ix:
                         s(f"j0 = {L.ix}[(k + {PF_DIST}) & (2 * CHUNK - 1)] >> 32")
                     else:
-                        s(f"b2 = a2 >> {L.m(LINE_SHIFT)}")
+                        s(f"b2 = a2 >> {L.v(LINE_SHIFT)}")
                         set_index(s, L, "a2", "b2", "s2")
-                        s(f"j0 = {L.m(WAY_BASE)} + s2 * {L.m(EQ_WAYS)}")
-                    for d in range(0, L.m(EQ_WAYS), HOST_LINE // word_bytes(self.wbits)):
+                        s(f"j0 = {L.v(WAY_BASE)} + s2 * {L.v(EQ_WAYS)}")
+                    for d in range(0, L.v(EQ_WAYS), HOST_LINE // word_bytes(self.wbits)):
                         s(f"_prefetch(way, _P(j0 + {d}))")
 
     def walk(self, s: Src) -> None:
@@ -874,7 +886,7 @@ class _Static:
         for lv, L in self.levels.items():
             if L.lz:
                 stamped_epilogue(s, L)
-            if L.m(POLICY) >= 2:
+            if L.v(POLICY) >= 2:
                 s(f"rng[{lv}] = {L.rg}")
 
 

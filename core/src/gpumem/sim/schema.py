@@ -98,7 +98,7 @@ def _toml_fields(cls: type) -> list[tuple[str, dataclasses.Field, Declared, Any]
 def _property(f: dataclasses.Field, d: Declared, hint: Any, defs: dict[str, Any]
               ) -> dict[str, Any]:
     """One key's schema: its type and range, description and default."""
-    if dataclasses.is_dataclass(d.base):
+    if isinstance(d.base, type) and dataclasses.is_dataclass(d.base):
         return {"$ref": _ref(d.base, defs), "description": _describe(d)}
     out = {**_type(hint, defs), "description": _describe(d)}
     default = _default(f)
@@ -122,7 +122,8 @@ def _type(hint: Any, defs: dict[str, Any]) -> dict[str, Any]:
         out: dict[str, Any] = {"anyOf": [_type(a, defs) for a in get_args(d.base)]}
     elif origin is list:
         item = get_args(d.base)[0]
-        items = ({"$ref": _ref(item, defs)} if dataclasses.is_dataclass(item)
+        items = ({"$ref": _ref(item, defs)}
+                 if isinstance(item, type) and dataclasses.is_dataclass(item)
                  else _type(item, defs))
         out = {"type": "array", "items": items}
     elif origin is dict:
@@ -281,7 +282,7 @@ says how many SMs each partition is then near: three entries for 132 SMs put 88 
 and 44 near the other), and when no SM is near some partition.
 """
 
-_SECTION_NOTES = {CacheLevel: _PARTITIONS}
+_SECTION_NOTES: dict[type, str] = {CacheLevel: _PARTITIONS}
 #: A Sphinx role (``:meth:`x```) in a docstring, shown as plain code on the page.
 _ROLE = re.compile(r":\w+:`~?")
 
@@ -300,10 +301,11 @@ def markdown() -> str:
 
 def _table_class(d: Declared) -> type | None:
     """The config class a top-level key holds (a table, or a list of tables)."""
-    if dataclasses.is_dataclass(d.base):
+    if isinstance(d.base, type) and dataclasses.is_dataclass(d.base):
         return d.base
-    if get_origin(d.base) is list and dataclasses.is_dataclass(get_args(d.base)[0]):
-        return get_args(d.base)[0]
+    item = get_args(d.base)[0] if get_origin(d.base) is list else None
+    if isinstance(item, type) and dataclasses.is_dataclass(item):
+        return item
     return None
 
 

@@ -16,7 +16,6 @@ folder nothing checks.
 from __future__ import annotations
 
 import hashlib
-import inspect
 import linecache
 import os
 import sys
@@ -28,8 +27,8 @@ from pathlib import Path
 import numba as nb
 import numpy as np
 from filelock import FileLock, Timeout
-from numba.core import caching as nb_caching
 
+from gpumem._compat import attach_numba_cache, numba_cache_locator_base, numba_function_cache
 from gpumem.private_dir import may_create, private, trusted_parents, user_cache_root
 from gpumem.sim import model as M
 
@@ -76,8 +75,10 @@ def _roots() -> list[Path]:
     the package's __pycache__ (a user's own install), the per-user cache folder
     ($XDG_CACHE_HOME or ~/.cache). Never the shared temporary folder."""
     roots = []
-    if nb.config.CACHE_DIR:
-        roots.append(Path(nb.config.CACHE_DIR))
+    # set at import from NUMBA_CACHE_DIR by Numba's config reloader: mypy cannot see it
+    cache_dir = getattr(nb.config, "CACHE_DIR", "")
+    if cache_dir:
+        roots.append(Path(cache_dir))
     roots.append(Path(__file__).parent / "__pycache__")
     base = user_cache_root()
     if base is not None:
@@ -177,7 +178,7 @@ def _load(key: tuple):
         if why:
             _say_uncached(f"Numba's cache cannot be kept in {d}: {why}")
         else:
-            _LOCK_FILES[mod._chase] = d / f"{name}.lock"
+            _LOCK_FILES[mod._chase] = path.parent / f"{name}.lock"
         sys.modules[modname] = mod
     return mod._chase
 
@@ -225,7 +226,8 @@ def _ready(fn, args: tuple, kind: object = None) -> None:
         return
 
 
-class _PrivateLocator(nb_caching._CacheLocator):
+# misc: a base class from a call (Numba's private _CacheLocator, behind its shim)
+class _PrivateLocator(numba_cache_locator_base()):  # type: ignore[misc]
     """Numba's cache files of one generated kernel: in the ``__pycache__`` beside its source,
     the private folder :func:`_cache_dir` verified. The stamp is a hash of the source held in
     memory, so a file changed on disk after the check cannot pass for the kernel."""
@@ -250,23 +252,10 @@ class _PrivateLocator(nb_caching._CacheLocator):
         return str(self._lineno)
 
 
-def _private_cache_class(src: str):
+def _private_cache_class(src: str) -> type:
     """A Numba ``FunctionCache`` whose only locator is :class:`_PrivateLocator` (Numba's
     own list, and ``NUMBA_CACHE_LOCATOR_CLASSES``, are never consulted)."""
-
-    class Impl(nb_caching.CompileResultCacheImpl):
-        def __init__(self, py_func) -> None:  # noqa: D401 - Numba's constructor, replaced
-            py_file = inspect.getfile(py_func)
-            self._lineno = py_func.__code__.co_firstlineno
-            self._locator = _PrivateLocator(py_func, py_file, src)
-            self._locator.ensure_cache_path()
-            self._filename_base = self.get_filename_base(
-                f"{Path(py_file).stem}.{py_func.__qualname__}", getattr(sys, "abiflags", ""))
-
-    class Cache(nb_caching.FunctionCache):
-        _impl_class = Impl
-
-    return Cache
+    return numba_function_cache(lambda py_func, py_file: _PrivateLocator(py_func, py_file, src))
 
 
 def _attach_cache(dispatcher, src: str) -> str:
@@ -274,7 +263,7 @@ def _attach_cache(dispatcher, src: str) -> str:
     (another Numba than this was written for, or the folder changed since the check). The
     kernel then compiles in memory: slower to start, never foreign code."""
     try:
-        dispatcher._cache = _private_cache_class(src)(dispatcher.py_func)
+        attach_numba_cache(dispatcher, _private_cache_class(src)(dispatcher.py_func))
     except Exception as e:  # noqa: BLE001 - any failure: no disk cache, said once
         return f"{type(e).__name__}: {e}"
     return ""

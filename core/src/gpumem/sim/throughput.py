@@ -216,7 +216,7 @@ def _request_cap(level: CacheLevel, req: StreamRequest, l1_on_path: bool, misses
     ``fill_lookups`` more per line it fills."""
     per_instr, distinct = warp_sectors(req.order, req.width, req.ilp, level.line)
     below_l1 = l1_on_path and level.scope != "sm"
-    lookups = distinct if below_l1 else per_instr * req.ilp
+    lookups: float = distinct if below_l1 else per_instr * req.ilp
     if misses:
         lookups += distinct * level.fill_lookups
     return level.requests_per_cycle * useful / lookups

@@ -5,11 +5,18 @@ from __future__ import annotations
 from collections import deque
 from collections.abc import Callable, Sequence
 from dataclasses import replace
-from typing import Any
+from typing import Any, Protocol, cast
 
 from gpumem.contracts.device import ChaseRequest, ChaseResult, Device
 
 AHEAD_RECORDS = 24 << 20   # recorded accesses of the chases held ahead at once (~17 B each)
+
+
+class _ChasesAtOnce(Protocol):
+    """A device that runs several chases at once (``chase_threads`` > 1: the simulator)."""
+
+    def pointer_chases(self, requests: Sequence[ChaseRequest]
+                       ) -> list[ChaseResult | Exception]: ...
 
 
 class _Capture(Exception):  # noqa: N818 - not an error: carries the request a step would send
@@ -73,7 +80,8 @@ class Ahead:
             if kept and total > AHEAD_RECORDS:
                 break
             kept.append(r)
-        for r, res in zip(kept, self.device.pointer_chases(kept), strict=True):
+        many = cast(_ChasesAtOnce, self.device)  # chase_threads > 1: it has pointer_chases
+        for r, res in zip(kept, many.pointer_chases(kept), strict=True):
             if isinstance(res, ChaseResult):
                 self._ready[r] = res
 

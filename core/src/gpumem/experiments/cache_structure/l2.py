@@ -67,7 +67,7 @@ def _l2_fill_unit(fills: list[Chase]) -> Finding | None:
         score[unit] = float(np.mean(blocks[:, 0] > blocks[:, 1:].max(axis=1) + margin))
     if not score:
         return None
-    unit = max(score, key=score.get)
+    unit = max(score, key=score.__getitem__)
     if score[unit] < 0.8:
         return None
     # The one rival that counts is twice the unit scoring too. Half the unit always scores

@@ -8,6 +8,7 @@ the searches (live only), the others the judgements.
 
 from __future__ import annotations
 
+import functools
 import math
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
@@ -136,7 +137,7 @@ def _ahead_bisection(w: Any, lo: int, hi: int, mid_of: Callable[[int, int], int]
     a = w.src.ahead
     if a is None or a.threads < 2 or a.ready(a.request_of(lambda: step_of(mid_of(lo, hi)))):
         return
-    _ahead(w, [(lambda m=m: step_of(m), later) for m, later in
+    _ahead(w, [(functools.partial(step_of, m), later) for m, later in
                bisection_guesses(lo, hi, mid_of, until, cost, a.threads)])
 
 
@@ -418,7 +419,7 @@ def _search_line(w: Any, cap: Any) -> bool:
     if a is not None and a.threads >= 2:  # C + 4, the top and the first bisection probes
         guesses = bisection_guesses(1, LINE_TOP, lambda x, y: (x + y) // 2,
                                     lambda x, y: y - x <= 1, lambda _k: 1, a.threads - 2)
-        _ahead(w, [(lambda k=k: _line_step(w, c0, k), later) for k, later in
+        _ahead(w, [(functools.partial(_line_step, w, c0, k), later) for k, later in
                    [(1, 0), (LINE_TOP, 1), *((k, 2 + n) for k, n in guesses)]])
     base = _line_step(w, c0, 1)
     if base is None:
@@ -780,6 +781,7 @@ def _undetermined(w: Any, out: list[Finding], size: Finding) -> list[Finding]:
     got: list[Finding] = []
     if not any(f.name.endswith(".line") for f in out):
         have = sorted({c.stage for c in mine})
+        assert isinstance(size.value, (int, float))  # resolved: a byte count
         got.append(unresolved(
             f"{level}.line", "byte", [], method,
             f"not determinable: the line needs 'line' chases (4-B stride from C + 4 B, C the "

@@ -38,7 +38,7 @@ def _first_path(chases: list[Chase]) -> str | None:
 def cache_overflow(series: Sequence[Series]) -> Figure | None:
     """The size search of the first load path (the L1): the chase at the capacity, the one
     just past it, and the one a quarter past it."""
-    rows = []
+    rows: list[tuple[Series, str, int, Chase | None, Chase | None, Chase | None]] = []
     for s, ds in with_raw(series, "cache_structure"):
         chases = chase_list(ds)
         path = _first_path(chases)
@@ -53,7 +53,8 @@ def cache_overflow(series: Sequence[Series]) -> Figure | None:
                    default=None)
         quarter = min((c for c in size if c.footprint >= 1.2 * cap and c is not past),
                       key=lambda c: c.footprint, default=None)
-        rows.append((s, path, cap, *(with_events(ds, c) for c in (at, past, quarter))))
+        rows.append((s, path, cap, with_events(ds, at), with_events(ds, past),
+                     with_events(ds, quarter)))
     if not rows:
         return None
     fig, axs = panels(len(rows), 3, 4.6, 3.3)

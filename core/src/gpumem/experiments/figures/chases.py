@@ -5,6 +5,7 @@
 from __future__ import annotations
 
 from dataclasses import replace
+from typing import overload
 
 import numpy as np
 import xarray as xr
@@ -30,6 +31,12 @@ def chase_list(ds: xr.Dataset) -> list[Chase]:
             for i in range(ds.sizes["chase"])]
 
 
+@overload
+def with_events(ds: xr.Dataset, c: Chase) -> Chase: ...
+@overload
+def with_events(ds: xr.Dataset, c: None) -> None: ...
+@overload
+def with_events(ds: xr.Dataset, c: Chase | None) -> Chase | None: ...
 def with_events(ds: xr.Dataset, c: Chase | None) -> Chase | None:
     """``c`` with its stored events (in record order)."""
     if c is None:

@@ -45,7 +45,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import xarray as xr
@@ -229,8 +229,9 @@ def _increasing(lines: Lines, x: list[float], rows: list[int], what: str) -> Non
 
 
 def _device(**kw) -> DeviceInfo:
-    base = dict(kind="gpu-benches", name="", compute_capability="", sm_count=0, l2_bytes=0,
-                memory_bytes=0, clock_mhz=0.0, extra={"reported_by": TOOL})
+    base: dict[str, Any] = dict(
+        kind="gpu-benches", name="", compute_capability="", sm_count=0, l2_bytes=0,
+        memory_bytes=0, clock_mhz=0.0, extra={"reported_by": TOOL})
     base.update(kw)
     return DeviceInfo(**base)
 
@@ -261,7 +262,9 @@ def parse_latency(lines: Lines):
                                   f"(at most 15 digits); expected {EXPECTED}")
             clocks += [int(c) for c in read]
             continue
-        vals.append([float(g) for g in _LAT.match(ln).groups()])
+        row = _LAT.match(ln)
+        assert row is not None  # Lines kept only the rows _LAT or _CLOCK matches
+        vals.append([float(g) for g in row.groups()])
         nums.append(i)
     a = np.array(vals)
     _bounded(lines, a, nums, "a gpu-latency row")
@@ -396,13 +399,14 @@ def _counter(s: str) -> float:
 
 
 def parse_l2(lines: Lines):
-    vals, nums = [], []
+    vals: list[list[float]] = []
+    nums: list[int] = []
     for i, ln in lines.rows:
         m = _L2.match(ln)
         if not m:
             continue
-        counters = re.findall(r"(\S+) GB/s", m.group(6) or "")
-        counters = [_counter(c) for c in counters] or [float("nan")] * 4
+        found = re.findall(r"(\S+) GB/s", m.group(6) or "")
+        counters = [_counter(c) for c in found] or [float("nan")] * 4
         vals.append([float(g) for g in m.groups()[:5]] + counters)
         nums.append(i)
     a = np.array(vals)

@@ -44,6 +44,7 @@ import hashlib
 import json
 import math
 import re
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -87,7 +88,8 @@ BENCH = {"l1": "1 KiB p-chase with ld.global.ca",
          "constant.l1": "constant-memory p-chase"}
 TIMER = "%clock read around each load, timer overhead not removed"
 
-_TIME = {"cycles": None, "cycle": None, "ns": 1e-3, "us": 1.0}   # x clock_mhz -> cycles
+#: x clock_mhz -> cycles (None: cycles already)
+_TIME: dict[str, float | None] = {"cycles": None, "cycle": None, "ns": 1e-3, "us": 1.0}
 _BYTES = {"bytes": 1, "byte": 1, "B": 1, "KiB": 2**10, "MiB": 2**20, "GiB": 2**30}
 _BW = {"GiB/s": 1.0, "GB/s": 1e9 / 2**30, "MiB/s": 2**-10, "MB/s": 1e6 / 2**30,
        "TB/s": 1e12 / 2**30, "TiB/s": 2**10}                      # -> GiB/s
@@ -366,7 +368,7 @@ def parse(src: Source) -> Parsed:
                 facts[f"{key}.{k}"] = (_num(src, v["value"], f"memory.{key}.{k}.value"),
                                        _unit(src, v, f"memory.{key}.{k}"))
     device = _device(src, doc, facts, levels, clock_mhz)
-    meta = doc.get("meta") if isinstance(doc.get("meta"), dict) else {}
+    meta = m if isinstance(m := doc.get("meta"), dict) else {}
     version = str(meta.get("mt4gVersion", "")) or "unknown (the file does not record it)"
     return Parsed(doc, device, levels, version, warnings)
 
@@ -380,8 +382,8 @@ def _level(src: Source, name: str, body: dict, clock_mhz: float,
         if not isinstance(lat, dict):
             raise _bad(src, f"{where}.latency", "an object with mean, p50, p95, stdev")
         u = _unit(src, lat, f"{where}.latency")
-        factor = _TIME.get(u, "?")
-        if factor == "?" or (factor is not None and clock_mhz <= 0):
+        factor = _TIME.get(u)
+        if u not in _TIME or (factor is not None and clock_mhz <= 0):
             warnings.append(f"{where}.latency in '{u}': cannot convert to cycles, not mapped")
         else:
             for s in _STATS:
@@ -418,8 +420,9 @@ def _level(src: Source, name: str, body: dict, clock_mhz: float,
             continue
         note = "" if _BYTES[u] == 1 else f"converted from {u}"
         lv.sizes[fld] = (_bytes(src, v * _BYTES[u], f"{where}.{fld}"), conf, how, note)
-    for fld, table in (("missPenalty", _TIME), ("readBandwidth", _BW),
-                       ("writeBandwidth", _BW)):
+    tables: tuple[tuple[str, Mapping[str, float | None]], ...] = (
+        ("missPenalty", _TIME), ("readBandwidth", _BW), ("writeBandwidth", _BW))
+    for fld, table in tables:
         d = body.get(fld)
         if d is None:
             continue
@@ -430,12 +433,13 @@ def _level(src: Source, name: str, body: dict, clock_mhz: float,
         if u not in table or (table is _TIME and table[u] is not None and clock_mhz <= 0):
             warnings.append(f"{where}.{fld} in '{u}': unknown unit, not mapped")
             continue
-        if table is _TIME:
-            f = table[u]
-            lv.values[fld] = (v if f is None else v * f * clock_mhz,
-                              "" if f is None else f"converted from {u}")
+        scale = table[u]
+        if scale is None:  # _TIME's cycles: as they are
+            lv.values[fld] = (v, "")
+        elif table is _TIME:
+            lv.values[fld] = (v * scale * clock_mhz, f"converted from {u}")
         else:
-            lv.values[fld] = (v * table[u], "" if u == "GiB/s" else f"converted from {u}")
+            lv.values[fld] = (v * scale, "" if u == "GiB/s" else f"converted from {u}")
     amount = body.get("amountPerMultiprocessor", body.get("amount"))
     if isinstance(amount, (int, float)) and not isinstance(amount, bool):
         lv.amount = _num(src, amount, f"{where}.amountPerMultiprocessor")
@@ -448,8 +452,8 @@ def _level(src: Source, name: str, body: dict, clock_mhz: float,
 def _device(src: Source, doc: dict, facts: dict[str, tuple[float, str]],
             levels: dict[str, Level], clock_mhz: float) -> DeviceInfo:
     general = doc["general"]
-    compute = doc.get("compute") if isinstance(doc.get("compute"), dict) else {}
-    meta = doc.get("meta") if isinstance(doc.get("meta"), dict) else {}
+    compute = c if isinstance(c := doc.get("compute"), dict) else {}
+    meta = m if isinstance(m := doc.get("meta"), dict) else {}
     cc = general.get("computeCapability")
     ccs = ""
     if isinstance(cc, dict):
@@ -459,7 +463,7 @@ def _device(src: Source, doc: dict, facts: dict[str, tuple[float, str]],
             raise _bad(src, "general.computeCapability", "{major, minor} as small integers")
         ccs = f"{parts[0]}.{parts[1]}"
 
-    def fact(key: str, scale: dict[str, float]) -> float:
+    def fact(key: str, scale: Mapping[str, float]) -> float:
         v = facts.get(key)
         return v[0] * scale[v[1]] if v and v[1] in scale else 0.0
 
