@@ -8,7 +8,9 @@
 #      second (the map's reproducibility) and against the simulated card (target: every
 #      line's L2 hit within 2 %);
 #   4. `gpumem run --arch hopper all`, timed (target: at most 60 s with l2_slices in it);
-#   5. benchmarks/l2_share_sweep.py: L2 read bandwidth with slices re-read from other SMs
+#   5. l2_slices from every SM (benchmarks/l2_slices_all_sms.py): run it on two cards and
+#      pair their SMs by die position (slices_vs_card.py EVERY_A EVERY_B --match);
+#   6. benchmarks/l2_share_sweep.py: L2 read bandwidth with slices re-read from other SMs
 #      (StreamRequest.share) against gpu-l2-cache's published H200 figures (item 6).
 #
 #   bash benchmarks/l2_slices_h200.sh OUT_DIR
@@ -26,7 +28,7 @@ source "$here/gpu_job.sh"
 gpu_job_start "$out"
 pack() {  # after each step, so a job cut short still brings back what it measured
     (cd "$out" && tar czf pack.tgz --exclude=pack.tgz ./*.txt ./*.log ./*.csv ./*.json ./sim \
-        $(find a b simrun all -name manifest.json -o -name 'l2_slices-*.nc' 2>/dev/null)) \
+        $(find a b simrun all every -name manifest.json -o -name 'l2_slices-*.nc' 2>/dev/null)) \
         2>/dev/null
 }
 for r in a b; do
@@ -48,6 +50,10 @@ pack
 s=$SECONDS
 timeout 120 gpumem run --arch hopper all --device cuda:0 --out "$out/all" > "$out/all.log" 2>&1
 echo "all: rc $? in $((SECONDS - s)) s" | tee -a "$out/times.txt"
+pack
+s=$SECONDS
+timeout 150 python3 "$here/l2_slices_all_sms.py" "$out/every" > "$out/every.log" 2>&1
+echo "l2_slices every SM: rc $? in $((SECONDS - s)) s" | tee -a "$out/times.txt"
 pack
 (cd "$here" && timeout 100 python3 l2_share_sweep.py --json "$out/share.json") > "$out/share.txt" 2>&1
 mark "share sweep done"

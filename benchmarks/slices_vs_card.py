@@ -1,6 +1,6 @@
 """How closely one l2_slices run reproduces another, line by line and SM by SM.
 
-    python benchmarks/slices_vs_card.py CARD_RUN OTHER_RUN
+    python benchmarks/slices_vs_card.py CARD_RUN OTHER_RUN [--match]
 
 For each SM both runs measured and each line both sampled (the same lines: same seed), the
 relative difference of the two medians of the line's L2 hits. Used two ways: a card against
@@ -8,10 +8,20 @@ a simulated card exported from it (``gpumem export sim CARD_RUN``, then ``gpumem
 l2_slices --device sim --sim-config FILE``; issue 44's target: within 2 %), and a card against
 another card (the slice map's reproducibility: group counts and per-SM profiles agree).
 Prints the quantiles of the differences and each run's slice count, hash and accuracy.
+
+``--match`` (two cards): an SM number need not name the same place on another die (which SMs
+are fused off differs), and another card's lines are other physical addresses, so lines
+cannot be paired. Each SM is described by the distribution of its L2 hit latencies over the
+lines (49 quantiles); the SMs of one run are paired with the other's by least total
+difference (greedy, then pairwise swaps while they lower it: a heuristic, no solver needed),
+and the median |difference| of the paired distributions is printed beside the pairing by SM
+number. With 32 of 132 SMs measured, a die position one card measured may be missing from
+the other's 32: a run of every SM (benchmarks/l2_slices_all_sms.py) pairs them all.
 """
 
 from __future__ import annotations
 
+import itertools
 import sys
 from pathlib import Path
 
@@ -52,7 +62,56 @@ def main(a: str, b: str) -> None:
                  if fit.found else f"not found ({fit.note})"))
 
 
+QUANTILES = np.linspace(0.02, 0.98, 49)
+
+
+def _distributions(m) -> dict[int, np.ndarray]:
+    return {sm: np.nanquantile(m.matrix[:, j], QUANTILES) for j, sm in enumerate(m.sms)}
+
+
+def pair_sms(cost: np.ndarray) -> dict[int, int]:
+    """Rows paired with columns (as many as the fewer), low total cost: greedy by cost, then
+    swaps of two pairs' columns while one lowers the sum."""
+    order = np.dstack(np.unravel_index(np.argsort(cost, axis=None), cost.shape))[0]
+    pairs: dict[int, int] = {}
+    used: set[int] = set()
+    for i, j in order:
+        if int(i) not in pairs and int(j) not in used:
+            pairs[int(i)] = int(j)
+            used.add(int(j))
+    better = True
+    while better:
+        better = False
+        for a, b in itertools.combinations(list(pairs), 2):
+            ja, jb = pairs[a], pairs[b]
+            if cost[a, jb] + cost[b, ja] < cost[a, ja] + cost[b, jb] - 1e-12:
+                pairs[a], pairs[b] = jb, ja
+                better = True
+    return pairs
+
+
+def match(a: str, b: str) -> None:
+    ma, mb = slice_map(_raw(Path(a))), slice_map(_raw(Path(b)))
+    if ma is None or mb is None:
+        raise SystemExit("a run has fewer than two SMs measured")
+    da, db = _distributions(ma), _distributions(mb)
+    ka, kb = sorted(da), sorted(db)
+    cost = np.array([[float(np.median(np.abs(da[x] - db[y]))) for y in kb] for x in ka])
+    same = [cost[ka.index(s), kb.index(s)] for s in ka if s in kb]
+    pairs = pair_sms(cost)
+    got = [cost[i, j] for i, j in pairs.items()]
+    moved = sum(ka[i] != kb[j] for i, j in pairs.items())
+    print(f"per-SM latency distributions ({len(QUANTILES)} quantiles over the lines), median "
+          f"|difference| in cycles: by SM number {np.median(same):.2f} (worst "
+          f"{np.max(same):.2f}, {len(same)} SMs); paired {np.median(got):.2f} (worst "
+          f"{np.max(got):.2f}, {len(got)} pairs, {moved} to another SM number)")
+    for name, m in ((a, ma), (b, mb)):
+        print(f"{name}: {m.grouping.count} groups ({m.grouping.count_range[0]}-"
+              f"{m.grouping.count_range[1]}), {len(m.sms)} SMs")
+
+
 if __name__ == "__main__":
-    if len(sys.argv) != 3:
+    args = [x for x in sys.argv[1:] if x != "--match"]
+    if len(args) != 2:
         raise SystemExit(__doc__)
-    main(sys.argv[1], sys.argv[2])
+    (match if "--match" in sys.argv[1:] else main)(args[0], args[1])
