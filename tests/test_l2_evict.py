@@ -15,7 +15,7 @@ import pytest
 from gpumem.analysis.chases import chases_from_dataset
 from gpumem.experiments.cache_structure.ahead import Ahead
 from gpumem.experiments.cache_structure.confidence import CLEAR
-from gpumem.experiments.cache_structure.evict import CONFIRM, TEST, ddmin
+from gpumem.experiments.cache_structure.evict import CONFIRM, GROW, TEST, ddmin
 from gpumem.experiments.cache_structure.l2 import l2_stages
 from gpumem.experiments.cache_structure.walk import _LiveSource, _StoredSource
 from gpumem.experiments.chaselog import ChaseLog
@@ -143,7 +143,7 @@ def test_where_the_search_stops_is_said():
     logs cut after the candidates, then after the first test made to fail)."""
     from dataclasses import replace
 
-    from gpumem.experiments.cache_structure.evict import GROW, evict_ways
+    from gpumem.experiments.cache_structure.evict import evict_ways
 
     dev = _l2(16, 512, 0)
     _out, log = _dissect(dev)
@@ -156,3 +156,57 @@ def test_where_the_search_stops_is_said():
                   ev_latency=first.ev_latency[:0])
     alone = evict_ways([*grow, hit], float(dev.info.l2_bytes), 128)
     assert alone[0].status == "unresolved" and "did not miss again" in alone[0].note
+
+
+# ---- an L2 of two levels (near and far partitions, H100/H200): the near level's ways ------
+
+
+def test_the_near_threshold_splits_two_hit_levels_only():
+    """Hits under 320 cycles and from 420 (an H200 at 3/4 of its L2): the middle of the
+    gap; one cluster, or a gap too narrow for two levels, or too few on one side: none."""
+    from gpumem.experiments.cache_structure.evict import near_threshold
+
+    rng = random.Random(3)
+    near = [rng.uniform(250, 320) for _ in range(600)]
+    far = [rng.uniform(420, 600) for _ in range(400)]
+    cut = near_threshold(near + far + [700.0] * 5, 650.0)
+    assert cut is not None and 320 <= cut <= 420
+    assert near_threshold(near, 650.0) is None
+    assert near_threshold(near + [rng.uniform(321, 330) for _ in range(400)], 650.0) is None
+    assert near_threshold(near + far[:20], 650.0) is None  # the far cluster under 10 %
+
+
+def _simulated_h200(near_ways: int) -> SimDevice:
+    """The packaged simulated H200 (its L2 a hashed near level, copies of far lines included,
+    in front of a two-partition far level: a line reaches DRAM only once both let it go),
+    its near level given ``near_ways`` ways (the same sets)."""
+    from dataclasses import replace
+
+    from gpumem.plugin.registry import load_plugins
+
+    cfg = load_plugins(warn=lambda _m: None).hook.gpumem_simulator_config(arch="hopper",
+                                                                         simulator="sim")
+    caches = list(cfg.caches)
+    k = next(i for i, c in enumerate(caches) if c.name == "l2")
+    sets = caches[k].size // (caches[k].ways * caches[k].line)
+    caches[k] = replace(caches[k], ways=near_ways, size=sets * near_ways * caches[k].line)
+    return SimDevice(replace(cfg, caches=caches).validate(), "hopper")
+
+
+@pytest.mark.parametrize("near_ways", [16, pytest.param(12, marks=pytest.mark.slow)])
+def test_a_two_level_l2s_ways_are_its_near_levels(near_ways):
+    """The DRAM search would find no set (lines that overflow a far set are served again
+    from their near copies: the simulated H200 stopped so, as the card did); the near
+    level's search (a far hit its miss) finds its ways, confirmed, from the live search and
+    from its stored chases alike."""
+    from gpumem.experiments.cache_structure.evict import NEAR
+
+    dev = _simulated_h200(near_ways)
+    found, log = _dissect(dev)
+    assert found["l2.ways"].value == near_ways and found["l2.ways"].confidence == CLEAR
+    assert "near level" in found["l2.ways"].method
+    assert {c.stage for c in log.chases} >= {GROW + NEAR, TEST + NEAR, CONFIRM + NEAR}
+    assert GROW not in {c.stage for c in log.chases}  # no DRAM search was needed
+    stored = l2_stages(_StoredSource(chases_from_dataset(log.dataset()),
+                                     float(dev.info.l2_bytes)), [])
+    assert {f.name: f.value for f in stored}["l2.ways"] == near_ways

@@ -103,9 +103,11 @@ class CacheStructure(Experiment):
     name = "cache_structure"
     summary = "fine-grained P-chase: size, line, sector, sets, ways, index bits, policy"
     probes = ("pointer_chase",)
-    version = "2"
-    #: 2: an L2 whose set index is hashed gets its ways and sets from a minimal eviction set
-    changed_in = {"2": ("l2.ways", "l2.sets")}
+    version = "3"
+    #: 2: an L2 whose set index is hashed gets its ways and sets from a minimal eviction set;
+    #: 3: against the near level where the L2's hits come in two levels (near and far
+    #: partitions), the candidates' chases growing on past lines that do not overflow alone
+    changed_in = {"2": ("l2.ways", "l2.sets"), "3": ("l2.ways", "l2.sets")}
     #: one family per level a path reaches (``l2`` where it is at least half the L2), the
     #: unresolved ones included; ``conflict_onset`` is kept only as a note, never reported
     findings = family((*LEVEL_OF_PATH.values(), "l2"), LEVEL_FINDINGS) + ("l2.fill_unit",)

@@ -12,7 +12,12 @@ import numpy as np
 from gpumem.analysis.chases import Chase
 from gpumem.contracts.findings import Finding
 from gpumem.experiments.cache_structure.confidence import CLEAR, QUALIFIED
-from gpumem.experiments.cache_structure.evict import evict_chases, evict_ways
+from gpumem.experiments.cache_structure.evict import (
+    NEAR,
+    evict_chases,
+    evict_ways,
+    near_threshold,
+)
 from gpumem.experiments.cache_structure.rules import (
     CHAIN_SPAN,
     L2_FILL_RECORD,
@@ -251,8 +256,24 @@ def l2_stages(src: Any, found: list[Finding]) -> list[Finding]:
     if not any(f.name == "l2.ways" for f in found + out):
         out += _l2_ways(src.chases, src.l2_bytes, line_found)
     if not any(f.name == "l2.ways" for f in found + out):  # a hashed index: eviction sets
-        got = l2_scatter_shares(src.chases)
-        if run and got is not None and isinstance(line_found, int):
-            evict_chases(src.log, src.l2_bytes, src.memory, line_found, got[1])
-        out += evict_ways(src.chases, src.l2_bytes, line_found)
+        out += _evicted_ways(src, run, line_found)
     return out
+
+
+def _evicted_ways(src: Any, run: bool, line: Any) -> list[Finding]:
+    """``l2.ways`` from a minimal eviction set (:mod:`.evict`): against the near level where
+    the L2's hits come in two levels, else (or where that search finds no set) against DRAM."""
+    got = l2_scatter_shares(src.chases)
+    live = run and got is not None and isinstance(line, int)
+    hit = [c for c in src.chases if c.stage == "l2hit"]
+    near = near_threshold(hit[0].ev_latency, got[1]) if got is not None and hit else None
+    if near is not None:
+        if live:
+            evict_chases(src.log, src.l2_bytes, src.memory, line, near, NEAR)
+        first = evict_ways(src.chases, src.l2_bytes, line, NEAR)
+        if any(f.name == "l2.ways" and f.resolved for f in first):
+            return first
+    if live:
+        assert got is not None
+        evict_chases(src.log, src.l2_bytes, src.memory, line, got[1])
+    return evict_ways(src.chases, src.l2_bytes, line)
