@@ -10,7 +10,9 @@
 #   4. `gpumem run --arch hopper all`, timed (target: at most 60 s with l2_slices in it);
 #   5. l2_slices from every SM (benchmarks/l2_slices_all_sms.py): run it on two cards and
 #      pair their SMs by die position (slices_vs_card.py EVERY_A EVERY_B --match);
-#   6. benchmarks/l2_share_sweep.py: L2 read bandwidth with slices re-read from other SMs
+#   6. l2_slices over all 16,384 lines of one page (benchmarks/l2_slices_dense.py): the hash
+#      table over the invariants' classes judged where every held-out line's class is seen;
+#   7. benchmarks/l2_share_sweep.py: L2 read bandwidth with slices re-read from other SMs
 #      (StreamRequest.share) against gpu-l2-cache's published H200 figures (item 6).
 #
 #   bash benchmarks/l2_slices_h200.sh OUT_DIR
@@ -28,7 +30,7 @@ source "$here/gpu_job.sh"
 gpu_job_start "$out"
 pack() {  # after each step, so a job cut short still brings back what it measured
     (cd "$out" && tar czf pack.tgz --exclude=pack.tgz ./*.txt ./*.log ./*.csv ./*.json ./sim \
-        $(find a b simrun all every -name manifest.json -o -name 'l2_slices-*.nc' 2>/dev/null)) \
+        $(find a b simrun all every dense -name manifest.json -o -name 'l2_slices-*.nc' 2>/dev/null)) \
         2>/dev/null
 }
 for r in a b; do
@@ -55,10 +57,14 @@ s=$SECONDS
 timeout 150 python3 "$here/l2_slices_all_sms.py" "$out/every" > "$out/every.log" 2>&1
 echo "l2_slices every SM: rc $? in $((SECONDS - s)) s" | tee -a "$out/times.txt"
 pack
+s=$SECONDS
+timeout 150 python3 "$here/l2_slices_dense.py" "$out/dense" > "$out/dense.txt" 2>&1
+echo "l2_slices one dense page: rc $? in $((SECONDS - s)) s" | tee -a "$out/times.txt"
+pack
 (cd "$here" && timeout 100 python3 l2_share_sweep.py --json "$out/share.json") > "$out/share.txt" 2>&1
 mark "share sweep done"
 pack
 echo "---"
-cat "$out/times.txt" "$out/a_vs_b.txt" "$out/a_vs_sim.txt" "$out/share.txt"
+cat "$out/times.txt" "$out/a_vs_b.txt" "$out/a_vs_sim.txt" "$out/dense.txt" "$out/share.txt"
 tail -3 "$out/a.log" "$out/b.log" "$out/simrun.log" "$out/export.log" 2>/dev/null
 gpumem show "$out/a" 2>&1 | grep -E "l2_slices\." | cut -c1-150
