@@ -16,7 +16,7 @@ import textwrap
 from pathlib import Path
 
 import pytest
-from helpers import gpumem_subprocess
+from helpers import gpumem_subprocess, install_example
 
 ROOT = Path(__file__).resolve().parents[1]
 EXAMPLE = ROOT / "examples" / "gpumem-example-arch"
@@ -188,15 +188,7 @@ def test_the_written_tests_and_the_examples_parametrize_over_the_checks():
 @pytest.fixture(scope="module")
 def example_site(tmp_path_factory) -> tuple[Path, Path]:
     """(a copy of the example's source, the folder it is pip-installed into, offline)."""
-    base = tmp_path_factory.mktemp("example-checks")
-    src, site = base / "src", base / "site"
-    shutil.copytree(EXAMPLE, src, ignore=shutil.ignore_patterns(
-        "build", "dist", "*.egg-info", "__pycache__", ".pytest_cache"))
-    subprocess.run([sys.executable, "-m", "pip", "install", "-q", "--no-deps",
-                    "--no-build-isolation", "--disable-pip-version-check", "--no-input",
-                    "--target", str(site), str(src)], check=True,
-                   env={**os.environ, "PIP_NO_INDEX": "1"})
-    return src, site
+    return install_example(tmp_path_factory.mktemp("example-checks"))
 
 
 @pytest.mark.slow  # the example's check run whole (a quick run of every experiment): 15 s

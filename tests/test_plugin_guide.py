@@ -13,12 +13,12 @@ import difflib
 import json
 import os
 import re
-import shutil
 import subprocess
 import sys
 from pathlib import Path
 
 import pytest
+from helpers import install_example
 
 ROOT = Path(__file__).resolve().parents[1]
 GUIDE = ROOT / "docs" / "plugin-guide.md"
@@ -78,15 +78,7 @@ def gpumem(site: Path, *args: str, **env: str) -> subprocess.CompletedProcess:
 def example(tmp_path_factory) -> tuple[Path, Path]:
     """(copy of the example's source, folder it is pip-installed into). Built from a copy, so
     setuptools leaves no build/ or egg-info behind in the repository."""
-    base = tmp_path_factory.mktemp("example")
-    src, site = base / "src", base / "site"
-    shutil.copytree(EXAMPLE, src, ignore=shutil.ignore_patterns(
-        "build", "dist", "*.egg-info", "__pycache__", ".pytest_cache"))
-    subprocess.run([sys.executable, "-m", "pip", "install", "-q", "--no-deps",
-                    "--no-build-isolation", "--disable-pip-version-check", "--no-input",
-                    "--target", str(site), str(src)], check=True,
-                   env={**os.environ, "PIP_NO_INDEX": "1"})
-    return src, site
+    return install_example(tmp_path_factory.mktemp("example"))
 
 
 @pytest.fixture
