@@ -81,17 +81,3 @@ def test_a_config_without_a_branch_unit_gets_its_own_generations_opcode_map():
     assert binary_version(AccelSimConfig.load(DATA / "SM75_RTX2060")) == 70
     kepler = AccelSimConfig.load(DATA / "SM3_KEPLER_TITAN")
     assert "-specialized_unit_1" not in kepler.merged() and binary_version(kepler) == 35
-
-
-def test_dram_options_no_build_measured_get_the_ranges_middle_and_a_warning():
-    from gpumem_accelsim.translate import DRAM_MEASURED
-
-    cfg = AccelSimConfig.load(DATA / "SM7_QV100")
-    measured, _ = pipeline_cycles(cfg)
-    assert measured.dram == 37.8
-    cfg.gpgpusim["-dram_latency"] = "120"  # another DRAM: no real-build figure for it
-    guessed, warnings = pipeline_cycles(cfg)
-    seen = sorted(v for v, _ in DRAM_MEASURED.values())
-    assert guessed.dram == pytest.approx((seen[0] + seen[-1]) / 2, abs=0.05)
-    assert len(warnings) == 1 and "were not measured" in warnings[0]
-    assert guessed.l1 == measured.l1 and guessed.l2 == measured.l2 == 8.9

@@ -78,7 +78,9 @@ def test_an_import_applies_the_builds_cycles_and_names_its_architecture_and_memo
     levels = {c.name: c for c in sim.caches}
     assert sim.arch == "sm_70"
     # what a real build measured on QV100 (tests/data/accelsim/runs): L1 23.89, L2 192.89,
-    # DRAM 330.72; the DRAM's +37.8 is its detailed model's bank timing on these options
+    # DRAM 330.72; the DRAM's +37.8 is derived from its detailed DRAM model's options
+    # (translate.dram_cycles: CL 12 at 1132/850 MHz, half the chase's loads precharging and
+    # activating their row; tests/test_accelsim_dram_model.py)
     assert (levels["l1d"].hit_latency, levels["l2"].hit_latency, sim.dram.latency) == \
         pytest.approx((24, 24 + 160 + 8.9, 24 + 160 + 8.9 + 100 + 37.8))
     assert "L1 +4, L2 +8.9, DRAM +37.8" in res.err and "16 GiB assumed" in res.err

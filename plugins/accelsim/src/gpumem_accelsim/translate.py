@@ -22,16 +22,19 @@ set each one (``gpumem export accelsim``: :mod:`gpumem_accelsim.export`).
 
 from __future__ import annotations
 
-import hashlib
 import math
+import re
 import statistics
 from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 
+import numpy as np
 from gpumem.api.simulator import CacheLevel, Dram, SharedMemory, SimConfig, Throughput, Timer
 
 from gpumem_accelsim.cachestring import CacheString, CacheStringError
 from gpumem_accelsim.config import AccelSimConfig, AccelSimConfigError
+from gpumem_accelsim.options import parse_number
+from gpumem_accelsim.traces import GLOBAL_BASE
 
 _POLICY = {"L": "lru", "F": "fifo"}
 _INDEX_NAMES = {"L": "linear", "H": "Fermi hash", "P": "IPOLY hash", "X": "XOR hash",
@@ -80,41 +83,250 @@ PIPELINE = {
 #: core clock (QV100, RTX 2060, RTX 3070). Every config measured runs its L2 at the
 #: interconnect's clock, so which of the two clocks it follows is not told apart.
 L2_FIXED, L2_PER_ICNT = 2.8, 6.1
-#: The DRAM's extra cycles under GPGPU-Sim's detailed DRAM model (bank timing, queues;
-#: ``-gpgpu_simple_dram_model 0``), per config as a real build measured them: the options
-#: that shape a DRAM access (:data:`DRAM_SHAPE`) -> (cycles, the config they came from). A
-#: config not listed gets the middle of their range and a warning naming it.
-DRAM_SHAPE = ("-gpgpu_clock_domains", "-gpgpu_dram_timing_opt", "-dram_latency",
-              "-gpgpu_dram_burst_length", "-dram_data_command_freq_ratio",
-              "-gpgpu_dram_buswidth", "-dram_dual_bus_interface", "-gpgpu_mem_addr_mapping",
-              "-gpgpu_n_mem", "-gpgpu_n_sub_partition_per_mchannel", "-gpgpu_dram_scheduler",
-              "-gpgpu_frfcfs_dram_sched_queue_size", "-gpgpu_dram_return_queue_size")
-DRAM_MEASURED = {
-    "252654e4157c": (37.8, "SM7_QV100: DRAM 330.72 = L2 192.89 + 100 + 37.8"),
-    "20d5e1d5c8ff": (13.0, "SM75_RTX2060: DRAM 347.89 = L2 238.89 + 96 + 13.0"),
-    "98bdcb5ef4e5": (18.9, "SM86_RTX3070: DRAM 511.83 = L2 238.89 + 254 + 18.9"),
-    "9adfeb19be3d": (13.0, "SM6_TITANX: DRAM 244.89 = L2 131.89 + 100 + 13.0"),
-    "2efee81cfb43": (11.3, "SM3_KEPLER_TITAN: DRAM 245.19 = L2 133.94 + 100 + 11.3"),
-}
 DETAILED_BUILD = "accelsim-dev-2024-10"
 
+#: gpumem's latency chase where it reaches DRAM on Accel-Sim (a slow device,
+#: ``gpumem.experiments.latency``; :func:`gpumem_accelsim.traces.chase_trace`): a warm-up of
+#: 8192 lines (1 MiB) from the buffer's base, then 64 timed dependent loads of the lines after
+#: them, 128 B apart, each one 32-B sector. Every DRAM footprint of the ladder (16-512 MiB)
+#: runs these addresses; which rows the warm-up leaves open decides the timed loads' row hits.
+CHASE_WARM_LINES, CHASE_TIMED_LINES, CHASE_STRIDE = 8192, 64, 128
+#: Bytes a sectored L2's miss reads from DRAM.
+L2_SECTOR = 32
+#: GPGPU-Sim's ``-gpgpu_dram_timing_opt`` default, and the order of the fields of that
+#: unnamed form.
+DRAM_TIMING_DEFAULT = "4:2:8:12:21:13:34:9:4:5:13:1:0:0"
+_TIMING_FIELDS = ("nbk", "CCD", "RRD", "RCD", "RAS", "RP", "RC", "CL", "WL", "CDLR", "WR",
+                  "nbkgrp", "CCDL", "RTPL")
+#: IPOLY hashing (channel indexing 2, bank indexing 2; Rau, ISCA 1991) per number of indices:
+#: the GF(2) polynomial an index is reduced by and how many address bits above it fold in, as
+#: GPGPU-Sim sizes them (x^4+x+1 over 13 bits, x^5+x^2+1 over 15, x^6+x+1 over 19).
+_IPOLY = {16: (0b10011, 13), 32: (0b100101, 15), 64: (0b1000011, 19)}
+#: Core cycles of arrival the clocks' phases are averaged over (a chase meets them all).
+_PHASES = 1000
 
-def dram_shape(cfg: AccelSimConfig) -> str:
-    """A short fingerprint of the options that shape a DRAM access (whitespace folded)."""
+
+def dram_timing(cfg: AccelSimConfig) -> dict[str, int]:
+    """``-gpgpu_dram_timing_opt`` as GPGPU-Sim reads it (in DRAM cycles): ``name=value``
+    pairs split at ``=``, ``:`` or ``;``, or the unnamed fields in :data:`_TIMING_FIELDS`
+    order (the default :data:`DRAM_TIMING_DEFAULT`); one bank group unless given."""
+    text = "".join((cfg.merged().get("-gpgpu_dram_timing_opt") or DRAM_TIMING_DEFAULT)
+                   .split()).strip('"')
+    out = {"nbkgrp": 1, "CCDL": 0, "RTPL": 0}
+    tokens = [t for t in re.split("[=:;]", text) if t]
+    pairs = zip(tokens[::2], tokens[1::2], strict=False) if "=" in text else \
+        zip(_TIMING_FIELDS, tokens, strict=False)
+    for name, value in pairs:
+        out[name] = parse_number(value, option=f"-gpgpu_dram_timing_opt {name}")
+    missing = [k for k in ("nbk", "CCD", "RCD", "RP", "CL") if k not in out]
+    if missing:
+        raise AccelSimConfigError(f"{cfg.name}: -gpgpu_dram_timing_opt {text!r} sets no "
+                                  f"{', '.join(missing)}")
+    return out
+
+
+def _ipoly(high: np.ndarray, index: np.ndarray, n: int) -> np.ndarray:
+    """``index`` (one of ``n`` = 2^k) XOR the residue, modulo :data:`_IPOLY`'s polynomial
+    over GF(2), of the address bits ``high`` above it (bit i standing for x^(i+k))."""
+    poly, width = _IPOLY[n]
+    out, residue = index.copy(), poly ^ n  # x^k mod poly
+    for i in range(width):
+        out ^= ((high >> i) & 1) * residue
+        residue <<= 1
+        if residue & n:
+            residue ^= poly
+    return out
+
+
+def dram_banks(cfg: AccelSimConfig, addrs: np.ndarray) -> tuple[np.ndarray, np.ndarray,
+                                                                 list[str]]:
+    """(bank, row) of each byte address as GPGPU-Sim's address decoder and DRAM bank indexing
+    place it, banks numbered over every channel (channel x banks + bank), and a line for each
+    thing followed only in part.
+
+    The ``-gpgpu_mem_addr_mapping`` string (``dramid@S;`` then 64 letters, bit 63 first: R row,
+    B bank, C and S column, D channel where no ``dramid@``): with a power-of-two channel count
+    its channel bits are inserted at bit S; with another count the channel is the address
+    above S modulo the count and bank and row come from the quotient. Channel indexing
+    (``-gpgpu_memory_partition_indexing``): 0 as mapped, 1 XOR of the bits above it, 2 IPOLY of
+    channel and sub-partition, 4 random (a seeded stand-in drawn line by line in address order
+    for the build's ``rand()``: which bank a line lands in differs, how often a row is found
+    open does not, the warm-up opening each row in many lines). Bank indexing
+    (``-dram_bnk_indexing_policy``): 0 as mapped, 1 XOR with the row, 2 IPOLY of the row."""
     m = cfg.merged()
-    text = "\n".join(f"{k}={' '.join(str(m.get(k, '')).split())}" for k in DRAM_SHAPE)
-    return hashlib.sha256(text.encode()).hexdigest()[:12]
+    notes: list[str] = []
+    n = max(1, m.int("-gpgpu_n_mem", 1))
+    nsub = max(1, m.int("-gpgpu_n_sub_partition_per_mchannel", 1))
+    nbk = dram_timing(cfg)["nbk"]
+    text = m.get("-gpgpu_mem_addr_mapping")
+    if not text:
+        notes.append("no -gpgpu_mem_addr_mapping: the build's built-in mapping is not "
+                     "followed, every chase load taken as a row hit")
+        zero = np.zeros(addrs.size, np.int64)
+        return zero, zero, notes
+    text = text.strip().strip('"')
+    start = -1
+    if text.startswith("dramid@"):
+        head, _, text = text.partition(";")
+        start = parse_number(head[len("dramid@"):], option="-gpgpu_mem_addr_mapping dramid")
+    masks = dict.fromkeys("DBRCS", 0)
+    bits = [c.upper() for c in text if c not in ".| "]
+    for i, c in enumerate(reversed(bits)):
+        if c in masks:
+            masks[c] |= 1 << i
+    log2n = n.bit_length() - 1
+    gap = n != 1 << log2n
+    chip_bits = log2n + gap
+    bank_mask, row_mask = masks["B"], masks["R"]
+    if start >= 0 and not gap:  # the channel's bits are inserted at bit S
+        low = (1 << start) - 1
+        bank_mask = ((bank_mask & ~low) << chip_bits) | (bank_mask & low)
+        row_mask = ((row_mask & ~low) << chip_bits) | (row_mask & low)
+    if start >= 0 and gap:
+        q = addrs >> start
+        chip, high = q % n, q // n
+        rest = (high << start) | (addrs & ((1 << start) - 1))
+    else:
+        chip = _pack(masks["D"], addrs) if start < 0 else (addrs >> start) & (n - 1)
+        rest = addrs
+        high = addrs >> max(0, start + log2n + nsub.bit_length() - 1)
+    bank, row = _pack(bank_mask, rest), _pack(row_mask, rest)
+    indexing = m.int("-gpgpu_memory_partition_indexing", 0)
+    subs = (1 << chip_bits) * nsub
+    if indexing == 1 and not gap:
+        chip = chip ^ (high & (n - 1))
+    elif indexing == 2 and subs in _IPOLY:
+        sub = _ipoly(high, chip * nsub + (bank & (nsub - 1)), subs) % (n * nsub)
+        chip = sub // nsub
+    elif indexing == 4:
+        key = addrs >> max(0, start - (nsub.bit_length() - 1))
+        _, first = np.unique(key, return_inverse=True)
+        draws = np.random.default_rng(1).integers(0, n * nsub, first.max() + 1)
+        chip = draws[first] // nsub
+    elif indexing != 0:
+        why = {1: "XOR needs a power-of-two channel count",
+               2: f"IPOLY needs 16, 32 or 64 sub-partitions, not {subs}"}
+        notes.append(f"-gpgpu_memory_partition_indexing {indexing} is not followed "
+                     f"({why.get(indexing, 'no function of the build')}); channels taken "
+                     f"as mapped")
+    policy = m.int("-dram_bnk_indexing_policy", 0)
+    if policy == 1:
+        bank = bank ^ (row & (nbk - 1))
+    elif policy == 2 and nbk in _IPOLY:
+        bank = _ipoly(row, bank, nbk)
+    elif policy != 0:
+        notes.append(f"-dram_bnk_indexing_policy {policy} is not followed; banks taken as "
+                     f"mapped")
+    return chip * nbk + bank, row, notes
+
+
+def _pack(mask: int, values: np.ndarray) -> np.ndarray:
+    """The bits of ``values`` under ``mask``, packed low to high."""
+    out = np.zeros_like(values)
+    pos = 0
+    for i in range(64):
+        if mask >> i & 1:
+            out |= ((values >> i) & 1) << pos
+            pos += 1
+    return out
+
+
+def chase_row_waits(cfg: AccelSimConfig) -> tuple[list[int], list[str]]:
+    """DRAM cycles each timed load of gpumem's chase (:data:`CHASE_TIMED_LINES` after
+    :data:`CHASE_WARM_LINES`) waits for its row: 0 where its bank has that row open (a row
+    hit), ``tRCD`` where the bank was never opened (activate), ``tRP + tRCD`` where another row
+    is open (precharge, activate). Banks stay open (GPGPU-Sim closes a row only for another;
+    no refresh): a bank holds the row of its last access, the warm-up's taken in chain order
+    (its loads run slab by slab in it); and what was followed only in part."""
+    t = dram_timing(cfg)
+    lines = GLOBAL_BASE + CHASE_STRIDE * np.arange(CHASE_WARM_LINES + CHASE_TIMED_LINES,
+                                                   dtype=np.int64)
+    bank, row, notes = dram_banks(cfg, lines)
+    w = CHASE_WARM_LINES
+    open_row = dict(zip(bank[:w].tolist(), row[:w].tolist(), strict=True))
+    waits = []
+    for b, r in zip(bank[w:].tolist(), row[w:].tolist(), strict=True):
+        now = open_row.get(b)
+        waits.append(0 if now == r else t["RCD"] if now is None else t["RP"] + t["RCD"])
+        open_row[b] = r
+    return waits, notes
+
+
+def miss_cycles(core: float, l2: float, dram: float, dram_latency: int,
+                dram_cycles: float) -> float:
+    """Core cycles an L2 miss reaches the L2's reply queue after a hit would, less
+    ``dram_latency``; clocks in MHz, ``dram_cycles`` the DRAM cycles from the DRAM's request
+    queue to the dram-to-L2 queue. Mean over :data:`_PHASES` consecutive core cycles of
+    arrival; event by event (GPGPU-Sim's cycle ticks the DRAM before the L2 and both before
+    the core, whose counter ``-dram_latency`` is counted on):
+
+    the request leaves the ROP queue at the first L2 cycle its core cycle has come and is
+    looked up at the next (a hit is in the reply queue then); a miss is in the L2-to-DRAM
+    queue one L2 cycle later; the next DRAM cycle moves it to the latency queue, ready
+    ``dram_latency`` core cycles on; the first DRAM cycle at or after that gives it to the
+    DRAM; ``dram_cycles`` later it is in the dram-to-L2 queue; the next L2 cycle fills the
+    line and the one after puts the reply in the queue."""
+    ell, d = core / l2, core / dram
+    eps = 1e-9
+    ready = np.arange(1000.0, 1000.0 + _PHASES)
+    looked_up = ell * (np.floor((ready - 1) / ell + eps) + 1) + ell
+    to_dram = d * (np.floor((looked_up + ell) / d + eps) + 1)
+    counted = np.ceil(to_dram - eps)  # core cycles done before that DRAM cycle
+    given = d * (np.floor((counted + dram_latency - 1) / d + eps) + 1)
+    filled = ell * np.ceil((given + dram_cycles * d) / ell - eps)
+    return float(np.mean(filled + ell - looked_up - dram_latency))
+
+
+def dram_cycles(cfg: AccelSimConfig) -> tuple[float, str, list[str]]:
+    """Cycles the detailed DRAM model (``-gpgpu_simple_dram_model 0``) adds to a load of
+    gpumem's latency chase that misses the L2, beyond ``-dram_latency``, in core cycles: the
+    mean over the chase's timed loads of :func:`miss_cycles` with
+
+        DRAM cycles = 1 + row + CL + columns + 1,
+
+    1 from the DRAM's request queue to its bank (pushed at the end of a DRAM cycle, scheduled
+    at the next; FR-FCFS and FIFO alike for a lone request); ``row`` the wait for the row
+    (:func:`chase_row_waits`: 0, ``tRCD`` or ``tRP + tRCD``); ``CL`` the read pipe; ``columns``
+    the column commands beyond the first, each ``max(tCCD, tCCDL)`` apart, where a DRAM atom
+    (burst length x bus width x chips per channel) is smaller than the miss (a 32-B sector,
+    or the line of an unsectored L2); 1 from the DRAM's return queue to the dram-to-L2 queue.
+    Roughly ``2.5 x core/L2 clock - 0.5 + core/DRAM clock x (DRAM cycles + 1)``; the rest is
+    the clocks' rounding. Nothing else enters for a lone dependent load: the data/command
+    ratio, bus width and dual bus only set bandwidth, and no queue (scheduler, return,
+    partition) fills. Returns (cycles, how, lines for what was followed only in part)."""
+    m = cfg.merged()
+    core, _icnt, l2, dram = cfg.clocks_mhz
+    t = dram_timing(cfg)
+    atom = (m.int("-gpgpu_dram_burst_length", 4) * m.int("-gpgpu_dram_buswidth", 4)
+            * m.int("-gpgpu_n_mem_per_ctrlr", 1))
+    try:
+        dl2 = cfg.cache(_L2)
+    except AccelSimConfigError:
+        dl2 = None
+    fetch = L2_SECTOR if dl2 is None or dl2.kind == "S" else dl2.line
+    columns = (-(-fetch // max(1, atom)) - 1) * max(t["CCD"], t["CCDL"])
+    waits, notes = chase_row_waits(cfg)
+    latency = m.int("-dram_latency", 30)
+    each = {w: miss_cycles(core, l2, dram, latency, 2 + w + t["CL"] + columns)
+            for w in set(waits)}
+    cycles = sum(each[w] for w in waits) / len(waits)
+    hits = waits.count(0)
+    misses = ", ".join(f"{waits.count(w)} waiting {w}" for w in sorted(set(waits) - {0}))
+    how = (f"detailed DRAM model: CL {t['CL']}, core/DRAM clock {core / dram:.3g}, "
+           f"{hits} of {len(waits)} chase loads row hits"
+           + (f", {misses} DRAM cycles for their row" if misses else ""))
+    return cycles, how, notes
 
 
 def pipeline_cycles(cfg: AccelSimConfig, build: str = DETAILED_BUILD
                     ) -> tuple[PipelineCycles, list[str]]:
     """The cycles ``build`` adds to each level of ``cfg`` (see :data:`PIPELINE`), with a
-    warning for each that is estimated rather than measured for a config like it.
+    warning for each that is estimated rather than derived for a config like it.
 
     L1: +4 on every config measured. L2: :data:`L2_FIXED` + :data:`L2_PER_ICNT` x core /
-    interconnect clock. DRAM: +1 under the simple DRAM model (fixed latency); under the
-    detailed one the bank timing adds what :data:`DRAM_MEASURED` recorded for a config of
-    the same DRAM options, else the middle of that range (warned)."""
+    interconnect clock. DRAM: +1 under the simple DRAM model (fixed latency, measured);
+    under the detailed one :func:`dram_cycles`, from the config's clocks, DRAM timing, burst
+    and address mapping (warned where it follows the mapping only in part)."""
     base = PIPELINE.get(build)
     if base is None:
         return NO_PIPELINE, []
@@ -125,19 +337,17 @@ def pipeline_cycles(cfg: AccelSimConfig, build: str = DETAILED_BUILD
         dram = base.dram
         how = "simple DRAM model"
     else:
-        got = DRAM_MEASURED.get(dram_shape(cfg))
-        if got is not None:
-            dram, how = got[0], "detailed DRAM model, measured on these DRAM options: " + \
-                got[1].split(":")[0]
+        try:
+            cycles, how, notes = dram_cycles(cfg)
+        except (AccelSimConfigError, ValueError) as e:
+            dram, how, notes = 0.0, "detailed DRAM model, not added", []
+            warn.append(f"DRAM latency: the detailed DRAM model's cycles cannot be derived "
+                        f"({e}); none are added")
         else:
-            seen = sorted(v for v, _ in DRAM_MEASURED.values())
-            dram = round((seen[0] + seen[-1]) / 2, 1)
-            how = "detailed DRAM model, estimated"
-            warn.append(f"DRAM latency: the detailed DRAM model's bank timing adds "
-                        f"{seen[0]:g}-{seen[-1]:g} cycles on the configs measured "
-                        f"({', '.join(v.split(':')[0] for _, v in DRAM_MEASURED.values())}); "
-                        f"this config's DRAM options were not measured: +{dram:g} assumed "
-                        f"(run `gpumem run latency --device accelsim` on it to know)")
+            dram = round(cycles, 1)
+            warn += [f"DRAM latency: {note}, so the detailed DRAM model's +{dram:g} cycles "
+                     f"are an estimate (`gpumem run latency --device accelsim` on it measures "
+                     f"them)" for note in notes]
     return replace(base, l2=l2, dram=dram,
                    source=f"{base.source}; L2 +{l2:g} at core/interconnect clock "
                           f"{core / icnt:g}, DRAM +{dram:g} ({how})"), warn
