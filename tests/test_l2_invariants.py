@@ -119,3 +119,12 @@ def test_a_sparse_sample_says_how_much_of_each_page_it_saw():
                      buffer_bits=25)
     assert not fit.found and span(fit.kernel) == span(kernel)
     assert fit.seen < 0.15 and "a line of each class per page would tell" in fit.note
+
+
+def test_pages_too_large_to_search_give_no_invariants():
+    """A file claiming 128 GB pages (its attributes are not trusted): no search over 2**30
+    deltas, no invariants, at once."""
+    off = _lines(2, 64, seed=11)
+    labels = _table_of_bits(off, [8, 10, 11], 4, seed=12)
+    assert S.invariants(off, labels, line_bits=LINE_BITS, page_bits=37).basis == []
+    assert S.invariants(off, labels, line_bits=LINE_BITS, page_bits=LINE_BITS).basis == []

@@ -59,6 +59,9 @@ SMALL_GROUP = 0.2
 INVARIANT_AGREE, CANDIDATE, MIN_PAIRS = 0.9, 0.75, 12
 #: Pairs of lines drawn per page at most (all of them below this).
 MAX_PAIRS = 1 << 20
+#: In-page line bits the invariants are sought over at most (a 2 MB page of 128-B lines has
+#: 14; a file claiming larger pages gets no invariants rather than arrays of 2**24 counts).
+MAX_DELTA_BITS = 20
 
 
 #: A level's density peak must stand this far above the valley to the next (valley under
@@ -441,7 +444,7 @@ def invariants(offsets: np.ndarray, labels: np.ndarray, *, line_bits: int, page_
     x = np.asarray(offsets, np.int64)
     lab = np.asarray(labels, np.int64)
     n = page_bits - line_bits
-    if n <= 0 or n > 24 or x.size < 2:
+    if n <= 0 or n > MAX_DELTA_BITS or x.size < 2:
         return Invariants([], 0, 0, 0)
     d, same = _pair_deltas(x, lab, x >> page_bits, line_bits)
     cnt = np.bincount(d, minlength=1 << n)
