@@ -143,8 +143,9 @@ def measure_and_keep(setup: RunSetup, claim: Claim) -> Outcome:
     raw, results = measure(setup, claim, watch)
     timeline.mark("measured", claim.exp.name)
     setup.points.measured(claim.exp.name)
-    stamp(setup, claim, raw, before, results, watch)
-    findings, error = judge(setup, claim.exp, raw)
+    unmodelled = device.unmodelled()
+    stamp(setup, claim, raw, before, results, watch, unmodelled)
+    findings, error = judge(setup, claim.exp, raw, unmodelled)
     return keep(setup, claim, raw, findings, error)
 
 
@@ -257,7 +258,8 @@ def _prices(exp: Experiment, pts: Sequence[Mapping[str, Any]], device: Device,
 
 
 def stamp(setup: RunSetup, claim: Claim, raw: xr.Dataset, before: Mapping[str, Any],
-          results: Mapping[tuple, PointResult], watch: Watch) -> None:
+          results: Mapping[tuple, PointResult], watch: Watch,
+          unmodelled: dict[str, str]) -> None:
     """Put into ``raw``'s attributes what a reader of the file needs to trust it: the plan,
     what was seen of other processes, the device's provenance before and after (with what
     points run elsewhere added to its counters), who ran it, throttled points, what the
@@ -291,7 +293,6 @@ def stamp(setup: RunSetup, claim: Claim, raw: xr.Dataset, before: Mapping[str, A
     if throttled:
         setup.reporter.notice(f"{exp.name}: {throttled} point(s) ran while a throttling "
                               f"clock-event reason was active (flagged in point_throttled)")
-    unmodelled = device.unmodelled()
     if unmodelled:  # kept, so that an analysis of the file again marks the same findings
         raw.attrs["gpumem_unmodelled"] = json.dumps(unmodelled, sort_keys=True)
     contention = assess(raw, str(raw.attrs.get("after_neighbours_seen", "")))
@@ -313,7 +314,8 @@ def with_point_totals(before: Mapping[str, Any], after: dict[str, Any],
     return out
 
 
-def judge(setup: RunSetup, exp: Experiment, raw: xr.Dataset) -> tuple[list[Finding], str]:
+def judge(setup: RunSetup, exp: Experiment, raw: xr.Dataset, unmodelled: dict[str, str]
+          ) -> tuple[list[Finding], str]:
     """The findings, against the expected values and marked for what the device does not
     model and for contention, and the experiment's error ("" if none): failed points, or an
     analysis that raised (the raw data is kept, the traceback in its attributes)."""
@@ -322,7 +324,7 @@ def judge(setup: RunSetup, exp: Experiment, raw: xr.Dataset) -> tuple[list[Findi
     error = f"{bad} of {n_points} points failed" if bad else ""
     try:
         findings = mark(not_modelled(evaluate(analyse(exp, raw), list(setup.expected)),
-                                     setup.device.unmodelled()),
+                                     unmodelled),
                         str(raw.attrs[CONTENTION_ATTR]))
     except Exception as e:  # noqa: BLE001 - keep the raw data, report the analysis bug
         findings = []

@@ -200,9 +200,11 @@ class Points:
         return False
 
     def sweep(self, experiment: Experiment, ctx: RunContext) -> Any:
-        """The raw dataset of an adaptive experiment's search run in a worker (only where
-        :meth:`sweeps_remotely` says so)."""
-        raise NotImplementedError(f"{self.where}: adaptive searches run in this process")
+        """The raw dataset of an adaptive experiment's search run in a worker. Called only
+        where :meth:`sweeps_remotely` says so, which points run here never do: a call is
+        the caller's mistake, refused."""
+        raise RuntimeError(f"{self.where}: {experiment.name}'s search runs in this process "
+                           f"(sweeps_remotely is False): call Experiment.sweep here")
 
     def run(self, experiment: Experiment, pts: list[dict[str, Any]], ctx: RunContext,
             on_done: Callable[[], None]) -> dict[tuple, PointResult]:
