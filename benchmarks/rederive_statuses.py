@@ -22,7 +22,6 @@ the same H200 SXM model.
 from __future__ import annotations
 
 import argparse
-import json
 import math
 import sys
 from collections import Counter
@@ -117,20 +116,9 @@ def run_dirs(name: str) -> list[Path]:
 
 def _manifest_findings(path: Path) -> list[tuple[str, str, Finding]]:
     """(arch, experiment, finding) of a manifest's entries (h200-generic keeps no .nc)."""
-    data = json.loads(path.read_text())
-    out = []
-    for e in data.get("entries", {}).values():
-        for name, d in (e.get("findings") or {}).items():
-            interval = d.get("interval")
-            if interval is not None:
-                interval = tuple(interval)
-            index = d.get("index")
-            f = Finding(name, d.get("value"), d.get("units", ""), index=(
-                index["dim"], index["values"]) if index else None, interval=interval,
-                candidates=d.get("candidates"), status=d.get("status", "n/a"),
-                note=d.get("note", ""))
-            out.append((str(e.get("arch", "")), str(e.get("experiment", "")), f))
-    return out
+    from gpumem.results.kept import kept_entries
+
+    return [(e.arch, e.experiment, f) for e in kept_entries(path) for f in e.findings]
 
 
 def judged(target: Path, plugins: Any, borrowed_device: Any) -> list[dict[str, Any]]:

@@ -175,30 +175,20 @@ def test_a_config_naming_a_plugins_architecture_runs_as_it(cli, tmp_path):
 H200 = Path(__file__).parent / "data" / "h200-generic"
 
 
-def _manifest_findings(path: Path) -> dict[tuple[str, str], dict]:
-    """(experiment, finding) -> the finding as the run's manifest keeps it."""
+def _agreement(first: Path, second: Path) -> dict:
+    """``gpumem compare``'s agreement of two runs kept as their manifests."""
+    from gpumem.interop.compare import compare
+    from gpumem.plugin.registry import get_plugins
+
+    return compare(get_plugins(), [first, second], False)["agreement"]
+
+
+def _recorded(manifest: Path) -> list[dict]:
+    """The findings as the manifest keeps them (with the expected value each was judged by)."""
     import json
 
-    m = json.loads(path.read_text())
-    return {(e["experiment"], n): f for e in m["entries"].values()
-            for n, f in (e.get("findings") or {}).items()}
-
-
-def _agreement(first: dict, second: dict) -> dict:
-    """``gpumem compare``'s agreement of two runs, over the findings their manifests keep."""
-    from gpumem.interop.compare import agreement_summary
-
-    rows = []
-    for key in sorted(set(first) | set(second)):
-        row = {"experiment": key[0], "finding": key[1], "values": {}, "intervals": {}}
-        for label, found in (("a", first), ("b", second)):
-            if key in found:
-                row["values"][label] = found[key]["value"]
-                row["kind"] = found[key]["kind"]
-                if "interval" in found[key] and not isinstance(found[key]["value"], list):
-                    row["intervals"][label] = found[key]["interval"]
-        rows.append(row)
-    return agreement_summary(rows, "a", "b")
+    return [f for e in json.loads(manifest.read_text())["entries"].values()
+            for f in (e.get("findings") or {}).values()]
 
 
 def test_on_an_h200_the_generic_architecture_finds_what_hopper_finds():
@@ -210,7 +200,7 @@ def test_on_an_h200_the_generic_architecture_finds_what_hopper_finds():
     own, over the findings the runs recorded.)"""
     measured = within = 0
     for card in sorted(H200.iterdir()):
-        runs = {p.name.split(".")[0]: _manifest_findings(p) for p in card.glob("*.json")}
+        runs = {p.name.split(".")[0]: p for p in card.glob("*.json")}
         hopper = [r for n, r in runs.items() if n.startswith("hopper")]
         generic = [r for n, r in runs.items() if n.startswith("gen")]
         assert hopper and generic, card
@@ -224,7 +214,7 @@ def test_on_an_h200_the_generic_architecture_finds_what_hopper_finds():
                 measured += agree["measured"]
                 within += agree["measured_within"]
         for g in generic:
-            sources = [f["expected_source"] for f in g.values() if f["expected"] is not None]
+            sources = [f["expected_source"] for f in _recorded(g) if f["expected"] is not None]
             assert sources and all(any(w in s for w in PROPERTY_WORDS) for s in sources)
     assert measured >= 400 and within >= 0.95 * measured, (within, measured)
 

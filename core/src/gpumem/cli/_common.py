@@ -171,9 +171,16 @@ def check_damage(targets: Iterable[Path]) -> list[Damage]:
     NaN), so every command that reads a run calls this before it reads."""
     from gpumem.results.verify import verify_target
 
-    damage = [d for t in targets for d in verify_target(Path(t))]
-    for d in damage:
-        print(f"gpumem: damaged: {escape_controls(d)}", file=sys.stderr)
+    damage = []
+    for t in targets:
+        found = verify_target(Path(t))
+        for d in found:
+            print(f"gpumem: damaged: {escape_controls(d)}", file=sys.stderr)
+        if found and all(d.reason == "missing" for d in found) and Path(t).is_dir():
+            print(f"gpumem: note: {escape_controls(t)}: every damaged entry's file is missing; "
+                  f"a run kept as its manifest alone is read by naming "
+                  f"{escape_controls(Path(t) / 'manifest.json')}", file=sys.stderr)
+        damage += found
     return damage
 
 

@@ -51,7 +51,8 @@ def import_(
 @app.command("export")
 def export(
     fmt: str = typer.Argument(..., metavar="FORMAT", help="Format name (gpumem list-plugins)."),
-    run: Path = typer.Argument(..., help="A gpumem run directory."),
+    run: Path = typer.Argument(..., help="A gpumem run directory, or the manifest.json of a "
+                                         "run kept as its manifest alone."),
     out: Path = typer.Option(..., "--out", "-o", help="Directory for the written files."),
     arch: str | None = typer.Option(None, "--arch", "-a",
                                        help="Architecture whose base config fills the gaps "
@@ -63,8 +64,11 @@ def export(
     Refused (exit 1, each damaged entry named) if any results file fails its manifest check."""
     f = _format(fmt, "export")
     require_paths([run])  # missing: a usage error, exit 2 (see require_paths)
-    if not run.is_dir():
-        raise UsageError(f"{run}: not a directory (give a gpumem run directory)")
+    from gpumem.results.kept import is_manifest_file
+
+    if not run.is_dir() and not is_manifest_file(run):
+        raise UsageError(f"{run}: not a directory (give a gpumem run directory, or the "
+                         f"manifest.json of a run kept as its manifest alone)")
     # A format reads what it can and fills the rest from packaged values, so an export of a
     # damaged run would silently describe another GPU: verify the whole run first (missing,
     # size, checksum, a file outside the run), name each damaged entry, and write nothing.

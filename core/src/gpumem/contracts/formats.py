@@ -171,7 +171,10 @@ class Format(ABC):  # noqa: B024 - a subclass overrides import_file, export_run 
         """How a written file names a local file or folder: its own name only. A config is
         meant to be shared; the user's home, run folder or checkout stay out of it."""
         p = Path(path)
-        return (p.resolve() if p.name in ("", "..") else p).name or "/"
+        p = p.resolve() if p.name in ("", "..") else p
+        if p.name == "manifest.json":  # a run kept as its manifest: the run's name too
+            return f"{p.resolve().parent.name}/{p.name}"
+        return p.name or "/"
 
     @property
     def can_import(self) -> bool:

@@ -45,6 +45,7 @@ from gpumem.contracts.findings import (
 from gpumem.contracts.formats import PluginSet, Source, reads_runs
 from gpumem.interop.trace_units import to_analysis_units
 from gpumem.results.io import open_findings, open_raw
+from gpumem.results.kept import is_manifest_file, kept_entries
 from gpumem.results.store import MANIFEST, RunStore
 
 
@@ -141,13 +142,16 @@ def unmodelled_of(attrs: dict[str, Any]) -> dict[str, str]:
 def load_sources(target: Path, exclude: Collection[Path] = (),
                  analyze: Callable[[Path], list[Finding]] | None = None) -> list[Source]:
     """One :class:`Source` per device of a run directory (a run made with ``--devices`` holds
-    several), or the one of a results file.
+    several), of a run kept as its manifest alone (the manifest file named: the findings as
+    recorded, never re-analysed; :mod:`gpumem.results.kept`), or the one of a results file.
 
     ``exclude``: results files to leave out, the damaged ones that
     :func:`gpumem.results.verify.verify_target` found (the caller reports them).
     ``analyze``: findings derived afresh from each file's raw data (the installed gpumem's
     analyses, for a run an older one analysed) instead of those the file stores; a file
     imported from another tool keeps its stored findings."""
+    if is_manifest_file(target):
+        return _kept_sources(target)
     skip = {Path(p).resolve() for p in exclude}
     files: list[Path]
     if target.is_dir():
@@ -192,6 +196,34 @@ def load_sources(target: Path, exclude: Collection[Path] = (),
         raise ResultsFileError(f"{target}: no findings to compare (nothing completed?)")
     if len(sources) > 1:
         for key, s in sorted(by_device.items()):
+            s.label = f"{label}/{key}"
+    return sources
+
+
+def kept_label(manifest: Path) -> str:
+    """A manifest file's run label: its folder's name (``RUN/manifest.json``) or the name
+    before ``.manifest.json``."""
+    return (manifest.parent.name if manifest.name == MANIFEST
+            else manifest.name.removesuffix("." + MANIFEST))
+
+
+def _kept_sources(manifest: Path) -> list[Source]:
+    """The sources of a run kept as its manifest alone (:mod:`gpumem.results.kept`): the
+    findings as recorded, one source per device; no raw data, so nothing is re-analysed
+    and no device description is known (expected values cannot be looked up)."""
+    label = kept_label(manifest)
+    by_device: dict[str, Source] = {}
+    for entry in kept_entries(manifest):
+        src = by_device.setdefault(entry.device_key, Source(label, "", None))
+        src.arch = src.arch or entry.arch
+        for finding in entry.findings:
+            src.findings[(entry.experiment, finding.name)] = finding
+    sources = [s for _k, s in sorted(by_device.items()) if s.findings]
+    if not sources:
+        raise ResultsFileError(f"{manifest}: no findings recorded (nothing completed?)")
+    if len(sources) > 1:
+        for key, s in zip(sorted(k for k, s in by_device.items() if s.findings), sources,
+                          strict=True):
             s.label = f"{label}/{key}"
     return sources
 
@@ -252,6 +284,10 @@ def compare(plugins: PluginSet, targets: list[Path], with_expected: bool,
     own: list[dict[str, Expected]] = [{} for _s in sources]  # each run's, by finding
     if with_expected:
         first = sources[0]
+        if is_manifest_file(Path(pairs[0][1])):
+            raise UsageError(f"{targets[0]}: a manifest keeps no description of its device: "
+                             f"expected values need the run's results files (compare "
+                             f"without --expected or --check)")
         if not first.arch or first.device is None:
             raise UsageError(f"{targets[0]}: no architecture recorded: cannot look up "
                              f"expected values")

@@ -367,7 +367,7 @@ class RunStore:
         except (OSError, ValueError) as e:
             raise ResultsFileError(f"{self.manifest_path}: cannot read run manifest "
                                    f"({type(e).__name__}: {e})") from None
-        problem = _manifest_problem(data)
+        problem = manifest_problem(data)
         if problem:
             raise ResultsFileError(f"{self.manifest_path}: not a gpumem run manifest "
                                    f"({problem})")
@@ -541,7 +541,7 @@ def _json_type(v: Any) -> str:
             float: "number", type(None): "null"}.get(type(v), type(v).__name__)
 
 
-def _manifest_problem(data: Any) -> str:
+def manifest_problem(data: Any) -> str:
     """What makes ``data`` not a manifest, or ''."""
     if not isinstance(data, dict):
         return f"top level is a JSON {_json_type(data)}, not an object"

@@ -127,8 +127,13 @@ def _names(root: Path, name: str, target: Path) -> bool:
 
 def verify_target(target: Path) -> list[Damage]:
     """What a reading command should check for ``target``: a run directory (one with a
-    manifest) or a results file; nothing for anything else (the command's own error)."""
+    manifest) or a results file; nothing for a manifest file named alone
+    (:mod:`gpumem.results.kept`) or anything else (the command's own error)."""
+    from gpumem.results.kept import is_manifest_file
+
     target = Path(target)
+    if is_manifest_file(target):
+        return []  # a run kept as its manifest: the findings it records, checked as read
     if target.is_dir():
         return verify_run(target) if (target / MANIFEST).is_file() else []
     if target.is_file():

@@ -1,0 +1,120 @@
+"""Runs kept as their manifest alone (:mod:`gpumem.results.kept`): ``gpumem compare`` and
+``gpumem export sim`` read the findings the manifest recorded when its file is named; a run
+directory whose files are gone stays damaged, with a note naming the manifest.
+
+The data: ``tests/data/h200-session17`` keeps sixteen whole H200 runs' manifests (no raw files).
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+
+import pytest
+from gpumem.interop.compare import compare, load_sources
+from gpumem.plugin.registry import get_plugins
+from gpumem.results.kept import kept_entries
+from gpumem.results.verify import verify_target
+from gpumem.sim.config import SimConfig
+
+DATA = Path(__file__).parent / "data"
+KEPT = DATA / "h200-session17" / "gpuc49e3-hopper1" / "manifest.json"
+OTHER = DATA / "h200-session17" / "gpu850e8-hopper1" / "manifest.json"
+
+
+def test_a_manifest_gives_the_findings_it_recorded():
+    recorded = json.loads(KEPT.read_text())["entries"]
+    (src,) = load_sources(KEPT)
+    assert src.label == "gpuc49e3-hopper1" and src.arch == "hopper" and src.device is None
+    n = 0
+    for e in recorded.values():
+        for name, d in (e.get("findings") or {}).items():
+            f = src.findings[(e["experiment"], name)]
+            assert f.value == d["value"] and f.units == d["units"]
+            assert (f.interval is None) == (d.get("interval") is None)
+            n += 1
+    assert n == len(src.findings) >= 70
+    assert verify_target(KEPT) == []  # nothing to check a manifest against but itself
+
+
+def test_two_kept_runs_compare_like_two_run_directories(cli):
+    res = cli("compare", str(KEPT), str(OTHER), "--json")
+    assert res.code == 0, res.err
+    data = json.loads(res.out)
+    s = data["agreement"]
+    assert [r["label"] for r in data["runs"]] == ["gpuc49e3-hopper1", "gpu850e8-hopper1"]
+    assert s["structural_equal"] == s["structural"] >= 15  # two healthy H200s
+    assert s["measured_within"] >= 0.9 * s["measured"] >= 45
+
+
+def test_a_run_directory_whose_files_are_gone_is_damaged_and_points_to_its_manifest(cli):
+    res = cli("compare", str(KEPT.parent), str(OTHER))
+    assert res.code == 1
+    assert "gpumem: damaged:" in res.err and "missing" in res.err
+    note = [ln for ln in res.err.splitlines() if ln.startswith("gpumem: note:")]
+    assert len(note) == 1 and str(KEPT) in note[0], res.err
+
+
+def test_expected_values_need_the_device_a_manifest_does_not_describe(cli):
+    res = cli("compare", str(KEPT), str(OTHER), "--check")
+    assert res.code == 2
+    assert "keeps no description of its device" in res.err
+    assert len(res.err.strip().splitlines()) == 1
+
+
+@pytest.mark.parametrize("text, says", [
+    ("{not json", "cannot read run manifest"),
+    ('{"entries": []}', "not a gpumem run manifest"),
+    ('{"entries": {"k": {"status": "complete", "experiment": "latency", '
+     '"findings": ["lat.l1"]}}}', "'findings' is not an object"),
+    ('{"entries": {"k": {"status": "complete", "experiment": "latency", '
+     '"findings": {"lat.l1": 34}}}}', "finding 'lat.l1': cannot read it back"),
+    ('{"entries": {"k": {"status": "complete", "experiment": "latency", '
+     '"findings": {"lat.l1": {"value": 34, "index": {"dim": 1}}}}}}',
+     "finding 'lat.l1': cannot read it back"),
+    ('{"entries": {"k": {"status": "running", "experiment": "latency"}}}',
+     "no findings recorded"),
+])
+def test_a_hostile_manifest_is_one_line_and_exit_1(cli, tmp_path, text, says):
+    bad = tmp_path / "run" / "manifest.json"
+    bad.parent.mkdir()
+    bad.write_text(text)
+    res = cli("compare", str(bad), str(OTHER))
+    assert res.code == 1, res.err
+    assert says in res.err and len(res.err.strip().splitlines()) == 1, res.err
+
+
+def test_a_folder_of_named_manifests_is_read_by_name(tmp_path):
+    """``NAME.manifest.json`` (tests/data/h200-generic keeps runs so) is labelled NAME."""
+    named = tmp_path / "hopper1.manifest.json"
+    shutil.copy(KEPT, named)
+    (src,) = load_sources(named)
+    assert src.label == "hopper1" and len(src.findings) == len(load_sources(KEPT)[0].findings)
+    assert [e.version for e in kept_entries(named) if e.experiment == "bandwidth"] == ["3"]
+
+
+def test_export_sim_from_a_kept_run_says_what_it_could_not_know(cli, tmp_path):
+    out = tmp_path / "h200.toml"
+    res = cli("export", "sim", str(KEPT), "--out", str(out))
+    assert res.code == 0, res.err
+    assert "no device description" in res.err
+    text = out.read_text()
+    assert "gpuc49e3-hopper1/manifest.json" in text.splitlines()[0]
+    assert str(DATA) not in text  # the run's name, not this checkout's path
+    assert "the findings are those the run's manifest recorded" in text.lower()
+    cfg = SimConfig.load(out)
+    (src,) = load_sources(KEPT)
+    assert cfg.dram.latency == src.value("latency", "lat.dram")
+    assert cfg.level("l1d").hit_latency == src.value("latency", "lat.l1")
+    base = get_plugins().hook.gpumem_simulator_config(arch="hopper", simulator="sim")
+    assert cfg.clock_mhz == base.clock_mhz and cfg.sm_count == base.sm_count
+
+
+def test_a_kept_run_against_a_simulated_one(sim_run):
+    """What ``benchmarks/sim_vs_h200.py`` does for the held-out cards."""
+    run = sim_run("hopper")
+    assert run.ran, run.text[-2000:]
+    data = compare(get_plugins(), [OTHER, run.out], False)
+    s = data["agreement"]
+    assert s["measured"] >= 50 and s["structural_equal"] == s["structural"]
