@@ -37,6 +37,10 @@ CALIBRATION = "run1"
 #: last 0.5 ms) the packaged config takes, over the calibration run's version 2 (one shape)
 BANDWIDTH_RUN = ROOT / "tests" / "data" / "h200-v4-runs" / "run1"
 HELD_OUT = ("run2", "run3", "run4", "run5")
+#: Whole runs on four other H200s, kept as their manifests (tests/data/h200-session17: every
+#: experiment at today's version but cache_structure, 1 there): cards the calibration never
+#: saw, compared by the findings the runs recorded (no raw data to re-analyse).
+CARDS = ROOT / "tests" / "data" / "h200-session17"
 DOC = ROOT / "docs" / "h200-reference.md"
 BEGIN, END = "<!-- sim_vs_h200:begin -->", "<!-- sim_vs_h200:end -->"
 
@@ -60,11 +64,44 @@ def simulate(out: Path) -> None:
                    stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
 
 
+def card_runs() -> list[Path]:
+    """The manifests of the held-out cards' runs (:data:`CARDS`)."""
+    return sorted(CARDS.glob("*/manifest.json"))
+
+
 def comparisons(sim: Path) -> dict[str, dict[str, Any]]:
-    """Run label -> ``compare([that H200 run, sim], reanalyze=True)``."""
+    """Run label -> ``compare([that H200 run, sim])``: the calibration card's runs
+    re-analysed, the other cards' kept runs as recorded."""
     plugins = get_plugins()
-    return {name: compare(plugins, [RUNS / name, sim], False, reanalyze=True)
-            for name in (CALIBRATION, *HELD_OUT)}
+    out = {name: compare(plugins, [RUNS / name, sim], False, reanalyze=True)
+           for name in (CALIBRATION, *HELD_OUT)}
+    for manifest in card_runs():
+        out[manifest.parent.name] = compare(plugins, [manifest, sim], False)
+    return out
+
+
+def share(data: dict[str, Any]) -> float:
+    """The share of the H200 run's measured findings the simulator gives within 5 %."""
+    s = data["agreement"]
+    return s["measured_within"] / s["measured"] if s["measured"] else 0.0
+
+
+def card_lines(results: dict[str, dict[str, Any]]) -> list[str]:
+    """One line per held-out card: its runs' shares, lowest first."""
+    by_card: dict[str, list[tuple[str, dict[str, Any]]]] = {}
+    for m in card_runs():
+        by_card.setdefault(m.parent.name.split("-")[0], []).append(
+            (m.parent.name, results[m.parent.name]))
+    lines = []
+    for card, runs in sorted(by_card.items()):
+        parts = [f"{d['agreement']['measured_within']}/{d['agreement']['measured']}"
+                 for _n, d in sorted(runs, key=lambda r: share(r[1]))]
+        lines.append(f"- {card} ({len(runs)} runs): {', '.join(parts)} measured findings "
+                     f"within 5% ({min(share(d) for _n, d in runs):.1%}-"
+                     f"{max(share(d) for _n, d in runs):.1%}), structural "
+                     f"{min(d['agreement']['structural_equal'] for _n, d in runs)} of "
+                     f"{runs[0][1]['agreement']['structural']} equal")
+    return lines
 
 
 def summary_line(data: dict[str, Any]) -> str:
@@ -101,6 +138,10 @@ def markdown(results: dict[str, dict[str, Any]], date: str) -> str:
              f"**Against {CALIBRATION} (the calibration run): {summary_line(data)}.**", ""]
     for name in HELD_OUT:
         lines.append(f"- against {name} (held out): {summary_line(results[name])}")
+    lines += ["", f"Against {len(card_runs())} whole runs on four H200s the calibration never saw "
+              f"(`tests/data/h200-session17`, kept as manifests: `gpumem compare "
+              f"CARD/manifest.json SIMRUN`, the findings as the runs recorded them):", "",
+              *card_lines(results)]
     lines += ["", "| experiment | finding | H200 (run1) | simulator | error | verdict |",
               "|---|---|---|---|---|---|"]
     for row in data["rows"]:
@@ -149,6 +190,7 @@ def main(argv: list[str] | None = None) -> int:
     else:
         for name, data in results.items():
             print(f"{name}: {summary_line(data)}")
+        print("\n".join(card_lines(results)))
     return 0
 
 

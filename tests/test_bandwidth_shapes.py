@@ -19,8 +19,9 @@ from gpumem.sim.device import SimDevice, sim_device_info
 from gpumem.sim.throughput import stream_model
 
 #: An L1 cap well under the issue rate (128 B/cycle/SM), so the best shape reaches it: the
-#: packaged H200's (125.1, bandwidth_levels 4) sits so close to the issue rate that the
-#: model's smooth minimum of the two reads 116 (its bw.l1 is NOT_SIMULATED for it).
+#: H200's measured 125.1 sits so close to the issue rate that the model's smooth minimum of
+#: the two reads 116, so the packaged config's cap is solved through the model (156.2:
+#: tests/test_calibrate.py).
 PLANTED_L1 = 75.6
 
 

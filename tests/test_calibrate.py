@@ -170,3 +170,33 @@ def test_each_sm_gets_its_measured_partition(exported, tmp_path):
     bad.level(far.name).sm_partition = [0, 2]
     with pytest.raises(ValueError, match="sm_partition"):
         bad.validate()
+
+
+@pytest.mark.parametrize("measured", [32_700.0, 20_000.0])
+def test_a_measured_l1_bandwidth_comes_back_from_the_simulator(tmp_path, measured):
+    """The L1's cap is solved through the model, so the simulated bandwidth_levels sweep reads
+    what the GPU read: near the SM's issue rate (an H200's 125.1 of 128 B/cycle/SM) the cap
+    read off as GB/s per clock gave 7 % less (the smooth minimum of two nearly equal caps);
+    well under it, the cap is about the measured rate itself."""
+    from gpumem.contracts.findings import Finding
+    from gpumem.contracts.formats import Source
+    from gpumem.interop.calibrate import calibrate
+    from gpumem.plugin.registry import get_plugins
+
+    base = get_plugins().hook.gpumem_simulator_config(arch="hopper", simulator="sim")
+    src = Source("planted", "hopper", None,
+                 {("bandwidth_levels", "bw.l1"): Finding("bw.l1", measured, "GB/s")})
+    cal = calibrate(base, src)
+    per_clk = measured / (base.clock_mhz / 1e3) / base.sm_count
+    cap = cal.config.level("l1d").bandwidth
+    assert cap >= per_clk
+    assert cal.sources["cache:l1d.bandwidth"].startswith("bandwidth_levels/bw.l1 (the cap at")
+    path = tmp_path / "cal.toml"
+    cal.config.save(path)
+    out = tmp_path / "run"
+    assert main(["run", "--arch", "hopper", "bandwidth_levels", "--device", "sim",
+                 "--sim-config", str(path), "--out", str(out)]) == 0
+    got = load_source(out).findings[("bandwidth_levels", "bw.l1")].value
+    assert got == pytest.approx(measured, rel=0.01)
+    if measured > 30_000:  # the case that read 116 B/cycle/SM of a measured 125
+        assert cap > 1.1 * per_clk

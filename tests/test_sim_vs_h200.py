@@ -35,8 +35,8 @@ def results(sim_run) -> dict[str, dict]:
 
 @pytest.mark.slow  # the whole hopper run reanalysed against five H200 runs: 23 s of CPU
 def test_every_structural_finding_equal_and_nine_in_ten_measured_within_5_percent(results):
-    for name, data in results.items():
-        s = data["agreement"]
+    for name in (svh.CALIBRATION, *svh.HELD_OUT):
+        s = results[name]["agreement"]
         assert s["structural_equal"] == s["structural"] >= 15, name
         share = s["measured_within"] / s["measured"]
         # the calibration run by the issue's target; held-out runs of the card a little
@@ -46,6 +46,23 @@ def test_every_structural_finding_equal_and_nine_in_ten_measured_within_5_percen
         # bw.l2 among them since the config's cache bandwidths come from a bandwidth_levels 4
         # run (these runs' version 2 read one kernel shape, lower)
         assert s["measured"] >= 45 and len(s["undecided"]) <= 7, name
+
+
+#: The lowest share of a held-out card's run the packaged config reproduces (2026-12-05:
+#: 87.7 %, gpuc49e3-gen2; 16 runs, 87.7-96.5 %): a change to the model or the config that
+#: reproduces less of any committed run fails here.
+CARD_FLOOR = 0.87
+
+
+@pytest.mark.slow  # the same comparison as above (its module fixture)
+def test_whole_runs_on_cards_the_calibration_never_saw(results):
+    cards = {m.parent.name for m in svh.card_runs()}
+    assert len(cards) >= 16
+    for name in cards:
+        s = results[name]["agreement"]
+        assert s["structural_equal"] == s["structural"] >= 15, name
+        assert s["measured"] >= 50, name
+        assert svh.share(results[name]) >= CARD_FLOOR, (name, svh.share(results[name]))
 
 
 @pytest.mark.slow  # the same comparison as above (its module fixture)
@@ -73,4 +90,7 @@ def test_the_packaged_config_is_the_calibrated_one(tmp_path):
     out = tmp_path / "again.toml"
     assert main(["export", "sim", str(svh.RUNS / svh.CALIBRATION), "--out", str(out)]) == 0
     alone = SimConfig.load(out)
-    assert alone.level("l1d").bandwidth == 75.6 and alone.level("l2").bandwidth == 4017.4
+    # (75.6 and 4017.4 B/cycle measured; each cap solved through the model: well under the
+    # SM's issue rate, about the measured rate itself)
+    assert alone.level("l1d").bandwidth == pytest.approx(75.6, abs=0.3)
+    assert alone.level("l2").bandwidth == pytest.approx(4017.4, rel=0.001)

@@ -26,7 +26,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from gpumem.contracts.device import BulkRequest, StreamRequest
-from gpumem.contracts.errors import UsageError
+from gpumem.contracts.errors import PointSkipped, UsageError
 from gpumem.contracts.formats import Converted, Format, FormatError
 from gpumem.interop.sim_from_run import positive
 from gpumem.sim.config import SimConfig, SimConfigError
@@ -44,6 +44,7 @@ class Calibrated:
     config: SimConfig
     sources: dict[str, str] = field(default_factory=dict)
     left: list[str] = field(default_factory=list)  # measured findings the model cannot take
+    config_device_known: bool = True  # the run described its device (not a bare manifest)
     used: set[tuple[str, str]] = field(default_factory=set)
 
 
@@ -70,6 +71,7 @@ def calibrate(base: SimConfig, src: Source) -> Calibrated:
         out.used.add((experiment, name))
 
     dev = src.device
+    out.config_device_known = dev is not None
     if dev is not None:
         if dev.clock_mhz:
             cfg.clock_mhz = float(dev.clock_mhz)
@@ -124,12 +126,7 @@ def calibrate(base: SimConfig, src: Source) -> Calibrated:
         out.used |= {("cache_structure", "ro.hit_latency"), ("cache_structure", "l1d.hit_latency")}
     _fit_dram(cfg, src, put)
     ghz = cfg.clock_mhz / 1e3
-    for level, name, per_sm in (("l1d", "bw.l1", True), ("l2", "bw.l2", False)):
-        v = positive(src.value("bandwidth_levels", name))
-        if v is not None and level in names and ghz > 0:
-            per_cycle = v / ghz / (cfg.sm_count if per_sm else 1)
-            put(f"cache:{level}.bandwidth", round(per_cycle, 1), "bandwidth_levels", name,
-                f"GB/s / {cfg.clock_mhz:g} MHz" + (f" / {cfg.sm_count} SMs" if per_sm else ""))
+    _fit_cache_bandwidths(cfg, src, put)
     v = positive(src.value("bulk_copy", "bulk.latency_estimate"))
     if v is not None:
         put("throughput.bulk_latency", v, "bulk_copy", "bulk.latency_estimate")
@@ -279,6 +276,63 @@ def _busiest_stream(cfg: SimConfig, kind: str) -> StreamRequest:
                          width=int(top["width"]), path=str(plan.attrs["path"]),
                          order=str(plan.attrs["order"]), kind=kind,
                          work=int(plan.attrs["work_bytes"]))
+
+
+def _fit_cache_bandwidths(cfg: SimConfig, src: Source, put: Callable[..., None]) -> None:
+    """Each cache level's bandwidth, solved so that the model's best rate over the
+    bandwidth_levels sweep's own points (on a device of this config) that the level serves is
+    the measured best. Read off as GB/s per clock, the L1's would fall short: its cap and the
+    SM's issue cap are nearly equal, and the model's smooth minimum of the two gives 7 % less
+    than either (an H200's 125.1 B/cycle/SM came out as 116)."""
+    from gpumem.contracts.experiment import RunContext
+    from gpumem.experiments.bandwidth_levels import BandwidthLevels
+    from gpumem.sim.device import sim_device_info
+
+    ghz = cfg.clock_mhz / 1e3
+    names = {lv.name for lv in cfg.caches}
+    if ghz <= 0:
+        return
+    dev = sim_device_info(cfg)
+    plan = BandwidthLevels().plan(RunContext(cfg.arch, dev))
+    axes = {a.name: a.values for a in plan.axes}
+    order = str(plan.attrs["order"])
+    for level, name, path, per_sm in (("l1d", "bw.l1", "ca", True),
+                                      ("l2", "bw.l2", "cg", False)):
+        v = positive(src.value("bandwidth_levels", name))
+        if v is None or level not in names or path not in cfg.paths:
+            continue
+        lv = cfg.level(level)
+        per_cycle = v / ghz / (cfg.sm_count if per_sm else 1)
+        # the footprints the analysis reads the level at: the L2's up to half of it
+        biggest = dev.l2_bytes // 2 if lv.scope == "gpu" else lv.size * cfg.sm_count
+        points = [StreamRequest(footprint=int(fp), ctas=int(c) * cfg.sm_count,
+                                threads=int(t), ilp=int(k), width=int(plan.attrs["width"]),
+                                path=path, kind="read", order=order, work=0)
+                  for fp in axes["footprint"] if int(fp) <= biggest
+                  for c in axes["ctas_per_sm"] for t in axes["threads"] for k in axes["ilp"]]
+
+        def best(x: float, lv: Any = lv, points: list[StreamRequest] = points) -> float:
+            lv.bandwidth = x
+            rates = [0.0]
+            for req in points:
+                try:
+                    m = stream_model(cfg, req)
+                except PointSkipped:
+                    continue
+                if m.serving == lv.name:
+                    rates.append(m.rate)
+            return max(rates) * ghz
+        solved = _solve(best, v, per_cycle, 4 * per_cycle)
+        unit = f" / {cfg.sm_count} SMs" if per_sm else ""
+        if solved is None:
+            lv.bandwidth = round(per_cycle, 1)
+            put(f"cache:{level}.bandwidth", lv.bandwidth, "bandwidth_levels", name,
+                f"GB/s / {cfg.clock_mhz:g} MHz{unit}")
+            continue
+        lv.bandwidth = round(solved, 1)
+        put(f"cache:{level}.bandwidth", lv.bandwidth, "bandwidth_levels", name,
+            f"the cap at which the model's best rate over the sweep's points this level "
+            f"serves is the measured {per_cycle:.1f} B/cycle{' per SM' if per_sm else ''}")
 
 
 def _fit_dram(cfg: SimConfig, src: Source, put: Callable[..., None]) -> None:
@@ -443,9 +497,12 @@ def commented_toml(cal: Calibrated, run: Path | str, base_name: str,
         f"# gpumem built-in simulator config calibrated from the measured run {run}",
         "# (gpumem export sim). A parameter commented 'measured' is set from the finding named;",
         *base,
-        "# The findings are this gpumem's analyses of the run's raw data, as its simulated runs",
-        "# will get. Findings of the run not used to set a parameter (the model cannot express",
-        "# them yet, or they follow from those set):",
+        *(["# The findings are this gpumem's analyses of the run's raw data, as its simulated",
+           "# runs will get."] if cal.config_device_known else
+          ["# The findings are those the run's manifest recorded (its raw data not kept); the",
+           "# SM clock, SM count and DRAM peak are the base's (a manifest names no device)."]),
+        "# Findings of the run not used to set a parameter (the model cannot express them",
+        "# yet, or they follow from those set):",
     ]
     left = cal.left
     for i in range(0, len(left), 4):
@@ -513,4 +570,8 @@ class SimFormat(Format):
         write_text(path, commented_toml(cal, name, base_name, assumed))
         warnings = [f"{len(cal.sources)} parameter(s) set from the run; {len(cal.left)} "
                     f"finding(s) not used (listed in the file's header)"]
+        if src.device is None:
+            warnings.append(f"{name}: no device description (a run kept as its manifest "
+                            f"alone): the findings as recorded, not re-analysed; the SM "
+                            f"clock, SM count and DRAM peak are the base config's")
         return Converted([path], warnings)

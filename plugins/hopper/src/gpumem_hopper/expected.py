@@ -151,14 +151,9 @@ NOT_SIMULATED: dict[str, str] = {
                              "overheads, the mbarrier wake-up not modelled apart",
     "l2.near_fraction": "the model gives 0.5: its hash spreads lines evenly over the two "
                         "partitions; the H200s see 0.529 of them near",
-    # the packaged config is calibrated from tests/data/h200-reruns/run1, its cache
-    # bandwidths from tests/data/h200-v4-runs/run1 (tests/test_sim_vs_h200: a fixed point)
-    "bw.l1": "the model gives 30.4 TB/s: its L1 bandwidth is the H200's (125.1 B/cycle/SM, "
-             "bandwidth_levels 4), but at the footprints and shapes its L1 serves the model's "
-             "kernel reaches 116 of them, where the H200's reaches 125",
-    "bw.l1_bytes_per_clk": "the model gives 116.3 (bw.l1, above)",
-    "bw.l1_width_fraction": "the model gives 0.909 (bw.l1, above)",
-    # ... and from bulk_copy 1, whose runs were not sized in time
+    # the packaged config is calibrated from tests/data/h200-reruns/run1 (tests/
+    # test_sim_vs_h200: a fixed point), its bulk efficiency from bulk_copy 1, whose runs were
+    # not sized in time
     "bw.dram_read_bulk": "a quick run of the model gives 4326 GB/s: the packaged config's "
                          "bulk efficiency is calibrated from bulk_copy 1 (one 110 us pass per "
                          "run); version 2's runs last 0.5 ms and read 4605 on the H200s",
