@@ -118,3 +118,12 @@ def test_a_kept_run_against_a_simulated_one(sim_run):
     data = compare(get_plugins(), [OTHER, run.out], False)
     s = data["agreement"]
     assert s["measured"] >= 50 and s["structural_equal"] == s["structural"]
+
+
+def test_one_lost_file_is_damage_with_no_note_about_kept_runs(cli, sim_run, tmp_path):
+    run = tmp_path / "run"
+    shutil.copytree(sim_run("hopper").out, run)
+    next(run.rglob("latency-*.nc")).unlink()
+    res = cli("compare", str(run))
+    assert res.code == 1 and "gpumem: damaged:" in res.err
+    assert "gpumem: note:" not in res.err

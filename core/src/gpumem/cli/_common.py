@@ -176,8 +176,9 @@ def check_damage(targets: Iterable[Path]) -> list[Damage]:
         found = verify_target(Path(t))
         for d in found:
             print(f"gpumem: damaged: {escape_controls(d)}", file=sys.stderr)
-        if found and all(d.reason == "missing" for d in found) and Path(t).is_dir():
-            print(f"gpumem: note: {escape_controls(t)}: every damaged entry's file is missing; "
+        if (found and Path(t).is_dir() and all(d.reason == "missing" for d in found)
+                and not any(Path(t).rglob("*.nc"))):
+            print(f"gpumem: note: {escape_controls(t)}: none of its results files is there; "
                   f"a run kept as its manifest alone is read by naming "
                   f"{escape_controls(Path(t) / 'manifest.json')}", file=sys.stderr)
         damage += found
