@@ -3,13 +3,14 @@
     python benchmarks/sim_vs_h200.py [--markdown] [--doc] [--run DIR]
 
 Runs ``gpumem run --arch hopper all --device sim`` in a temporary folder (or reads the run in
-``--run DIR``) and compares it, finding by finding, with the committed H200 run its config
-was calibrated from (``tests/data/h200-reruns/run1``) and with the four other runs of that
-card (``run2``-``run5``, which the calibration did not see): ``gpumem compare HW SIM
---reanalyze`` (every run analysed by this gpumem's analyses). The table lists every finding
-of the calibration run; the summary lines say how many agree (measured within 5 %,
-structural equal, undecided where the H200's own interval is wider than 5 % and holds the
-simulated value).
+``--run DIR``) and compares it, finding by finding, with the five committed H200 runs its
+config was calibrated from (``tests/data/h200-reruns/run1``-``run5``, one card, pooled: each
+finding the median run's, :func:`gpumem.interop.pool.median_source`; ``gpumem compare HW SIM
+--reanalyze``, every run analysed by this gpumem's analyses) and with 16 whole runs on four
+cards the calibration never saw (``tests/data/h200-session17``, kept as manifests: the
+findings as the runs recorded them). The table lists every finding of ``run1``; the summary
+lines say how many agree (measured within 5 %, structural equal, undecided where the H200's
+own interval is wider than 5 % and holds the simulated value).
 
 ``--markdown`` prints the block ``docs/h200-reference.md`` holds between the
 ``<!-- sim_vs_h200:begin -->`` and ``<!-- sim_vs_h200:end -->`` lines; ``--doc`` writes it
@@ -36,6 +37,7 @@ CALIBRATION = "run1"
 #: The run whose cache bandwidths (bandwidth_levels 4: kernel shapes searched, runs sized to
 #: last 0.5 ms) the packaged config takes, over the calibration run's version 2 (one shape)
 BANDWIDTH_RUN = ROOT / "tests" / "data" / "h200-v4-runs" / "run1"
+#: The other runs of the calibration card, pooled into the calibration with run1.
 HELD_OUT = ("run2", "run3", "run4", "run5")
 #: Whole runs on four other H200s, kept as their manifests (tests/data/h200-session17: every
 #: experiment at today's version but cache_structure, 1 there): cards the calibration never
@@ -46,16 +48,21 @@ BEGIN, END = "<!-- sim_vs_h200:begin -->", "<!-- sim_vs_h200:end -->"
 
 
 def calibration_source() -> Any:
-    """What the packaged config is calibrated from: the calibration run's findings, its
-    ``bandwidth_levels`` ones replaced by :data:`BANDWIDTH_RUN`'s (the packaged config is
-    ``gpumem.interop.calibrate.calibrate`` of this: a fixed point, tests/test_sim_vs_h200)."""
+    """What the packaged config is calibrated from: the five runs of the calibration card
+    pooled (each finding the median run's: one run's TLB miss penalty read 8 cycles, the
+    others 10-11), their ``bandwidth_levels`` findings replaced by :data:`BANDWIDTH_RUN`'s
+    (the packaged config is ``gpumem.interop.calibrate.calibrate`` of this: a fixed point,
+    tests/test_sim_vs_h200)."""
     from gpumem.interop.compare import Source, load_source
+    from gpumem.interop.pool import median_source
 
     plugins = get_plugins()  # reanalysed, as gpumem export sim does
-    run = load_source(RUNS / CALIBRATION, reanalyze_with=plugins)
+    runs = [load_source(RUNS / name, reanalyze_with=plugins) for name in (CALIBRATION,
+                                                                          *HELD_OUT)]
+    pooled = median_source(runs, "h200-reruns")
     bw = load_source(BANDWIDTH_RUN, reanalyze_with=plugins)
     cache_bw = {k: f for k, f in bw.findings.items() if k[0] == "bandwidth_levels"}
-    return Source(run.label, run.arch, run.device, {**run.findings, **cache_bw})
+    return Source(pooled.label, pooled.arch, pooled.device, {**pooled.findings, **cache_bw})
 
 
 def simulate(out: Path) -> None:
@@ -135,11 +142,13 @@ def markdown(results: dict[str, dict[str, Any]], date: str) -> str:
              f"`python benchmarks/sim_vs_h200.py --doc` ({date}): the packaged hopper "
              f"`sim.toml` run through every experiment, against the H200 runs, "
              f"`gpumem compare HW SIM --reanalyze`.", "",
-             f"**Against {CALIBRATION} (the calibration run): {summary_line(data)}.**", ""]
+             "Against the five runs the calibration pools (GPU-e3cd7c15, each finding the "
+             "median run's):", "",
+             f"- against {CALIBRATION}: {summary_line(data)}"]
     for name in HELD_OUT:
-        lines.append(f"- against {name} (held out): {summary_line(results[name])}")
-    lines += ["", f"Against {len(card_runs())} whole runs on four H200s the calibration never saw "
-              f"(`tests/data/h200-session17`, kept as manifests: `gpumem compare "
+        lines.append(f"- against {name}: {summary_line(results[name])}")
+    lines += ["", f"**Against {len(card_runs())} whole runs on four H200s the calibration "
+              f"never saw** (`tests/data/h200-session17`, kept as manifests: `gpumem compare "
               f"CARD/manifest.json SIMRUN`, the findings as the runs recorded them):", "",
               *card_lines(results)]
     lines += ["", "| experiment | finding | H200 (run1) | simulator | error | verdict |",

@@ -250,7 +250,7 @@ def test_a_near_copy_takes_balanced_masks_and_far_latency_by_default():
         "[0x421000] decides each line's home partition"]
     assert far.hit_latency == far.far_latency == 530.0
     assert far.bandwidth == far.requests_per_cycle == 0.0  # the copy caps every stream
-    assert cfg.level("l2").bandwidth > 0 and cfg.level("l2").size == 28641280
+    assert cfg.level("l2").bandwidth > 0 and cfg.level("l2").size == 27949056
     again = SimConfig.from_toml(cfg.to_toml())  # the split form round-trips as it is
     assert again == cfg and again.validate() == cfg
 
@@ -266,7 +266,7 @@ def test_the_default_partition_masks_share_every_aligned_span_equally():
 @pytest.mark.parametrize("edit, where", [
     ({"partitions": 1, "partition_masks": [], "sm_partition": []}, "cache[l2].near_size"),
     ({"near_size": 1000}, "cache[l2].near_size"),
-    ({"near_size": 59123712}, "cache[l2].near_size"),
+    ({"near_size": 59277312}, "cache[l2].near_size"),
     ({"home_latency": 600.0}, "cache[l2].home_latency"),
     ({"far_latency": 100.0}, "cache[l2].far_latency"),
     ({"index": "bits", "index_bits": [7, 8]}, "cache[l2].index"),

@@ -1,9 +1,10 @@
 """The packaged hopper simulator against the H200 it was calibrated from (issue 19, item 4).
 
-The config is ``gpumem export sim tests/data/h200-reruns/run1``; run through every
-experiment it must reproduce that run: every structural finding equal and at least 90 % of
-the measured findings the H200 can decide within 5 %, and about as well the four runs of
-the same card the calibration never saw. ``docs/h200-reference.md`` states the comparison;
+The config is the calibration of ``tests/data/h200-reruns/run1``-``run5`` pooled (each
+finding the median run's; ``benchmarks/sim_vs_h200.py``, ``calibration_source``); run
+through every experiment it must reproduce those runs (every structural finding equal, at
+least 93 % of the measured findings the H200 can decide within 5 %) and the 16 whole runs
+of four cards the calibration never saw (issue 45, item 4: the floor of what it does). ``docs/h200-reference.md`` states the comparison;
 a change that moves it fails here until ``python benchmarks/sim_vs_h200.py --doc`` is rerun.
 """
 
@@ -39,9 +40,8 @@ def test_every_structural_finding_equal_and_nine_in_ten_measured_within_5_percen
         s = results[name]["agreement"]
         assert s["structural_equal"] == s["structural"] >= 15, name
         share = s["measured_within"] / s["measured"]
-        # the calibration run by the issue's target; held-out runs of the card a little
-        # lower (their own noise: a TLB miss penalty of 8 against 10-11 cycles)
-        assert share >= (0.9 if name == svh.CALIBRATION else 0.85), (name, share)
+        # the five runs the calibration pools (each finding the median run's): 94.2-96.2 %
+        assert share >= 0.93, (name, share)
         # undecided: where the H200's own interval holds the simulated value; bw.l1 and
         # bw.l2 among them since the config's cache bandwidths come from a bandwidth_levels 4
         # run (these runs' version 2 read one kernel shape, lower)
@@ -49,9 +49,10 @@ def test_every_structural_finding_equal_and_nine_in_ten_measured_within_5_percen
 
 
 #: The lowest share of a held-out card's run the packaged config reproduces (2026-12-05:
-#: 87.7 %, gpuc49e3-gen2; 16 runs, 87.7-96.5 %): a change to the model or the config that
-#: reproduces less of any committed run fails here.
-CARD_FLOOR = 0.87
+#: 93.0 %, gpu59b6b-other1, 53 of 57; 16 runs on four cards, 93.0-96.6 %; every run misses
+#: ilp.l2_best_k and most l2.near_fraction, which the model lacks: hopper's NOT_SIMULATED):
+#: a change to the model or the config that reproduces less of any committed run fails here.
+CARD_FLOOR = 0.92
 
 
 @pytest.mark.slow  # the same comparison as above (its module fixture)
@@ -76,8 +77,9 @@ def test_the_document_states_what_the_comparison_gives(results):
 
 
 def test_the_packaged_config_is_the_calibrated_one(tmp_path):
-    """Calibrating the packaged config again from what it was calibrated from (the
-    calibration run, with the cache bandwidths of a bandwidth_levels 4 run: issue 45)
+    """Calibrating the packaged config again from what it was calibrated from (the five
+    runs of the calibration card pooled, with the cache bandwidths of a bandwidth_levels 4
+    run: issue 45)
     changes no value: the packaged file is a fixed point of the calibration. Exporting the
     calibration run alone gives its own (version 2) cache bandwidths and nothing else new."""
     from gpumem.cli import main

@@ -438,10 +438,28 @@ def _fit_l2_requests(cfg: SimConfig, src: Source, put: Callable[..., None]) -> N
     most = level.line / level.sector_size
     fill = solve("fill_lookups", lambda x: -ratio(beyond, "fill_lookups")(x),
                  -hbm if hbm is not None else None, 0.01, most)
+    how = ("look-ups per line filled from DRAM at which the model's HBM-resident "
+           "thread-ordered K=8/K=2 ratio is the measured one")
+    if fill is None and hbm is not None:
+        # a ratio below what one look-up per sector filled gives: the model's closest is there
+        at_most = _at(level, "fill_lookups", most, lambda: ratio(beyond, "fill_lookups")(most))
+        if hbm < at_most:
+            fill = most
+            how = (f"one look-up per sector filled, the most the model takes: its HBM-resident "
+                   f"thread-ordered K=8/K=2 ratio is then {at_most:.3f}, the closest it "
+                   f"comes to the measured {hbm:.3f}")
     if fill is not None:
-        put(f"cache:{level.name}.fill_lookups", round(fill, 2), "ilp", "ilp.k8_vs_k2",
-            "look-ups per line filled from DRAM at which the model's HBM-resident "
-            "thread-ordered K=8/K=2 ratio is the measured one")
+        put(f"cache:{level.name}.fill_lookups", round(fill, 2), "ilp", "ilp.k8_vs_k2", how)
+
+
+def _at(obj: Any, attr: str, value: float, model: Callable[[], float]) -> float:
+    """``model()`` with ``obj.attr`` set to ``value`` for the call, then restored."""
+    kept = getattr(obj, attr)
+    setattr(obj, attr, value)
+    try:
+        return model()
+    finally:
+        setattr(obj, attr, kept)
 
 
 _TABLE = re.compile(r"^\[\[?([\w.]+)\]\]?\s*$")
