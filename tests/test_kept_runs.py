@@ -127,3 +127,16 @@ def test_one_lost_file_is_damage_with_no_note_about_kept_runs(cli, sim_run, tmp_
     res = cli("compare", str(run))
     assert res.code == 1 and "gpumem: damaged:" in res.err
     assert "gpumem: note:" not in res.err
+
+
+def test_show_of_a_manifest_lists_each_entrys_recorded_findings(cli):
+    res = cli("show", str(KEPT), "--json")
+    assert res.code == 0, res.err
+    data = json.loads(res.out)
+    latency = next(e for e in data["kept"] if e["experiment"] == "latency")
+    (src,) = load_sources(KEPT)
+    assert latency["findings"]["lat.dram"]["value"] == src.value("latency", "lat.dram")
+    assert latency["version"] == "2"
+    table = cli("show", str(KEPT))
+    assert table.code == 0 and "as recorded, no raw data kept" in table.out
+    assert "lat.dram" in table.out

@@ -67,7 +67,18 @@ def _plain(v: Any) -> Any:
 
 
 def describe(target: Path, skip: frozenset[Path] = frozenset()) -> dict[str, Any]:
-    """What ``target`` holds; ``skip``: resolved paths of damaged files to leave out."""
+    """What ``target`` holds; ``skip``: resolved paths of damaged files to leave out. A
+    manifest file named alone (a run kept as its manifest: :mod:`gpumem.results.kept`)
+    gives its entries and the findings each recorded."""
+    from gpumem.results.kept import is_manifest_file, kept_entries, read_manifest_file
+
+    if is_manifest_file(target):
+        manifest = read_manifest_file(target)
+        return {"manifest": str(target), "entries": manifest["entries"],
+                "runs": manifest.get("runs", []), "files": [],
+                "kept": [{"entry": e.key, "experiment": e.experiment, "version": e.version,
+                          "findings": {f.name: f.as_dict() for f in e.findings}}
+                         for e in kept_entries(target)]}
     if target.is_dir():
         if not (target / MANIFEST).exists():
             raise ResultsFileError(f"{target}: not a gpumem run directory (no {MANIFEST})")
@@ -80,7 +91,9 @@ def describe(target: Path, skip: frozenset[Path] = frozenset()) -> dict[str, Any
 
 
 @app.command("show")
-def show(target: Path = typer.Argument(..., help="A results .nc file or a run directory."),
+def show(target: Path = typer.Argument(..., help="A results .nc file, a run directory, or "
+                                                 "the manifest.json of a run kept as its "
+                                                 "manifest alone."),
          json_: bool = typer.Option(False, "--json", help="Print JSON.")) -> None:
     """Print dims, variables with units, key attributes and findings. Entries whose file
     fails its manifest checksum are named on stderr and left out (exit 1)."""
@@ -102,7 +115,7 @@ def show(target: Path = typer.Argument(..., help="A results .nc file or a run di
 def _print(data: dict[str, Any]) -> None:
     out = stdout()
     if "entries" in data:
-        t = Table(title=safe_text(f"run {data['run_dir']}"))
+        t = Table(title=safe_text(f"run {data.get('run_dir') or data['manifest']}"))
         name_column(t, "entry")
         for col in ("status", "file", "error"):
             text_column(t, col)
@@ -117,6 +130,13 @@ def _print(data: dict[str, Any]) -> None:
             t.add_row(safe_text(key), safe_text(status, "red" if key in damaged else ""),
                       safe_text(e.get("file", "")), safe_text(e.get("error", "")))
         out.print(FitTable(t, drop=["file"]))
+    for e in data.get("kept", []):  # a run kept as its manifest: the findings as recorded
+        if e["findings"]:
+            t = findings_table(safe_text(f"{e['entry']} (version {e['version'] or '?'}; as "
+                                         f"recorded, no raw data kept)"))
+            for name, d in e["findings"].items():
+                t.add_row(*finding_cells(name, d))
+            out.print(FitTable(t, drop=FINDINGS_DROP))
     for f in data["files"]:
         out.print(safe_text(f["path"], "bold"))
         out.print(safe_text("  dims: " + ", ".join(f"{k}={v}" for k, v in f["dims"].items())))
