@@ -140,3 +140,33 @@ def test_show_of_a_manifest_lists_each_entrys_recorded_findings(cli):
     table = cli("show", str(KEPT))
     assert table.code == 0 and "as recorded, no raw data kept" in table.out
     assert "lat.dram" in table.out
+
+
+def test_export_sim_pools_several_runs_each_finding_the_median_runs(cli, tmp_path):
+    runs = [DATA / "h200-session17" / n / "manifest.json"
+            for n in ("gpuc49e3-hopper1", "gpuc49e3-hopper2", "gpu850e8-hopper1")]
+    out = tmp_path / "pooled.toml"
+    res = cli("export", "sim", *map(str, runs), "--out", str(out))
+    assert res.code == 0, res.err
+    assert "(3 pooled)" in res.err
+    cfg = SimConfig.load(out)
+    penalties = sorted(load_sources(r)[0].value("tlb_structure", "tlb_l1.miss_penalty")
+                       for r in runs)  # 10.3, 10.42, 11.0: the middle one, never an average
+    assert cfg.tlbs[0].miss_penalty == penalties[1]
+    text = out.read_text()
+    assert "gpuc49e3-hopper1/manifest.json, gpuc49e3-hopper2/manifest.json" in text
+    assert "pooled (each finding the median run's)" in text.splitlines()[0] + text
+
+
+def test_pooling_refuses_what_it_cannot_pool(cli, tmp_path):
+    gen = DATA / "h200-session17" / "gpuc49e3-gen1" / "manifest.json"  # the generic sm_90
+    mixed = cli("export", "sim", str(KEPT), str(gen), "--out", str(tmp_path / "m.toml"))
+    assert mixed.code == 2 and "different architectures" in mixed.err
+    again = cli("export", "sim", str(KEPT), str(KEPT), "--out", str(tmp_path / "a.toml"))
+    assert again.code == 2 and "given twice" in again.err
+    other = cli("export", "accelsim", str(KEPT), str(OTHER), "--out", str(tmp_path / "cfg"))
+    assert other.code == 2 and "exports one run at a time" in other.err
+    assert not any(tmp_path.iterdir())
+    forced = cli("export", "sim", str(KEPT), str(gen), "--arch", "hopper", "--out",
+                 str(tmp_path / "f.toml"))
+    assert forced.code == 0, forced.err

@@ -51,8 +51,11 @@ def import_(
 @app.command("export")
 def export(
     fmt: str = typer.Argument(..., metavar="FORMAT", help="Format name (gpumem list-plugins)."),
-    run: Path = typer.Argument(..., help="A gpumem run directory, or the manifest.json of a "
-                                         "run kept as its manifest alone."),
+    runs: list[Path] = typer.Argument(..., metavar="RUN",
+                                      help="A gpumem run directory, or the manifest.json of "
+                                           "a run kept as its manifest alone; for sim, "
+                                           "several runs of one GPU model, pooled (each "
+                                           "finding the median run's)."),
     out: Path = typer.Option(..., "--out", "-o", help="Directory for the written files."),
     arch: str | None = typer.Option(None, "--arch", "-a",
                                        help="Architecture whose base config fills the gaps "
@@ -63,17 +66,21 @@ def export(
     """Write another tool's input files from a measured run (e.g. an Accel-Sim config).
     Refused (exit 1, each damaged entry named) if any results file fails its manifest check."""
     f = _format(fmt, "export")
-    require_paths([run])  # missing: a usage error, exit 2 (see require_paths)
+    require_paths(runs)  # missing: a usage error, exit 2 (see require_paths)
     from gpumem.results.kept import is_manifest_file
 
-    if not run.is_dir() and not is_manifest_file(run):
-        raise UsageError(f"{run}: not a directory (give a gpumem run directory, or the "
-                         f"manifest.json of a run kept as its manifest alone)")
+    for run in runs:
+        if not run.is_dir() and not is_manifest_file(run):
+            raise UsageError(f"{run}: not a directory (give a gpumem run directory, or the "
+                             f"manifest.json of a run kept as its manifest alone)")
+    if len({r.resolve() for r in runs}) < len(runs):
+        raise UsageError("a run is given twice: each run counts once in a pool")
     # A format reads what it can and fills the rest from packaged values, so an export of a
     # damaged run would silently describe another GPU: verify the whole run first (missing,
     # size, checksum, a file outside the run), name each damaged entry, and write nothing.
-    if check_damage([run]):
-        raise ResultsFileError(f"{run}: damaged results (listed above); nothing exported (the "
-                               f"files would not describe the measured GPU; re-measure them: "
-                               f"gpumem run ... --resume --out {run})")
-    _report(f.export_run(run, out, arch=arch, target=target, plugins=plugins()))
+    for run in runs:
+        if check_damage([run]):
+            raise ResultsFileError(f"{run}: damaged results (listed above); nothing exported "
+                                   f"(the files would not describe the measured GPU; "
+                                   f"re-measure them: gpumem run ... --resume --out {run})")
+    _report(f.export_runs(list(runs), out, arch=arch, target=target, plugins=plugins()))

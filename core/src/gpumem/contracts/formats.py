@@ -134,6 +134,15 @@ class Format(ABC):  # noqa: B024 - a subclass overrides import_file, export_run 
         ``target`` names the other tool's version where its formats differ."""
         raise UsageError(f"format '{self.name}' cannot be exported")
 
+    def export_runs(self, runs: list[Path], out: Path, *, arch: str | None = None,
+                    target: str | None = None, plugins: PluginSet) -> Converted:
+        """``gpumem export FORMAT RUN [RUN ...]``: one run is :meth:`export_run`'s; a format
+        that can pool several runs of one GPU (``sim``) overrides this."""
+        if len(runs) != 1:
+            raise UsageError(f"format '{self.name}' exports one run at a time (several runs "
+                             f"pooled: export sim)")
+        return self.export_run(runs[0], out, arch=arch, target=target, plugins=plugins)
+
     # ---- helpers for the formats (reachable through gpumem.api.formats.Format) ----------
 
     @staticmethod

@@ -512,7 +512,8 @@ def commented_toml(cal: Calibrated, run: Path | str, base_name: str,
         base = [f"# every other parameter is ASSUMED: the packaged '{base_name}' config's value "
                 f"(its own", "# file says where each came from)."]
     header = [
-        f"# gpumem built-in simulator config calibrated from the measured run {run}",
+        f"# gpumem built-in simulator config calibrated from "
+        f"{'the measured runs' if 'pooled' in str(run) else 'the measured run'} {run}",
         "# (gpumem export sim). A parameter commented 'measured' is set from the finding named;",
         *base,
         *(["# The findings are this gpumem's analyses of the run's raw data, as its simulated",
@@ -558,18 +559,34 @@ class SimFormat(Format):
 
     def export_run(self, run: Path, out: Path, *, arch: str | None = None,
                    target: str | None = None, plugins: PluginSet) -> Converted:
+        return self.export_runs([run], out, arch=arch, target=target, plugins=plugins)
+
+    def export_runs(self, runs: list[Path], out: Path, *, arch: str | None = None,
+                    target: str | None = None, plugins: PluginSet) -> Converted:
+        """One run calibrates the config; several runs of one GPU model are pooled first,
+        each finding the median run's (:mod:`gpumem.interop.pool`): one run's noise (a TLB
+        miss penalty read 8 cycles where the others read 10-11) sets no parameter."""
+        from gpumem.interop.pool import median_source
         from gpumem.safe_write import write_text
 
         if target:
             raise UsageError("export sim takes no --target (one simulator, this gpumem)")
+        if not runs:
+            raise UsageError("export sim needs a run")
         out = Path(out)
         if out.suffix == ".toml":
             self.refuse_existing(out)  # before the work; again before the write
         # today's analyses, as the sim's runs will get; a damaged run is refused, not filled in
-        src = self.load_run(run, reanalyze_with=plugins)
+        sources = [self.load_run(run, reanalyze_with=plugins) for run in runs]
+        archs = sorted({s.arch for s in sources if s.arch})
+        if len(archs) > 1 and not arch:
+            raise UsageError(f"the runs were measured as different architectures "
+                             f"({', '.join(archs)}): pool runs of one GPU model, or give --arch")
+        names = [self.shareable(run) for run in runs]  # shared: the runs' names, not paths
+        src = sources[0] if len(sources) == 1 else median_source(sources, "+".join(names))
         arch = arch or src.arch
         if not arch:
-            raise UsageError(f"{run}: the run records no architecture (give --arch)")
+            raise UsageError(f"{runs[0]}: the run records no architecture (give --arch)")
         from gpumem.contracts.generic import is_generic
 
         if arch not in plugins.architectures() and not is_generic(arch):
@@ -577,8 +594,10 @@ class SimFormat(Format):
                              f"{', '.join(sorted(plugins.architectures())) or 'none'}); or "
                              f"sm_XY, the generic architecture of compute capability X.Y")
         cal, base_name, assumed = calibrated(plugins, src, arch)
-        name = self.shareable(run)  # the file is shared: the run's name, not its local path
-        cal.config.source = (f"calibrated from the run {name} by gpumem export sim; base: "
+        name = (names[0] if len(names) == 1 else
+                f"{', '.join(names)} pooled (each finding the median run's)")
+        cal.config.source = (f"calibrated from the run{'s' if len(names) > 1 else ''} {name} "
+                             f"by gpumem export sim; base: "
                              f"{'built from the run' if assumed else base_name}")
         path = out if out.suffix == ".toml" else out / f"{cal.config.name}.toml"
         if path.parent.exists() and not path.parent.is_dir():
@@ -586,10 +605,18 @@ class SimFormat(Format):
         path.parent.mkdir(parents=True, exist_ok=True)
         self.refuse_existing(path)
         write_text(path, commented_toml(cal, name, base_name, assumed))
-        warnings = [f"{len(cal.sources)} parameter(s) set from the run; {len(cal.left)} "
+        warnings = [f"{len(cal.sources)} parameter(s) set from the run"
+                    f"{f's ({len(runs)} pooled)' if len(runs) > 1 else ''}; {len(cal.left)} "
                     f"finding(s) not used (listed in the file's header)"]
-        if src.device is None:
-            warnings.append(f"{name}: no device description (a run kept as its manifest "
-                            f"alone): the findings as recorded, not re-analysed; the SM "
-                            f"clock, SM count and DRAM peak are the base config's")
+        gpus = sorted({s.device.name for s in sources if s.device is not None})
+        if len(gpus) > 1:
+            warnings.append(f"the runs were measured on GPUs named {', '.join(gpus)}: the "
+                            f"pool describes none of them alone")
+        for n, s in zip(names, sources, strict=True):
+            if s.device is None:
+                warnings.append(f"{n}: no device description (a run kept as its manifest "
+                                f"alone): the findings as recorded, not re-analysed; the SM "
+                                f"clock, SM count and DRAM peak are "
+                                f"{'the base config' if src.device is None else 'another run'}"
+                                f"'s")
         return Converted([path], warnings)
