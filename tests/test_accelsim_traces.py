@@ -24,6 +24,7 @@ from gpumem_accelsim.traces import (
     GLOBAL_BASE_B,
     TraceTooLarge,
     chase_trace,
+    chase_warp_insts,
     load_opcode,
     store_opcode,
     stream_elements,
@@ -217,6 +218,37 @@ def test_warmup_loads_in_parallel_what_a_chase_would_leave(tmp_path):
             assert all(x["dst"] == [4] for x in w[:i - 1])  # one load in flight per warp
     assert [x["addrs"][0] for x in _loads(timed["ctas"][0][0]) if x["dst"] == [2]] == \
         want[8192:].tolist()
+
+
+def test_warmup_loads_the_recorded_lines_first_one_per_load(tmp_path):
+    """Where the warm-up walks the lines the chase records next (a full cycle: the sequential
+    chase of a cache-resident footprint), a kernel of its own loads them first, one line per
+    load in chain order (a warp's lanes reach the L2 last lane first), and the parallel
+    warm-up the rest: in every set they are then the oldest lines, as after one thread's
+    chase. On Accel-Sim's TITAN X (lines spread over 24 L2 sub-partitions at random) the
+    parallel warm-up left them among younger lines, and a set of 17-19 lines kept some: 3-4
+    misses instead of 6-8 at 2.1-2.4 MB (tests/data/accelsim/runs/README.md)."""
+    req = ChaseRequest(footprint=64 << 10, stride=128, record=40, warmup=512)
+    ts = chase_trace(tmp_path, req, warm_ctas=4)
+    assert [k.role for k in ts.kernels] == ["warmup_recorded", "warmup", "base", "timed"]
+    assert ts.warp_insts == chase_warp_insts(req, warm_ctas=4)
+    first, warm, _base, timed = _kernels(tmp_path)
+    want = GLOBAL_BASE + chain_offsets(64 << 10, 128, "sequential", 0, count=552)
+    (warp,), = first["ctas"]
+    loads = _loads(warp)
+    assert [x["addrs"] for x in loads] == [[int(a)] for a in want[:40]]
+    assert all(x["mask"] == 1 and x["dst"] == [4] for x in loads)
+    assert _warm_addrs(warm) == want[40:512].tolist()  # each line once
+    assert [x["addrs"][0] for x in _loads(timed["ctas"][0][0]) if x["dst"] == [2]] == \
+        want[512:].tolist() == want[:40].tolist()
+    # a DRAM-resident chase (its warm-up short of the recorded lines) is as before
+    far = ChaseRequest(footprint=16 << 20, stride=128, record=40, warmup=512)
+    assert [k.role for k in chase_trace(tmp_path / "far", far).kernels] == \
+        ["warmup", "base", "timed"]
+    # and so is one whose window leaves the recorded lines out
+    ts = chase_trace(tmp_path / "window", req, l2_window=400)
+    assert [k.role for k in ts.kernels] == ["warmup", "base", "timed"]
+    assert ts.warp_insts == chase_warp_insts(req, l2_window=400)
 
 
 def test_placement_moves_the_chain(tmp_path):

@@ -9,7 +9,7 @@ one to a measured run (:func:`calibrate`); a device backend discovers devices
 
 from __future__ import annotations
 
-from gpumem.contracts.chains import chain_offsets
+from gpumem.contracts.chains import chain_offsets, cycle_length
 from gpumem.contracts.device import DeviceBackend, Discovery, KernelSource
 from gpumem.contracts.simulator import Simulator
 from gpumem.cuda.device import generic_kernel_source
@@ -28,7 +28,7 @@ from gpumem.sim.config import (
 )
 
 __all__ = [
-    "CacheLevel", "Calibrated", "calibrate", "chain_offsets", "DeviceBackend", "Discovery",
-    "Dram", "generic_kernel_source", "Interconnect", "KernelSource", "SetIndex", "SharedMemory",
-    "SimConfig", "SimConfigError", "Simulator", "Throughput", "Timer", "TlbLevel",
+    "CacheLevel", "Calibrated", "calibrate", "chain_offsets", "cycle_length", "DeviceBackend",
+    "Discovery", "Dram", "generic_kernel_source", "Interconnect", "KernelSource", "SetIndex",
+    "SharedMemory", "SimConfig", "SimConfigError", "Simulator", "Throughput", "Timer", "TlbLevel",
 ]

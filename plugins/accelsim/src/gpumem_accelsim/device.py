@@ -65,6 +65,7 @@ from gpumem_accelsim.traces import (
     stream_shape,
     stream_trace,
     stream_warp_insts,
+    warm_split,
 )
 
 if TYPE_CHECKING:
@@ -246,7 +247,7 @@ class AccelSimDevice(Device):
         try:
             run_s, _c = chase(ChaseRequest(4096, 128, 1, path="cg", fine_grained=False))
             wall, cycles = chase(ChaseRequest(4096, 128, 64, path="cg", fine_grained=False))
-            idle = sum(c for role, c in cycles.items() if role != "warmup") / \
+            idle = sum(c for role, c in cycles.items() if not role.startswith("warmup")) / \
                 max(wall - run_s, 1e-3)
             # a busy grid: one pass of 16-byte loads over 2 MiB from a cold L2 (DRAM-bound:
             # more cycles per sector than L1 or L2 hits; an H200 config: 1,389-1,773
@@ -285,10 +286,14 @@ class AccelSimDevice(Device):
                                                  l1_window=l1_window, l2_window=l2_window))
             if ("chase", request) in self._memo:
                 return 0.0
-            # the L1 warm-up is L1_WARM_WARPS warps' dependent loads, in base and in timed
+            # the L1 warm-up is L1_WARM_WARPS warps' dependent loads, in base and in timed;
+            # the L2 warm-up's recorded lines one dependent load each, from DRAM (cold)
             l1_loads = 2 * -(-self._warm_windows_used(request)[0] // (WARP * L1_WARM_WARPS))
+            lo, first = warm_split(request, l2_window)
+            far = replace(request, footprint=2 * self.info.l2_bytes + (1 << 20))
             cycles = request.record * self._latency_guess(request) + l1_loads * \
-                self._latency_guess(replace(request, footprint=self.info.l2_bytes))
+                self._latency_guess(replace(request, footprint=self.info.l2_bytes)) + \
+                max(0, first - lo) * self._latency_guess(far)
             return pace.seconds(1, cycles, 0.0, self._warm_requests(request))
         if isinstance(request, StreamRequest):
             self._check_path(request.path)

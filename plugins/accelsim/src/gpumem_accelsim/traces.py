@@ -15,10 +15,11 @@ Each probe is several kernels whose cycle counts are subtracted, because a kerne
 between kernels (``-gpgpu_flush_l1_cache 1``, as the hardware does):
 
 * pointer chase: ``warmup`` (the first ``request.warmup`` accesses, so L2 holds what a warm
-  chase finds), ``base`` (the same accesses again) and ``timed`` (those accesses followed by
-  the ``record`` timed ones, in the same kernel, so L1 is as warm as on hardware). The mean
-  latency is ``(cycles(timed) - cycles(base)) / record``. Without warm-up (a cold chase)
-  ``base`` is an empty kernel.
+  chase finds; preceded by ``warmup_recorded``, the warm-up's visits to the lines the chase
+  records, where it has any), ``base`` (the same accesses again) and ``timed`` (those
+  accesses followed by the ``record`` timed ones, in the same kernel, so L1 is as warm as on
+  hardware). The mean latency is ``(cycles(timed) - cycles(base)) / record``. Without
+  warm-up (a cold chase) ``base`` is an empty kernel.
 * stream: ``empty`` (the same grid, every warp exits at once), an optional ``warmup`` run and
   the ``timed`` run; the run took ``cycles(timed) - cycles(empty)``.
 
@@ -34,7 +35,7 @@ from pathlib import Path
 
 import numpy as np
 from gpumem.api import PLACEMENT_PADS, ChaseRequest, ProbeUnsupported, StreamRequest
-from gpumem.api.simulator import chain_offsets
+from gpumem.api.simulator import chain_offsets, cycle_length
 
 #: Binary versions (SASS opcode maps) Accel-Sim's trace-driven front end accepts.
 BINARY_VERSIONS = (35, 60, 61, 70, 75, 80, 86)
@@ -251,16 +252,33 @@ def chase_warp_insts(request: ChaseRequest, *, unroll: int = CHASE_UNROLL, warm_
     chase = record + -(-record // unroll)  # the loads and a BRA closing each iteration
     if not warm:
         return 1 + chase + 1  # base: EXIT; timed: the chase and EXIT
-    n2 = min(warm, warm if l2_window is None else l2_window)
+    lo, first = warm_split(request, l2_window)
     n1 = min(warm, warm if l1_window is None else l1_window)
-    ctas, per = _warm_grid(n2, warm_ctas)
-    l2_kernel = -(-n2 // WARP) + ctas * per  # the loads, one EXIT per warp
+    l2_kernel = 0
+    if first > lo:  # the recorded lines' kernel: one load per line and EXIT
+        l2_kernel += first - lo + 1
+    if warm > max(lo, first):
+        ctas, per = _warm_grid(warm - max(lo, first), warm_ctas)
+        l2_kernel += -(-(warm - max(lo, first)) // WARP) + ctas * per  # loads, EXIT per warp
     rows1 = -(-n1 // WARP)
     warps1 = max(1, min(L1_WARM_WARPS, rows1))
     # base and timed: each loads the L1 window (MOV after a warp's loads, BAR and EXIT per
     # warp); timed's first warp then chases
     l1_kernel = rows1 + min(warps1, rows1) + 2 * warps1
     return l2_kernel + 2 * l1_kernel + chase
+
+
+def warm_split(request: ChaseRequest, l2_window: int | None) -> tuple[int, int]:
+    """(``lo``, ``first``): the L2 warm-up loads positions ``lo .. warmup-1`` (its window);
+    positions ``0 .. first-1`` are the warm-up's visits to the lines the chase records next,
+    as :func:`gpumem.contracts.chains.warm_segments` finds them (none where the warm-up is
+    longer than one cycle of the chain, which visits those lines more than once)."""
+    warm = request.warmup
+    lo = max(0, warm - (warm if l2_window is None else l2_window))
+    cycle = cycle_length(request.footprint, request.stride, request.order, request.element,
+                         request.pattern)
+    first = min(max(warm + request.record - cycle, 0), warm) if warm <= cycle else 0
+    return lo, first
 
 
 def chase_trace(directory: str | Path, request: ChaseRequest, *, binary_version: int = 70,
@@ -281,7 +299,17 @@ def chase_trace(directory: str | Path, request: ChaseRequest, *, binary_version:
     of every SM (about 0.1 s per L2 hit on a 132-SM config), parallel loads only their
     requests (a 60 MB warm-up: 2 minutes instead of 16 hours). ``warmup`` (a kernel of
     ``warm_ctas`` CTAs of :data:`WARM_WARPS` warps) loads the last ``l2_window`` warm-up
-    positions into L2; ``base`` and ``timed`` (one CTA: the simulator flushes L1 between
+    positions into L2. Those among them that visit the lines the chase records (the first
+    ``record`` of a warm-up that walks the whole chain once, :func:`warm_split`) go first, in
+    a kernel of their own (``warmup_recorded``; ``warmup`` where they are all of it): one line
+    per load, in chain order, so that in every cache set they are older than the set's other
+    lines, as after one thread's chase. Loaded in parallel with the rest (and a warp's 32
+    lanes reach the L2 last lane first), they were not: on Accel-Sim's TITAN X, whose lines
+    fall into its 24 L2 slices at random, sets of 17 to 26 lines kept some of them, and a
+    ladder's recorded lines missed 3-4 times where their sets' sizes said 6-8 (2.1-2.4 MB),
+    its half crossing 8 % past the capacity (tests/data/accelsim/runs/README.md); on QV100,
+    RTX 2060 and RTX 3070 half of them still hit for 25-32 % past the knee. ``base`` and
+    ``timed`` (one CTA: the simulator flushes L1 between
     kernels) load the last ``l1_window`` into that CTA's L1 with up to :data:`L1_WARM_WARPS`
     warps, wait for them (``MOV`` of the loaded register, ``BAR.SYNC``), and then ``timed``'s
     first thread chases the ``record`` positions. Loads run slab by slab in chain order, so
@@ -300,7 +328,9 @@ def chase_trace(directory: str | Path, request: ChaseRequest, *, binary_version:
     offsets = chain_offsets(request.footprint, request.stride, request.order, request.seed,
                             warm + record, element=request.element, pattern=request.pattern)
     addrs = base + PLACEMENT_PADS[request.placement] + offsets
-    l2_rows = addrs[max(0, warm - (warm if l2_window is None else l2_window)):warm]
+    lo, recorded = warm_split(request, l2_window)
+    first_rows = addrs[lo:recorded]
+    l2_rows = addrs[max(lo, recorded):warm]
     l1_rows = addrs[max(0, warm - (warm if l1_window is None else l1_window)):warm]
     first = 0x30  # the chase's PCs follow the warm-up's LDG, MOV and BAR
     exit_pc = first + (unroll + 1) * 0x10
@@ -336,7 +366,12 @@ def chase_trace(directory: str | Path, request: ChaseRequest, *, binary_version:
         return WARP * warps, [out]
 
     plan: list[tuple[str, int, list]] = []
-    if warm:
+    if first_rows.size:  # one line per load: a warp's lanes reach the L2 in reverse order
+        rows = [first_rows[i:i + 1] for i in range(first_rows.size)]
+        plan.append(("warmup_recorded" if l2_rows.size else "warmup", WARP, [[(WARP, [
+            *_warm_lines(rows, opcode, request.element),
+            _plain_line(0x10, _lanes_mask(WARP), "EXIT")])]]))
+    if l2_rows.size:
         ctas, per = _warm_grid(l2_rows.size, warm_ctas)
         slabs = _slabs(l2_rows, ctas * per)
         grid = [[(WARP, [*_warm_lines(slabs[c * per + w], opcode, request.element),
