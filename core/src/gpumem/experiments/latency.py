@@ -309,9 +309,10 @@ class LatencyLadder(Experiment):
         if len(l2_levels) >= 2 and (cap := caps[l2_levels[0]]) is not None and \
                 cap[0] >= WHOLE_L2 * l2_bytes:
             # the first L2 plateau already ends at the L2's size: a later one ending within
-            # 1.5 sizes is lines missing in some sets only (a hashed index's uneven sets:
-            # Accel-Sim's QV100, 262 cycles from 6.2 to 8.1 MB between its L2's 193 and its
-            # DRAM's 331), no far partition; the DRAM is the plateau after it
+            # 1.5 sizes is lines missing in some sets only (sets overflowing one by one:
+            # Accel-Sim's TITAN X, whose 24 L2 slices take lines at random, 201 cycles from
+            # 2.9 to 3.5 MB between its L2's 132 and its DRAM's 245), no far partition; the
+            # DRAM is the plateau after it
             p = levels[l2_levels[1]]
             mixed = (f"; a plateau at {p.latency:.0f} cycles from {int(p.first_x)} to "
                      f"{int(p.last_x)} B after it is no further level (the L2 knee is at the "
