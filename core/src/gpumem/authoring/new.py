@@ -356,9 +356,11 @@ def derive_values(sources: list[Source], allowances: dict[str, Any] | None = Non
     return values, left
 
 
-def median_source(sources: list[Source], values: list[Value]) -> Source:
-    """One run's worth of findings for calibration: each value's median (the first run's
-    device, architecture and the findings no value keeps)."""
+def values_source(sources: list[Source], values: list[Value]) -> Source:
+    """One run's worth of findings for calibration: each derived value's median (the first
+    run's device, architecture and the findings no value keeps). ``gpumem export sim`` of
+    several runs pools whole findings instead (:func:`gpumem.interop.pool.median_source`):
+    a plugin's values are derived, its expected values rest on them."""
     first = sources[0]
     findings = dict(first.findings)
     for v in values:
@@ -457,7 +459,7 @@ def new_plugin(plugins: Plugins, name: str, runs: Sequence[Path], out: Path, *,
     if d0 is None:
         raise UsageError(f"--from {sources[0].label}: the run names no device")
     values, left = derive_values(sources)
-    src = median_source(sources, values)
+    src = values_source(sources, values)
     cal, base_name, assumed = calibrated(plugins, src, src.arch)
     cfg = cal.config
     cfg.name, cfg.arch = name, name

@@ -467,7 +467,7 @@ _KEY = re.compile(r"^([\w]+)\s*=")
 
 
 def commented_toml(cal: Calibrated, run: Path | str, base_name: str,
-                   assumed: dict[str, str] | None = None) -> str:
+                   assumed: dict[str, str] | None = None, pooled: bool = False) -> str:
     """The config as TOML, each calibrated parameter's line commented with its finding.
     ``assumed``: a base built from the run itself (:mod:`gpumem.interop.sim_from_run`), whose
     assumptions are commented on their lines instead of the packaged base's. ``run``: how the
@@ -513,7 +513,7 @@ def commented_toml(cal: Calibrated, run: Path | str, base_name: str,
                 f"(its own", "# file says where each came from)."]
     header = [
         f"# gpumem built-in simulator config calibrated from "
-        f"{'the measured runs' if 'pooled' in str(run) else 'the measured run'} {run}",
+        f"{'the measured runs' if pooled else 'the measured run'} {run}",
         "# (gpumem export sim). A parameter commented 'measured' is set from the finding named;",
         *base,
         *(["# The findings are this gpumem's analyses of the run's raw data, as its simulated",
@@ -604,7 +604,7 @@ class SimFormat(Format):
             raise UsageError(f"--out {out}: not a directory")
         path.parent.mkdir(parents=True, exist_ok=True)
         self.refuse_existing(path)
-        write_text(path, commented_toml(cal, name, base_name, assumed))
+        write_text(path, commented_toml(cal, name, base_name, assumed, pooled=len(runs) > 1))
         warnings = [f"{len(cal.sources)} parameter(s) set from the run"
                     f"{f's ({len(runs)} pooled)' if len(runs) > 1 else ''}; {len(cal.left)} "
                     f"finding(s) not used (listed in the file's header)"]

@@ -43,10 +43,12 @@ def median_finding(found: Sequence[Finding]) -> Finding:
 
 def median_source(sources: Sequence[Source], label: str) -> Source:
     """``sources`` (runs of one GPU model) as one: each finding the median run's. The
-    architecture and device are the first source's."""
+    architecture is the first source's, the device the first that describes one (a run kept
+    as its manifest describes none)."""
     if not sources:
         raise ValueError("no runs to pool")
-    out = Source(label, sources[0].arch, sources[0].device)
+    device = next((s.device for s in sources if s.device is not None), None)
+    out = Source(label, sources[0].arch, device)
     keys = sorted({k for s in sources for k in s.findings})
     for key in keys:
         out.findings[key] = median_finding([s.findings[key] for s in sources
