@@ -226,3 +226,31 @@ def test_a_ratio_beyond_the_models_reach_takes_its_closest_and_says_so():
     reachable = dict([ratio("ilp.l2_k8_vs_k2", 0.613), ratio("ilp.k8_vs_k2", 0.6)])
     solved = calibrate(base, Source("planted", "hopper", None, reachable)).config
     assert 0.01 < solved.level("l2").fill_lookups < l2.line / l2.sector_size
+
+
+def test_p6_sets_what_missing_every_tlb_level_costs_beyond_their_penalties(tmp_path):
+    """Mei & Chu's P6 misses every TLB level on a DRAM access: the calibrated model's P6 is
+    the measured one (the page walk is the rest, the levels' penalties kept)."""
+    from gpumem.contracts.findings import Finding
+    from gpumem.contracts.formats import Source
+    from gpumem.interop.calibrate import calibrate
+    from gpumem.plugin.registry import get_plugins
+
+    base = get_plugins().hook.gpumem_simulator_config(arch="hopper", simulator="sim")
+    found = {("latency", "lat.dram"): Finding("lat.dram", 700.0, "cycle"),
+             ("patterns", "lat.pattern.P6"): Finding("lat.pattern.P6", 820.0, "cycle")}
+    cal = calibrate(base, Source("planted", "hopper", None, found))
+    cfg = cal.config
+    assert cfg.page_walk_latency == pytest.approx(
+        820.0 - 700.0 - sum(t.miss_penalty for t in cfg.tlbs), abs=0.05)
+    assert cal.sources["page_walk_latency"].startswith("patterns/lat.pattern.P6")
+    path = tmp_path / "cal.toml"
+    cfg.save(path)
+    out = tmp_path / "run"
+    assert main(["run", "--arch", "hopper", "patterns", "--device", "sim", "--sim-config",
+                 str(path), "--out", str(out)]) == 0
+    assert load_source(out).value("patterns", "lat.pattern.P6") == pytest.approx(820, abs=3)
+    # a P6 under what the levels' penalties already add up to sets nothing
+    found[("patterns", "lat.pattern.P6")] = Finding("lat.pattern.P6", 650.0, "cycle")
+    low = calibrate(base, Source("planted", "hopper", None, found))
+    assert "page_walk_latency" not in low.sources

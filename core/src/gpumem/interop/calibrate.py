@@ -142,6 +142,7 @@ def calibrate(base: SimConfig, src: Source) -> Calibrated:
         v = positive(src.value("tlb_structure", f"{t.name}.miss_penalty"))
         if v is not None:
             put(f"tlb:{t.name}.miss_penalty", v, "tlb_structure", f"{t.name}.miss_penalty")
+    _fit_page_walk(cfg, src, put)
     v = positive(src.value("smem_latency", "lat.smem"))
     if v is not None:
         put("smem.latency", v, "smem_latency", "lat.smem")
@@ -333,6 +334,21 @@ def _fit_cache_bandwidths(cfg: SimConfig, src: Source, put: Callable[..., None])
         put(f"cache:{level}.bandwidth", lv.bandwidth, "bandwidth_levels", name,
             f"the cap at which the model's best rate over the sweep's points this level "
             f"serves is the measured {per_cycle:.1f} B/cycle{' per SM' if per_sm else ''}")
+
+
+def _fit_page_walk(cfg: SimConfig, src: Source, put: Callable[..., None]) -> None:
+    """What an access that misses every TLB level costs beyond the levels' own penalties,
+    from Mei & Chu's P6 (a fresh page of a fresh region each access: a DRAM access that
+    misses every level): P6 - the DRAM latency - every level's miss penalty, as the model adds
+    them up. A level's penalty the run does not measure stays the base's (an assumption): the
+    sum is what is measured, the split is not."""
+    p6 = positive(src.value("patterns", "lat.pattern.P6"))
+    if p6 is None or not cfg.tlbs:
+        return
+    walk = round(p6 - cfg.dram.latency - sum(t.miss_penalty for t in cfg.tlbs), 1)
+    if walk > 0:
+        put("page_walk_latency", walk, "patterns", "lat.pattern.P6",
+            f"minus the DRAM latency and the {len(cfg.tlbs)} TLB level(s)' miss penalties")
 
 
 def _fit_dram(cfg: SimConfig, src: Source, put: Callable[..., None]) -> None:
