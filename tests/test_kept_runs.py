@@ -170,3 +170,17 @@ def test_pooling_refuses_what_it_cannot_pool(cli, tmp_path):
     forced = cli("export", "sim", str(KEPT), str(gen), "--arch", "hopper", "--out",
                  str(tmp_path / "f.toml"))
     assert forced.code == 0, forced.err
+
+
+@pytest.mark.parametrize("where", ["kept", "run"])
+def test_a_manifest_nested_too_deep_is_one_line_not_a_traceback(cli, tmp_path, where):
+    deep = ('{"entries": {"k": {"status": "complete", "experiment": "latency", "findings": '
+            '{"lat.l1": {"value": ' + "[" * 100_000 + "]" * 100_000 + "}}}}}")
+    run = tmp_path / "run"
+    run.mkdir()
+    (run / "manifest.json").write_text(deep)
+    target = run / "manifest.json" if where == "kept" else run
+    res = cli("show", str(target))
+    assert res.code == 1 and "Traceback" not in res.err
+    assert "cannot read run manifest (RecursionError" in res.err
+    assert len(res.err.strip().splitlines()) == 1

@@ -156,7 +156,7 @@ def _manifest(run: Path) -> dict[str, Any]:
 
     try:
         data = json.loads((Path(run) / MANIFEST).read_text())
-    except (OSError, ValueError):
+    except (OSError, ValueError, RecursionError):  # RecursionError: JSON nested deep
         return {}
     return data if isinstance(data, dict) else {}
 

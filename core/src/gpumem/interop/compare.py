@@ -134,7 +134,7 @@ def unmodelled_of(attrs: dict[str, Any]) -> dict[str, str]:
     """The findings a simulated run's device could not model, as the run recorded them."""
     try:
         got = json.loads(str(attrs.get("gpumem_unmodelled", "") or "{}"))
-    except ValueError:
+    except (ValueError, RecursionError):  # a file's attribute is data from elsewhere
         return {}
     return {str(k): str(v) for k, v in got.items()} if isinstance(got, dict) else {}
 

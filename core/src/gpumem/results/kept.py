@@ -56,7 +56,7 @@ def read_manifest_file(path: Path) -> dict[str, Any]:
             raise ResultsFileError(f"{p}: {size} bytes, more than a manifest holds "
                                    f"({MAX_BYTES})")
         data = json.loads(p.read_bytes())
-    except (OSError, ValueError) as e:
+    except (OSError, ValueError, RecursionError) as e:  # RecursionError: JSON nested deep
         raise ResultsFileError(f"{p}: cannot read run manifest ({type(e).__name__}: "
                                f"{e})".replace("\n", " ")) from None
     problem = manifest_problem(data)

@@ -364,7 +364,7 @@ class RunStore:
             return {"gpumem_manifest_version": MANIFEST_VERSION, "runs": [], "entries": {}}
         try:
             data = json.loads(self.manifest_path.read_text())
-        except (OSError, ValueError) as e:
+        except (OSError, ValueError, RecursionError) as e:  # RecursionError: nested deep
             raise ResultsFileError(f"{self.manifest_path}: cannot read run manifest "
                                    f"({type(e).__name__}: {e})") from None
         problem = manifest_problem(data)
