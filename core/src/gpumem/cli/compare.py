@@ -2,7 +2,9 @@
 
 Damaged entries (see :mod:`gpumem.results.verify`) are named on stderr, one line each, and
 left out; the rows of what is intact are still printed, and the command exits 1.
-Every string from a file is printed as text (:func:`safe_text`), never markup.
+Every string from a file is printed as text (:func:`safe_text`), never markup. A run kept
+as its manifest alone is compared by naming its ``manifest.json``: the findings it recorded
+(:mod:`gpumem.results.kept`), never re-analysed, with no device to look expected values up.
 
 Two runs: the second's difference from the first, and one agreement line. Three or more
 (``gpumem compare HW SIM1 SIM2``): each run after the first gets an ``error LABEL`` column,
@@ -52,7 +54,9 @@ from gpumem.interop.compare import compare, run_expectation
 
 @app.command("compare")
 def compare_cmd(
-    targets: list[Path] = typer.Argument(..., help="Run directories or results files."),
+    targets: list[Path] = typer.Argument(..., help="Run directories, results files, or the "
+                                                  "manifest.json of runs kept as their "
+                                                  "manifest alone (findings as recorded)."),
     expected: bool = typer.Option(False, "--expected",
                                   help="Add the expected values, with status and source: "
                                        "each run's own (its architecture's and device's)."),
