@@ -118,8 +118,10 @@ def test_dumps_quotes_what_needs_quotes_and_writes_comments_and_header(tmp_path)
     assert list(OptionFile.parse(text).items()) == list(of.items())
     of.save(tmp_path / "x.config", header="h")
     assert OptionFile.load(tmp_path / "x.config") == of
-    with pytest.raises(ValueError, match="one line"):
-        of.dumps(comments={"-a": "two\nlines"})
+    # a comment carries text from a run (a device's name): its newline stays in the comment
+    two = of.dumps(comments={"-a": "two\n-b 5"}).splitlines()
+    assert '-a "x y"  # two\\x0a-b 5' in two and "-b 5" not in two
+    assert OptionFile.parse("\n".join(two)).get("-b") == of.get("-b")
 
 
 # ---- option files: the parser's rules ----------------------------------------------------

@@ -71,7 +71,9 @@ ADDED_TO_PARTS = {"PluginSet": "gpumem.api.formats",
                   "PluginCheck": "gpumem.api.checks", "plugin_checks": "gpumem.api.checks",
                   "parametrize_plugin_checks": "gpumem.api.checks",
                   # the chase's cycle, for a trace whose warm-up loads the recorded lines first
-                  "cycle_length": "gpumem.api.simulator"}
+                  "cycle_length": "gpumem.api.simulator",
+                  # text from a run written into a format's comments, one line
+                  "escape_controls": "gpumem.api.formats"}
 
 
 @pytest.mark.parametrize("part", ["gpumem.api.simulator", "gpumem.api.formats",

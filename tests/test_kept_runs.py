@@ -184,3 +184,19 @@ def test_a_manifest_nested_too_deep_is_one_line_not_a_traceback(cli, tmp_path, w
     assert res.code == 1 and "Traceback" not in res.err
     assert "cannot read run manifest (RecursionError" in res.err
     assert len(res.err.strip().splitlines()) == 1
+
+
+def test_a_run_named_to_inject_toml_stays_in_its_comment(cli, tmp_path):
+    """The run's folder name goes into the config's header comment: a newline in it must
+    not end the comment and make what follows configuration."""
+    run = tmp_path / "a\nsm_count = 7\n[dram]\nlatency = 1.0\n# x"
+    run.mkdir()
+    shutil.copy(KEPT, run / "manifest.json")
+    out = tmp_path / "o.toml"
+    res = cli("export", "sim", str(run / "manifest.json"), "--out", str(out))
+    assert res.code == 0, res.err
+    cfg = SimConfig.load(out)
+    base = get_plugins().hook.gpumem_simulator_config(arch="hopper", simulator="sim")
+    assert cfg.sm_count == base.sm_count
+    assert cfg.dram.latency == load_sources(KEPT)[0].value("latency", "lat.dram")
+    assert "a\\x0asm_count = 7" in out.read_text().splitlines()[0]

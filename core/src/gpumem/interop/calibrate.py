@@ -482,6 +482,16 @@ _TABLE = re.compile(r"^\[\[?([\w.]+)\]\]?\s*$")
 _KEY = re.compile(r"^([\w]+)\s*=")
 
 
+def _comment(text: object) -> str:
+    """Text from a run (its folder's name, a device's, a finding's) as one comment line of
+    TOML: a newline in it would end the comment, and what follows would be read as
+    configuration (a folder named ``a\nsm_count = 7``), so control characters are written
+    out (:func:`gpumem.printable.escape_controls`)."""
+    from gpumem.printable import escape_controls
+
+    return escape_controls(text)
+
+
 def commented_toml(cal: Calibrated, run: Path | str, base_name: str,
                    assumed: dict[str, str] | None = None, pooled: bool = False) -> str:
     """The config as TOML, each calibrated parameter's line commented with its finding.
@@ -501,7 +511,7 @@ def commented_toml(cal: Calibrated, run: Path | str, base_name: str,
             names[table] = ""
             lines.append(line)
             if table in assumed:
-                lines.append(f"# {assumed[table]}")
+                lines.append(f"# {_comment(assumed[table])}")
             continue
         k = _KEY.match(line)
         if k and k.group(1) == "name" and table in ("cache", "tlb"):
@@ -516,20 +526,21 @@ def commented_toml(cal: Calibrated, run: Path | str, base_name: str,
             else:
                 path = key
         if path in cal.sources:
-            line = f"{line}  # measured: {cal.sources[path]}"
+            line = f"{line}  # measured: {_comment(cal.sources[path])}"
         elif path in assumed:
-            line = f"{line}  # {assumed[path]}"
+            line = f"{line}  # {_comment(assumed[path])}"
         lines.append(line)
     if assumed:
         base = ["# every other parameter is the run's device's own property, a geometry the",
                 "# run decided, or ASSUMED where commented so (no architecture plugin's base",
                 "# config: the model was built from the run, gpumem.interop.sim_from_run)."]
     else:
-        base = [f"# every other parameter is ASSUMED: the packaged '{base_name}' config's value "
-                f"(its own", "# file says where each came from)."]
+        base = [f"# every other parameter is ASSUMED: the packaged "
+                f"'{_comment(base_name)}' config's value (its own",
+                "# file says where each came from)."]
     header = [
         f"# gpumem built-in simulator config calibrated from "
-        f"{'the measured runs' if pooled else 'the measured run'} {run}",
+        f"{'the measured runs' if pooled else 'the measured run'} {_comment(run)}",
         "# (gpumem export sim). A parameter commented 'measured' is set from the finding named;",
         *base,
         *(["# The findings are this gpumem's analyses of the run's raw data, as its simulated",
@@ -541,7 +552,7 @@ def commented_toml(cal: Calibrated, run: Path | str, base_name: str,
     ]
     left = cal.left
     for i in range(0, len(left), 4):
-        header.append("#   " + ", ".join(left[i:i + 4]))
+        header.append("#   " + _comment(", ".join(left[i:i + 4])))
     return "\n".join(header) + "\n" + "\n".join(lines) + "\n"
 
 

@@ -389,17 +389,17 @@ class OptionFile:
         ``header`` lines come first, each after ``# ``; ``comments[name]`` goes after that
         option's value as ``# comment`` (names not in the file are ignored).
         """
-        lines = [f"# {h}".rstrip() for h in header.splitlines()]
+        from gpumem.api.formats import escape_controls  # text from a run: one line each
+
+        lines = [f"# {escape_controls(h)}".rstrip() for h in header.splitlines()]
         if lines:
             lines.append("")
         comments = comments or {}
         for name, value in self._values.items():
             line = f"{name} {_encode(value)}"
             comment = comments.get(name)
-            if comment:
-                if "\n" in comment or "\r" in comment:
-                    raise ValueError(f"comment for {name} must be one line")
-                line += f"  # {comment}"
+            if comment:  # a device's name in it must not end the comment
+                line += f"  # {escape_controls(comment)}"
             lines.append(line)
         return "\n".join(lines) + "\n"
 
