@@ -78,7 +78,7 @@ def describe(target: Path, skip: frozenset[Path] = frozenset()) -> dict[str, Any
                 "runs": manifest.get("runs", []), "files": [],
                 "kept": [{"entry": e.key, "experiment": e.experiment, "version": e.version,
                           "findings": {f.name: f.as_dict() for f in e.findings}}
-                         for e in kept_entries(target)]}
+                         for e in kept_entries(target, manifest)]}
     if target.is_dir():
         if not (target / MANIFEST).exists():
             raise ResultsFileError(f"{target}: not a gpumem run directory (no {MANIFEST})")

@@ -45,7 +45,7 @@ from gpumem.contracts.findings import (
 from gpumem.contracts.formats import PluginSet, Source, reads_runs
 from gpumem.interop.trace_units import to_analysis_units
 from gpumem.results.io import open_findings, open_raw
-from gpumem.results.kept import is_manifest_file, kept_entries
+from gpumem.results.kept import is_manifest_file, kept_entries, label_of
 from gpumem.results.store import MANIFEST, RunStore
 
 
@@ -200,32 +200,24 @@ def load_sources(target: Path, exclude: Collection[Path] = (),
     return sources
 
 
-def kept_label(manifest: Path) -> str:
-    """A manifest file's run label: its folder's name (``RUN/manifest.json``) or the name
-    before ``.manifest.json``."""
-    return (manifest.parent.name if manifest.name == MANIFEST
-            else manifest.name.removesuffix("." + MANIFEST))
-
-
 def _kept_sources(manifest: Path) -> list[Source]:
     """The sources of a run kept as its manifest alone (:mod:`gpumem.results.kept`): the
     findings as recorded, one source per device; no raw data, so nothing is re-analysed
     and no device description is known (expected values cannot be looked up)."""
-    label = kept_label(manifest)
+    label = label_of(manifest)
     by_device: dict[str, Source] = {}
     for entry in kept_entries(manifest):
         src = by_device.setdefault(entry.device_key, Source(label, "", None))
         src.arch = src.arch or entry.arch
         for finding in entry.findings:
             src.findings[(entry.experiment, finding.name)] = finding
-    sources = [s for _k, s in sorted(by_device.items()) if s.findings]
-    if not sources:
+    kept = {k: s for k, s in sorted(by_device.items()) if s.findings}
+    if not kept:
         raise ResultsFileError(f"{manifest}: no findings recorded (nothing completed?)")
-    if len(sources) > 1:
-        for key, s in zip(sorted(k for k, s in by_device.items() if s.findings), sources,
-                          strict=True):
+    if len(kept) > 1:
+        for key, s in kept.items():
             s.label = f"{label}/{key}"
-    return sources
+    return list(kept.values())
 
 
 def load_source(target: Path, reanalyze_with: PluginSet | None = None) -> Source:

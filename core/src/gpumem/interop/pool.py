@@ -26,19 +26,22 @@ def median_finding(found: Sequence[Finding]) -> Finding:
     if len(resolved) == 1:
         return resolved[0]
     if kind_of(resolved[0]) == "structural" or isinstance(resolved[0].value, str):
-        keys = [repr(f.value) for f in resolved]
-        most = max(keys, key=lambda k: (keys.count(k), -keys.index(k)))
-        return resolved[keys.index(most)]
+        return _most_common(resolved)
     try:
         values = np.array([f.value for f in resolved], dtype=float)
     except (TypeError, ValueError):  # ragged lists or text: the most common, as above
-        keys = [repr(f.value) for f in resolved]
-        return resolved[keys.index(max(keys, key=lambda k: (keys.count(k), -keys.index(k))))]
+        return _most_common(resolved)
     if values.ndim == 1:
         order = np.argsort(values, kind="stable")
         return resolved[int(order[(len(resolved) - 1) // 2])]
     distance = np.abs(values - np.median(values, axis=0)).sum(axis=tuple(range(1, values.ndim)))
     return resolved[int(np.argmin(distance))]
+
+
+def _most_common(found: Sequence[Finding]) -> Finding:
+    """The finding whose value most runs share, ties to the earliest run."""
+    keys = [repr(f.value) for f in found]
+    return found[keys.index(max(keys, key=lambda k: (keys.count(k), -keys.index(k))))]
 
 
 def median_source(sources: Sequence[Source], label: str) -> Source:

@@ -65,10 +65,18 @@ def read_manifest_file(path: Path) -> dict[str, Any]:
     return data
 
 
-def kept_entries(path: Path) -> list[KeptEntry]:
+def label_of(manifest: Path) -> str:
+    """A manifest file's run label: its folder's name (``RUN/manifest.json``) or the name
+    before ``.manifest.json``."""
+    p = Path(manifest)
+    return p.parent.name if p.name == MANIFEST else p.name.removesuffix("." + MANIFEST)
+
+
+def kept_entries(path: Path, data: dict[str, Any] | None = None) -> list[KeptEntry]:
     """Every ``complete`` or ``failed`` entry of the manifest at ``path`` with the findings
-    it recorded, in key order."""
-    data = read_manifest_file(path)
+    it recorded, in key order; ``data``: the manifest as :func:`read_manifest_file` already
+    read it."""
+    data = read_manifest_file(path) if data is None else data
     out = []
     for key, e in sorted(data["entries"].items()):
         if str(e.get("status", "")) not in READ:
