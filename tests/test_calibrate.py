@@ -24,7 +24,9 @@ def exported(tmp_path_factory) -> Path:
 def test_every_calibrated_parameter_names_a_finding_of_the_run(exported):
     text = exported.read_text()
     cfg = SimConfig.from_toml(text)
-    src = load_source(RUN)
+    from gpumem.plugin.registry import get_plugins
+
+    src = load_source(RUN, reanalyze_with=get_plugins())  # as export sim reads it
     found = {f"{e}/{n}" for e, n in src.findings}
     named = re.findall(r"# measured: ([\w.]+/[\w.]+)", text)
     assert len(named) >= 15
@@ -200,6 +202,33 @@ def test_a_measured_l1_bandwidth_comes_back_from_the_simulator(tmp_path, measure
     assert got == pytest.approx(measured, rel=0.01)
     if measured > 30_000:  # the case that read 116 B/cycle/SM of a measured 125
         assert cap > 1.1 * per_clk
+
+
+def test_slow_far_hits_are_set_from_l2_sm_map_and_a_timer_share_is_none():
+    """l2.far_slow_share and l2.far_slow_latency set the far level's slow hits, each named
+    in its source; a share under 1 % (what the timer's mis-timings give a model without
+    slow hits) sets none."""
+    from gpumem.contracts.findings import Finding
+    from gpumem.contracts.formats import Source
+    from gpumem.interop.calibrate import calibrate
+    from gpumem.plugin.registry import get_plugins
+
+    base = get_plugins().hook.gpumem_simulator_config(arch="hopper", simulator="sim")
+
+    def found(share: float, latency: float) -> dict:
+        return {("l2_sm_map", n): Finding(n, v, u) for n, v, u in (
+            ("l2.sm_map_near_latency", 450.0, "cycle"), ("l2.sm_map_far_latency", 520.0, "cycle"),
+            ("l2.far_slow_share", share, "1"), ("l2.far_slow_latency", latency, "cycle"))}
+
+    cal = calibrate(base, Source("planted", "hopper", None, found(0.2, 900.0)))
+    far = cal.config.level("l2_far")
+    assert (far.far_slow_share, far.far_slow_latency) == (0.2, 900.0)
+    assert cal.sources["cache:l2_far.far_slow_share"].startswith("l2_sm_map/l2.far_slow_share")
+    cal.config.validate()
+    none = calibrate(base, Source("planted", "hopper", None, found(0.004, 880.0))).config
+    assert none.level("l2_far").far_slow_share == 0.0
+    assert none.level("l2_far").far_slow_latency == 0.0
+    none.validate()
 
 
 def test_a_ratio_beyond_the_models_reach_takes_its_closest_and_says_so():

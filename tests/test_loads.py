@@ -48,38 +48,60 @@ def test_cpasync_needs_sm80(cli, tmp_path):
     assert res.code == 0 and "needs cp.async (compute capability 8.0 or newer)" in res.out
 
 
-def _partitioned(sm_count: int) -> SimConfig:
+def _partitioned(sm_count: int, **slow: float) -> SimConfig:
     l2 = CacheLevel("l2", 4 << 20, 128, 16, 200.0, scope="gpu", translate=True,
-                    partitions=2, partition_masks=[(1 << 7) | (1 << 12)], far_latency=320.0)
+                    partitions=2, partition_masks=[(1 << 7) | (1 << 12)], far_latency=320.0,
+                    **slow)
     return SimConfig(name="p", arch="p", compute_capability="9.0", sm_count=sm_count,
                      clock_mhz=1000.0, caches=[l2], paths={"cg": ["l2"], "ca": ["l2"]},
                      tlbs=[TlbLevel("tlb_l1", 2 << 20, 64, 64, 10.0)], dram=Dram(600.0),
                      memory_bytes=1 << 32).validate()
 
 
-def test_l2_sm_map_recovers_planted_partitions():
-    """SMs 0..n/2-1 are near partition 0 (lines with even parity of bits 7 and 12), the
-    others near partition 1: two complementary groups, half the lines near each."""
-    dev = SimDevice(_partitioned(8), "p")
+def _sm_map(cfg: SimConfig) -> dict:
+    """l2_sm_map's findings on ``cfg``, measured from every SM."""
+    import xarray as xr
+
+    dev = SimDevice(cfg, "p")
     ctx = RunContext("p", dev.info)
     exp = L2SmMap()
     plan = exp.plan(ctx)
-    rows = [exp.measure(dev, {"sm": s}, ctx) for s in range(8)]
-    import xarray as xr
-
+    n = cfg.sm_count
+    rows = [exp.measure(dev, {"sm": s}, ctx) for s in range(n)]
     ds = xr.Dataset(
         {"latency": (("sm", "access"), np.stack([r["latency"] for r in rows])),
          "element": (("sm", "access"), np.stack([r["element"] for r in rows])),
          "timer_overhead": (("sm",), np.array([r["timer_overhead"] for r in rows])),
-         "point_status": (("sm",), np.zeros(8, np.int8))},
-        coords={"sm": np.arange(8), "access": plan.inner["access"]},
+         "point_status": (("sm",), np.zeros(n, np.int8))},
+        coords={"sm": np.arange(n), "access": plan.inner["access"]},
         attrs={"footprint": plan.attrs["footprint"]})
-    f = {x.name: x.value for x in exp.analyze(ds)}
+    return {x.name: x for x in exp.analyze(ds)}
+
+
+def test_l2_sm_map_recovers_planted_partitions():
+    """SMs 0..n/2-1 are near partition 0 (lines with even parity of bits 7 and 12), the
+    others near partition 1: two complementary groups, half the lines near each, no far hit
+    slower than the rest beyond the timer's mis-timings."""
+    f = {k: x.value for k, x in _sm_map(_partitioned(8)).items()}
     assert f["l2.sm_groups"] == 2
     assert f["l2.sm_partition"] == [0, 0, 0, 0, 1, 1, 1, 1]
     assert f["l2.sm_map_near_latency"] == pytest.approx(200.0, abs=2)
     assert f["l2.sm_map_far_latency"] == pytest.approx(320.0, abs=2)
     assert 0.4 <= f["l2.near_fraction"] <= 0.6
+    assert f["l2.far_slow_share"] < 0.01
+
+
+def test_l2_sm_map_measures_a_planted_share_of_slow_far_hits():
+    """A sixth of the far hits planted at 700 cycles: l2.far_slow_share and
+    l2.far_slow_latency give them back, and l2.near_fraction reads above one half by as much
+    as the slow ones leave its count (0.5 / (0.5 + 0.5 x 5/6) = 0.545), as an H200's does."""
+    f = _sm_map(_partitioned(8, far_slow_share=1 / 6, far_slow_latency=700.0))
+    share = f["l2.far_slow_share"]
+    assert share.value == pytest.approx(1 / 6, abs=0.02)
+    assert share.interval[0] <= share.value <= share.interval[1]
+    assert f["l2.far_slow_latency"].value == pytest.approx(700.0, abs=2)
+    assert f["l2.near_fraction"].value == pytest.approx(0.545, abs=0.02)
+    assert f["l2.sm_map_far_latency"].value == pytest.approx(320.0, abs=2)
 
 
 def test_l2_sm_map_without_partitions_is_one_group(cli, tmp_path):

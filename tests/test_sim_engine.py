@@ -192,6 +192,55 @@ def test_a_slice_map_is_checked_when_the_config_loads():
     assert "need slices > 1" in bad(slices=1)
 
 
+def test_a_share_of_far_hits_is_slow_and_no_near_hit_is():
+    """A partitioned level with ``far_slow_share``: that share of the hits in another
+    partition costs ``far_slow_latency`` (drawn per recorded access, from the chase's noise
+    seed), every other far hit ``far_latency`` and every hit in the SM's own partition
+    ``hit_latency``, the SM's offset added to each."""
+    l2 = CacheLevel("l2", 1 << 20, 128, 16, L2_HIT, sector=32, scope="gpu", translate=True,
+                    partitions=2, partition_masks=[0x1540], far_latency=300.0,
+                    sm_offsets=[0.0, 3.0], far_slow_share=0.25, far_slow_latency=700.0)
+    cfg = config()
+    cfg.caches[1] = l2
+    cfg.sm_count = 2
+    cfg.validate()
+    draws = []
+    for sm in (0, 1):
+        res = chase(cfg, footprint=512 << 10, stride=128, order="random", warmup=4096,
+                    record=4096, path="cg", sm=sm, seed=sm)
+        off = 3.0 * sm
+        home = np.array([bin(int(a) & 0x1540).count("1") & 1 for a in
+                                           cfg.base_address + res.index * 4])
+        near = home == sm  # sm_partition unset: SM s of 2 is near partition s
+        assert set(res.latency[near].tolist()) == {L2_HIT + off}
+        far = res.latency[~near]
+        assert set(far.tolist()) == {300.0 + off, 700.0 + off}
+        share = float(np.mean(far == 700.0 + off))
+        assert abs(share - 0.25) < 4 * np.sqrt(0.25 * 0.75 / far.size), share
+        draws.append(far == 700.0 + off)
+    assert not np.array_equal(draws[0][:500], draws[1][:500])  # another seed, other draws
+
+
+def test_slow_far_hits_are_checked_when_the_config_loads():
+    from gpumem.sim.config import SimConfigError
+
+    def bad(**kw):
+        cfg = config()
+        cfg.caches[1] = CacheLevel("l2", 1 << 20, 128, 16, L2_HIT, scope="gpu", **kw)
+        with pytest.raises(SimConfigError) as e:
+            cfg.validate()
+        return str(e.value)
+
+    part = dict(partitions=2, far_latency=300.0)
+    assert "only a partitioned level" in bad(far_slow_share=0.1, far_slow_latency=500.0)
+    assert "go together" in bad(far_slow_share=0.1, **part)
+    assert "go together" in bad(far_slow_latency=500.0, **part)
+    assert ">= far_latency" in bad(far_slow_share=0.1, far_slow_latency=250.0, **part)
+    assert "slice_latency" in bad(far_slow_share=0.1, far_slow_latency=500.0,
+                                  **{**part, **SLICED})
+    assert "must be in [0, 1)" in bad(far_slow_share=1.0, far_slow_latency=500.0, **part)
+
+
 def _planted_configs():
     gpu = dict(scope="gpu", translate=True)
     tlbs = [TlbLevel("tlb_l1", 64 << 10, 16, 16, 10.0),
@@ -203,7 +252,8 @@ def _planted_configs():
     yield "weighted_parts", [
         CacheLevel("l1d", 8192, 128, 4, L1_HIT, policy="weighted", way_weights=[5, 1, 2, 1]),
         CacheLevel("l2", 1 << 20, 128, 16, L2_HIT, sector=32, partitions=2,
-                   partition_masks=[0x1540], far_latency=300.0, sm_offsets=[0.0, 3.0], **gpu)
+                   partition_masks=[0x1540], far_latency=300.0, sm_offsets=[0.0, 3.0],
+                   far_slow_share=0.2, far_slow_latency=450.0, **gpu)
     ], tlbs
     yield "xor_table_unequal", [
         CacheLevel("l1d", 16384, 128, 4, L1_HIT,

@@ -221,7 +221,8 @@ def _one_level(data: dict, **extra) -> dict:
     one = {**near, "size": far["size"], "near_size": near["size"], "sector": far["sector"],
            "partitions": 2, "home_latency": far["hit_latency"],
            "far_latency": far["far_latency"], "partition_masks": far["partition_masks"],
-           "sm_partition": far["sm_partition"], **extra}
+           "sm_partition": far["sm_partition"], "far_slow_share": far["far_slow_share"],
+           "far_slow_latency": far["far_slow_latency"], **extra}
     data["cache"] = [c if c["name"] != "l2" else one for c in data["cache"]
                      if c["name"] != "l2_far"]
     data["paths"] = {k: [x for x in v if x != "l2_far"] for k, v in data["paths"].items()}

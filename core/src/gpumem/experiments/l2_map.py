@@ -14,7 +14,12 @@ line and SM, near or far; SMs that agree on which lines are near share a partiti
 
 Findings: ``l2.sm_partition`` (per SM: its partition group, -1 when unclear),
 ``l2.sm_groups`` (groups of SMs seen), ``l2.near_fraction`` (lines near to a typical SM),
-``l2.far_latency`` and ``l2.near_latency`` (cycles, timer overhead removed).
+``l2.far_latency`` and ``l2.near_latency`` (cycles, timer overhead removed),
+``l2.far_slow_share`` and ``l2.far_slow_latency``: the accesses to lines an SM's group sees
+far that are slower than every L2 hit's body, and their median latency. An H200's are about
+10 % of its far accesses, at about 895 cycles (735-1040), while its near accesses almost
+never are: the slow ones leave ``l2.near_fraction``'s count, which is why it reads 0.53 where
+the partitions hold half the lines each.
 """
 
 from __future__ import annotations
@@ -56,13 +61,50 @@ def _two_means(x: np.ndarray) -> tuple[float, float, float]:
     return float(lo), float(hi), float((lo + hi) / 2)
 
 
+def _slow_far(lat: np.ndarray, body: np.ndarray, near: np.ndarray, group: np.ndarray,
+              groups: int, method: str) -> list[Finding]:
+    """``l2.far_slow_share`` and ``l2.far_slow_latency``. A line is far to a group of SMs
+    when most of the group's L2-hit accesses to it (the body) were far; each SM's accesses to
+    its group's far lines that left the body are its slow ones. The share is the median over
+    SMs, its interval that of the median; the latency the median of every slow far access."""
+    shares: list[float] = []
+    slow: list[np.ndarray] = []
+    for g in range(groups):
+        rows = group == g
+        hits = body[rows]
+        far_line = (hits & ~near[rows]).sum(0) > (hits & near[rows]).sum(0)
+        if not far_line.any():
+            continue
+        for i in np.flatnonzero(rows):
+            shares.append(float(np.mean(~body[i][far_line])))
+            slow.append(lat[i][far_line & ~body[i]])
+    if not shares:
+        return []
+    where = (method + ": accesses to lines the SM's group sees far (most of the group's hits "
+             "on them far) slower than the L2 hits' body (1.3 x their 75th percentile)")
+    out = [Finding("l2.far_slow_share", round(float(np.median(shares)), 4), "1", 0.9,
+                   where + ", their share, median over SMs",
+                   interval=tuple(round(x, 4) for x in order_interval(np.asarray(shares))),
+                   kind="measured", note="interval: of the median over SMs")]
+    every = np.concatenate(slow)
+    if every.size >= 10:
+        a, b = order_interval(every)
+        out.append(Finding("l2.far_slow_latency", round(float(np.median(every)), 1), "cycle",
+                           0.9, where + f", their median latency ({every.size} accesses; "
+                           f"10-90 %: {np.percentile(every, 10):.0f}-"
+                           f"{np.percentile(every, 90):.0f})", interval=(a, b),
+                           kind="measured", note="interval: of the median"))
+    return out
+
+
 class L2SmMap(Experiment):
     name = "l2_sm_map"
     summary = "per-SM L2 near/far map: the same chain chased from every SM"
     probes = ("pointer_chase",)
     version = "2"  # 2: the warm-up pass walked by WARM_THREADS threads
     findings = ("l2.sm_groups", "l2.sm_partition", "l2.sm_map_near_latency",
-                "l2.sm_map_far_latency", "l2.near_fraction")
+                "l2.sm_map_far_latency", "l2.near_fraction", "l2.far_slow_share",
+                "l2.far_slow_latency")
     references = ("Manjunath & Ramachandra, Concurrency Response of Plain Global Loads on the "
                   "NVIDIA H100 (2026): a single SM's latency misses the L2 partitions; MT4G")
 
@@ -146,6 +188,7 @@ class L2SmMap(Experiment):
             return (np.floor(a / step) * step, np.ceil(b / step) * step)
 
         return [
+            *_slow_far(lat, body, near, group, len(refs), method),
             Finding("l2.sm_map_near_latency", round(lo, 1), "cycle", 0.9,
                     method + ": median latency of the lines an SM sees near",
                     interval=span(hits[hits < t], 1), kind="measured",

@@ -48,6 +48,32 @@ class Calibrated:
     used: set[tuple[str, str]] = field(default_factory=set)
 
 
+#: A share of slow far hits below this is the timer's own mis-timings (0.1 % on the
+#: packaged simulator, whose far hits are never slow), not a slow path.
+SLOW_FAR_MIN = 0.01
+
+
+def _fit_slow_far(cfg: SimConfig, src: Source, put: Callable[..., None], far: Any,
+                  far_lat: float) -> None:
+    """The share of hits in another partition that are slow, and their latency
+    (``l2.far_slow_share``, ``l2.far_slow_latency``), read off: the model draws them per
+    access, so its chase gives the measured share back (plus the timer's mis-timings)."""
+    share = src.value("l2_sm_map", "l2.far_slow_share")
+    slow = positive(src.value("l2_sm_map", "l2.far_slow_latency"))
+    if far.slices > 1 or not isinstance(share, (int, float)) or not 0 <= share < 1:
+        return
+    if share < SLOW_FAR_MIN or slow is None or slow < far_lat:
+        put(f"cache:{far.name}.far_slow_share", 0.0, "l2_sm_map", "l2.far_slow_share",
+            f"{share:.4f}: below {SLOW_FAR_MIN:.0%}, the timer's mis-timings; none slow")
+        put(f"cache:{far.name}.far_slow_latency", 0.0, "l2_sm_map", "l2.far_slow_share",
+            "no slow far hits")
+        return
+    put(f"cache:{far.name}.far_slow_share", round(float(share), 4), "l2_sm_map",
+        "l2.far_slow_share", "far hits slower than the L2 hits' body")
+    put(f"cache:{far.name}.far_slow_latency", slow, "l2_sm_map", "l2.far_slow_latency",
+        "their median latency")
+
+
 def calibrate(base: SimConfig, src: Source) -> Calibrated:
     """``base`` with every parameter the run ``src`` measures set from its finding."""
     cfg = copy.deepcopy(base)
@@ -96,6 +122,7 @@ def calibrate(base: SimConfig, src: Source) -> Calibrated:
             "a hit in the SM's own partition")
         put(f"cache:{far.name}.far_latency", far_lat, "l2_sm_map", "l2.sm_map_far_latency",
             "a hit in the other partition")
+        _fit_slow_far(cfg, src, put, far, far_lat)
     # capacities the ladder measured: a set-associative level holds whole sets of whole lines
     partitioned = far.name if far is not None else None
     for level, name in (("l1d", "l1d.size"), ("l2", "l2.near_size"),

@@ -487,7 +487,10 @@ class CacheLevel:
     the SM's own, ``far_latency`` in another); :meth:`SimConfig.validate` writes such a level
     as the two levels the engine runs (:meth:`split_near_copy`). docs/sim-config.md, "A
     partitioned L2", shows both forms. ``sm_offsets`` adds a per-SM latency (cyclic over
-    SMs), as distance on the die does.
+    SMs), as distance on the die does. ``far_slow_share`` of the hits in another partition
+    cost ``far_slow_latency`` instead, drawn per access: an H200's are (about 10 % of them at
+    about 895 cycles, spread over 735-1040, in every l2_sm_map chase and from 32 MB in the
+    latency ladder), while hits in the SM's own partition are not.
 
     **A sliced L2**: ``slices`` homes a line in one slice by the XOR hash ``slice_masks``,
     and a hit the level serves costs ``slice_latency[sm][slice]``: each SM's distance to
@@ -548,6 +551,14 @@ class CacheLevel:
     home_latency: Annotated[NonNegative, spec(
         "with near_size: a hit past the near copy in the SM's own partition", "cycle",
         unset="0: far_latency", omit_default=True)] = 0.0
+    far_slow_share: Annotated[float, spec(
+        "partitioned: the share of hits in another partition than the SM's that are served "
+        "at far_slow_latency instead (drawn per access)", "1", ge=0, lt=1,
+        unset="0: every such hit at far_latency", omit_default=True,
+        models=("l2.far_slow_*",))] = 0.0
+    far_slow_latency: Annotated[NonNegative, spec(
+        "with far_slow_share: the latency of those slow hits", "cycle",
+        unset="0: no slow hits", omit_default=True)] = 0.0
     slices: Annotated[int, spec(
         "slices of a GPU-scope level, each line homed in one (slice_masks), each SM at its "
         "own distance from each (slice_latency)", "1", pow2=True, unset="1: no slice map",
@@ -596,6 +607,7 @@ class CacheLevel:
         _validate_ways(where, self.ways, self.size // self.line, "size / line")
         _validate_policy(where, self.policy, self.way_weights, _max_ways(self.ways))
         self._validate_partitions(where)
+        self._validate_slow_far(where)
         self._validate_slices(where)
         self.index.validate(where, self.sets)
 
@@ -614,6 +626,20 @@ class CacheLevel:
             _fail(f"{where}.sm_partition", f"partitions are 0..{self.partitions - 1}")
         if self.far_latency < self.hit_latency:
             _fail(f"{where}.far_latency", "must be >= hit_latency")
+
+    def _validate_slow_far(self, where: str) -> None:
+        if not (self.far_slow_share or self.far_slow_latency):
+            return
+        if self.partitions == 1:
+            _fail(f"{where}.far_slow_share", "only a partitioned level has hits in another "
+                  "partition")
+        if not (self.far_slow_share and self.far_slow_latency):
+            _fail(f"{where}.far_slow_share", "far_slow_share and far_slow_latency go together")
+        if self.far_slow_latency < (self.far_latency or self.hit_latency):
+            _fail(f"{where}.far_slow_latency", "must be >= far_latency (a slow far hit)")
+        if self.slices > 1:
+            _fail(f"{where}.far_slow_share", "a sliced level's far hits cost slice_latency: "
+                  "leave far_slow_share unset")
 
     def _validate_slices(self, where: str) -> None:
         if self.slices == 1:
@@ -705,7 +731,8 @@ class CacheLevel:
         ``far_latency``, no caps of its own: every stream passes the copy first)."""
         near = dataclasses.replace(self, size=self.near_size, partitions=1, partition_masks=[],
                                    far_latency=0.0, sm_partition=[], slices=1, slice_masks=[],
-                                   slice_latency=[], near_size=0, home_latency=0.0)
+                                   slice_latency=[], near_size=0, home_latency=0.0,
+                                   far_slow_share=0.0, far_slow_latency=0.0)
         far = dataclasses.replace(
             self, name=f"{self.name}_far", hit_latency=self.home_latency or self.far_latency,
             bandwidth=0.0, requests_per_cycle=0.0, fill_lookups=1.0, near_size=0,

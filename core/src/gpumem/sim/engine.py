@@ -78,11 +78,12 @@ class Hierarchy:
     """
 
     __slots__ = ("meta", "set_ways", "set_off", "idx_param", "weights", "cost", "far_cost",
-                 "way", "rng", "clock", "_narrow", "_wide", "span", "_tags", "_n")
+                 "far_slow", "way", "rng", "clock", "_narrow", "_wide", "span", "_tags", "_n")
 
     def __init__(self, meta: np.ndarray, set_ways: np.ndarray, set_off: np.ndarray,
                  idx_param: np.ndarray, weights: np.ndarray, cost: np.ndarray,
-                 far_cost: np.ndarray, n_words: int, rng: np.ndarray, clock: np.ndarray):
+                 far_cost: np.ndarray, far_slow: np.ndarray, n_words: int, rng: np.ndarray,
+                 clock: np.ndarray):
         self.meta = meta              # int64[L, META_COLUMNS]
         self.set_ways = set_ways      # int64[S]  ways of each set
         self.set_off = set_off        # int64[S]  first way word of each set
@@ -90,6 +91,7 @@ class Hierarchy:
         self.weights = weights        # float64[W] per-way eviction weights; SM offsets
         self.cost = cost              # float64[L] hit latency (cache) or miss penalty (TLB)
         self.far_cost = far_cost      # float64[L] hit latency in a far partition
+        self.far_slow = far_slow      # float64[L, 2] share of far hits slow, their latency
         self.rng = rng                # uint64[L] replacement random stream per level
         self.clock = clock            # int64[1]  accesses so far
         #: per level: line shift, the divisor of its tags (sets for the modulo index, else
@@ -143,6 +145,7 @@ def compile_hierarchy(cfg: SimConfig, seed: int) -> tuple[Hierarchy, dict[str, i
     meta = np.zeros((len(levels), META_COLUMNS), np.int64)
     cost = np.zeros(len(levels), np.float64)
     far_cost = np.zeros(len(levels), np.float64)
+    far_slow = np.zeros((len(levels), 2), np.float64)
     set_ways: list[int] = []
     set_off: list[int] = []
     params: list[int] = []
@@ -156,6 +159,7 @@ def compile_hierarchy(cfg: SimConfig, seed: int) -> tuple[Hierarchy, dict[str, i
             m[TRANSLATE] = 1 if lv.translate else 0
             cost[i] = lv.hit_latency
             far_cost[i] = lv.far_latency or lv.hit_latency
+            far_slow[i] = (lv.far_slow_share, lv.far_slow_latency)
             m[PARTS] = lv.partitions
             m[PART_OFF] = len(params)
             m[PART_LEN] = len(lv.home_masks)  # the given masks, else the balanced default
@@ -202,7 +206,7 @@ def compile_hierarchy(cfg: SimConfig, seed: int) -> tuple[Hierarchy, dict[str, i
     h = Hierarchy(
         meta, np.array(set_ways, np.int64), np.array(set_off, np.int64),
         np.array(params or [0], np.int64), np.array(weights, np.float64), cost, far_cost,
-        total_ways, rng, np.zeros(1, np.int64),
+        far_slow, total_ways, rng, np.zeros(1, np.int64),
     )
     return h, {lv.name: i for i, lv in enumerate(levels)}
 

@@ -536,10 +536,20 @@ def _lookup_sets(s: Src, L: Level) -> None:
         s(f"{L.mb} = block", f"{L.mw} = j")
 
 
+def _slow_far(s: Src, p: str, var: str) -> None:
+    """A far hit is slow (``slowc[p]``: its share, its latency) on a draw from the recorded
+    access's number and the chase's noise seed: the same draw in either kernel."""
+    with s.block(f"if slowc[{p}, 0] > 0.0:"):
+        s("z = _mix(_U(k) * _U(0x9E3779B97F4A7C15) + _U(noise_seed))")
+        with s.block(f"if np.float64(z >> _U(11)) * {2.0 ** -53!r} < slowc[{p}, 0]:"):
+            s(f"{var} = slowc[{p}, 1]")
+
+
 def hit_latency(s: Src, L: Level, p: int | None) -> None:
     """``lat`` = a hit's latency at path position ``p``: near or far partition (``hitc``,
-    ``farc`` include the SM's offset), or on a sliced level the SM's latency to the line's
-    slice (``slicec``), plus the access's TLB penalties ``pen``."""
+    ``farc`` include the SM's offset; a share of far hits slow, ``slowc``), or on a sliced
+    level the SM's latency to the line's slice (``slicec``), plus the access's TLB penalties
+    ``pen``."""
     if L.key is None:
         s("c = hitc[p]")
         with s.block("if meta[lv, PARTS] > 1:"):  # which partition is home, and is it ours?
@@ -548,6 +558,7 @@ def hit_latency(s: Src, L: Level, p: int | None) -> None:
                 s("home |= _parity1(addr & idx_param[meta[lv, PART_OFF] + b]) << b")
             with s.block("if home != homes[p]:"):
                 s("c = farc[p]")
+                _slow_far(s, "p", "c")
         with s.block("if meta[lv, SLICE_LEN] > 0:"):  # the line's slice, as far as this SM
             s("sl = np.int64(0)")
             with s.block("for b in range(meta[lv, SLICE_LEN]):"):
@@ -560,7 +571,9 @@ def hit_latency(s: Src, L: Level, p: int | None) -> None:
     elif L.v(PARTS) > 1:
         s(f"home = {_bits(lambda x: f'_parity1(addr & {x})', L.key[2])}")
         with s.block(f"if home != home{p}:"):
-            s(f"lat = fc{p} + pen")
+            s(f"c = fc{p}")
+            _slow_far(s, str(p), "c")
+            s("lat = c + pen")
         with s.block("else:"):
             s(f"lat = hc{p} + pen")
     else:
@@ -572,7 +585,7 @@ def hit_latency(s: Src, L: Level, p: int | None) -> None:
 # ---------------------------------------------------------------------------------------------
 
 ARGS = ("way, rng, clock, meta, set_ways, set_off, idx_param, weights, hitc, farc, homes, "
-        "slicec, tlbc, "
+        "slowc, slicec, tlbc, "
         "steps, step_pos, tlb_done, pf_cand, dram_latency, page_walk, base, footprint, stride, "
         "element, order, fp, pattern, warmup, record, overhead, jitter, outlier_rate, "
         "outlier_cycles, noise_seed, out_lat, out_idx, out_level, scalar, wbits")

@@ -266,6 +266,13 @@ the whole L2 `l2_far` (`size` bytes, partitioned, hits at `home_latency` in the 
 partition and `far_latency` in the other, no caps of its own), with `l2_far` after `l2` in
 every path. A latency ladder on it reports `l2.partitions = 2`.
 
+An H200's far hits are not all alike: about a tenth of them take 735-1040 cycles where the
+rest take 530, in every SM's `l2_sm_map` chase (`l2.far_slow_share`, `l2.far_slow_latency`),
+while hits in the SM's own partition almost never do. `far_slow_share` and `far_slow_latency`
+say so: each hit in another partition is drawn slow with that probability and then costs
+that latency (`export sim` sets both from the findings). The slow ones leave the L2 hits'
+body, so `l2.near_fraction` reads above one half as the card's does.
+
 Without `near_size`, a partitioned level keeps no copy: every hit costs `hit_latency` if the
 line's home is the SM's partition, `far_latency` if not. Any footprint is then about half
 far, so what a latency ladder reports depends on the hash's granularity: one plateau at the

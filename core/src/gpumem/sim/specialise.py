@@ -338,14 +338,15 @@ def _path_args(h, path_ids: np.ndarray, tlb_first: int, tlb_count: int, sm: int,
     """The kernel arguments that describe the path (hit latencies by position with the SM's
     offset added, home partitions, TLB penalties, visiting order, prefetch candidates). Kept
     by content: working them out costs more than a short chase."""
-    ck = (h.meta.tobytes(), h.cost.tobytes(), h.far_cost.tobytes(), h.weights.tobytes(),
+    ck = (h.meta.tobytes(), h.cost.tobytes(), h.far_cost.tobytes(), h.far_slow.tobytes(),
+          h.weights.tobytes(),
           path_ids.tobytes(), tlb_first, tlb_count, sm, sm_count, wbits)
     out = _PATHS.get(ck)
     if out is not None:
         return out
     rows = h.meta.tolist()
     pids = [int(x) for x in path_ids]
-    hitc, farc, homes = [], [], []
+    hitc, farc, homes, slowc = [], [], [], []
     widest = max([1] + [1 << rows[lv][M.SLICE_LEN] for lv in pids])
     slicec = np.zeros((max(len(pids), 1), widest), np.float64)  # each position's SM row
     for p, lv in enumerate(pids):
@@ -357,11 +358,13 @@ def _path_args(h, path_ids: np.ndarray, tlb_first: int, tlb_count: int, sm: int,
     for lv in pids:
         near, far = float(h.cost[lv]), float(h.far_cost[lv])
         m = rows[lv]
+        share, slow = float(h.far_slow[lv, 0]), float(h.far_slow[lv, 1])
         if m[M.SMO_LEN] > 0:  # the same float additions, in the same order, for either kernel
             off = float(h.weights[m[M.SMO_OFF] + sm % m[M.SMO_LEN]])
-            near, far = near + off, far + off
+            near, far, slow = near + off, far + off, slow + off
         hitc.append(near)
         farc.append(far)
+        slowc.append((share, slow))
         homes.append(int(h.idx_param[m[M.HOME_OFF] + sm % m[M.HOME_LEN]]) if m[M.HOME_LEN] > 0
                      else (sm * m[M.PARTS]) // sm_count)  # a measured map, else halves
     order = M.visit_order(pids, [rows[lv][M.TRANSLATE] == 1 for lv in pids], tlb_first,
@@ -370,7 +373,7 @@ def _path_args(h, path_ids: np.ndarray, tlb_first: int, tlb_count: int, sm: int,
     pf_cand = [lv for lv in dict.fromkeys(lv for lv, _ in order)
                if M.prefetch_candidate(rows[lv], wbits)]
     out = (np.array(hitc, np.float64), np.array(farc, np.float64), np.array(homes, np.int64),
-           slicec, np.array([float(h.cost[tlb_first + t]) for t in range(tlb_count)] or [0.0]),
+           np.array(slowc, np.float64).reshape(-1, 2), slicec, np.array([float(h.cost[tlb_first + t]) for t in range(tlb_count)] or [0.0]),
            np.array([lv for lv, _ in order], np.int64),
            np.array([p for _, p in order], np.int64), np.int64(tlb_done),
            np.array(pf_cand, np.int64))

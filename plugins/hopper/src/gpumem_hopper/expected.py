@@ -146,8 +146,6 @@ NOT_SIMULATED: dict[str, str] = {
                             "is the H200's",
     "smem.peak_warps": "a quick run's grid (ILP 1 and 4 only) peaks at 16 warps; the full "
                        "grid's 8 is the H200's",
-    "l2.near_fraction": "the model gives 0.5: its hash spreads lines evenly over the two "
-                        "partitions; the H200s see 0.529 of them near",
     # the packaged config is calibrated from tests/data/h200-reruns/run1-run5 pooled (tests/
     # test_sim_vs_h200: a fixed point), its bulk efficiency from bulk_copy 1, whose runs were
     # not sized in time
