@@ -373,7 +373,8 @@ def _path_args(h, path_ids: np.ndarray, tlb_first: int, tlb_count: int, sm: int,
     pf_cand = [lv for lv in dict.fromkeys(lv for lv, _ in order)
                if M.prefetch_candidate(rows[lv], wbits)]
     out = (np.array(hitc, np.float64), np.array(farc, np.float64), np.array(homes, np.int64),
-           np.array(slowc, np.float64).reshape(-1, 2), slicec, np.array([float(h.cost[tlb_first + t]) for t in range(tlb_count)] or [0.0]),
+           np.array(slowc, np.float64).reshape(-1, 2), slicec,
+           np.array([float(h.cost[tlb_first + t]) for t in range(tlb_count)] or [0.0]),
            np.array([lv for lv, _ in order], np.int64),
            np.array([p for _, p in order], np.int64), np.int64(tlb_done),
            np.array(pf_cand, np.int64))
