@@ -82,9 +82,9 @@ def _slow_far(lat: np.ndarray, body: np.ndarray, near: np.ndarray, group: np.nda
         return []
     where = (method + ": accesses to lines the SM's group sees far (most of the group's hits "
              "on them far) slower than the L2 hits' body (1.3 x their 75th percentile)")
+    lo, hi = order_interval(np.asarray(shares))
     out = [Finding("l2.far_slow_share", round(float(np.median(shares)), 4), "1", 0.9,
-                   where + ", their share, median over SMs",
-                   interval=tuple(round(x, 4) for x in order_interval(np.asarray(shares))),
+                   where + ", their share, median over SMs", interval=(round(lo, 4), round(hi, 4)),
                    kind="measured", note="interval: of the median over SMs")]
     every = np.concatenate(slow)
     if every.size >= 10:
