@@ -13,7 +13,9 @@
 #   6. l2_slices over all 16,384 lines of one page (benchmarks/l2_slices_dense.py): the hash
 #      table over the invariants' classes judged where every held-out line's class is seen;
 #   7. benchmarks/l2_share_sweep.py: L2 read bandwidth with slices re-read from other SMs
-#      (StreamRequest.share) against gpu-l2-cache's published H200 figures (item 6).
+#      (StreamRequest.share) against gpu-l2-cache's published H200 figures (item 6);
+#   8. benchmarks/ilp_chunks.py: the ILP sweep's warp-contiguous climb against the chunks a
+#      CTA re-reads (issue 45 item 4's one finding the model misses in every run).
 #
 #   bash benchmarks/l2_slices_h200.sh OUT_DIR
 #
@@ -64,7 +66,11 @@ pack
 (cd "$here" && timeout 100 python3 l2_share_sweep.py --json "$out/share.json") > "$out/share.txt" 2>&1
 mark "share sweep done"
 pack
+(cd "$here" && timeout 60 python3 ilp_chunks.py --json "$out/ilp_chunks.json") > "$out/ilp_chunks.txt" 2>&1
+mark "ilp chunks done"
+pack
 echo "---"
-cat "$out/times.txt" "$out/a_vs_b.txt" "$out/a_vs_sim.txt" "$out/dense.txt" "$out/share.txt"
+cat "$out/times.txt" "$out/a_vs_b.txt" "$out/a_vs_sim.txt" "$out/dense.txt" "$out/share.txt" \
+    "$out/ilp_chunks.txt"
 tail -3 "$out/a.log" "$out/b.log" "$out/simrun.log" "$out/export.log" 2>/dev/null
 gpumem show "$out/a" 2>&1 | grep -E "l2_slices\." | cut -c1-150
