@@ -80,6 +80,10 @@ class DeviceInfo:
     #: on memory); 0 for one fast enough that plans need no sizing (hardware, the built-in
     #: simulator). Experiments size their plans down where it is set (``RunContext.slow``).
     cycles_per_second: float = 0.0
+    #: Other properties, recorded with the device. ``l2_random_sets`` (1): the device puts
+    #: each line into an L2 set at random (Accel-Sim's random partition indexing), so its
+    #: misses ramp over a range of footprints; a slow device's latency ladder times more
+    #: lines around the L2's size there (:data:`gpumem.experiments.latency.RAMP_RECORD`).
     extra: dict[str, Any] = field(default_factory=dict, hash=False, compare=False)
 
     @property

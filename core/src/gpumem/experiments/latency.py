@@ -30,7 +30,7 @@ from __future__ import annotations
 
 import zlib
 from collections.abc import Mapping
-from dataclasses import replace
+from dataclasses import dataclass, replace
 from itertools import pairwise
 from typing import Any
 
@@ -43,6 +43,7 @@ from gpumem.analysis.plateaus import (
     find_plateaus,
     half_crossing,
     knee_bracket,
+    miss_fractions,
 )
 from gpumem.analysis.stats import median_interval
 from gpumem.contracts.device import PLACEMENT_PADS, ChaseRequest, Device
@@ -77,6 +78,21 @@ PLACED_RESOLUTION = 0.005
 #: On a slow device (``RunContext.slow``): accesses timed per chase, and how far knees are
 #: bisected (each round of a 60 MB knee costs Accel-Sim's H200 config about 3 minutes).
 SLOW_RECORD, SLOW_RESOLUTION = 64, 0.01
+#: On a slow device whose L2 puts lines into sets at random (``DeviceInfo.extra``'s
+#: ``l2_random_sets``: Accel-Sim's TITAN X draws each line's slice), accesses timed at a
+#: sequential footprint from half the L2 to twice it, kept as their mean
+#: (:meth:`LatencyLadder.measure`). Its misses ramp over that range, and the share of recorded
+#: lines that miss is a sample of its sets: 64 lines fall into about 41 of TITAN X's 1,536 and
+#: put the half crossing at 0.98 +- 0.06 of the capacity, 1,024 at 0.974 +- 0.017
+#: (tests/data/accelsim/runs/README.md). About 5 s a point on that config, 30 s on QV100's:
+#: only where the device says its sets are drawn.
+RAMP_RECORD = 1024
+#: A single L2 whose misses ramp (:func:`_l2_ramp`): points whose miss share lies between
+#: RAMP_EDGE and 1 - RAMP_EDGE span at least a factor RAMP_SPAN of footprints and a rise of
+#: RAMP_RISE in the share. A modulo-indexed LRU cache of W >= 4 ways goes from no misses to all
+#: within a factor 1 + 1/W (1.25 at W = 4, 1.06 at 16): it stays a knee. TITAN X's random
+#: slices: 5 % to 95 % from 0.58 to 1.42 of the capacity (a factor 2.4).
+RAMP_EDGE, RAMP_SPAN, RAMP_RISE = 0.05, 1.25, 0.5
 
 
 def _round(x: float) -> int:
@@ -128,11 +144,14 @@ class LatencyLadder(Experiment):
             # one point per octave, to past the L2 TLB's reach as --quick; a deterministic
             # device's mean of 64 accesses is as good as of 1024; its addresses map to the
             # same sets on every allocation, so one placement; knees bisected to 1 %, and
-            # random chains only where they decide lat.dram_tlb_miss (see measure)
+            # random chains only where they decide lat.dram_tlb_miss (see measure); around
+            # the L2's size RAMP_RECORD accesses, one mean, where the L2's sets are drawn
             hi = min(max(8 * l2, 512 << 20), mem_cap)
             per_octave, record = 1, SLOW_RECORD
             attrs = {"placements": 1, "knee_resolution": SLOW_RESOLUTION,
                      "random_from": 2 * l2}
+            if dev.extra.get("l2_random_sets"):
+                attrs |= {"ramp_record": RAMP_RECORD, "ramp_from": l2 // 2, "ramp_to": 2 * l2}
         return Plan(
             axes=[
                 Axis("order", ("sequential", "random"), "1", "chain order"),
@@ -177,6 +196,18 @@ class LatencyLadder(Experiment):
         req = ChaseRequest(footprint=footprint, stride=STRIDE, record=record, warmup=warmup,
                            order=str(point["order"]), path="ca", element=ELEMENT,
                            seed=ctx.seed ^ zlib.crc32(str(footprint).encode()))
+        if (point["order"] == "sequential" and "ramp_record" in plan_attrs
+                and plan_attrs["ramp_from"] < footprint < plan_attrs["ramp_to"]):
+            # a slow device around its L2's size: the mean of RAMP_RECORD accesses, in the
+            # first column as a device that reports one mean per chase gives it (more
+            # accesses than the plan's record would not fit; the mean is what the L2's miss
+            # share is read from where its misses ramp, see _l2_ramp)
+            req = replace(req, record=int(plan_attrs["ramp_record"]), fine_grained=False)
+            res = device.pointer_chase(req)
+            lat = np.full(record, np.nan)
+            lat[0] = float(np.mean(res.latency))
+            return {"latency": lat, "index": np.full(record, -1, np.int64),
+                    "timer_overhead": res.timer_overhead, "end_ok": int(res.end_ok)}
         placements = int(plan_attrs["placements"])
         placed = (point["order"] == "sequential" and placements > 1
                   and record % placements == 0
@@ -225,21 +256,35 @@ class LatencyLadder(Experiment):
         x, samples = _curve(raw, "sequential")
         meds = _median(samples)
         levels = find_plateaus(x, meds)
-        new: set[int] = set(_split_level_points(x, meds, levels))
+        l2_bytes = float(raw.attrs.get("l2_bytes", raw.attrs.get("plan_l2_bytes", 0)) or 0) \
+            or float("inf")  # the plan's: the device's, 1 MiB at least
+        ramp = _l2_ramp(x, samples, find_plateaus(x, meds, min_span=LEVEL_SPAN), l2_bytes)
+
+        def in_ramp(lo: float, hi: float) -> bool:
+            # a single L2's ramp is read at its half crossing alone: the knees of the means'
+            # plateaus along it (each a step of the rising share) are no capacities
+            return ramp is not None and lo >= ramp.start_x and hi <= ramp.end_x
+
+        new: set[int] = {v for v in _split_level_points(x, meds, levels)
+                         if not in_ramp(v, v)}
+        rounds: list[tuple[tuple[float, float], float]] = []
+        if ramp is not None:
+            rounds.append(((ramp.lo, ramp.hi), HALF_RESOLUTION))
         for lower, upper in pairwise(levels):
             br = knee_bracket(x, samples, lower, upper.latency)
-            if br is None:
+            if br is None or in_ramp(*br):
                 continue
             brackets = [(br, self._knee_resolution(raw.attrs, br[0]))]
             half = half_crossing(x, samples, lower, upper)
-            if half is not None:
+            if half is not None and not in_ramp(*half[:2]):
                 brackets.append((half[:2], HALF_RESOLUTION))
-            for (lo, hi), resolution in brackets:
-                if hi - lo <= STRIDE or (hi - lo) / lo <= resolution:
-                    continue
-                mid = _round((lo + hi) / 2)
-                if lo < mid < hi:
-                    new.add(mid)
+            rounds.extend(brackets)
+        for (lo, hi), resolution in rounds:
+            if hi - lo <= STRIDE or (hi - lo) / lo <= resolution:
+                continue
+            mid = _round((lo + hi) / 2)
+            if lo < mid < hi:
+                new.add(mid)
         return {"footprint": sorted(new)} if new else None
 
     # ---- analysis --------------------------------------------------------------------
@@ -302,7 +347,14 @@ class LatencyLadder(Experiment):
             out.append(capacity("l1d.size", 0, "first knee of the " + method))
             i = 1
         l2_levels = []
-        while i < len(levels) and (cap := caps[i]) is not None and cap[0] <= 1.5 * l2_bytes:
+        ramp = _l2_ramp(x, samples, levels, l2_bytes)
+        if ramp is not None and ramp.l2 == i:
+            # one L2 whose misses ramp: the plateaus of means along the ramp are no levels
+            l2_levels, i = [i], ramp.dram
+        else:
+            ramp = None
+        while ramp is None and i < len(levels) and (cap := caps[i]) is not None and \
+                cap[0] <= 1.5 * l2_bytes:
             l2_levels.append(i)
             i += 1
         mixed = ""
@@ -326,6 +378,8 @@ class LatencyLadder(Experiment):
                 out.append(capacity("l2.near_size", l2_levels[0],
                                     "knee between the near and far L2 plateaus"))
                 out.append(capacity("l2.size", far, "knee of the far L2 plateau"))
+            elif ramp is not None:
+                out.append(_ramp_size("l2.size", ramp, method))
             else:
                 out.append(capacity("l2.size", l2_levels[0], "knee of the L2 plateau" + mixed))
             out.append(Finding("l2.partitions", min(len(l2_levels), 2), "1",
@@ -381,6 +435,84 @@ def _curve(raw: xr.Dataset, order: str) -> tuple[np.ndarray, np.ndarray]:
     ok = sel["point_status"].values == 0
     x = sel["footprint"].values.astype(float)
     return x[ok], lat.values.astype(float)[ok]
+
+
+@dataclass(frozen=True)
+class _Ramp:
+    """A single L2 whose misses ramp (:func:`_l2_ramp`)."""
+
+    l2: int            # index of the L2 plateau in the levels
+    dram: int          # index of the DRAM plateau
+    lo: float          # the measured footprints around the miss share's half crossing
+    hi: float
+    x: float           # the half crossing, interpolated
+    first: float       # the smallest and largest footprints with a share inside the ramp
+    last: float
+    start_x: float     # the L2 plateau's first footprint, the DRAM plateau's first
+    end_x: float
+
+
+def _l2_ramp(x: np.ndarray, samples: np.ndarray, levels: list[Plateau], l2_bytes: float
+             ) -> _Ramp | None:
+    """The single L2's ramp of misses, if its misses ramp; else ``None``.
+
+    The L2 is the first plateau past any L1 knee (below a quarter of the L2 size), the DRAM
+    the first plateau after it that ends past twice the L2 size. A point's miss share is the
+    share of its accesses at or above the geometric mean of the two levels; for a point that
+    holds one mean (a device that reports one per chase), where the mean lies between them.
+    The misses ramp where the points of shares between RAMP_EDGE and 1 - RAMP_EDGE span a
+    factor RAMP_SPAN of footprints and a rise of RAMP_RISE: sets overflow one by one over a
+    range (an L2 that places lines in sets at random, as Accel-Sim's TITAN X draws each
+    line's slice), not all within one capacity's 1 + 1/W. Plateaus between the two levels
+    are allowed only where their points are means (a mean sits on any step of a ramp; the
+    median of a point's accesses flips from the L2's latency to the DRAM's at half, so
+    per-access data shows a ramp as no level between: a level there is a far L2 partition).
+    """
+    if len(levels) < 2 or not np.isfinite(l2_bytes):
+        return None
+    first = 0
+    if (br := knee_bracket(x, samples, levels[0], levels[1].latency)) is not None and \
+            br[0] < l2_bytes / 4:
+        first = 1
+    dram = next((j for j in range(first + 1, len(levels))
+                 if levels[j].last_x > 2 * l2_bytes), None)
+    if first >= len(levels) or dram is None:
+        return None
+    p, d = levels[first], levels[dram]
+    if d.latency <= p.latency:
+        return None
+    order = np.argsort(x, kind="stable")
+    xs, rows = x[order], samples[order]
+    keep = (xs >= p.first_x) & (xs <= d.last_x)
+    xs, rows = xs[keep], rows[keep]
+    finite = np.isfinite(rows).sum(axis=1)
+    means = (finite == 1) & (rows.shape[1] > 1)
+    between = (xs > p.last_x) & (xs < d.first_x)
+    if dram > first + 1 and not np.all(means[between]):
+        return None
+    with np.errstate(all="ignore"):
+        mean = np.nanmean(np.where(np.isfinite(rows), rows, np.nan), axis=1)
+    share = np.where(means, np.clip((mean - p.latency) / (d.latency - p.latency), 0, 1),
+                     miss_fractions(rows, float(np.sqrt(p.latency * d.latency))))
+    inside = (share > RAMP_EDGE) & (share < 1 - RAMP_EDGE)
+    if not inside.any():
+        return None
+    lo_x, hi_x = float(xs[inside].min()), float(xs[inside].max())
+    if hi_x < RAMP_SPAN * lo_x or np.ptp(share[inside]) < RAMP_RISE:
+        return None
+    on_p = xs <= p.last_x
+    on_d = xs >= d.first_x
+    base, full = float(np.nanmedian(share[on_p])), float(np.nanmedian(share[on_d]))
+    if full - base < RAMP_RISE:
+        return None
+    target = base + 0.5 * (full - base)
+    for i in range(1, xs.size):
+        if share[i - 1] < target <= share[i]:
+            t = (target - share[i - 1]) / (share[i] - share[i - 1])
+            half = float(xs[i - 1] * (xs[i] / xs[i - 1]) ** t)
+            return _Ramp(first, dram, float(xs[i - 1]), float(xs[i]), half, lo_x, hi_x,
+                         p.first_x, d.first_x)
+    return None
 
 
 def _median(samples: np.ndarray) -> np.ndarray:
@@ -439,6 +571,33 @@ def _core(x: np.ndarray, p: Plateau) -> np.ndarray:
 
 def _confidence(p: Plateau) -> float:
     return float(np.clip((1 - 5 * p.spread) * min(1.0, p.count / 3), 0, 1))
+
+
+def _ramp_size(name: str, ramp: _Ramp, method: str) -> Finding:
+    """The size of a single L2 whose misses ramp (:func:`_l2_ramp`): the half crossing of its
+    miss share, where half the accesses miss, not the knee, where the first does.
+
+    Where lines go to sets at random, a set holds a binomial number of a footprint's lines,
+    and an LRU set misses on all of them once it holds more than its ways: the sets overflow
+    one by one, from the fullest (about half the capacity on Accel-Sim's TITAN X, 16 ways)
+    to the emptiest (1.7 of it). The knee is the fullest of the sets the recorded lines
+    sample, so it falls as the sample grows (0.56 +- 0.08 of the capacity with 64 lines,
+    0.42 +- 0.05 with 1,024); the half crossing is where the middle set overflows, which
+    sits at the capacity whatever the sample (C (1 - 1/(3W)) for W ways; 0.974 +- 0.017 with
+    1,024 recorded lines over draws of the slices: tests/data/accelsim/runs/README.md)."""
+    lo, hi = ramp.lo, ramp.hi
+    resolved = hi - lo <= max(STRIDE, HALF_RESOLUTION * lo)
+    conf = 1.0 if resolved else float(np.clip(HALF_RESOLUTION * lo / (hi - lo), 0.05, 0.95))
+    note = (f"misses ramp: {int(RAMP_EDGE * 100)}-{int(100 - RAMP_EDGE * 100)} % of the "
+            f"accesses miss from {int(ramp.first)} to {int(ramp.last)} B, half between "
+            f"{int(lo)} and {int(hi)} B")
+    return Finding(name, _round(ramp.x), "byte", conf,
+                   "half crossing of the miss share, " + method + ": the L2's misses ramp "
+                   "(its sets overflow one by one over a range of footprints, as where lines "
+                   "go to sets at random), so its size is where half the accesses miss (the "
+                   "middle set overflows), not the knee where the first does; a point that "
+                   "holds one mean counts as its place between the L2 and DRAM levels",
+                   note=note, interval=(lo, hi), kind="measured")
 
 
 def _capacity(name: str, bracket: tuple[float, float] | None, method: str,

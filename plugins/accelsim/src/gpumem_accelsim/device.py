@@ -172,7 +172,12 @@ def accelsim_device_info(config: AccelSimConfig, binary: str = "") -> DeviceInfo
         peak_bandwidth_gbs=config.dram_bandwidth_gbs,
         load_paths=("ca", "cg", "nc"),
         extra={"accelsim_binary": binary, "accelsim_config_source": config.source,
-               "memory_bytes_nominal": 1},
+               "memory_bytes_nominal": 1,
+               # -gpgpu_memory_partition_indexing 4 (RANDOM): each line's L2 slice drawn
+               # with rand(); the latency ladder then times more lines around the L2's
+               # size, to sample its sets (gpumem.experiments.latency.RAMP_RECORD; issue 45)
+               **({"l2_random_sets": 1} if config.merged().get(
+                   "-gpgpu_memory_partition_indexing", "0").strip() == "4" else {})},
     )
 
 
