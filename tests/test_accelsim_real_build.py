@@ -36,35 +36,37 @@ def test_every_recorded_run_has_its_config():
         assert _config(run).int("-gpgpu_l2_rop_latency") > 0
 
 
-#: Where no reading of the ladder is the capacity: TITAN X (Pascal) puts each 128-byte line
-#: into one of its 24 L2 slices at random (-gpgpu_memory_partition_indexing 4, rand() as the
-#: address decoder first meets the line), and the set inside the slice comes from the slices'
-#: un-randomised address, so the 24 lines of each 3 KiB share one set index. A (slice, set)
-#: then holds Binomial(384, 1/24) of a 3 MiB chase's lines (mean 16 = its ways, sd 3.9), and
-#: its misses ramp from 0.5 to 1.7 times the capacity. The 64 lines a slow device's ladder
-#: records fall into about 41 of the 1,536 sets: the knee is where the fullest of them
-#: overflows (0.56 +- 0.08 of the capacity over the simulator's draws; this run 0.87), the
-#: half crossing where the middle one does (0.98 +- 0.06: within 6 % for 77 % of draws). An
-#: LRU model of the sets, fed the build's own draws, gives its L2 misses exactly at all 47
+#: TITAN X (Pascal) puts each 128-byte line into one of its 24 L2 slices at random
+#: (-gpgpu_memory_partition_indexing 4, rand() as the address decoder first meets the line),
+#: and the set inside the slice comes from the slices' un-randomised address, so the 24 lines
+#: of each 3 KiB share one set index. A (slice, set) then holds Binomial(384, 1/24) of a 3 MiB
+#: chase's lines (mean 16 = its ways, sd 3.9), and its misses ramp from 0.5 to 1.7 times the
+#: capacity. The knee is where the fullest of the sets the recorded lines sample overflows:
+#: it falls as the sample grows (0.56 +- 0.08 of the capacity with 64 lines, 0.42 +- 0.05 with
+#: 1,024), no reading of the capacity. The half crossing of the miss share, where the middle
+#: set overflows, is: 0.98 +- 0.06 with 64 lines (within 6 % for 77 % of the draws), 0.974 +-
+#: 0.017 with 1,024 (always). So the device declares its sets drawn, the ladder times 1,024
+#: lines a point around the L2's size, and the analysis reads a single L2 whose misses ramp at
+#: that half crossing (gpumem.experiments.latency._l2_ramp); this run: 0.961 of the capacity.
+#: An LRU model of the sets, fed the build's own draws, gives its L2 misses exactly at all 47
 #: footprints of the ramp (tests/data/accelsim/runs/README.md).
 RAMPS = {"SM6_TITANX-latency.nc"}
 
 
-@pytest.mark.parametrize("run", [pytest.param(r, marks=pytest.mark.xfail(
-    strict=True, reason="L2 slices drawn at random per line: the knee is the first of the 41 "
-                        "sets the 64 recorded lines sample to overflow (0.56 +- 0.08 of the "
-                        "capacity over draws, 0.87 here); 6 % needs ~1,000 recorded lines"))
-    if r.name in RAMPS else r for r in RUNS], ids=lambda p: p.name)
+@pytest.mark.parametrize("run", RUNS, ids=lambda p: p.name)
 def test_one_l2_at_the_configs_size(run):
-    """An unpartitioned L2 is one level: a plateau after its knee that ends within 1.5 L2
-    sizes (TITAN X: 201 cycles from 2.9 to 3.5 MB, its sets overflowing one by one) is no far
-    partition, and the DRAM is the plateau after it."""
+    """An unpartitioned L2 is one level: the means along a ramp of misses (TITAN X: 143 to
+    235 cycles from 2.1 to 4.2 MB, its sets overflowing one by one; plateaus of them where
+    more points fall there) are no far partition, and the DRAM is the plateau after them.
+    Where the misses ramp, the size is the half crossing; elsewhere the knee."""
     found = _found(run)
     sim, _ = from_accelsim(_config(run))
     l2 = next(c for c in sim.caches if c.name == "l2").size
     assert found["l2.partitions"].value == 1
     assert "lat.l2_far" not in found and "l2.near_size" not in found
     assert abs(found["l2.size"].value / l2 - 1) < 0.06
+    ramp = "half crossing of the miss share" in found["l2.size"].method
+    assert ramp == (run.name in RAMPS)
     assert found["lat.dram"].value > found["lat.l2"].value + 50
 
 
@@ -91,3 +93,19 @@ def test_a_config_without_a_branch_unit_gets_its_own_generations_opcode_map():
     assert binary_version(AccelSimConfig.load(DATA / "SM75_RTX2060")) == 70
     kepler = AccelSimConfig.load(DATA / "SM3_KEPLER_TITAN")
     assert "-specialized_unit_1" not in kepler.merged() and binary_version(kepler) == 35
+
+
+def test_only_a_config_that_draws_its_l2_slices_says_so():
+    """-gpgpu_memory_partition_indexing 4 (TITAN X) is the device's ``l2_random_sets``: its
+    ladder times 1,024 lines a point around the L2's size; the other configs keep 64."""
+    from gpumem.contracts.device import DeviceInfo
+    from gpumem.contracts.experiment import RunContext
+    from gpumem_accelsim.device import accelsim_device_info
+
+    for run in RUNS:
+        info = accelsim_device_info(_config(run))
+        drawn = _config(run).int("-gpgpu_memory_partition_indexing") == 4
+        assert bool(info.extra.get("l2_random_sets")) == drawn == (run.name in RAMPS)
+        slow = DeviceInfo(**{**{k: getattr(info, k) for k in info.__dataclass_fields__},
+                             "cycles_per_second": 1e5})
+        assert ("ramp_record" in LatencyLadder().plan(RunContext("x", slow)).attrs) == drawn
