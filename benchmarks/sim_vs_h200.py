@@ -28,7 +28,8 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
-from gpumem.interop.compare import compare
+from gpumem.interop.compare import compare, compare_sources, load_source, load_sources
+from gpumem.interop.pool import median_source
 from gpumem.plugin.registry import get_plugins
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -53,8 +54,7 @@ def calibration_source() -> Any:
     others 10-11), their ``bandwidth_levels`` findings replaced by :data:`BANDWIDTH_RUN`'s
     (the packaged config is ``gpumem.interop.calibrate.calibrate`` of this: a fixed point,
     tests/test_sim_vs_h200)."""
-    from gpumem.interop.compare import Source, load_source
-    from gpumem.interop.pool import median_source
+    from gpumem.interop.compare import Source
 
     plugins = get_plugins()  # reanalysed, as gpumem export sim does
     runs = [load_source(RUNS / name, reanalyze_with=plugins) for name in (CALIBRATION,
@@ -84,7 +84,20 @@ def comparisons(sim: Path) -> dict[str, dict[str, Any]]:
            for name in (CALIBRATION, *HELD_OUT)}
     for manifest in card_runs():
         out[manifest.parent.name] = compare(plugins, [manifest, sim], False)
+    sim_pairs = [(src, str(sim)) for src in load_sources(sim)]
+    for card, manifests in cards().items():
+        pooled = median_source([load_source(m) for m in manifests], f"{card}-pooled")
+        out[pooled.label] = compare_sources(plugins, [(pooled, pooled.label), *sim_pairs],
+                                            False)
     return out
+
+
+def cards() -> dict[str, list[Path]]:
+    """Each held-out card (the manifests' folder names start with it) and its runs."""
+    by_card: dict[str, list[Path]] = {}
+    for m in card_runs():
+        by_card.setdefault(m.parent.name.split("-")[0], []).append(m)
+    return by_card
 
 
 def share(data: dict[str, Any]) -> float:
@@ -94,20 +107,21 @@ def share(data: dict[str, Any]) -> float:
 
 
 def card_lines(results: dict[str, dict[str, Any]]) -> list[str]:
-    """One line per held-out card: its runs' shares, lowest first."""
-    by_card: dict[str, list[tuple[str, dict[str, Any]]]] = {}
-    for m in card_runs():
-        by_card.setdefault(m.parent.name.split("-")[0], []).append(
-            (m.parent.name, results[m.parent.name]))
+    """One line per held-out card: its runs' shares, lowest first, and its runs pooled
+    (each finding the median run's, as the calibration pools its card's)."""
     lines = []
-    for card, runs in sorted(by_card.items()):
+    for card, manifests in sorted(cards().items()):
+        runs = [(m.parent.name, results[m.parent.name]) for m in manifests]
         parts = [f"{d['agreement']['measured_within']}/{d['agreement']['measured']}"
                  for _n, d in sorted(runs, key=lambda r: share(r[1]))]
+        pooled = results[f"{card}-pooled"]
+        p = pooled["agreement"]
         lines.append(f"- {card} ({len(runs)} runs): {', '.join(parts)} measured findings "
                      f"within 5% ({min(share(d) for _n, d in runs):.1%}-"
-                     f"{max(share(d) for _n, d in runs):.1%}), structural "
-                     f"{min(d['agreement']['structural_equal'] for _n, d in runs)} of "
-                     f"{runs[0][1]['agreement']['structural']} equal")
+                     f"{max(share(d) for _n, d in runs):.1%}); its runs pooled "
+                     f"{p['measured_within']}/{p['measured']} ({share(pooled):.1%}); "
+                     f"structural {min(d['agreement']['structural_equal'] for _n, d in runs)} "
+                     f"of {runs[0][1]['agreement']['structural']} equal")
     return lines
 
 
@@ -149,7 +163,9 @@ def markdown(results: dict[str, dict[str, Any]], date: str) -> str:
         lines.append(f"- against {name}: {summary_line(results[name])}")
     lines += ["", f"**Against {len(card_runs())} whole runs on four H200s the calibration "
               f"never saw** (`tests/data/h200-session17`, kept as manifests: `gpumem compare "
-              f"CARD/manifest.json SIMRUN`, the findings as the runs recorded them):", "",
+              f"CARD/manifest.json SIMRUN`, the findings as the runs recorded them; each "
+              f"card's runs also pooled, each finding the median run's, as the calibration "
+              f"pools its card's):", "",
               *card_lines(results)]
     lines += ["", "| experiment | finding | H200 (run1) | simulator | error | verdict |",
               "|---|---|---|---|---|---|"]

@@ -68,6 +68,19 @@ def test_whole_runs_on_cards_the_calibration_never_saw(results):
 
 
 @pytest.mark.slow  # the same comparison as above (its module fixture)
+def test_each_held_out_card_its_runs_pooled_at_least_95_percent(results):
+    """Issue 45, item 4: a held-out card, its runs pooled as the calibration pools its own
+    card's (each finding the median run's), is reproduced at least 95 % within 5 %
+    (2026-12-05: 96.6-98.3 %; its single runs 94.7-98.3 %, above)."""
+    cards = svh.cards()
+    assert len(cards) >= 4
+    for card in cards:
+        s = results[f"{card}-pooled"]["agreement"]
+        assert s["structural_equal"] == s["structural"] >= 15, card
+        assert svh.share(results[f"{card}-pooled"]) >= 0.95, card
+
+
+@pytest.mark.slow  # the same comparison as above (its module fixture)
 def test_the_document_states_what_the_comparison_gives(results):
     block = svh.doc_block(svh.DOC.read_text())
     assert block, f"{svh.DOC} lacks the {svh.BEGIN} block"

@@ -270,18 +270,25 @@ def compare(plugins: PluginSet, targets: list[Path], with_expected: bool,
     like with like)."""
     analyze = (lambda f: analyze_file(plugins, f)[1]) if reanalyze else None
     pairs = [(s, str(t)) for t in targets for s in load_sources(t, exclude, analyze)]
+    if with_expected and is_manifest_file(Path(pairs[0][1])):
+        raise UsageError(f"{targets[0]}: a manifest keeps no description of its device: "
+                         f"expected values need the run's results files (compare "
+                         f"without --expected or --check)")
+    return compare_sources(plugins, pairs, with_expected)
+
+
+def compare_sources(plugins: PluginSet, pairs: list[tuple[Source, str]],
+                    with_expected: bool) -> dict[str, Any]:
+    """:func:`compare` of sources already read (each with the path it is named by), such as
+    several runs pooled into one (:func:`gpumem.interop.pool.median_source`)."""
     sources = [s for s, _p in pairs]
     labels = unique_labels([s.label for s in sources])
     keys = sorted({k for s in sources for k in s.findings})
     own: list[dict[str, Expected]] = [{} for _s in sources]  # each run's, by finding
     if with_expected:
         first = sources[0]
-        if is_manifest_file(Path(pairs[0][1])):
-            raise UsageError(f"{targets[0]}: a manifest keeps no description of its device: "
-                             f"expected values need the run's results files (compare "
-                             f"without --expected or --check)")
         if not first.arch or first.device is None:
-            raise UsageError(f"{targets[0]}: no architecture recorded: cannot look up "
+            raise UsageError(f"{pairs[0][1]}: no architecture recorded: cannot look up "
                              f"expected values")
         for values, s in zip(own, sources, strict=True):
             if s.arch and s.device is not None:  # a later run that records none has none
