@@ -14,8 +14,11 @@ re-reading theirs stay flat.
 
 Predicted, if re-reading one run is the cause: warp-contiguous loads reach the K >= 5 rate
 (about 8980 GB/s) at any K whose footprint is one chunk, and fall back to K = 1's (about 8400)
-at K = 5 with two or more chunks; coalesced loads read about 8400 everywhere. Refuted if the
-rate follows K whatever the chunks.
+at K = 5 with two or more chunks; coalesced loads read about 8400 everywhere. Small
+footprints change the L2's rate by themselves (bandwidth_levels: 6771 GB/s at 1.1 MB against
+8496 at 17 MB, one shape), so the judge is warp over coalesced at the same K and chunks (the
+same footprint): about 1.06 where a CTA re-reads one run, about 1.0 elsewhere. Refuted if
+that ratio follows K whatever the chunks.
 
 For each ordering, K and chunk count it times gpumem's own stream kernel (``Device.stream``,
 .cg, 16-byte loads, one 1024-thread CTA per SM, the ILP sweep's grid; 2 GiB a run, as the
@@ -79,6 +82,15 @@ def main() -> int:
                 cells.append(f"{r['gbs']:9.0f} ({r['footprint'] / 2**20:5.1f})" if r
                              else f"{'-':>18}")
             print(f"{k:3d} " + " ".join(cells))
+    print("warp over coalesced, same K and chunks")
+    print(f"{'K':>3} " + " ".join(f"{n:>9}" for n in CHUNKS))
+    for k in KS:
+        cells = []
+        for n in CHUNKS:
+            w, c = (next((r["gbs"] for r in rows if r["order"] == o and r["k"] == k
+                          and r["chunks"] == n), None) for o in ORDERS)
+            cells.append(f"{w / c:9.3f}" if w and c else f"{'-':>9}")
+        print(f"{k:3d} " + " ".join(cells))
     return 0
 
 
