@@ -38,6 +38,10 @@ CALIBRATION = "run1"
 #: The run whose cache bandwidths (bandwidth_levels 4: kernel shapes searched, runs sized to
 #: last 0.5 ms) the packaged config takes, over the calibration run's version 2 (one shape)
 BANDWIDTH_RUN = ROOT / "tests" / "data" / "h200-v4-runs" / "run1"
+#: bulk_copy version 2 (runs sized to last 0.5 ms; version 1's one 110 us pass is a lower
+#: bound) on three more H200s, kept as manifests (tests/data/h200-dram-v3, twelve runs,
+#: pooled: each finding the median run's): the packaged config's bulk copies come from them.
+BULK_RUNS = tuple(sorted(p for p in (ROOT / "tests" / "data" / "h200-dram-v3").glob("job[124]-*")))
 #: The other runs of the calibration card, pooled into the calibration with run1.
 HELD_OUT = ("run2", "run3", "run4", "run5")
 #: Whole runs on four other H200s, kept as their manifests (tests/data/h200-session17: every
@@ -52,8 +56,8 @@ def calibration_source() -> Any:
     """What the packaged config is calibrated from: the five runs of the calibration card
     pooled (each finding the median run's: one run's TLB miss penalty read 8 cycles, the
     others 10-11), their ``bandwidth_levels`` findings replaced by :data:`BANDWIDTH_RUN`'s
-    (the packaged config is ``gpumem.interop.calibrate.calibrate`` of this: a fixed point,
-    tests/test_sim_vs_h200)."""
+    and their ``bulk_copy`` findings by :data:`BULK_RUNS`' pooled (the packaged config is
+    ``gpumem.interop.calibrate.calibrate`` of this: a fixed point, tests/test_sim_vs_h200)."""
     from gpumem.interop.compare import Source
 
     plugins = get_plugins()  # reanalysed, as gpumem export sim does
@@ -62,7 +66,11 @@ def calibration_source() -> Any:
     pooled = median_source(runs, "h200-reruns")
     bw = load_source(BANDWIDTH_RUN, reanalyze_with=plugins)
     cache_bw = {k: f for k, f in bw.findings.items() if k[0] == "bandwidth_levels"}
-    return Source(pooled.label, pooled.arch, pooled.device, {**pooled.findings, **cache_bw})
+    bulk_runs = median_source([load_source(p / "manifest.json") for p in BULK_RUNS],
+                              "h200-dram-v3")
+    bulk = {k: f for k, f in bulk_runs.findings.items() if k[0] == "bulk_copy"}
+    return Source(pooled.label, pooled.arch, pooled.device,
+                  {**pooled.findings, **cache_bw, **bulk})
 
 
 def simulate(out: Path) -> None:

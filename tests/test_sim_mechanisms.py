@@ -120,6 +120,23 @@ def test_bulk_copies_engine_rate_issue_interval_and_their_own_ceiling():
     assert full == pytest.approx(400.0 * 0.5, rel=0.01)  # bulk_efficiency, not efficiency
 
 
+def test_bulk_copies_bend_at_their_own_knee():
+    """dram.bulk_sharpness bends bulk copies' demand against the DRAM's rate, in place of
+    dram.sharpness, which the loads keep."""
+    def with_knees(**knees: float):
+        return cfg(throughput=Throughput(max_warps_per_sm=64, max_ctas_per_sm=16,
+                                         sharpness=50.0, bulk_latency=1000.0),
+                   dram=Dram(500.0, bandwidth_gbs=400.0, bulk_efficiency=0.5, **knees))
+    bulk = BulkRequest(footprint=1 << 26, chunk=16384, stages=2)
+    demand = 4 * 2 * 16384 / 1000.0
+    both = with_knees(sharpness=2.0)
+    own = with_knees(sharpness=2.0, bulk_sharpness=8.0)
+    assert bulk_model(both, bulk) == pytest.approx(smooth_min(demand, 200.0, 2.0), rel=1e-9)
+    assert bulk_model(own, bulk) == pytest.approx(smooth_min(demand, 200.0, 8.0), rel=1e-9)
+    assert stream_model(own, req(threads=128, ilp=4)).rate == \
+        stream_model(both, req(threads=128, ilp=4)).rate
+
+
 def test_the_remote_rate_by_cluster_size():
     c = cfg(smem=SharedMemory(size=1 << 17, latency=20.0, remote_latency=200.0,
                               remote_bytes_per_cycle=16.0,

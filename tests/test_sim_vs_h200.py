@@ -40,19 +40,21 @@ def test_every_structural_finding_equal_and_nine_in_ten_measured_within_5_percen
         s = results[name]["agreement"]
         assert s["structural_equal"] == s["structural"] >= 15, name
         share = s["measured_within"] / s["measured"]
-        # the five runs the calibration pools (each finding the median run's): 96.3-98.2 %
+        # the five runs the calibration pools (each finding the median run's): 96.2-98.1 %
         assert share >= 0.95, (name, share)
         # undecided: where the H200's own interval holds the simulated value; bw.l1 and
         # bw.l2 among them since the config's cache bandwidths come from a bandwidth_levels 4
-        # run (these runs' version 2 read one kernel shape, lower)
-        assert s["measured"] >= 45 and len(s["undecided"]) <= 7, name
+        # run (these runs' version 2 read one kernel shape, lower), and the bulk read, whose
+        # version 1 figure here is a lower bound (interval up to the peak), the config's
+        # from bulk_copy 2 runs
+        assert s["measured"] >= 45 and len(s["undecided"]) <= 8, name
 
 
 #: The lowest share of a held-out card's run the packaged config reproduces (2026-12-05,
-#: with the slow far hits: 94.7 %, gpu59b6b-other1, 54 of 57; 16 runs on four cards,
-#: 94.7-98.3 %, 14 of them >= 95 %; every run misses ilp.l2_best_k, which the model lacks:
-#: hopper's NOT_SIMULATED): a change to the model or the config that reproduces less of any
-#: committed run fails here.
+#: with the slow far hits and bulk_copy 2's bulk copies: 94.7 %, gpu59b6b-other1, 54 of 57;
+#: 16 runs on four cards, 94.7-98.3 %, 15 of them >= 95 %; every run misses ilp.l2_best_k,
+#: which the model lacks: hopper's NOT_SIMULATED): a change to the model or the config that
+#: reproduces less of any committed run fails here.
 CARD_FLOOR = 0.94
 
 

@@ -786,8 +786,10 @@ class Dram:
     predict (the bus turning around). ``bulk_efficiency``: bulk (TMA) copies need not
     sustain what loads do (an H200's: 0.90 against 0.95). ``sharpness``: round trips
     lengthen as the DRAM's queues fill, so the rate bends well before Little's law with the
-    unloaded latency reaches the cap (an H200's loads, cp.async and bulk copies all bend at
-    about 2.5)."""
+    unloaded latency reaches the cap (an H200's loads and cp.async bend at about 2.5);
+    ``bulk_sharpness``: the bulk copies' own knee, where their copy engine's whole chunks
+    bend differently (an H200's bulk copies reach their plateau at 64 KB in flight per SM
+    with bulk_copy 2's rate, which the loads' knee puts at 128 KB)."""
 
     latency: Annotated[NonNegative, spec("unloaded latency of a load DRAM serves", "cycle")]
     bandwidth_gbs: Annotated[float, spec(
@@ -808,6 +810,9 @@ class Dram:
     sharpness: Annotated[float, spec(
         "the knee where the bytes in flight meet the DRAM's rate (larger: sharper)", "1",
         ge=0, unset="0: throughput.sharpness")] = 0.0
+    bulk_sharpness: Annotated[float, spec(
+        "the same knee for bulk (TMA) copies", "1", ge=0, unset="0: sharpness",
+        omit_default=True, models=("bulk.inflight_per_sm",))] = 0.0
 
 
 #: A rate of events in [0, 1).

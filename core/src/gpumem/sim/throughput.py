@@ -310,4 +310,5 @@ def bulk_model(cfg: SimConfig, req: BulkRequest) -> float:
             raise PointSkipped("nothing limits this stream in the config (set bandwidths)")
         return demand
     efficiency = cfg.dram.bulk_efficiency or cfg.dram.efficiency
-    return smooth_min(demand, _dram_rate(cfg, efficiency), _dram_knee(cfg))
+    return smooth_min(demand, _dram_rate(cfg, efficiency),
+                      cfg.dram.bulk_sharpness or _dram_knee(cfg))

@@ -146,13 +146,6 @@ NOT_SIMULATED: dict[str, str] = {
                             "is the H200's",
     "smem.peak_warps": "a quick run's grid (ILP 1 and 4 only) peaks at 16 warps; the full "
                        "grid's 8 is the H200's",
-    # the packaged config is calibrated from tests/data/h200-reruns/run1-run5 pooled (tests/
-    # test_sim_vs_h200: a fixed point), its bulk efficiency from bulk_copy 1, whose runs were
-    # not sized in time
-    "bw.dram_read_bulk": "a quick run of the model gives 4326 GB/s: the packaged config's "
-                         "bulk efficiency is calibrated from bulk_copy 1 (one 110 us pass per "
-                         "run); version 2's runs last 0.5 ms and read 4605 on the H200s",
-    "bw.dram_read_bulk_fraction": "a quick run gives 0.899 (bw.dram_read_bulk, above)",
 }
 
 FLEET = "gpumem on healthy H200 SXM cards"
