@@ -79,6 +79,25 @@ def test_the_near_l2_end_comes_from_chases_on_every_placement(judged):
     assert a.ok, a.verdict
 
 
+def test_the_l2_size_interval_reaches_where_half_the_accesses_miss(judged):
+    """The far L2's knee moves from process to process (56.5-60.8 MB over these five runs:
+    where the first of its hashed sets overflows), while the footprint where half the rise
+    of its misses is reached stays put (60.6-61.9 MB). Each run's interval runs from its knee
+    to that half crossing, as for the other knees; the half crossing was once missed where
+    the far plateau's medians reach past it (they turn at 50 % misses, the half of the rise
+    to DRAM's 58 % comes at 33 %), leaving intervals of 0.3 % around knees 7 % apart."""
+    runs = [run_findings(RERUNS / f"run{i}", get_plugins())[("latency", "l2.size")]
+            for i in range(1, 6)]
+    tops = [f.interval[1] for f in runs]
+    knees = [f.value for f in runs]
+    assert judged[("latency", "l2.size")].ok
+    assert max(knees) / min(knees) > 1.05  # what the interval has to own up to
+    assert all(t >= 1.02 * k for t, k in zip(tops, knees) if k < 0.97 * max(knees)), \
+        (knees, tops)
+    assert max(tops) / min(tops) < 1.03, tops  # the half crossings agree
+    assert 60.0e6 < min(tops) and max(tops) < 62.914560e6  # under the card's 60 MiB
+
+
 def test_the_judge_catches_a_run_that_disagrees():
     """The check above can fail: one run with another page size, a latency 5 % off or a
     bandwidth 4 % off is a disagreement; an unresolved TLB in one run only is one too."""

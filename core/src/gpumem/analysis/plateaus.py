@@ -179,8 +179,12 @@ def half_crossing(x: np.ndarray, samples: np.ndarray, lower: Plateau, upper: Pla
     if full - base < 0.05:
         return None
     target = base + 0.5 * (full - base)
-    for i in range(1, xs.size):
-        if lower.last_x <= xs[i - 1] < upper.first_x + 1 and frac[i - 1] < target <= frac[i]:
+    # the last rise through the target before the upper level: the lower plateau of medians
+    # may reach past it (an H200's far L2 ends at 61 MB by its medians, where 37 % of the
+    # accesses already miss, against 7 % on the plateau and 58 % on DRAM's: the half of that
+    # rise lies inside the plateau), and an early blip that falls back is no crossing
+    for i in range(xs.size - 1, 0, -1):
+        if lower.first_x < xs[i - 1] < upper.first_x + 1 and frac[i - 1] < target <= frac[i]:
             t = (target - frac[i - 1]) / (frac[i] - frac[i - 1])
             return float(xs[i - 1]), float(xs[i]), float(xs[i - 1] * (xs[i] / xs[i - 1]) ** t)
     return None
