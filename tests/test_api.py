@@ -73,7 +73,9 @@ ADDED_TO_PARTS = {"PluginSet": "gpumem.api.formats",
                   # the chase's cycle, for a trace whose warm-up loads the recorded lines first
                   "cycle_length": "gpumem.api.simulator",
                   # text from a run written into a format's comments, one line
-                  "escape_controls": "gpumem.api.formats"}
+                  "escape_controls": "gpumem.api.formats",
+                  # which findings of a run an earlier version of their experiment measured
+                  "changed_findings": "gpumem.api.formats"}
 
 
 @pytest.mark.parametrize("part", ["gpumem.api.simulator", "gpumem.api.formats",

@@ -21,6 +21,18 @@ def exported(tmp_path_factory) -> Path:
     return out
 
 
+def test_findings_of_an_earlier_experiment_version_are_said(tmp_path, capsys):
+    """run1's bandwidth, bandwidth_levels, bulk_copy, l2_sm_map and patterns files were
+    measured by versions this gpumem has since changed: the export says which, and that the
+    parameters set from them describe that version's measurement; latency (today's version)
+    is not named."""
+    assert main(["export", "sim", str(RUN), "--out", str(tmp_path / "c.toml")]) == 0
+    err = capsys.readouterr().err
+    line = next(x for x in err.splitlines() if "earlier version" in x)
+    assert "bandwidth_levels" in line and "patterns" in line and "latency" not in line
+    assert "run those experiments again" in line
+
+
 def test_every_calibrated_parameter_names_a_finding_of_the_run(exported):
     text = exported.read_text()
     cfg = SimConfig.from_toml(text)

@@ -92,7 +92,7 @@ def test_the_l2_size_interval_reaches_where_half_the_accesses_miss(judged):
     knees = [f.value for f in runs]
     assert judged[("latency", "l2.size")].ok
     assert max(knees) / min(knees) > 1.05  # what the interval has to own up to
-    assert all(t >= 1.02 * k for t, k in zip(tops, knees) if k < 0.97 * max(knees)), \
+    assert all(t >= 1.02 * k for t, k in zip(tops, knees, strict=True) if k < 0.97 * max(knees)), \
         (knees, tops)
     assert max(tops) / min(tops) < 1.03, tops  # the half crossings agree
     assert 60.0e6 < min(tops) and max(tops) < 62.914560e6  # under the card's 60 MiB

@@ -36,7 +36,7 @@ from gpumem.contracts.allowances import card_specific, model_band
 from gpumem.contracts.errors import Interrupted, UsageError
 from gpumem.contracts.findings import NOT_MODELLED, Expected, Finding, kind_of, status_of
 from gpumem.contracts.generic import is_compute_capability, is_generic
-from gpumem.interop.compare import Source, analyze_file, load_sources
+from gpumem.interop.compare import Source, analyze_file, changed_findings, load_sources
 from gpumem.plugin.registry import Plugins
 
 _NAME = re.compile(r"^[a-z][a-z0-9]*(?:[-_][a-z0-9]+)*$")
@@ -261,6 +261,18 @@ def load_runs(plugins: Plugins, runs: Sequence[Path]) -> list[Source]:
     return sources
 
 
+def changed_since(plugins: Plugins, sources: list[Source]) -> list[Left]:
+    """Take every finding an earlier version of its experiment measured, and a later one
+    changed (:func:`gpumem.interop.compare.changed_findings`), out of ``sources``, from every
+    run alike, as left-out findings with why: a plugin made from them had bands of +-35 %
+    (bw.l1) and +-161 % (bw.l2) around an old kernel's readings, which no card could fail."""
+    stale = changed_findings(plugins, sources)
+    for s in sources:
+        for key in stale:
+            s.findings.pop(key, None)
+    return [Left(name, exp, why) for (exp, name), why in sorted(stale.items())]
+
+
 def _numbers(v: Any) -> list[float] | None:
     items = v if isinstance(v, list) else [v]
     if not items or any(isinstance(x, (bool, str)) or x is None for x in items):
@@ -458,7 +470,14 @@ def new_plugin(plugins: Plugins, name: str, runs: Sequence[Path], out: Path, *,
     d0 = sources[0].device
     if d0 is None:
         raise UsageError(f"--from {sources[0].label}: the run names no device")
+    stale = changed_since(plugins, sources)
+    if stale:
+        exps = sorted({x.experiment for x in stale})
+        say(f"warning: {len(stale)} finding(s) of {', '.join(exps)} were measured by an "
+            f"earlier version of the experiment that changed them: left out (README.md lists "
+            f"them); run those experiments again to include them")
     values, left = derive_values(sources)
+    left = stale + left
     src = values_source(sources, values)
     cal, base_name, assumed = calibrated(plugins, src, src.arch)
     cfg = cal.config

@@ -84,6 +84,8 @@ class Source:
     arch: str
     device: DeviceInfo | None
     findings: dict[tuple[str, str], Finding] = field(default_factory=dict)  # (exp, name)
+    #: experiment -> the version that measured it ("" where its file or entry does not say)
+    versions: dict[str, str] = field(default_factory=dict)
 
     def value(self, experiment: str, name: str) -> Any:
         """The value of a resolved finding, or ``None`` (absent or unresolved)."""

@@ -626,6 +626,7 @@ class SimFormat(Format):
         """One run calibrates the config; several runs of one GPU model are pooled first,
         each finding the median run's (:mod:`gpumem.interop.pool`): one run's noise (a TLB
         miss penalty read 8 cycles where the others read 10-11) sets no parameter."""
+        from gpumem.interop.compare import changed_findings
         from gpumem.interop.pool import median_source
         from gpumem.safe_write import write_text
 
@@ -638,6 +639,7 @@ class SimFormat(Format):
             self.refuse_existing(out)  # before the work; again before the write
         # today's analyses, as the sim's runs will get; a damaged run is refused, not filled in
         sources = [self.load_run(run, reanalyze_with=plugins) for run in runs]
+        stale = changed_findings(plugins, sources)
         archs = sorted({s.arch for s in sources if s.arch})
         if len(archs) > 1 and not arch:
             raise UsageError(f"the runs were measured as different architectures "
@@ -668,6 +670,12 @@ class SimFormat(Format):
         warnings = [f"{len(cal.sources)} parameter(s) set from the run"
                     f"{f's ({len(runs)} pooled)' if len(runs) > 1 else ''}; {len(cal.left)} "
                     f"finding(s) not used (listed in the file's header)"]
+        if stale:
+            exps = sorted({exp for exp, _n in stale})
+            warnings.append(f"{len(stale)} finding(s) of {', '.join(exps)} were measured by an "
+                            f"earlier version of the experiment, which this gpumem changed: "
+                            f"the parameters set from them describe that version's "
+                            f"measurement; run those experiments again for today's")
         gpus = sorted({s.device.name for s in sources if s.device is not None})
         if len(gpus) > 1:
             warnings.append(f"the runs were measured on GPUs named {', '.join(gpus)}: the "

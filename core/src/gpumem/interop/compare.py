@@ -186,6 +186,7 @@ def load_sources(target: Path, exclude: Collection[Path] = (),
         src.arch = src.arch or str(attrs.get("gpumem_arch", ""))
         src.device = src.device or device_from_attrs(attrs)
         exp = str(attrs.get("gpumem_experiment", f.stem))
+        src.versions[exp] = str(attrs.get("gpumem_experiment_version", "") or "")
         found = from_dataset(fds)
         if analyze is not None and not attrs.get("gpumem_imported_from"):
             found = analyze(f)
@@ -200,6 +201,29 @@ def load_sources(target: Path, exclude: Collection[Path] = (),
     return sources
 
 
+def changed_findings(plugins: PluginSet, sources: list[Source]
+                     ) -> dict[tuple[str, str], str]:
+    """``(experiment, finding) -> why`` for every finding of ``sources`` an experiment
+    measured at a version whose meaning a later version changed
+    (:meth:`gpumem.contracts.experiment.Experiment.means_the_same`). Re-analysing an old
+    file's raw data does not make it a measurement of today's kind: tests/data/h200-reruns'
+    ``bandwidth_levels`` 2 files read bw.l1 19.8 TB/s where version 4 reads 32.8, with
+    intervals that are lower bounds. A file or entry that records no version is taken as it
+    is."""
+    classes = plugins.experiments()
+    stale: dict[tuple[str, str], str] = {}
+    for s in sources:
+        for exp, name in s.findings:
+            cls, version = classes.get(exp), s.versions.get(exp, "")
+            if cls is None or not version or str(version) == str(cls.version) or \
+                    cls.means_the_same(name, version):
+                continue
+            stale.setdefault((exp, name), (
+                f"measured by {exp} version {version} ({s.label}); this gpumem's {exp} is "
+                f"version {cls.version}, which changed it: measure it again"))
+    return stale
+
+
 def _kept_sources(manifest: Path) -> list[Source]:
     """The sources of a run kept as its manifest alone (:mod:`gpumem.results.kept`): the
     findings as recorded, one source per device; no raw data, so nothing is re-analysed
@@ -209,6 +233,7 @@ def _kept_sources(manifest: Path) -> list[Source]:
     for entry in kept_entries(manifest):
         src = by_device.setdefault(entry.device_key, Source(label, "", None))
         src.arch = src.arch or entry.arch
+        src.versions[entry.experiment] = entry.version
         for finding in entry.findings:
             src.findings[(entry.experiment, finding.name)] = finding
     kept = {k: s for k, s in sorted(by_device.items()) if s.findings}
