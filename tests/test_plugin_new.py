@@ -491,6 +491,36 @@ def test_a_second_plugin_new_into_one_folder_at_once_is_refused(cli, tmp_path):
     assert r.code == 2 and "another gpumem plugin new is writing into it" in r.err, r.err
 
 
+def test_a_claim_left_by_a_killed_plugin_new_is_taken_over(tmp_path):
+    """A plugin new killed with SIGKILL leaves its claim behind (no cleanup runs); the next
+    one into the folder takes it over when the claimer was of this host and is gone, and
+    refuses while it lives, on another host, or where the claim cannot be read."""
+    import os
+    import subprocess
+
+    from gpumem.cli.plugin import CLAIM, _claimed
+    from gpumem.contracts.errors import UsageError
+    from gpumem.results.store import HOST
+
+    gone = subprocess.Popen(["true"])
+    gone.wait()
+    out = tmp_path / "o"
+    out.mkdir()
+    for text, taken in ((f"{HOST} {gone.pid}\n", True), (f"{HOST} {os.getpid()}\n", False),
+                        (f"elsewhere-{HOST} {gone.pid}\n", False), ("", False)):
+        (out / CLAIM).write_text(text)
+        if taken:
+            with _claimed(out):
+                assert (out / CLAIM).read_text() == f"{HOST} {os.getpid()}\n"
+            assert not (out / CLAIM).exists()
+        else:
+            with pytest.raises(UsageError, match="another gpumem plugin new is writing"):
+                with _claimed(out):
+                    pass
+            assert (out / CLAIM).read_text() == text  # left as it was
+    assert sorted(p.name for p in out.iterdir()) == [CLAIM]
+
+
 def test_ctrl_c_while_simulating_names_no_deleted_folder(monkeypatch, tmp_path):
     """The run's own message ('continue with --resume --out TMP') named a temporary folder
     plugin new deletes; it now says nothing was written."""

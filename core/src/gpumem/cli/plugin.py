@@ -42,12 +42,9 @@ def _claimed(target: Path) -> Iterator[None]:
     made = not target.exists()
     target.mkdir(parents=True, exist_ok=True)
     lock = target / CLAIM
-    try:
-        fd = os.open(lock, os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o600)
-    except FileExistsError:
+    if not _take(lock) and not (_stale(lock) and _take(lock)):
         raise UsageError(f"--out {target}: another gpumem plugin new is writing into it "
-                         f"(remove {lock} if none is)") from None
-    os.close(fd)
+                         f"(remove {lock} if none is)")
     done = False
     try:
         yield
@@ -58,8 +55,49 @@ def _claimed(target: Path) -> Iterator[None]:
             target.rmdir()
 
 
-#: The file that claims a folder ``plugin new`` writes into.
+#: The file that claims a folder ``plugin new`` writes into: "HOST PID" of the claimer.
 CLAIM = ".gpumem-plugin-new.lock"
+
+
+def _take(lock: Path) -> bool:
+    """Create ``lock`` exclusively with this host and process in it; False if it exists."""
+    from gpumem.results.store import HOST
+
+    try:
+        fd = os.open(lock, os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o600)
+    except FileExistsError:
+        return False
+    with os.fdopen(fd, "w") as f:
+        f.write(f"{HOST} {os.getpid()}\n")
+    return True
+
+
+def _stale(lock: Path) -> bool:
+    """Whether ``lock`` was left by a ``plugin new`` of this host that is gone (killed with
+    SIGKILL, which runs no cleanup), and is now removed: the folder is free again. A lock of
+    another host, or one whose process lives, or unreadable, stands."""
+    from gpumem.results.store import HOST, pid_alive
+
+    try:
+        text = lock.read_text()
+        host, pid = text.split()
+    except (OSError, ValueError):
+        return False
+    if host != HOST or not pid.isdigit() or pid_alive(int(pid)):
+        return False
+    aside = lock.with_name(f"{lock.name}.{os.getpid()}")
+    try:
+        os.replace(lock, aside)  # one remover wins; a fresh claim taken meanwhile goes back
+    except OSError:
+        return False
+    try:
+        if aside.read_text() != text:
+            os.replace(aside, lock)
+            return False
+        aside.unlink()
+    except OSError:
+        return False
+    return True
 
 
 def install_hint(target: Path) -> str:
