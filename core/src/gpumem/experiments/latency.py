@@ -45,9 +45,9 @@ from gpumem.analysis.plateaus import (
     knee_bracket,
     miss_fractions,
 )
-from gpumem.analysis.stats import median_interval
 from gpumem.contracts.device import PLACEMENT_PADS, ChaseRequest, Device
 from gpumem.contracts.errors import PointSkipped, ProbeUnsupported
+from gpumem.contracts.estimates import order_interval
 from gpumem.contracts.experiment import Axis, Experiment, Plan, RunContext, Var
 from gpumem.contracts.findings import Finding, unresolved
 from gpumem.contracts.presentation import Presentation, ReportFigure
@@ -315,7 +315,7 @@ class LatencyLadder(Experiment):
                 # over five runs), the pooled one the level (509-512)
                 every = pooled[np.isfinite(pooled)]
                 v = float(np.median(every))
-                lo, hi = median_interval(every)
+                lo, hi = order_interval(every)
                 iv = (round(lo, 2), round(hi, 2))
             out.append(Finding(f"lat.{name}", round(v, 2), "cycle", c, method, interval=iv))
             if clock_mhz > 0:
@@ -419,7 +419,7 @@ class LatencyLadder(Experiment):
             last = last[np.isfinite(last)]
             if last.size:
                 v = float(np.median(last))
-                lo, hi = median_interval(last)
+                lo, hi = order_interval(last)
                 conf = float(np.clip(1 - 20 * (hi - lo) / v, 0, 1))
                 lat("dram_tlb_miss", v, f"random chases from {int(xr_[top].min())} to "
                     f"{int(xr_.max())} B, every access pooled", conf, pooled=last)

@@ -39,8 +39,8 @@ import numpy as np
 import xarray as xr
 
 from gpumem.analysis.chases import chases_from_dataset
-from gpumem.analysis.stats import median_interval
 from gpumem.contracts.device import PLACEMENT_PADS, Device, StreamRequest
+from gpumem.contracts.estimates import order_interval
 from gpumem.contracts.experiment import Experiment, Plan, RunContext
 from gpumem.contracts.findings import Finding, unresolved
 from gpumem.contracts.presentation import Presentation
@@ -155,7 +155,7 @@ class Patterns(Experiment):
             if lat.size == 0:
                 continue
             med = float(np.median(lat))
-            lo, hi = median_interval(lat)
+            lo, hi = order_interval(lat)
             out.append(Finding(
                 f"lat.pattern.{stage}", round(med, 2), "cycle",
                 float(np.clip(1 - 20 * (hi - lo) / max(med, 1e-9), 0, 1)),
