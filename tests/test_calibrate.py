@@ -120,6 +120,10 @@ def test_a_cluster_load_of_the_blocks_own_shared_memory_has_its_own_latency(expo
     assert dsmem_model(cfg, other)[0] == hw["lat.dsmem"]
     plain = replace(cfg, smem=replace(cfg.smem, cluster_latency=0.0))
     assert dsmem_model(plain, own)[0] == cfg.smem.latency == hw["lat.smem"]
+    # the own block's rate and the rank-by-rank latencies of a cluster of 8, from the run
+    ghz = cfg.clock_mhz / 1e3
+    assert cfg.smem.cluster_bytes_per_cycle == round(hw["bw.dsmem_local"] / ghz, 2)
+    assert cfg.smem.remote_latency_by_rank == hw["dsmem.latency_by_distance"][1:]
 
 
 def test_a_bulk_copy_waits_its_own_round_trip(exported):

@@ -147,6 +147,9 @@ def test_the_remote_rate_by_cluster_size():
     with pytest.raises(SimConfigError, match="remote_rate_by_cluster"):
         cfg(smem=SharedMemory(remote_latency=200.0, remote_bytes_per_cycle=16.0,
                               remote_rate_by_cluster=[1.0, 2.0, 3.0, 4.0]))
+    with pytest.raises(SimConfigError, match="remote_latency_by_rank"):
+        cfg(smem=SharedMemory(remote_latency=200.0, remote_bytes_per_cycle=16.0,
+                              remote_latency_by_rank=[200.0] * 8))  # ranks 1-7 only
 
 
 def test_a_hashed_index_is_balanced_deterministic_and_round_trips_through_toml():

@@ -24,7 +24,7 @@ from typing import Any
 import numpy as np
 import xarray as xr
 
-from gpumem.contracts.device import Device, DsmemRequest
+from gpumem.contracts.device import LARGEST_CLUSTER, Device, DsmemRequest
 from gpumem.contracts.errors import PointSkipped
 from gpumem.contracts.estimates import (
     Estimate,
@@ -47,7 +47,7 @@ from gpumem.contracts.findings import Finding
 from gpumem.contracts.presentation import Presentation, ReportFigure
 from gpumem.experiments.figures import DSMEM
 
-CLUSTERS = (2, 4, 8)
+CLUSTERS = (2, 4, LARGEST_CLUSTER)
 REFERENCES = ("NVIDIA Hopper tuning guide, 'Distributed Shared Memory'; Luo et al., "
               "Benchmarking and Dissecting the Nvidia Hopper GPU Architecture, IPDPS 2024 "
               "(arXiv 2402.13499), sec. on distributed shared memory")

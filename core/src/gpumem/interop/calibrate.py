@@ -25,7 +25,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from gpumem.contracts.device import BulkRequest, StreamRequest
+from gpumem.contracts.device import LARGEST_CLUSTER, BulkRequest, StreamRequest
 from gpumem.contracts.errors import PointSkipped, UsageError
 from gpumem.contracts.formats import Converted, Format, FormatError
 from gpumem.interop.sim_from_run import positive
@@ -182,10 +182,18 @@ def calibrate(base: SimConfig, src: Source) -> Calibrated:
             v = positive(src.value("dsmem_latency", name))
             if v is not None:
                 put(f"smem.{attr}", v, "dsmem_latency", name)
-        v = positive(src.value("dsmem_bandwidth", "bw.dsmem"))
-        if v is not None and ghz > 0:
-            put("smem.remote_bytes_per_cycle", round(v / ghz, 2), "dsmem_bandwidth", "bw.dsmem",
-                f"GB/s per SM / {cfg.clock_mhz:g} MHz")
+        for attr, name in (("remote_bytes_per_cycle", "bw.dsmem"),
+                           ("cluster_bytes_per_cycle", "bw.dsmem_local")):
+            v = positive(src.value("dsmem_bandwidth", name))
+            if v is not None and ghz > 0:
+                put(f"smem.{attr}", round(v / ghz, 2), "dsmem_bandwidth", name,
+                    f"GB/s per SM / {cfg.clock_mhz:g} MHz")
+        ranks = [_indexed(src, "dsmem_latency", "dsmem.latency_by_distance", str(d))
+                 for d in range(1, LARGEST_CLUSTER)]
+        if all(r is not None for r in ranks):
+            put("smem.remote_latency_by_rank", ranks, "dsmem_latency",
+                "dsmem.latency_by_distance", f"cycles at ranks 1-{LARGEST_CLUSTER - 1} of a "
+                f"cluster of {LARGEST_CLUSTER}")
         by = [_indexed(src, "dsmem_bandwidth", "dsmem.bw_by_cluster", str(c)) for c in (2, 4, 8)]
         while by and by[-1] is None:
             by.pop()

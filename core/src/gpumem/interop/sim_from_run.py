@@ -169,6 +169,9 @@ def _smem(src: Source, dev: Any, clock_mhz: float) -> SharedMemory:
     if remote is not None and rate is not None and clock_mhz:
         smem.remote_latency = remote
         smem.remote_bytes_per_cycle = round(rate / (clock_mhz / 1e3), 2)
+        own = positive(src.value("dsmem_bandwidth", "bw.dsmem_local"))
+        if own is not None:
+            smem.cluster_bytes_per_cycle = round(own / (clock_mhz / 1e3), 2)
     return smem
 
 

@@ -47,6 +47,7 @@ from pydantic import Field
 from pydantic.fields import FieldInfo
 
 from gpumem.contracts.chains import splitmix64
+from gpumem.contracts.device import LARGEST_CLUSTER
 from gpumem.contracts.xor_hash import codes_of, gf2_basis
 from gpumem.sim.noise import SPREADS
 
@@ -867,9 +868,12 @@ class SharedMemory:
     (``sharpness``: Kepler reaches 91 % of its peak at 16 warps, 100 % at 32). ``remote_*``:
     loads from another block's shared memory in a thread block cluster (distributed shared
     memory, Hopper); ``cluster_latency``: a cluster load of the block's own shared memory,
-    which an H200 serves in 38 cycles against 27 for a plain shared load;
+    which an H200 serves in 38 cycles against 27 for a plain shared load, and at
+    ``cluster_bytes_per_cycle`` (an H200's 123 against its shared memory's 128);
     ``remote_rate_by_cluster``: an H200's remote rate is 17.0, 14.7 and 16.0 B/cycle per SM
-    for clusters of 2, 4 and 8, as its SMs' network places the blocks.
+    for clusters of 2, 4 and 8, as its SMs' network places the blocks;
+    ``remote_latency_by_rank``: in a cluster of 8, an H200's loads from the blocks 1 ... 7
+    ranks away take 208.9-214.3 cycles, the same on every card measured.
     """
 
     size: Annotated[int, spec("shared memory per SM", "byte", ge=0)] = 49152
@@ -905,10 +909,24 @@ class SharedMemory:
     cluster_latency: Annotated[NonNegative, spec(
         "a cluster load (ld.shared::cluster) of the block's own shared memory", "cycle",
         unset="0: latency")] = 0.0
+    cluster_bytes_per_cycle: Annotated[float, spec(
+        "bytes per cycle per SM of cluster loads of the block's own shared memory",
+        "byte/cycle", ge=0, unset="0: the shared memory's own rate")] = 0.0
     remote_rate_by_cluster: Annotated[list[Annotated[float, Field(gt=0)]], spec(
         "the remote rate for clusters of 2, 4 and 8 blocks, in that order", "byte/cycle",
         max_length=3, unset="empty: remote_bytes_per_cycle for every size")] = \
         field(default_factory=list)
+    remote_latency_by_rank: Annotated[list[Annotated[float, Field(gt=0)]], spec(
+        "in a cluster of 8 blocks, a load from the block 1, 2, ... 7 ranks away", "cycle",
+        max_length=LARGEST_CLUSTER - 1,
+        unset="empty: remote_latency at every rank")] = field(default_factory=list)
+
+    def remote_load_latency(self, cluster: int, distance: int) -> float:
+        """Cycles of a load from the block ``distance`` ranks away in a cluster of
+        ``cluster`` (the per-rank table holds for the largest cluster, where it is measured)."""
+        if cluster == LARGEST_CLUSTER and 0 < distance <= len(self.remote_latency_by_rank):
+            return self.remote_latency_by_rank[distance - 1]
+        return self.remote_latency
 
     def remote_rate(self, cluster: int) -> float:
         """Bytes per cycle per SM from another block's shared memory, clusters of ``cluster``."""

@@ -268,13 +268,16 @@ def smem_model(cfg: SimConfig, req: SmemRequest) -> tuple[float, float, int]:
 def dsmem_model(cfg: SimConfig, req: DsmemRequest) -> tuple[float, float]:
     """(latency in cycles, bytes per cycle per SM) of loads from a cluster block's shared
     memory: the block's own at the cluster-load latency (``cluster_latency``, else the
-    shared-memory latency) and bank rate, another's at the remote latency, capped at the
-    remote rate (for the cluster's size, where measured). Throughput follows Little's law
-    per warp (a warp keeps ``ilp`` coalesced 128-byte loads in flight) up to the cap."""
+    shared-memory latency) and rate (``cluster_bytes_per_cycle``, else the bank rate),
+    another's at the remote latency (by rank in a cluster of 8, where measured), capped at
+    the remote rate (for the cluster's size, where measured). Throughput follows Little's
+    law per warp (a warp keeps ``ilp`` coalesced 128-byte loads in flight) up to the cap."""
     sm = cfg.smem
     remote = req.distance > 0
-    latency = sm.remote_latency if remote else (sm.cluster_latency or sm.latency)
-    cap = sm.remote_rate(req.cluster) if remote else sm.peak_bytes_per_cycle
+    latency = sm.remote_load_latency(req.cluster, req.distance) if remote else \
+        (sm.cluster_latency or sm.latency)
+    cap = sm.remote_rate(req.cluster) if remote else \
+        (sm.cluster_bytes_per_cycle or sm.peak_bytes_per_cycle)
     if req.kind == "latency":
         return latency, float("nan")
     per_warp = req.ilp * WARP * 4 / latency if latency > 0 else math.inf

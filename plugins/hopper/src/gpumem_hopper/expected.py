@@ -136,11 +136,6 @@ NOT_SIMULATED: dict[str, str] = {
     "ro.half_miss_size": "the model gives 240 KB (the read-only path shares the modulo L1)",
     "ilp.l2_best_k": "the model gives [1, 1, 1]: it has no mechanism for the H200's "
                      "warp-contiguous loads climbing to K = 5 from the L2",
-    "bw.dsmem_local": "the model gives 253 GB/s: a block's own shared memory through the "
-                      "cluster-wide load runs at the shared-memory rate, 4 % above the H200's",
-    "dsmem.remote_fraction": "the model gives 0.133 (its remote and local rates, above)",
-    "dsmem.latency_by_distance": "the model gives one remote latency (212.43 cycles) for "
-                                 "every rank; the H200's differ by rank, 208.9-214.3",
     "bulk.inflight_per_sm": "a quick run's grid (2 chunks x 2 stages x 2 blocks) puts the "
                             "model's plateau at 128 KB in flight per SM; the full grid's 64 KB "
                             "is the H200's",
