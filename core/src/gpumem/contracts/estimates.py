@@ -235,6 +235,19 @@ def pooled_estimate(raw: Any, name: str, at: Sequence[Mapping[str, Any]]) -> Est
                            _stopped(raw, [dict(a) for a in at]))
 
 
+def threshold_span(choices: Sequence[tuple[float, Estimate]], fraction: float,
+                   best: Estimate, chosen: float) -> tuple[float, float]:
+    """The choices on a grid (bytes in flight, warps) the runs cannot tell apart from the
+    first within ``fraction`` of ``best``: from the first whose interval reaches ``fraction``
+    of the best's low end to the first whose interval surely lies above ``fraction`` of its
+    high end (the last choice where none does); ``chosen``, the finding's value, always
+    inside."""
+    maybe = [c for c, e in choices if e.hi >= fraction * best.lo]
+    surely = [c for c, e in choices if e.lo >= fraction * best.hi]
+    last = max(c for c, _e in choices) if choices else chosen
+    return min([*maybe, chosen]), max(min(surely) if surely else last, chosen)
+
+
 def finding(name: str, est: Estimate, units: str, confidence: float, method: str,
             digits: int = 2, **fields: Any) -> Finding:
     """A measured finding from ``est``: value and interval rounded to ``digits`` decimals

@@ -31,7 +31,14 @@ import numpy as np
 import xarray as xr
 
 from gpumem.contracts.device import BulkRequest, Device
-from gpumem.contracts.estimates import Estimate, argmax_at, constant, estimate_at, finding
+from gpumem.contracts.estimates import (
+    Estimate,
+    argmax_at,
+    constant,
+    estimate_at,
+    finding,
+    threshold_span,
+)
 from gpumem.contracts.experiment import (
     Axis,
     Experiment,
@@ -158,14 +165,11 @@ class BulkCopy(Experiment):
         if enough:
             # the data cannot tell apart the sizes whose interval straddles 95 % of the best's:
             # from the first that may be within 5 % to the first that surely is
-            maybe = [b for b, _v, e in at_pt if e.hi >= 0.95 * est.lo]
-            surely = [b for b, _v, e in at_pt if e.lo >= 0.95 * est.hi]
-            lo = min(maybe) if maybe else enough[0]
-            hi = min(surely) if surely else max(b for b, _v, _e in at_pt)
+            lo, hi = threshold_span([(b, e) for b, _v, e in at_pt], 0.95, est, enough[0])
             out.append(Finding("bulk.inflight_per_sm", enough[0], "byte", 0.9,
                                "fewest bytes in flight per SM (blocks x stages x chunk) "
                                "within 5 % of the best",
-                               interval=(min(lo, enough[0]), max(hi, enough[0])),
+                               interval=(lo, hi),
                                kind="measured",
                                note="interval: the sizes the runs cannot tell apart, from "
                                     "the first whose 95 % interval reaches 95 % of the best's "

@@ -24,7 +24,14 @@ import numpy as np
 import xarray as xr
 
 from gpumem.contracts.device import Device, SmemRequest
-from gpumem.contracts.estimates import Estimate, argmax_at, estimate_at, finding, list_finding
+from gpumem.contracts.estimates import (
+    Estimate,
+    argmax_at,
+    estimate_at,
+    finding,
+    list_finding,
+    threshold_span,
+)
 from gpumem.contracts.experiment import (
     Axis,
     Experiment,
@@ -170,10 +177,7 @@ class SmemBandwidth(Experiment):
                                         argmax_at(bpc.sel(warps=w)) | {"warps": w})
                     for w, v in zip(best["warps"].values, best.values, strict=True)
                     if np.isfinite(v)}
-            maybe = [w for w, e in ests.items() if e.hi >= 0.98 * top.lo]
-            surely = [w for w, e in ests.items() if e.lo >= 0.98 * top.hi]
-            lo = min([*maybe, at[0]])
-            hi = max(min(surely) if surely else max(ests), at[0])
+            lo, hi = threshold_span(list(ests.items()), 0.98, top, at[0])
             out.append(Finding("smem.peak_warps", at[0], "1", 0.9,
                                "fewest warps per SM within 2 % of the peak",
                                interval=(lo, hi), kind="measured",
