@@ -22,7 +22,7 @@ def exported(tmp_path_factory) -> Path:
 
 
 def test_findings_of_an_earlier_experiment_version_are_said(tmp_path, capsys):
-    """run1's bandwidth, bandwidth_levels, bulk_copy, l2_sm_map and patterns files were
+    """run1's bandwidth, bandwidth_levels, bulk_copy and patterns files were
     measured by versions this gpumem has since changed: the export says which, and that the
     parameters set from them describe that version's measurement; latency (today's version)
     is not named."""

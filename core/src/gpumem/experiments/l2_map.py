@@ -102,6 +102,12 @@ class L2SmMap(Experiment):
     summary = "per-SM L2 near/far map: the same chain chased from every SM"
     probes = ("pointer_chase",)
     version = "2"  # 2: the warm-up pass walked by WARM_THREADS threads
+    #: version 2 changed how the chain is warmed, not what a finding means: on an H200 its
+    #: chases agreed with a one-thread warm-up's access by access as two one-thread passes
+    #: agree (0.955-1.000 on ten SMs), and its recorded findings are version 1's (16 runs on
+    #: four cards against 5 on another: l2.near_fraction 0.525-0.533 against 0.527-0.533,
+    #: which the share of slow far hits sets; far latency 530-553 cycles in both)
+    changed_in = {"2": ()}
     findings = ("l2.sm_groups", "l2.sm_partition", "l2.sm_map_near_latency",
                 "l2.sm_map_far_latency", "l2.near_fraction", "l2.far_slow_share",
                 "l2.far_slow_latency")
