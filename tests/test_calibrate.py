@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import re
 from pathlib import Path
 
@@ -304,3 +305,37 @@ def test_p6_sets_what_missing_every_tlb_level_costs_beyond_their_penalties(tmp_p
     found[("patterns", "lat.pattern.P6")] = Finding("lat.pattern.P6", 650.0, "cycle")
     low = calibrate(base, Source("planted", "hopper", None, found))
     assert "page_walk_latency" not in low.sources
+
+
+def test_a_warps_issue_cycles_come_from_its_rate_at_each_ilp(exported):
+    """smem.load_issue_cycles and iteration_cycles: 128 B / rate = load + iteration / ILP,
+    fitted over smem.warp_rate_by_ilp (run1: 20.5 B/cycle at ILP 1 to 29.9 at 8, every ILP
+    within 0.5 %); a planted pair comes back exactly, and a warp no faster than ILP loads per
+    latency sets nothing (Little's law over the latency stands)."""
+    from gpumem.contracts.findings import Finding
+    from gpumem.contracts.formats import Source
+    from gpumem.interop.calibrate import calibrate
+    from gpumem.plugin.registry import get_plugins
+    from gpumem.sim.throughput import WARP
+
+    cfg = SimConfig.from_toml(exported.read_text())
+    hw = {n: f for (_e, n), f in load_source(RUN, reanalyze_with=get_plugins()).findings.items()}
+    rates = hw["smem.warp_rate_by_ilp"].value
+    ilps = hw["smem.warp_rate_by_ilp"].index[1]
+    for i, r in zip(ilps, rates, strict=True):
+        model = i * WARP * 4 / (i * cfg.smem.load_issue_cycles + cfg.smem.iteration_cycles)
+        assert model == pytest.approx(r, rel=0.005), (i, model, r)
+
+    def fitted(values):
+        f = Finding("smem.warp_rate_by_ilp", values, "byte/cycle", 1.0, "planted",
+                    index=("ilp", [1, 2, 4, 8]))
+        src = Source("planted", "hopper", None, {("smem_bandwidth", f.name): f})
+        return calibrate(cfg, src).config.smem
+
+    planted = [i * 128 / (i * 3.0 + 5.0) for i in (1, 2, 4, 8)]
+    got = fitted(planted)
+    assert (got.load_issue_cycles, got.iteration_cycles) == pytest.approx((3.0, 5.0), abs=1e-3)
+    slow = [i * 128 / cfg.smem.latency for i in (1, 2, 4, 8)]  # ILP loads per latency
+    base = dataclasses.replace(cfg.smem, load_issue_cycles=0.0, iteration_cycles=0.0)
+    cfg = dataclasses.replace(cfg, smem=base)
+    assert fitted(slow).load_issue_cycles == 0.0

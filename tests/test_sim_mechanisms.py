@@ -194,3 +194,24 @@ def test_a_loop_iterations_cycles_are_shared_by_its_k_plain_loads():
             stream_model(base, r).latency_cycles + 160.0 / k)
         assert stream_model(looped, r, asynchronous=True).latency_cycles == \
             stream_model(base, r, asynchronous=True).latency_cycles
+
+
+def test_a_warp_that_overlaps_its_loop_iterations_is_bounded_by_what_it_issues():
+    """smem.load_issue_cycles / iteration_cycles: one warp's throughput rate is ILP x 128 B
+    over the cycles it spends issuing them (an H200's warp: 20.5 B/cycle at ILP 1, four times
+    what ILP loads per 27-cycle latency allow), the SM's banks capping many warps; without
+    them, ILP loads in flight per latency, as before."""
+    from gpumem.contracts.device import SmemRequest
+    from gpumem.sim.throughput import smem_model
+
+    plain = SharedMemory(size=1 << 17, latency=27.0, sharpness=50.0)
+    issuing = dataclasses.replace(plain, load_issue_cycles=4.0, iteration_cycles=2.0)
+    one = [SmemRequest(stride=1, warps=1, ilp=i, kind="throughput") for i in (1, 2, 8)]
+    assert [smem_model(cfg(smem=issuing), r)[1] for r in one] == pytest.approx(
+        [128 / 6.0, 256 / 10.0, 1024 / 34.0], rel=1e-3)
+    assert [smem_model(cfg(smem=plain), r)[1] for r in one] == pytest.approx(
+        [128 / 27.0, 256 / 27.0, 1024 / 27.0], rel=1e-3)
+    many = SmemRequest(stride=1, warps=64, ilp=8, kind="throughput")
+    assert smem_model(cfg(smem=issuing), many)[1] == pytest.approx(128.0, rel=1e-3)
+    latency = SmemRequest(stride=1, warps=1, ilp=1, kind="latency")
+    assert smem_model(cfg(smem=issuing), latency)[0] == 27.0

@@ -124,7 +124,7 @@ class SmemBandwidth(Experiment):
     summary = "shared-memory throughput per SM over warps x ILP"
     probes = ("smem",)
     version = "2"
-    findings = ("bw.smem", "smem.peak_warps")
+    findings = ("bw.smem", "smem.peak_warps", "smem.warp_rate_by_ilp")
     references = "Mei & Chu, IEEE TPDS 28(1), 2017, sec. 6.1 (shared_bandwidth.cu)"
 
     def presentation(self) -> Presentation:
@@ -184,4 +184,18 @@ class SmemBandwidth(Experiment):
                                precision=worst_precision([e.precision for e in ests.values()]),
                                note="interval: the warp counts the runs cannot tell apart "
                                     "from the first within 2 % of the peak"))
+        if 1 in bpc["warps"].values:
+            # one warp alone, by ILP: what a warp issues, before the SM's banks limit it (an
+            # H200's: 20.5 B/cycle at ILP 1 to 29.9 at 8, far above ILP x 128 B per 27-cycle
+            # latency: a warp's loop iterations overlap, so issue, not latency, bounds it)
+            one = bpc.sel(warps=1)
+            ilps = [int(i) for i, v in zip(one["ilp"].values, one.values, strict=True)
+                    if np.isfinite(v)]
+            if len(ilps) >= 2:
+                out.append(list_finding(
+                    "smem.warp_rate_by_ilp",
+                    [estimate_at(raw, "bytes_per_cycle", {"warps": 1, "ilp": i})
+                     for i in ilps], "byte/cycle", 1.0,
+                    "one warp per SM, bytes per cycle at each ILP", index=("ilp", ilps),
+                    digits=2))
         return out

@@ -30,7 +30,7 @@ from gpumem.contracts.errors import PointSkipped, UsageError
 from gpumem.contracts.formats import Converted, Format, FormatError
 from gpumem.interop.sim_from_run import positive
 from gpumem.sim.config import SimConfig, SimConfigError
-from gpumem.sim.throughput import bulk_model, stream_model
+from gpumem.sim.throughput import WARP, bulk_model, stream_model
 
 if TYPE_CHECKING:
     from gpumem.contracts.formats import PluginSet, Source
@@ -177,6 +177,7 @@ def calibrate(base: SimConfig, src: Source) -> Calibrated:
     if isinstance(conflicts, (list, tuple)) and conflicts and all(positive(c) for c in conflicts):
         put("smem.conflict_latencies", [float(c) for c in conflicts], "smem_latency",
             "smem.conflict_latency")
+    _fit_warp_issue(cfg, src, put)
     if cfg.smem.remote_latency > 0:  # the model has clusters: distributed shared memory
         for attr, name in (("cluster_latency", "lat.dsmem_local"), ("remote_latency", "lat.dsmem")):
             v = positive(src.value("dsmem_latency", name))
@@ -274,6 +275,37 @@ def _fit_slices(cfg: SimConfig, src: Source, put: Callable[..., None]) -> None:
     if level.sm_offsets:
         put(f"{where}.sm_offsets", [], "l2_slices", "l2_slices.slice_latency",
             "the slice latencies hold each SM's distance")
+
+
+def _fit_warp_issue(cfg: SimConfig, src: Source, put: Callable[..., None]) -> None:
+    """A warp's shared-load issue from one warp's rate at each ILP
+    (``smem_bandwidth/smem.warp_rate_by_ilp``): 128 B / rate = load_issue_cycles +
+    iteration_cycles / ILP, fitted by least squares over the ILPs (an H200: 3.98 and 2.28
+    cycles, every ILP's rate within 0.5 %). Set only where the fit is a warp that issues
+    faster than ILP loads per latency allow (iterations overlap) and both cycles come out
+    positive."""
+    f = src.findings.get(("smem_bandwidth", "smem.warp_rate_by_ilp"))
+    if f is None or not f.resolved or f.index is None or not isinstance(f.value, list):
+        return
+    pairs = [(int(i), positive(r)) for i, r in zip(f.index[1], f.value, strict=False)]
+    pts = [(1.0 / i, WARP * 4 / r) for i, r in pairs if i > 0 and r is not None]
+    if len(pts) < 2:
+        return
+    xs, ys = zip(*pts, strict=True)
+    mx, my = sum(xs) / len(xs), sum(ys) / len(ys)
+    sxx = sum((x - mx) ** 2 for x in xs)
+    if sxx <= 0:
+        return
+    slope = sum((x - mx) * (y - my) for x, y in zip(xs, ys, strict=True)) / sxx
+    issue = my - slope * mx
+    latency = cfg.smem.latency
+    if issue <= 0 or slope < 0 or (latency > 0 and issue + slope >= latency):
+        return  # not an overlapping warp: Little's law over the latency stands
+    how = "least squares of 128 B / rate over 1 / ILP"
+    put("smem.load_issue_cycles", round(issue, 3), "smem_bandwidth", "smem.warp_rate_by_ilp",
+        how)
+    put("smem.iteration_cycles", round(slope, 3), "smem_bandwidth", "smem.warp_rate_by_ilp",
+        how)
 
 
 def _indexed(src: Source, experiment: str, name: str, label: str) -> float | None:

@@ -864,7 +864,10 @@ class SharedMemory:
     ``conflict_latencies`` is given, that table's value for n = 1, 2, 4, ... (measured
     curves that are not straight lines, Kepler's; interpolated between powers of two).
     ``bytes_per_cycle`` caps an SM, ``warp_bytes_per_cycle`` one warp, so throughput needs
-    several warps whatever the ILP, as on real GPUs; bank queues make the knee soft
+    several warps whatever the ILP, as on real GPUs; with ``load_issue_cycles`` a warp's rate
+    is what it issues, ``ILP x 128 B / (ILP x load_issue_cycles + iteration_cycles)``, not
+    ILP loads per latency (an H200's warp overlaps its loop iterations: 20.5 B/cycle at ILP
+    1, about 4 cycles a load and 2.3 an iteration); bank queues make the knee soft
     (``sharpness``: Kepler reaches 91 % of its peak at 16 warps, 100 % at 32). ``remote_*``:
     loads from another block's shared memory in a thread block cluster (distributed shared
     memory, Hopper); ``cluster_latency``: a cluster load of the block's own shared memory,
@@ -897,6 +900,12 @@ class SharedMemory:
     warp_bytes_per_cycle: Annotated[float, spec("bytes per cycle one warp issues",
                                                 "byte/cycle", ge=0,
                                                 unset="0: no limit")] = 0.0
+    load_issue_cycles: Annotated[NonNegative, spec(
+        "cycles a warp spends issuing each shared load of a throughput loop", "cycle",
+        unset="0: ILP loads in flight per warp for the latency (Little's law)")] = 0.0
+    iteration_cycles: Annotated[NonNegative, spec(
+        "cycles a warp spends on each loop iteration besides its loads (with "
+        "load_issue_cycles)", "cycle")] = 0.0
     sharpness: Annotated[float, spec("the knee where many warps meet the SM's cap", "1", ge=0,
                                      unset="0: throughput.sharpness")] = 0.0
     remote_latency: Annotated[NonNegative, spec(

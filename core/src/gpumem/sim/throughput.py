@@ -257,7 +257,11 @@ def smem_model(cfg: SimConfig, req: SmemRequest) -> tuple[float, float, int]:
         warps, ilp = 1, 1
     else:
         ilp = req.ilp
-    per_warp = ilp * per_instr / latency if latency > 0 else math.inf
+    if sm.load_issue_cycles and req.kind != "latency":
+        # what the warp issues: its loop iterations overlap, so latency does not bound it
+        per_warp = ilp * per_instr / (ilp * sm.load_issue_cycles + sm.iteration_cycles)
+    else:
+        per_warp = ilp * per_instr / latency if latency > 0 else math.inf
     if sm.warp_bytes_per_cycle:
         per_warp = min(per_warp, sm.warp_bytes_per_cycle)
     demand = warps * per_warp

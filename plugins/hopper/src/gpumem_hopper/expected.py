@@ -139,8 +139,6 @@ NOT_SIMULATED: dict[str, str] = {
     "bulk.inflight_per_sm": "a quick run's grid (2 chunks x 2 stages x 2 blocks) puts the "
                             "model's plateau at 128 KB in flight per SM; the full grid's 64 KB "
                             "is the H200's",
-    "smem.peak_warps": "a quick run's grid (ILP 1 and 4 only) peaks at 16 warps; the full "
-                       "grid's 8 is the H200's",
 }
 
 FLEET = "gpumem on healthy H200 SXM cards"
