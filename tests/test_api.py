@@ -75,7 +75,8 @@ ADDED_TO_PARTS = {"PluginSet": "gpumem.api.formats",
                   # text from a run written into a format's comments, one line
                   "escape_controls": "gpumem.api.formats",
                   # which findings of a run an earlier version of their experiment measured
-                  "changed_findings": "gpumem.api.formats"}
+                  "changed_findings": "gpumem.api.formats",
+                  "changed_summary": "gpumem.api.formats"}
 
 
 @pytest.mark.parametrize("part", ["gpumem.api.simulator", "gpumem.api.formats",

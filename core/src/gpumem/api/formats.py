@@ -18,11 +18,11 @@ from __future__ import annotations
 from gpumem.contracts.formats import Converted, Format, FormatError, PluginSet
 from gpumem.interop.compare import (  # loading it hands Format.load_run its reader
     changed_findings,
+    changed_summary,
     load_source,
 )
 from gpumem.printable import escape_controls
 from gpumem.safe_write import OutputError, write_text
 
-__all__ = ["changed_findings", "Converted", "Format", "FormatError", "escape_controls",
-           "load_source",
-           "OutputError", "PluginSet", "write_text"]
+__all__ = ["changed_findings", "changed_summary", "Converted", "Format", "FormatError",
+           "escape_controls", "load_source", "OutputError", "PluginSet", "write_text"]

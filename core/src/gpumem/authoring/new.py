@@ -36,7 +36,13 @@ from gpumem.contracts.allowances import card_specific, model_band
 from gpumem.contracts.errors import Interrupted, UsageError
 from gpumem.contracts.findings import NOT_MODELLED, Expected, Finding, kind_of, status_of
 from gpumem.contracts.generic import is_compute_capability, is_generic
-from gpumem.interop.compare import Source, analyze_file, changed_findings, load_sources
+from gpumem.interop.compare import (
+    Source,
+    analyze_file,
+    changed_findings,
+    changed_summary,
+    load_sources,
+)
 from gpumem.plugin.registry import Plugins
 
 _NAME = re.compile(r"^[a-z][a-z0-9]*(?:[-_][a-z0-9]+)*$")
@@ -472,10 +478,8 @@ def new_plugin(plugins: Plugins, name: str, runs: Sequence[Path], out: Path, *,
         raise UsageError(f"--from {sources[0].label}: the run names no device")
     stale = changed_since(plugins, sources)
     if stale:
-        exps = sorted({x.experiment for x in stale})
-        say(f"warning: {len(stale)} finding(s) of {', '.join(exps)} were measured by an "
-            f"earlier version of the experiment that changed them: left out (README.md lists "
-            f"them); run those experiments again to include them")
+        say(f"warning: {changed_summary({(x.experiment, x.name): x.why for x in stale})}: "
+            f"left out (README.md lists them); run those experiments again to include them")
     values, left = derive_values(sources)
     left = stale + left
     src = values_source(sources, values)

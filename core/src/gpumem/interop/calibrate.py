@@ -25,6 +25,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+import numpy as np
+
 from gpumem.contracts.device import LARGEST_CLUSTER, BulkRequest, StreamRequest
 from gpumem.contracts.errors import PointSkipped, UsageError
 from gpumem.contracts.formats import Converted, Format, FormatError
@@ -292,12 +294,9 @@ def _fit_warp_issue(cfg: SimConfig, src: Source, put: Callable[..., None]) -> No
     if len(pts) < 2:
         return
     xs, ys = zip(*pts, strict=True)
-    mx, my = sum(xs) / len(xs), sum(ys) / len(ys)
-    sxx = sum((x - mx) ** 2 for x in xs)
-    if sxx <= 0:
+    if len(set(xs)) < 2:
         return
-    slope = sum((x - mx) * (y - my) for x, y in zip(xs, ys, strict=True)) / sxx
-    issue = my - slope * mx
+    slope, issue = (float(c) for c in np.polyfit(xs, ys, 1))
     latency = cfg.smem.latency
     if issue <= 0 or slope < 0 or (latency > 0 and issue + slope >= latency):
         return  # not an overlapping warp: Little's law over the latency stands
@@ -666,7 +665,7 @@ class SimFormat(Format):
         """One run calibrates the config; several runs of one GPU model are pooled first,
         each finding the median run's (:mod:`gpumem.interop.pool`): one run's noise (a TLB
         miss penalty read 8 cycles where the others read 10-11) sets no parameter."""
-        from gpumem.interop.compare import changed_findings
+        from gpumem.interop.compare import changed_findings, changed_summary
         from gpumem.interop.pool import median_source
         from gpumem.safe_write import write_text
 
@@ -711,11 +710,9 @@ class SimFormat(Format):
                     f"{f's ({len(runs)} pooled)' if len(runs) > 1 else ''}; {len(cal.left)} "
                     f"finding(s) not used (listed in the file's header)"]
         if stale:
-            exps = sorted({exp for exp, _n in stale})
-            warnings.append(f"{len(stale)} finding(s) of {', '.join(exps)} were measured by an "
-                            f"earlier version of the experiment, which this gpumem changed: "
-                            f"the parameters set from them describe that version's "
-                            f"measurement; run those experiments again for today's")
+            warnings.append(f"{changed_summary(stale)}: the parameters set from them describe "
+                            f"that version's measurement; run those experiments again for "
+                            f"today's")
         gpus = sorted({s.device.name for s in sources if s.device is not None})
         if len(gpus) > 1:
             warnings.append(f"the runs were measured on GPUs named {', '.join(gpus)}: the "

@@ -21,7 +21,7 @@ the band (:func:`gpumem.contracts.findings.status_of`), ``contended`` as the run
 from __future__ import annotations
 
 import json
-from collections.abc import Callable, Collection
+from collections.abc import Callable, Collection, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -222,6 +222,16 @@ def changed_findings(plugins: PluginSet, sources: list[Source]
                 f"measured by {exp} version {version} ({s.label}); this gpumem's {exp} is "
                 f"version {cls.version}, which changed it: measure it again"))
     return stale
+
+
+def changed_summary(stale: Mapping[tuple[str, str], str]) -> str:
+    """One line for :func:`changed_findings`' answer ("" where it is empty): how many findings
+    of which experiments an earlier version measured, a later one having changed them."""
+    if not stale:
+        return ""
+    exps = ", ".join(sorted({exp for exp, _n in stale}))
+    return (f"{len(stale)} finding(s) of {exps} were measured by an earlier version of the "
+            f"experiment, which this gpumem changed")
 
 
 def _kept_sources(manifest: Path) -> list[Source]:

@@ -20,7 +20,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from gpumem.api.formats import Format, PluginSet, changed_findings
+from gpumem.api.formats import Format, PluginSet, changed_findings, changed_summary
 from gpumem.api.simulator import Calibrated, SimConfig, calibrate
 
 from gpumem_accelsim.config import AccelSimConfig
@@ -66,10 +66,8 @@ def export_run(run: Path, base: AccelSimConfig, *, target: str = DEFAULT_TARGET,
     out, comments, warn = done.config, done.comments, done.warnings + estimated
     out.name, out.source = src.label, f"gpumem export of the run {run_name}"
     if stale:
-        warn.append(f"{len(stale)} finding(s) of {', '.join(sorted({e for e, _n in stale}))} "
-                    f"were measured by an earlier version of the experiment, which this "
-                    f"gpumem changed: the options set from them describe that version's "
-                    f"measurement; run those experiments again for today's")
+        warn.append(f"{changed_summary(stale)}: the options set from them describe that "
+                    f"version's measurement; run those experiments again for today's")
     written = {p for ps in done.params.values() for p in ps}
     for path, how in cal.sources.items():
         if path not in written:
