@@ -53,6 +53,10 @@ def main(a: str, b: str) -> None:
     print(f"{len(sms)} SMs x {ma.offsets.size} lines in both: |difference| median {q[0]:.2f} %, "
           f"90th {q[1]:.2f} %, 99th {q[2]:.2f} %, max {q[3]:.2f} %; "
           f"{np.mean(rel <= 0.02) * 100:.1f} % within 2 %")
+    held = ma.held_out  # lines the first run's hash was not fitted to: an export predicts them
+    print(f"  of them the {int(held.sum())} lines held out of the first run's hash fit: "
+          f"{np.mean(rel[held] <= 0.02) * 100:.1f} % within 2 %, max "
+          f"{np.nanmax(rel[held]) * 100:.2f} %")
     for name, m in ((a, ma), (b, mb)):
         fit = m.fit
         print(f"{name}: {m.grouping.count} groups ({m.grouping.count_range[0]}-"

@@ -173,6 +173,39 @@ def test_a_sliced_level_serves_each_line_at_its_slices_latency_from_each_sm():
         assert len(set(sl.tolist())) == 4
 
 
+#: The same four slices by a table over a 4 KB page's classes modulo one delta (16 classes):
+#: a hash no XOR masks express.
+TABLE_SLICED = dict(slices=4, slice_kernel=[0x880],
+                    slice_table=[0, 1, 2, 3, 3, 2, 1, 0, 1, 1, 0, 2, 3, 0, 2, 1],
+                    slice_latency=SLICED["slice_latency"])
+
+
+def test_a_table_sliced_level_serves_each_line_at_its_slices_latency_from_each_sm():
+    """With a slice table, a line's slice is the table's entry for its class (its address
+    within a page modulo the kernel's span), on every page alike: lines a kernel delta apart
+    share a slice, and every hit costs the SM's latency to it."""
+    from gpumem.contracts.xor_hash import class_index
+
+    l2 = CacheLevel("l2", 1 << 20, 128, 16, L2_HIT, sector=32, scope="gpu", translate=True,
+                    **TABLE_SLICED)
+    cfg = config()
+    cfg.caches[1] = l2
+    cfg.sm_count = 4
+    cfg.validate()
+    assert l2.slice_page_bits == 12
+    lines = np.random.default_rng(3).choice(4096, 256, replace=False) * 128
+    for sm in range(4):
+        res = chase(cfg, footprint=1 << 20, stride=128, order="pattern",
+                    pattern=tuple(int(x) for x in lines), warmup=256, record=256, path="cg",
+                    sm=sm)
+        addr = cfg.base_address + res.index * 4
+        sl = np.array(TABLE_SLICED["slice_table"])[class_index(addr, [0x880], 7, 12)]
+        assert np.array_equal(l2.slice_of(addr), sl)
+        assert np.array_equal(l2.slice_of(addr ^ 0x880), sl)  # a kernel delta apart
+        assert np.array_equal(res.latency, np.array(SLICED["slice_latency"][sm % 2])[sl])
+        assert len(set(sl.tolist())) == 4
+
+
 def test_a_slice_map_is_checked_when_the_config_loads():
     from gpumem.sim.config import SimConfigError
 
@@ -190,6 +223,21 @@ def test_a_slice_map_is_checked_when_the_config_loads():
     assert "one row per SM" in bad(slice_latency=[[1.0, 2.0]])
     assert "sm_offsets" in bad(sm_offsets=[1.0])
     assert "need slices > 1" in bad(slices=1)
+    # a table in place of masks
+    table = {k: v for k, v in TABLE_SLICED.items() if k != "slice_latency"}
+    assert "not both" in bad(**table, slice_masks=[0x1080, 0x20500])
+    assert "power of two" in bad(**{**table, "slice_table": [0, 1, 2]}, slice_masks=[])
+    assert "every slice 0..3" in bad(**{**table, "slice_table": [0, 1] * 8}, slice_masks=[])
+    assert "every slice 0..3" in bad(**{**table, "slice_table": [0, 1, 2, 4] * 4},
+                                     slice_masks=[])
+    assert "reduced basis" in bad(**{**table, "slice_kernel": [0x40]}, slice_masks=[])
+    assert "reduced basis" in bad(**{**table, "slice_kernel": [0x880, 0x80]}, slice_masks=[])
+    assert "reduced basis" in bad(**{**table, "slice_kernel": [1 << 13]}, slice_masks=[])
+    assert "at most 2**27" in bad(**{**table, "slice_kernel": [0x880] + [1 << b for b in
+                                                                        range(30, 12, -1)]},
+                                  slice_masks=[])
+    assert "power of two" in bad(slices=3, slice_masks=[0x1080, 0x20500],
+                                 slice_latency=[[1.0] * 3])
 
 
 def test_a_share_of_far_hits_is_slow_and_no_near_hit_is():
@@ -267,6 +315,9 @@ def _planted_configs():
                      CacheLevel("l2", 1 << 20, 128, 16, L2_HIT, sector=32, partitions=2,
                                 partition_masks=[0x1080], far_latency=300.0, **SLICED, **gpu)
                      ], tlbs
+    yield "table_sliced", [CacheLevel("l1d", 16384, 128, 4, L1_HIT, sector=32),
+                           CacheLevel("l2", 1 << 20, 128, 16, L2_HIT, sector=32,
+                                      **TABLE_SLICED, **gpu)], tlbs
 
 
 @pytest.mark.parametrize("name,caches,tlbs", list(_planted_configs()),

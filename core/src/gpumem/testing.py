@@ -183,23 +183,58 @@ def sliced_l2(seed: int = 0, jitter: float = 0.0, sm_count: int = 16,
     grid with the SMs on the same grid (two per position): a hit costs 200 cycles plus
     ``cycles_per_hop`` per grid step (Manhattan) from the SM to the line's slice. Truth: the
     slice count, every SM's latency row (``slice_latency``) and the masks."""
+    rows = _grid_rows(random.Random(seed), sm_count, cycles_per_hop)
+    l2 = CacheLevel("l2", 4 << 20, 128, 16, 200.0, sector=32, scope="gpu", translate=True,
+                    slices=8, slice_masks=list(masks), slice_latency=rows)
+    truth = {"l2_slices.groups": 8, "slice_masks": list(masks),
+             "slice_latency": rows}
+    return Planted(_sliced_config(f"sliced-l2-{seed}", l2, sm_count, seed, jitter), truth,
+                   f"8 slices on a 4 x 2 grid, {cycles_per_hop:g} cycles a hop, "
+                   f"{sm_count} SMs, jitter {jitter:g}")
+
+
+#: The planted table hash of :func:`table_sliced_l2`: in-page deltas that keep a line's
+#: slice, over 256 KB pages (its table has 512 classes).
+SLICE_KERNEL = (0x24a80, 0x100)
+
+
+def table_sliced_l2(seed: int = 0, jitter: float = 0.0, sm_count: int = 16,
+                    cycles_per_hop: float = 20.0) -> Planted:
+    """:func:`sliced_l2`'s grid, its eight slices homed by a hash no XOR masks express, as an
+    H200's is: a random table of one slice per class of a line's address within a 256 KB
+    page modulo the span of ``SLICE_KERNEL``, every page alike. Truth: the kernel, the
+    table and every SM's latency row."""
     r = random.Random(seed)
+    rows = _grid_rows(r, sm_count, cycles_per_hop)
+    table = list(range(8)) + [r.randrange(8) for _ in range(512 - 8)]
+    r.shuffle(table)
+    l2 = CacheLevel("l2", 4 << 20, 128, 16, 200.0, sector=32, scope="gpu", translate=True,
+                    slices=8, slice_kernel=list(SLICE_KERNEL), slice_table=table,
+                    slice_latency=rows)
+    truth = {"l2_slices.groups": 8, "slice_kernel": list(SLICE_KERNEL), "slice_table": table,
+             "slice_latency": rows}
+    return Planted(_sliced_config(f"table-sliced-l2-{seed}", l2, sm_count, seed, jitter),
+                   truth, f"8 slices by a table over 512 classes of a 256 KB page, "
+                   f"{sm_count} SMs, jitter {jitter:g}")
+
+
+def _grid_rows(r: random.Random, sm_count: int, cycles_per_hop: float) -> list[list[float]]:
+    """Eight slices on a 4 x 2 grid, the SMs on it two per position (shuffled): each SM's
+    latency to each slice, 200 cycles plus ``cycles_per_hop`` per grid step."""
     spots = [(x, y) for x in range(4) for y in range(2)]
     sm_at = [spots[(i // 2) % len(spots)] for i in range(sm_count)]
     r.shuffle(sm_at)
-    rows = [[200.0 + cycles_per_hop * (abs(a - x) + abs(b - y)) for x, y in spots]
+    return [[200.0 + cycles_per_hop * (abs(a - x) + abs(b - y)) for x, y in spots]
             for a, b in sm_at]
-    l2 = CacheLevel("l2", 4 << 20, 128, 16, 200.0, sector=32, scope="gpu", translate=True,
-                    slices=8, slice_masks=list(masks), slice_latency=rows)
-    cfg = SimConfig(name=f"sliced-l2-{seed}", arch="planted", compute_capability="9.0",
-                    sm_count=sm_count, clock_mhz=1500.0, caches=[l2], paths={"cg": ["l2"]},
-                    tlbs=[TlbLevel("tlb_l1", 2 << 20, 64, 64, 10.0)], dram=Dram(600.0),
-                    memory_bytes=1 << 32, base_address=1 << 40, seed=seed,
-                    timer=Timer(overhead=4.0, jitter=jitter)).validate()
-    truth = {"l2_slices.groups": 8, "slice_masks": list(masks),
-             "slice_latency": rows}
-    return Planted(cfg, truth, f"8 slices on a 4 x 2 grid, {cycles_per_hop:g} cycles a hop, "
-                   f"{sm_count} SMs, jitter {jitter:g}")
+
+
+def _sliced_config(name: str, l2: CacheLevel, sm_count: int, seed: int,
+                   jitter: float) -> SimConfig:
+    return SimConfig(name=name, arch="planted", compute_capability="9.0",
+                     sm_count=sm_count, clock_mhz=1500.0, caches=[l2], paths={"cg": ["l2"]},
+                     tlbs=[TlbLevel("tlb_l1", 2 << 20, 64, 64, 10.0)], dram=Dram(600.0),
+                     memory_bytes=1 << 32, base_address=1 << 40, seed=seed,
+                     timer=Timer(overhead=4.0, jitter=jitter)).validate()
 
 
 def _l2_tlb_ways(r: random.Random) -> list[int]:

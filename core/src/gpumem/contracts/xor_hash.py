@@ -63,3 +63,25 @@ def reduce_modulo(addresses: np.ndarray, basis: Sequence[int]) -> np.ndarray:
         top = np.int64(1 << (b.bit_length() - 1))
         out = np.where(out & top, out ^ np.int64(b), out)
     return out
+
+
+def class_bits(basis: Sequence[int], lo: int, hi: int) -> list[int]:
+    """The address bits ``lo .. hi - 1`` that number a class modulo the span of ``basis``
+    (a reduced basis inside those bits): every bit but each vector's leading one, which a
+    canonical representative (:func:`reduce_modulo`) always has clear. Low bits first."""
+    pivots = {b.bit_length() - 1 for b in basis}
+    return [k for k in range(lo, hi) if k not in pivots]
+
+
+def class_index(addresses: np.ndarray, basis: Sequence[int], lo: int, hi: int) -> np.ndarray:
+    """Each address's class modulo the span of ``basis`` within bits ``lo .. hi - 1``
+    (higher and lower bits ignored), numbered 0 .. 2**len(class_bits) - 1: its canonical
+    representative's free bits (:func:`class_bits`) packed, the lowest first. What a table
+    of one slice per class is indexed by, in the analysis that fits it
+    (:mod:`gpumem.analysis.slices`) and the simulator that homes lines by it."""
+    window = np.int64(((1 << hi) - 1) & ~((1 << lo) - 1))
+    rep = reduce_modulo(np.asarray(addresses, np.int64) & window, basis)
+    out = np.zeros(rep.shape, np.int64)
+    for i, k in enumerate(class_bits(basis, lo, hi)):
+        out |= ((rep >> np.int64(k)) & np.int64(1)) << np.int64(i)
+    return out

@@ -46,6 +46,7 @@ from gpumem.contracts.experiment import (
 )
 from gpumem.contracts.findings import Finding
 from gpumem.contracts.presentation import Presentation, ReportFigure
+from gpumem.contracts.xor_hash import class_index
 from gpumem.experiments.figures import LATENCY
 
 LINE = 128
@@ -183,9 +184,27 @@ def slice_codes(m: SliceMap) -> tuple[list[int], dict[int, int], str]:
         table = S.cell_table(np.zeros(int(ok.sum()), np.int64), codes[ok],
                              m.grouping.labels[ok])
         return masks, {c: g for (_, c), g in table.items()}, "the buffer's masks"
+    if m.fit.kernel:
+        return [], {g: g for g in range(m.grouping.count)}, \
+            "the groups (l2_slices.hash_table names each class's)"
     first = min((p for p, _ in m.fit.table), default=0)
     return (m.fit.masks, {c: g for (p, c), g in m.fit.table.items() if p == first},
             f"the in-page masks, groups as page {first} holds them")
+
+
+def hash_table(m: SliceMap) -> list[int | None]:
+    """Where the hash is a table over the invariant deltas (:attr:`HashFit.kernel`): the
+    group of each class of the first page the fit saw, classes numbered as
+    :func:`gpumem.contracts.xor_hash.class_index` numbers them (None: no fitted line of
+    that class)."""
+    fit, lb = m.fit, LINE.bit_length() - 1
+    n = 1 << (fit.page_bits - lb - len(fit.kernel))
+    first = min((p for p, _ in fit.table), default=0)
+    out: list[int | None] = [None] * n
+    for (p, code), g in fit.table.items():
+        if p == first:
+            out[int(class_index(np.array([code]), fit.kernel, lb, fit.page_bits)[0])] = int(g)
+    return out
 
 
 def _slice_latency(m: SliceMap, method: str) -> Finding:
@@ -193,8 +212,9 @@ def _slice_latency(m: SliceMap, method: str) -> Finding:
     ``slice_latency`` takes (:func:`slice_codes` names the codes)."""
     masks, group_of, how = slice_codes(m)
     labels, keys, vals, lo, hi = m.grouping.labels, [], [], [], []
+    codes = sorted(group_of) if m.fit.kernel else range(1 << len(masks))
     for j, sm in enumerate(m.sms):
-        for code in range(1 << len(masks)):
+        for code in codes:
             g = group_of.get(code, -1)
             x = m.matrix[labels == g, j] if g >= 0 else np.array([np.nan])
             a, b = order_interval(x) if np.isfinite(x).sum() >= 3 else (np.nan, np.nan)
@@ -206,21 +226,25 @@ def _slice_latency(m: SliceMap, method: str) -> Finding:
                    method + f": each SM's median L2 hit latency to each slice, slices "
                    f"numbered by the hash's code under {how} (index: SM/slice)",
                    index=("sm_slice", keys), interval=(lo, hi), kind="measured",
-                   note="masks: " + ", ".join(f"0x{x:x}" for x in masks))
+                   note=("masks: " + ", ".join(f"0x{x:x}" for x in masks)) if masks else
+                   "slices: the groups, each line's by l2_slices.hash_table")
 
 
 def _invariants(m: SliceMap, method: str) -> Finding:
     """The in-page address XOR deltas that never change a line's group, whatever the hash:
     a linear hash's null space, and for any hash the freedom a slice map need not model."""
-    inv = S.invariants(m.offsets, m.grouping.labels, line_bits=LINE.bit_length() - 1,
-                       page_bits=m.fit.page_bits)
+    # where the hash is a table over them, the fitted lines' (the table's own deltas)
+    use = ~m.held_out & (m.grouping.labels >= 0) if m.fit.kernel else slice(None)
+    inv = S.invariants(m.offsets[use], m.grouping.labels[use],
+                       line_bits=LINE.bit_length() - 1, page_bits=m.fit.page_bits)
     basis = [int(b) for b in inv.basis]
     agree, least = f"{S.INVARIANT_AGREE:.0%}", S.MIN_PAIRS
     return Finding(
         "l2_slices.hash_invariants", basis, "1", 0.9 if inv.least_support >= 2 * least
         else 0.7, method + f": a basis of the address XOR deltas within a page that keep a "
         f"line's group (the pairs of lines of one page each relates at least {agree} alike, "
-        f"for every delta of their span that {least} pairs or more test)",
+        f"for every delta of their span that {least} pairs or more test"
+        + ("; of the lines the hash table was fitted to)" if m.fit.kernel else ")"),
         index=("delta", list(range(len(basis)))), kind="structural",
         note=(("deltas: " + ", ".join(f"0x{b:x}" for b in basis)) if basis else "none")
         + f"; {inv.tested} deltas tested by {inv.pairs} pairs of lines, the fewest behind one "
@@ -236,7 +260,7 @@ class L2Slices(Experiment):
                 "l2_slices.group_partition", "l2_slices.latency_min", "l2_slices.latency_max",
                 "l2_slices.hash_accuracy", "l2_slices.hash_masks",
                 "l2_slices.hash_buffer_masks", "l2_slices.hash_invariants",
-                "l2_slices.slice_latency", "l2_slices.unsplit")
+                "l2_slices.hash_table", "l2_slices.slice_latency", "l2_slices.unsplit")
     references = ("Manjunath & Ramachandra, Concurrency Response of Plain Global Loads on the "
                   "NVIDIA H100 (2026): the L2's near/far structure a single SM cannot see")
 
@@ -378,4 +402,18 @@ class L2Slices(Experiment):
                 "that every SM measured sees at one latency",
                 note=", ".join(f"group {k}: {v} codes" for k, v in fit.unsplit.items())
                 or "none: latency split every slice the hash names", kind="structural"))
+        elif fit.found and fit.kernel:
+            table = hash_table(m)
+            seen = sum(g is not None for g in table)
+            out.append(Finding(
+                "l2_slices.hash_table", table, "1", 0.9 if seen == len(table) else 0.6,
+                method + f": each line's group as a table over its address within a "
+                f"{PAGE >> 20} MB page modulo the deltas of l2_slices.hash_invariants "
+                f"({len(table)} classes, numbered by the address bits the deltas leave free, "
+                f"lowest first), from the fitted lines of the first page",
+                index=("class", list(range(len(table)))), kind="structural",
+                note=f"{seen} of {len(table)} classes seen" + (
+                    "" if seen == len(table) else ": a simulator needs every one (sample "
+                    "every line of a page: benchmarks/l2_slices_dense.py)")))
+            out.append(_slice_latency(m, method))
         return out

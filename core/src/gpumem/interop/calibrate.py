@@ -245,38 +245,84 @@ def _slice_rows(src: Source, n_codes: int) -> dict[int, list[float]] | None:
 
 def _fit_slices(cfg: SimConfig, src: Source, put: Callable[..., None]) -> None:
     """The L2's slice map (``l2_slices``) on the level that serves the L2-only path's hits:
-    the hash's masks, and each SM's latency to each slice; an SM the run did not measure
-    takes the nearest measured SM's row (by SM number: neighbours share a TPC)."""
+    the hash's masks, or where no XOR hash holds its table over the invariant deltas, and
+    each SM's latency to each slice; an SM the run did not measure takes the nearest
+    measured SM's row (by SM number: neighbours share a TPC)."""
     used = "l2_slices.hash_buffer_masks"
     masks = src.value("l2_slices", used)
     if not masks:
         used = "l2_slices.hash_masks"
         masks = src.value("l2_slices", used)
-    if (not isinstance(masks, list) or not masks or not cfg.paths.get("cg")
-            or not all(isinstance(m, int) and 0 < m < 1 << 62 for m in masks)
-            or 1 << len(masks) > MAX_SLICES):
+    if not cfg.paths.get("cg"):
         return
-    rows = _slice_rows(src, 1 << len(masks))
     level = cfg.level(cfg.paths["cg"][0])
-    if rows is None or level.scope != "gpu":
+    if level.scope != "gpu":
         return
+    trial, where = copy.deepcopy(level), f"cache:{level.name}"
+    if isinstance(masks, list) and masks:
+        if (not all(isinstance(m, int) and 0 < m < 1 << 62 for m in masks)
+                or 1 << len(masks) > MAX_SLICES):
+            return
+        rows = _slice_rows(src, 1 << len(masks))
+        columns = list(range(1 << len(masks)))
+        trial.slices, trial.slice_masks = 1 << len(masks), list(masks)
+        how = [(f"{where}.slices", trial.slices, used, "2 ** masks"),
+               (f"{where}.slice_masks", trial.slice_masks, used, "")]
+    else:
+        fitted = _slice_table(src)
+        if fitted is None:
+            return
+        kernel, groups, by_class = fitted
+        rows = _slice_rows(src, groups)
+        columns = sorted(set(by_class))  # groups no class holds are no slice
+        slot = {g: i for i, g in enumerate(columns)}
+        trial.slices, trial.slice_kernel = len(columns), kernel
+        trial.slice_table = [slot[g] for g in by_class]
+        how = [(f"{where}.slices", trial.slices, "l2_slices.hash_table",
+                "the groups some class of the table holds"),
+               (f"{where}.slice_kernel", kernel, "l2_slices.hash_invariants", ""),
+               (f"{where}.slice_table", trial.slice_table, "l2_slices.hash_table",
+                "each class's group, numbered as slices")]
+    if rows is None:
+        return
+    for attr in ("slice_masks", "slice_kernel", "slice_table"):  # the base's other form
+        if getattr(level, attr) and not any(k == f"{where}.{attr}" for k, *_ in how):
+            setattr(trial, attr, [])
+            how.append((f"{where}.{attr}", [], "l2_slices.slice_latency",
+                        "the run's slice map replaces the base config's"))
     measured = sorted(rows)
-    table = [rows[min(measured, key=lambda m: (abs(m - sm), m))] for sm in range(cfg.sm_count)]
-    trial = copy.deepcopy(level)
-    trial.slices, trial.slice_masks, trial.slice_latency = 1 << len(masks), list(masks), table
-    trial.sm_offsets = []
+    table = [[rows[min(measured, key=lambda m: (abs(m - sm), m))][g] for g in columns]
+             for sm in range(cfg.sm_count)]
+    trial.slice_latency, trial.sm_offsets = table, []
     try:
         trial.validate(f"cache[{level.name}]")
     except SimConfigError:
-        return  # masks the simulator cannot home lines by (dependent, inside a line)
-    where = f"cache:{level.name}"
-    put(f"{where}.slices", trial.slices, "l2_slices", used, "2 ** masks")
-    put(f"{where}.slice_masks", trial.slice_masks, "l2_slices", used)
+        return  # a map the simulator cannot home lines by (dependent masks, a bad table)
+    for key, value, finding, note in how:
+        put(key, value, "l2_slices", finding, note)
     put(f"{where}.slice_latency", table, "l2_slices", "l2_slices.slice_latency",
         f"{len(measured)} SMs measured; each other SM takes the nearest measured one's row")
     if level.sm_offsets:
         put(f"{where}.sm_offsets", [], "l2_slices", "l2_slices.slice_latency",
             "the slice latencies hold each SM's distance")
+
+
+def _slice_table(src: Source) -> tuple[list[int], int, list[int]] | None:
+    """A table slice map's parts, checked (a file's content is not trusted): the invariant
+    deltas, the number of groups the slice latencies are over, and each class's group; None
+    unless every class has a group and the deltas are address masks."""
+    table = src.value("l2_slices", "l2_slices.hash_table")
+    kernel = src.value("l2_slices", "l2_slices.hash_invariants")
+    groups = src.value("l2_slices", "l2_slices.groups")
+    if (not isinstance(table, list) or not isinstance(kernel, list) or not table
+            or not isinstance(groups, int) or not 1 < groups <= MAX_SLICES
+            or len(table) & (len(table) - 1) or len(table) > 1 << 20
+            or not all(isinstance(g, int) and not isinstance(g, bool) and 0 <= g < groups
+                       for g in table)
+            or not all(isinstance(k, int) and not isinstance(k, bool) and 0 < k < 1 << 40
+                       for k in kernel) or len(kernel) > 20):
+        return None
+    return [int(k) for k in kernel], groups, [int(g) for g in table]
 
 
 def _fit_warp_issue(cfg: SimConfig, src: Source, put: Callable[..., None]) -> None:

@@ -48,7 +48,7 @@ from pydantic.fields import FieldInfo
 
 from gpumem.contracts.chains import splitmix64
 from gpumem.contracts.device import LARGEST_CLUSTER
-from gpumem.contracts.xor_hash import codes_of, gf2_basis
+from gpumem.contracts.xor_hash import class_index, codes_of, gf2_basis
 from gpumem.sim.noise import SPREADS
 
 if sys.version_info >= (3, 11):
@@ -315,6 +315,9 @@ MAX_STATE_BYTES = 256 << 20
 #: Bounds on counts that size lists and sweeps (SMs, peer GPUs of a node).
 MAX_SMS = 4096
 MAX_PEERS = 255
+#: The largest page a slice table may repeat over (the engine keeps a slice per line of it:
+#: 2**20 lines of 8 bytes at most; an H200's table is over 2 MB pages of 128-byte lines).
+MAX_SLICE_PAGE_BITS = 27
 
 
 def _max_ways(ways: int | list[int]) -> int:
@@ -494,10 +497,13 @@ class CacheLevel:
     latency ladder), while hits in the SM's own partition are not.
 
     **A sliced L2**: ``slices`` homes a line in one slice by the XOR hash ``slice_masks``,
-    and a hit the level serves costs ``slice_latency[sm][slice]``: each SM's distance to
-    each slice, as an H200's L2 hits vary per line and SM (246-332 cycles from one SM). It
-    refines a partitioned level (each partition's lines spread over its slices) or stands
-    alone; with a near copy it belongs to the homed level.
+    or, for a hash no XOR masks express (an H200's), by ``slice_table``: one slice per class
+    of the line's address within a page modulo the span of ``slice_kernel`` (the deltas
+    that never change a line's slice), every page alike. A hit the level serves costs
+    ``slice_latency[sm][slice]``: each SM's distance to each slice, as an H200's L2 hits
+    vary per line and SM (246-332 cycles from one SM). It refines a partitioned level (each
+    partition's lines spread over its slices) or stands alone; with a near copy it belongs
+    to the homed level.
     """
 
     name: Annotated[str, spec("the level's name, as paths and findings use it (l1d, l2)")]
@@ -561,13 +567,23 @@ class CacheLevel:
         "with far_slow_share: the latency of those slow hits", "cycle",
         unset="0: no slow hits", omit_default=True)] = 0.0
     slices: Annotated[int, spec(
-        "slices of a GPU-scope level, each line homed in one (slice_masks), each SM at its "
-        "own distance from each (slice_latency)", "1", pow2=True, unset="1: no slice map",
-        omit_default=True, models=("l2_slices.*",))] = 1
+        "slices of a GPU-scope level, each line homed in one (slice_masks, or slice_table), "
+        "each SM at its own distance from each (slice_latency)", "1", ge=1,
+        unset="1: no slice map", omit_default=True, models=("l2_slices.*",))] = 1
     slice_masks: Annotated[list[int], spec(
         "with slices: bit i of a line's slice is the parity of address & mask i "
         "(log2(slices) masks)", unset="empty: no slice map", omit_default=True)] = \
         field(default_factory=list)
+    slice_kernel: Annotated[list[int], spec(
+        "with slice_table: the address XOR deltas within a page that never change a line's "
+        "slice (a reduced basis, as l2_slices.hash_invariants reports them)",
+        unset="empty: none", omit_default=True)] = field(default_factory=list)
+    slice_table: Annotated[list[Annotated[int, Field(ge=0)]], spec(
+        "with slices, in place of slice_masks (a hash no XOR masks express): the slice of "
+        "each class of a line's address within a page modulo slice_kernel's span, classes "
+        "numbered by the free bits (l2_slices.hash_table); the page is line x len(table) x "
+        "2 ** len(kernel) bytes, and every page homes its lines alike",
+        unset="empty: no table", omit_default=True)] = field(default_factory=list)
     slice_latency: Annotated[list[list[NonNegative]], spec(
         "with slices: each SM's latency to each slice, one row (one entry per slice) per SM, "
         "cyclic over SMs: the whole latency of a hit the level serves, in place of "
@@ -644,14 +660,18 @@ class CacheLevel:
 
     def _validate_slices(self, where: str) -> None:
         if self.slices == 1:
-            if self.slice_masks or self.slice_latency:
-                _fail(f"{where}.slices", "slice_masks and slice_latency need slices > 1")
+            if self.slice_masks or self.slice_latency or self.slice_table or self.slice_kernel:
+                _fail(f"{where}.slices", "slice_masks, slice_table, slice_kernel and "
+                      "slice_latency need slices > 1")
             return
         if self.scope != "gpu":
             _fail(f"{where}.slices", "only a GPU-scope level has slices")
-        if 2 ** len(self.slice_masks) != self.slices:
+        if self.slice_table or self.slice_kernel:
+            self._validate_slice_table(where)
+        elif 2 ** len(self.slice_masks) != self.slices:
             _fail(f"{where}.slice_masks",
-                  f"needs log2(slices) = {self.slices.bit_length() - 1} masks")
+                  f"needs log2(slices) = {self.slices.bit_length() - 1} masks (a slice count "
+                  f"that is no power of two needs slice_table)")
         if any(m <= 0 or m & (self.line - 1) or m >= 1 << 62 for m in self.slice_masks):
             _fail(f"{where}.slice_masks", f"each mask is a positive address mask below 2**62 "
                   f"with no bit inside a line (below {self.line})")
@@ -665,8 +685,50 @@ class CacheLevel:
             _fail(f"{where}.sm_offsets", "a sliced level's slice_latency already holds each "
                   "SM's distance: leave sm_offsets empty")
 
+    def _validate_slice_table(self, where: str) -> None:
+        if self.slice_masks:
+            _fail(f"{where}.slice_masks", "a slice map is slice_masks or slice_table, not both")
+        n = len(self.slice_table)
+        if not n or n & (n - 1):
+            _fail(f"{where}.slice_table", "needs one slice per class: a power of two of "
+                  "entries (classes of a page modulo slice_kernel)")
+        page_bits = self.line.bit_length() - 1 + n.bit_length() - 1 + len(self.slice_kernel)
+        if page_bits > MAX_SLICE_PAGE_BITS:
+            _fail(f"{where}.slice_table", f"its page (line x entries x 2 ** len(kernel)) "
+                  f"must be at most 2**{MAX_SLICE_PAGE_BITS} bytes")
+        lo, page = self.line - 1, (1 << page_bits) - 1
+        if any(k <= 0 or k & lo or k & ~page for k in self.slice_kernel) or \
+                gf2_basis(self.slice_kernel) != sorted(self.slice_kernel, reverse=True):
+            _fail(f"{where}.slice_kernel", f"must be a reduced basis (leading bits distinct "
+                  f"and clear in the others, highest first) of deltas above the line and "
+                  f"inside the table's page (below 2**{page_bits})")
+        if any(s >= self.slices for s in self.slice_table) or \
+                len(set(self.slice_table)) != self.slices:
+            _fail(f"{where}.slice_table", f"every slice 0..{self.slices - 1} must appear, and "
+                  f"no other")
+
+    @property
+    def slice_page_bits(self) -> int:
+        """log2 of the bytes a slice table repeats over (0 without a table)."""
+        if not self.slice_table:
+            return 0
+        return (self.line.bit_length() - 1 + len(self.slice_table).bit_length() - 1
+                + len(self.slice_kernel))
+
+    def slice_lines(self) -> np.ndarray:
+        """With a slice table: the slice of each line of a page, in address order (what the
+        engine looks a line's slice up in)."""
+        lb = self.line.bit_length() - 1
+        lines = np.arange(1 << (self.slice_page_bits - lb), dtype=np.int64) << lb
+        idx = class_index(lines, self.slice_kernel, lb, self.slice_page_bits)
+        return np.asarray(self.slice_table, np.int64)[idx]
+
     def slice_of(self, addresses: np.ndarray) -> np.ndarray:
         """Each address's home slice (0 for a level without slices), as the engine homes it."""
+        if self.slice_table:
+            lut = self.slice_lines()
+            a = np.asarray(addresses, np.int64)
+            return lut[(a >> (self.line.bit_length() - 1)) & (lut.size - 1)]
         return codes_of(addresses, self.slice_masks)
 
     def assumptions(self, where: str, sm_count: int) -> list[str]:
@@ -732,7 +794,8 @@ class CacheLevel:
         ``far_latency``, no caps of its own: every stream passes the copy first)."""
         near = dataclasses.replace(self, size=self.near_size, partitions=1, partition_masks=[],
                                    far_latency=0.0, sm_partition=[], slices=1, slice_masks=[],
-                                   slice_latency=[], near_size=0, home_latency=0.0,
+                                   slice_kernel=[], slice_table=[], slice_latency=[],
+                                   near_size=0, home_latency=0.0,
                                    far_slow_share=0.0, far_slow_latency=0.0)
         far = dataclasses.replace(
             self, name=f"{self.name}_far", hit_latency=self.home_latency or self.far_latency,

@@ -48,7 +48,9 @@ from gpumem.sim.model import (
     SLAT_OFF,
     SLAT_ROWS,
     SLICE_LEN,
+    SLICE_N,
     SLICE_OFF,
+    SLUT_LEN,
     SMO_LEN,
     SMO_OFF,
     TRANSLATE,
@@ -172,7 +174,12 @@ def compile_hierarchy(cfg: SimConfig, seed: int) -> tuple[Hierarchy, dict[str, i
             params.extend(int(x) for x in lv.sm_partition)
             m[SLICE_OFF] = len(params)
             m[SLICE_LEN] = len(lv.slice_masks)
+            m[SLICE_N] = lv.slices if lv.slices > 1 else 0
             params.extend(int(x) for x in lv.slice_masks)
+            if lv.slice_table:
+                lut = lv.slice_lines()
+                m[SLUT_LEN] = lut.size
+                params.extend(lut.tolist())
             m[SLAT_OFF] = len(weights)
             m[SLAT_ROWS] = len(lv.slice_latency)
             weights.extend(float(x) for row in lv.slice_latency for x in row)

@@ -30,10 +30,13 @@ ORDER_CODES = {"sequential": 0, "random": 1, "pattern": 2, "scattered": 3}
 COLUMNS = ("LINE_SHIFT", "SECTOR_SHIFT", "N_SETS", "SET_BASE", "IDX_KIND", "IDX_OFF", "IDX_LEN",
            "POLICY", "W_OFF", "TRANSLATE", "PARTS", "PART_OFF", "PART_LEN", "SMO_OFF", "SMO_LEN",
            "MOD_M", "MOD_S", "EQ_WAYS", "WAY_BASE", "HOME_OFF", "HOME_LEN", "SLICE_OFF",
-           "SLICE_LEN", "SLAT_OFF", "SLAT_ROWS")
+           "SLICE_LEN", "SLAT_OFF", "SLAT_ROWS", "SLICE_N", "SLUT_LEN")
 LINE_SHIFT, SECTOR_SHIFT, N_SETS, SET_BASE, IDX_KIND, IDX_OFF, IDX_LEN, POLICY, W_OFF, \
     TRANSLATE, PARTS, PART_OFF, PART_LEN, SMO_OFF, SMO_LEN, MOD_M, MOD_S, EQ_WAYS, WAY_BASE, \
-    HOME_OFF, HOME_LEN, SLICE_OFF, SLICE_LEN, SLAT_OFF, SLAT_ROWS = range(len(COLUMNS))
+    HOME_OFF, HOME_LEN, SLICE_OFF, SLICE_LEN, SLAT_OFF, SLAT_ROWS, SLICE_N, SLUT_LEN = \
+    range(len(COLUMNS))
+# A sliced level: SLICE_N slices, each line's by SLICE_LEN masks at SLICE_OFF of idx_param,
+# or (SLUT_LEN > 0, no masks) by a table of SLUT_LEN slices, one per line of a page, there.
 META_COLUMNS = len(COLUMNS)
 
 PF_BYTES = 1 << 18  # levels with more way state than this get their sets prefetched
@@ -564,10 +567,16 @@ def hit_latency(s: Src, L: Level, p: int | None) -> None:
             with s.block("for b in range(meta[lv, SLICE_LEN]):"):
                 s("sl |= _parity1(addr & idx_param[meta[lv, SLICE_OFF] + b]) << b")
             s("c = slicec[p, sl]")
+        with s.block("if meta[lv, SLUT_LEN] > 0:"):  # by the table of a page's lines
+            s("sl = idx_param[meta[lv, SLICE_OFF] + ((addr >> meta[lv, LINE_SHIFT]) "
+              "& (meta[lv, SLUT_LEN] - 1))]", "c = slicec[p, sl]")
         s("lat = c + pen")
     elif L.v(SLICE_LEN) > 0:
         s(f"sl = {_bits(lambda x: f'_parity1(addr & {x})', L.key[4])}",
           f"lat = slicec[{p}, sl] + pen")
+    elif L.v(SLUT_LEN) > 0:
+        s(f"sl = idx_param[{L.v(SLICE_OFF)} + ((addr >> {L.v(LINE_SHIFT)}) "
+          f"& {L.v(SLUT_LEN) - 1})]", f"lat = slicec[{p}, sl] + pen")
     elif L.v(PARTS) > 1:
         s(f"home = {_bits(lambda x: f'_parity1(addr & {x})', L.key[2])}")
         with s.block(f"if home != home{p}:"):

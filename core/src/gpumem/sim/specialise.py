@@ -347,12 +347,12 @@ def _path_args(h, path_ids: np.ndarray, tlb_first: int, tlb_count: int, sm: int,
     rows = h.meta.tolist()
     pids = [int(x) for x in path_ids]
     hitc, farc, homes, slowc = [], [], [], []
-    widest = max([1] + [1 << rows[lv][M.SLICE_LEN] for lv in pids])
+    widest = max([1] + [rows[lv][M.SLICE_N] for lv in pids])
     slicec = np.zeros((max(len(pids), 1), widest), np.float64)  # each position's SM row
     for p, lv in enumerate(pids):
         m = rows[lv]
-        if m[M.SLICE_LEN] > 0:
-            n = 1 << m[M.SLICE_LEN]
+        if m[M.SLICE_N] > 0:
+            n = m[M.SLICE_N]
             at = m[M.SLAT_OFF] + (sm % m[M.SLAT_ROWS]) * n
             slicec[p, :n] = h.weights[at:at + n]
     for lv in pids:
