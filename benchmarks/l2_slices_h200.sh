@@ -12,6 +12,7 @@
 #      pair their SMs by die position (slices_vs_card.py EVERY_A EVERY_B --match);
 #   6. l2_slices over all 16,384 lines of one page (benchmarks/l2_slices_dense.py): the hash
 #      table over the invariants' classes judged where every held-out line's class is seen;
+#      the page exported as a simulated card (its table) and simulated line by line;
 #   7. benchmarks/l2_share_sweep.py: L2 read bandwidth with slices re-read from other SMs
 #      (StreamRequest.share) against gpu-l2-cache's published H200 figures (item 6);
 #   8. benchmarks/ilp_chunks.py: the ILP sweep's warp-contiguous climb against the chunks a
@@ -62,6 +63,16 @@ pack
 s=$SECONDS
 timeout 150 python3 "$here/l2_slices_dense.py" "$out/dense" > "$out/dense.txt" 2>&1
 echo "l2_slices one dense page: rc $? in $((SECONDS - s)) s" | tee -a "$out/times.txt"
+# the dense page's table exported as a simulated card, the same page simulated (the host's
+# cores), every line against the card's (issue 44: within 2 %)
+gpumem export sim "$out/dense" --out "$out/densesim" > "$out/densesim.log" 2>&1
+cfg=$(ls "$out"/densesim/*.toml 2>/dev/null | head -1)
+if [ -n "$cfg" ]; then
+    timeout 120 python3 "$here/l2_slices_dense.py" "$out/densesimrun" --device sim \
+        --sim-config "$cfg" >> "$out/densesim.log" 2>&1
+    python3 "$here/slices_vs_card.py" "$out/dense" "$out/densesimrun" > "$out/dense_vs_sim.txt" 2>&1
+fi
+mark "dense page simulated"
 pack
 (cd "$here" && timeout 100 python3 l2_share_sweep.py --json "$out/share.json") > "$out/share.txt" 2>&1
 mark "share sweep done"
@@ -70,7 +81,8 @@ pack
 mark "ilp chunks done"
 pack
 echo "---"
-cat "$out/times.txt" "$out/a_vs_b.txt" "$out/a_vs_sim.txt" "$out/dense.txt" "$out/share.txt" \
+cat "$out/times.txt" "$out/a_vs_b.txt" "$out/a_vs_sim.txt" "$out/dense.txt" \
+    "$out/dense_vs_sim.txt" "$out/share.txt" \
     "$out/ilp_chunks.txt"
 tail -3 "$out/a.log" "$out/b.log" "$out/simrun.log" "$out/export.log" 2>/dev/null
 gpumem show "$out/a" 2>&1 | grep -E "l2_slices\." | cut -c1-150
