@@ -223,7 +223,8 @@ def test_a_planted_table_hash_is_recovered_exported_and_reproduced(cli, tmp_path
     the classes of a line's address within a page modulo two deltas. Sampling every line of
     two pages, the experiment recovers the slice count, every line's slice, the deltas and
     the table (up to the groups' numbering), and puts every held-out line in its group;
-    ``export sim`` carries the table, and the exported card's L2 hits cost what the planted
+    ``export sim`` carries the table (the first page's: the second is a shift of it, as an
+    H200's pages are of each other), and the exported card's L2 hits cost what the planted
     config charges, line by line and SM by SM."""
     import gpumem.experiments.l2_slices as exp
     from gpumem.contracts.xor_hash import class_index
@@ -246,7 +247,8 @@ def test_a_planted_table_hash_is_recovered_exported_and_reproduced(cli, tmp_path
     m = slice_map(raw)
     assert m is not None and m.grouping.count == 8 and m.grouping.unassigned == 0
     l2 = planted.config.caches[0]
-    truth = l2.slice_of(planted.config.base_address + m.offsets)
+    base = planted.config.base_address
+    truth = l2.slice_of(base + m.offsets, base)
     pairs = set(zip(m.grouping.labels.tolist(), truth.tolist(), strict=True))
     assert len(pairs) == 8  # one-to-one: every line in its slice's group
     assert not m.fit.masks and S.span(m.fit.kernel) == S.span(list(SLICE_KERNEL))
@@ -263,12 +265,52 @@ def test_a_planted_table_hash_is_recovered_exported_and_reproduced(cli, tmp_path
     (toml,) = sorted(out.glob("*.toml"))
     got = SimConfig.load(toml).level("l2")
     assert got.slices == 8 and got.slice_kernel == list(SLICE_KERNEL) and not got.slice_masks
-    addr = planted.config.base_address + m.offsets
+    assert got.slice_footprint == 512 << 10  # the run's buffer: its first page is the table's
+    addr = base + m.offsets
     for sm in range(16):
-        a = np.array(got.slice_latency[sm])[got.slice_of(addr)]
-        b = np.array(l2.slice_latency[sm])[l2.slice_of(addr)]
+        a = np.array(got.slice_latency[sm])[got.slice_of(addr, base, 512 << 10)]
+        b = np.array(l2.slice_latency[sm])[l2.slice_of(addr, base)]
         assert a == pytest.approx(b, abs=1.0 if jitter else 0.0), sm
     # the classes as the simulator numbers them: the table's own order
     lines = np.arange(512, dtype=np.int64) << 7
     idx = class_index(lines, SLICE_KERNEL, 7, 18)
     assert np.array_equal(np.asarray(l2.slice_table)[idx], l2.slice_lines()[:512])
+
+
+@pytest.mark.slow  # an export and 32 SMs x 16,384 lines simulated: about 30 s of CPU
+@pytest.mark.parametrize("card", ["h200-s23", "h200-s24"])
+def test_an_h200_page_exported_gives_every_lines_l2_hit_within_2_percent(cli, tmp_path,
+                                                                          monkeypatch, card):
+    """Issue 44 item 4 on two H200s (GPU-ae2f9ce6, GPU-af95c491): l2_slices over every line
+    of one 2 MB page (benchmarks/l2_slices_dense.py; the table hash places 97.85 % and
+    99.85 % of held-out lines), exported (``gpumem export sim``: the table, the deltas, each
+    SM's latency to each slice) and the same page simulated: every line's L2 hit from every
+    SM the card measured within 2 % of the card's (max 1.44 % and 1.62 %), the lines held
+    out of the fit too."""
+    from pathlib import Path
+
+    import gpumem.experiments.l2_slices as exp
+
+    data = Path(__file__).parent / "data" / card / "dense"
+    cfg = tmp_path / "card.toml"
+    res = cli("export", "sim", str(data), "--out", str(cfg))
+    assert res.code == 0, res.err
+    monkeypatch.setattr(exp, "PAGES", 1)
+    monkeypatch.setattr(exp, "LINES_PER_PAGE", exp.PAGE // LINE)
+    out = tmp_path / "sim"
+    res = cli("run", "l2_slices", "--device", "sim", "--sim-config", str(cfg), "--arch",
+              "hopper", "--out", str(out))
+    assert res.code == 0, res.err
+
+    def raw(folder):
+        (nc,) = sorted(folder.rglob("l2_slices-*.nc"))
+        with xr.open_dataset(nc) as ds:
+            return slice_map(ds.load())
+
+    card_map, sim_map = raw(data), raw(out)
+    assert np.array_equal(card_map.offsets, sim_map.offsets)
+    cols = [sim_map.sms.index(s) for s in card_map.sms]
+    rel = np.abs(sim_map.matrix[:, cols] - card_map.matrix) / card_map.matrix
+    assert np.nanmax(rel) < 0.02
+    assert np.nanmax(rel[card_map.held_out]) < 0.02
+    assert card_map.fit.found and card_map.fit.accuracy >= 0.95

@@ -199,11 +199,34 @@ def test_a_table_sliced_level_serves_each_line_at_its_slices_latency_from_each_s
                     pattern=tuple(int(x) for x in lines), warmup=256, record=256, path="cg",
                     sm=sm)
         addr = cfg.base_address + res.index * 4
-        sl = np.array(TABLE_SLICED["slice_table"])[class_index(addr, [0x880], 7, 12)]
-        assert np.array_equal(l2.slice_of(addr), sl)
-        assert np.array_equal(l2.slice_of(addr ^ 0x880), sl)  # a kernel delta apart
+        sl = l2.slice_of(addr, cfg.base_address)
         assert np.array_equal(res.latency, np.array(SLICED["slice_latency"][sm % 2])[sl])
         assert len(set(sl.tolist())) == 4
+        # a kernel delta apart within a page: one slice
+        assert np.array_equal(l2.slice_of(addr ^ 0x880, cfg.base_address), sl)
+        # the first page as the table says; later pages shifted, not all alike
+        table = np.array(TABLE_SLICED["slice_table"])
+        first = res.index * 4 < 4096
+        assert first.any() and np.array_equal(
+            sl[first], table[class_index(addr[first], [0x880], 7, 12)])
+        plain = table[class_index(addr, [0x880], 7, 12)]
+        assert (sl != plain).mean() > 0.3
+    # with the table's buffer named, a chain over a buffer of another size starts elsewhere
+    homed = CacheLevel("l2", 1 << 20, 128, 16, L2_HIT, sector=32, scope="gpu", translate=True,
+                       slice_footprint=1 << 19, **TABLE_SLICED)
+    cfg.caches[1] = homed
+    cfg.validate()
+    first = tuple(int(x) for x in np.arange(32) * 128)  # the first page's 32 lines
+    seen = {}
+    for fp in (1 << 19, 1 << 20):
+        res = chase(cfg, footprint=fp, stride=128, order="pattern", pattern=first, warmup=32,
+                    record=32, path="cg", sm=0)
+        addr = cfg.base_address + res.index * 4
+        sl = homed.slice_of(addr, cfg.base_address, fp)
+        assert np.array_equal(res.latency, np.array(SLICED["slice_latency"][0])[sl])
+        seen[fp] = sl
+    assert np.array_equal(seen[1 << 19], table[class_index(addr, [0x880], 7, 12)])
+    assert not np.array_equal(seen[1 << 20], seen[1 << 19])
 
 
 def test_a_slice_map_is_checked_when_the_config_loads():
@@ -236,6 +259,7 @@ def test_a_slice_map_is_checked_when_the_config_loads():
     assert "at most 2**27" in bad(**{**table, "slice_kernel": [0x880] + [1 << b for b in
                                                                         range(30, 12, -1)]},
                                   slice_masks=[])
+    assert "only with slice_table" in bad(slice_footprint=1 << 20)
     assert "power of two" in bad(slices=3, slice_masks=[0x1080, 0x20500],
                                  slice_latency=[[1.0] * 3])
 
@@ -317,7 +341,7 @@ def _planted_configs():
                      ], tlbs
     yield "table_sliced", [CacheLevel("l1d", 16384, 128, 4, L1_HIT, sector=32),
                            CacheLevel("l2", 1 << 20, 128, 16, L2_HIT, sector=32,
-                                      **TABLE_SLICED, **gpu)], tlbs
+                                      slice_footprint=3 << 20, **TABLE_SLICED, **gpu)], tlbs
 
 
 @pytest.mark.parametrize("name,caches,tlbs", list(_planted_configs()),

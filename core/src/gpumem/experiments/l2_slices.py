@@ -117,6 +117,7 @@ class SliceMap:
     partitions: np.ndarray
     fit: S.HashFit  # its table: (page, code) -> group, from the lines the fit used
     held_out: np.ndarray
+    buffer: int  # bytes of the buffer the lines were sampled from
 
 
 def slice_map(raw: xr.Dataset) -> SliceMap | None:
@@ -136,7 +137,7 @@ def slice_map(raw: xr.Dataset) -> SliceMap | None:
     fit = S.fit_hash(offsets, g.labels, held, line_bits=LINE.bit_length() - 1,
                      page_bits=page_bits, buffer_bits=buffer_bits)
     parts = S.partitions_of(prof) if prof.shape[0] > 1 else np.zeros(prof.shape[0], np.int64)
-    return SliceMap(sms, offsets, matrix, g, prof, parts, fit, held)
+    return SliceMap(sms, offsets, matrix, g, prof, parts, fit, held, 1 << buffer_bits)
 
 
 def _bits_of(attrs: Mapping[str, Any], offsets: np.ndarray) -> tuple[int, int]:
@@ -260,7 +261,8 @@ class L2Slices(Experiment):
                 "l2_slices.group_partition", "l2_slices.latency_min", "l2_slices.latency_max",
                 "l2_slices.hash_accuracy", "l2_slices.hash_masks",
                 "l2_slices.hash_buffer_masks", "l2_slices.hash_invariants",
-                "l2_slices.hash_table", "l2_slices.slice_latency", "l2_slices.unsplit")
+                "l2_slices.hash_table", "l2_slices.table_buffer", "l2_slices.slice_latency",
+                "l2_slices.unsplit")
     references = ("Manjunath & Ramachandra, Concurrency Response of Plain Global Loads on the "
                   "NVIDIA H100 (2026): the L2's near/far structure a single SM cannot see")
 
@@ -415,5 +417,10 @@ class L2Slices(Experiment):
                 note=f"{seen} of {len(table)} classes seen" + (
                     "" if seen == len(table) else ": a simulator needs every one (sample "
                     "every line of a page: benchmarks/l2_slices_dense.py)")))
+            out.append(Finding(
+                "l2_slices.table_buffer", int(m.buffer), "byte", 0.9,
+                method + ": the buffer whose first page l2_slices.hash_table describes (a "
+                "simulator starts a chain over a buffer of this size on that page: the "
+                "GPU's other allocations got other physical pages)", kind="structural"))
             out.append(_slice_latency(m, method))
         return out

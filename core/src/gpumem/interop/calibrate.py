@@ -278,17 +278,23 @@ def _fit_slices(cfg: SimConfig, src: Source, put: Callable[..., None]) -> None:
         slot = {g: i for i, g in enumerate(columns)}
         trial.slices, trial.slice_kernel = len(columns), kernel
         trial.slice_table = [slot[g] for g in by_class]
+        buffer = src.value("l2_slices", "l2_slices.table_buffer")
+        trial.slice_footprint = buffer if isinstance(buffer, int) and not isinstance(
+            buffer, bool) and 0 < buffer < 1 << 48 else 0
         how = [(f"{where}.slices", trial.slices, "l2_slices.hash_table",
                 "the groups some class of the table holds"),
                (f"{where}.slice_kernel", kernel, "l2_slices.hash_invariants", ""),
                (f"{where}.slice_table", trial.slice_table, "l2_slices.hash_table",
-                "each class's group, numbered as slices")]
+                "each class's group, numbered as slices"),
+               (f"{where}.slice_footprint", trial.slice_footprint, "l2_slices.table_buffer",
+                "")]
     if rows is None:
         return
-    for attr in ("slice_masks", "slice_kernel", "slice_table"):  # the base's other form
+    for attr in ("slice_masks", "slice_kernel", "slice_table", "slice_footprint"):
         if getattr(level, attr) and not any(k == f"{where}.{attr}" for k, *_ in how):
-            setattr(trial, attr, [])
-            how.append((f"{where}.{attr}", [], "l2_slices.slice_latency",
+            empty: int | list[int] = 0 if attr == "slice_footprint" else []  # the base's other form
+            setattr(trial, attr, empty)
+            how.append((f"{where}.{attr}", empty, "l2_slices.slice_latency",
                         "the run's slice map replaces the base config's"))
     measured = sorted(rows)
     table = [[rows[min(measured, key=lambda m: (abs(m - sm), m))][g] for g in columns]

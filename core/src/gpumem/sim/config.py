@@ -49,6 +49,7 @@ from pydantic.fields import FieldInfo
 from gpumem.contracts.chains import splitmix64
 from gpumem.contracts.device import LARGEST_CLUSTER
 from gpumem.contracts.xor_hash import class_index, codes_of, gf2_basis
+from gpumem.sim.model import BUFFER_MIX
 from gpumem.sim.noise import SPREADS
 
 if sys.version_info >= (3, 11):
@@ -315,9 +316,17 @@ MAX_STATE_BYTES = 256 << 20
 #: Bounds on counts that size lists and sweeps (SMs, peer GPUs of a node).
 MAX_SMS = 4096
 MAX_PEERS = 255
-#: The largest page a slice table may repeat over (the engine keeps a slice per line of it:
+#: The largest page a slice table may repeat over (the engine keeps a slice per line of it,
 #: 2**20 lines of 8 bytes at most; an H200's table is over 2 MB pages of 128-byte lines).
 MAX_SLICE_PAGE_BITS = 27
+
+
+def _splitmix_out(z: np.ndarray) -> np.ndarray:
+    """SplitMix64's output function on uint64s, as the engine's ``_mix`` (0 stays 0)."""
+    with np.errstate(over="ignore"):
+        z = (z ^ (z >> np.uint64(30))) * np.uint64(0xBF58476D1CE4E5B9)
+        z = (z ^ (z >> np.uint64(27))) * np.uint64(0x94D049BB133111EB)
+    return z ^ (z >> np.uint64(31))
 
 
 def _max_ways(ways: int | list[int]) -> int:
@@ -584,6 +593,11 @@ class CacheLevel:
         "numbered by the free bits (l2_slices.hash_table); the page is line x len(table) x "
         "2 ** len(kernel) bytes, and every page homes its lines alike",
         unset="empty: no table", omit_default=True)] = field(default_factory=list)
+    slice_footprint: Annotated[int, spec(
+        "with slice_table: the bytes of the buffer whose first page (at base_address) is the "
+        "table's page; a chain over a buffer of another size starts on other pages, as each "
+        "allocation of a GPU gets its own physical pages (l2_slices.table_buffer)", "byte",
+        ge=0, unset="0: every buffer's first page", omit_default=True)] = 0
     slice_latency: Annotated[list[list[NonNegative]], spec(
         "with slices: each SM's latency to each slice, one row (one entry per slice) per SM, "
         "cyclic over SMs: the whole latency of a hit the level serves, in place of "
@@ -660,12 +674,15 @@ class CacheLevel:
 
     def _validate_slices(self, where: str) -> None:
         if self.slices == 1:
-            if self.slice_masks or self.slice_latency or self.slice_table or self.slice_kernel:
-                _fail(f"{where}.slices", "slice_masks, slice_table, slice_kernel and "
-                      "slice_latency need slices > 1")
+            if (self.slice_masks or self.slice_latency or self.slice_table or self.slice_kernel
+                    or self.slice_footprint):
+                _fail(f"{where}.slices", "slice_masks, slice_table, slice_kernel, "
+                      "slice_footprint and slice_latency need slices > 1")
             return
         if self.scope != "gpu":
             _fail(f"{where}.slices", "only a GPU-scope level has slices")
+        if self.slice_footprint and not self.slice_table:
+            _fail(f"{where}.slice_footprint", "only with slice_table")
         if self.slice_table or self.slice_kernel:
             self._validate_slice_table(where)
         elif 2 ** len(self.slice_masks) != self.slices:
@@ -693,15 +710,17 @@ class CacheLevel:
             _fail(f"{where}.slice_table", "needs one slice per class: a power of two of "
                   "entries (classes of a page modulo slice_kernel)")
         page_bits = self.line.bit_length() - 1 + n.bit_length() - 1 + len(self.slice_kernel)
-        if page_bits > MAX_SLICE_PAGE_BITS:
+        if page_bits > MAX_SLICE_PAGE_BITS or page_bits - self.line.bit_length() + 1 > 20:
             _fail(f"{where}.slice_table", f"its page (line x entries x 2 ** len(kernel)) "
-                  f"must be at most 2**{MAX_SLICE_PAGE_BITS} bytes")
+                  f"must be at most 2**{MAX_SLICE_PAGE_BITS} bytes and 2**20 lines")
         lo, page = self.line - 1, (1 << page_bits) - 1
         if any(k <= 0 or k & lo or k & ~page for k in self.slice_kernel) or \
                 gf2_basis(self.slice_kernel) != sorted(self.slice_kernel, reverse=True):
             _fail(f"{where}.slice_kernel", f"must be a reduced basis (leading bits distinct "
                   f"and clear in the others, highest first) of deltas above the line and "
                   f"inside the table's page (below 2**{page_bits})")
+        if self.slice_footprint >= 1 << 48:
+            _fail(f"{where}.slice_footprint", "must be below 2**48 bytes")
         if any(s >= self.slices for s in self.slice_table) or \
                 len(set(self.slice_table)) != self.slices:
             _fail(f"{where}.slice_table", f"every slice 0..{self.slices - 1} must appear, and "
@@ -723,13 +742,25 @@ class CacheLevel:
         idx = class_index(lines, self.slice_kernel, lb, self.slice_page_bits)
         return np.asarray(self.slice_table, np.int64)[idx]
 
-    def slice_of(self, addresses: np.ndarray) -> np.ndarray:
-        """Each address's home slice (0 for a level without slices), as the engine homes it."""
-        if self.slice_table:
-            lut = self.slice_lines()
-            a = np.asarray(addresses, np.int64)
-            return lut[(a >> (self.line.bit_length() - 1)) & (lut.size - 1)]
-        return codes_of(addresses, self.slice_masks)
+    def slice_of(self, addresses: np.ndarray, base: int = 0, footprint: int = 0
+                 ) -> np.ndarray:
+        """Each address's home slice (0 for a level without slices), as the engine homes it
+        for a chain over ``footprint`` bytes. With a slice table, the page ``base`` lies in
+        (the config's ``base_address``, where a simulated buffer with no pad starts) of a
+        buffer of ``slice_footprint`` bytes (any, where that is 0) looks its lines up in the
+        table as given; every other page XOR a shift mixed from its number counted from
+        there and from the buffer's size, as an H200's physical pages are shifts of each
+        other in its hash (``gpumem.sim.model``)."""
+        if not self.slice_table:
+            return codes_of(addresses, self.slice_masks)
+        lut = self.slice_lines()
+        bits, ls = lut.size.bit_length() - 1, self.line.bit_length() - 1
+        a = np.asarray(addresses, np.int64)
+        page = ((a >> np.int64(ls + bits)) - np.int64(base >> (ls + bits))).astype(np.uint64)
+        if self.slice_footprint:
+            page += np.uint64(((footprint ^ self.slice_footprint) * BUFFER_MIX) % (1 << 64))
+        shift = (_splitmix_out(page) >> np.uint64(64 - bits)).astype(np.int64)
+        return lut[((a >> np.int64(ls)) ^ shift) & np.int64(lut.size - 1)]
 
     def assumptions(self, where: str, sm_count: int) -> list[str]:
         """What a partitioned level leaves to a default or to a cycle the reader may not have
@@ -794,8 +825,8 @@ class CacheLevel:
         ``far_latency``, no caps of its own: every stream passes the copy first)."""
         near = dataclasses.replace(self, size=self.near_size, partitions=1, partition_masks=[],
                                    far_latency=0.0, sm_partition=[], slices=1, slice_masks=[],
-                                   slice_kernel=[], slice_table=[], slice_latency=[],
-                                   near_size=0, home_latency=0.0,
+                                   slice_kernel=[], slice_table=[], slice_footprint=0,
+                                   slice_latency=[], near_size=0, home_latency=0.0,
                                    far_slow_share=0.0, far_slow_latency=0.0)
         far = dataclasses.replace(
             self, name=f"{self.name}_far", hit_latency=self.home_latency or self.far_latency,

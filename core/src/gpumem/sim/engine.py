@@ -50,7 +50,7 @@ from gpumem.sim.model import (
     SLICE_LEN,
     SLICE_N,
     SLICE_OFF,
-    SLUT_LEN,
+    SLUT_BITS,
     SMO_LEN,
     SMO_OFF,
     TRANSLATE,
@@ -176,10 +176,12 @@ def compile_hierarchy(cfg: SimConfig, seed: int) -> tuple[Hierarchy, dict[str, i
             m[SLICE_LEN] = len(lv.slice_masks)
             m[SLICE_N] = lv.slices if lv.slices > 1 else 0
             params.extend(int(x) for x in lv.slice_masks)
-            if lv.slice_table:
+            if lv.slice_table:  # the table, then the page the hierarchy's buffers start in
                 lut = lv.slice_lines()
-                m[SLUT_LEN] = lut.size
+                m[SLUT_BITS] = lut.size.bit_length() - 1
                 params.extend(lut.tolist())
+                params.append(cfg.base_address >> lv.slice_page_bits)
+                params.append(lv.slice_footprint or -1)
             m[SLAT_OFF] = len(weights)
             m[SLAT_ROWS] = len(lv.slice_latency)
             weights.extend(float(x) for row in lv.slice_latency for x in row)

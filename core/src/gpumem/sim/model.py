@@ -30,13 +30,20 @@ ORDER_CODES = {"sequential": 0, "random": 1, "pattern": 2, "scattered": 3}
 COLUMNS = ("LINE_SHIFT", "SECTOR_SHIFT", "N_SETS", "SET_BASE", "IDX_KIND", "IDX_OFF", "IDX_LEN",
            "POLICY", "W_OFF", "TRANSLATE", "PARTS", "PART_OFF", "PART_LEN", "SMO_OFF", "SMO_LEN",
            "MOD_M", "MOD_S", "EQ_WAYS", "WAY_BASE", "HOME_OFF", "HOME_LEN", "SLICE_OFF",
-           "SLICE_LEN", "SLAT_OFF", "SLAT_ROWS", "SLICE_N", "SLUT_LEN")
+           "SLICE_LEN", "SLAT_OFF", "SLAT_ROWS", "SLICE_N", "SLUT_BITS")
 LINE_SHIFT, SECTOR_SHIFT, N_SETS, SET_BASE, IDX_KIND, IDX_OFF, IDX_LEN, POLICY, W_OFF, \
     TRANSLATE, PARTS, PART_OFF, PART_LEN, SMO_OFF, SMO_LEN, MOD_M, MOD_S, EQ_WAYS, WAY_BASE, \
-    HOME_OFF, HOME_LEN, SLICE_OFF, SLICE_LEN, SLAT_OFF, SLAT_ROWS, SLICE_N, SLUT_LEN = \
+    HOME_OFF, HOME_LEN, SLICE_OFF, SLICE_LEN, SLAT_OFF, SLAT_ROWS, SLICE_N, SLUT_BITS = \
     range(len(COLUMNS))
 # A sliced level: SLICE_N slices, each line's by SLICE_LEN masks at SLICE_OFF of idx_param,
-# or (SLUT_LEN > 0, no masks) by a table of SLUT_LEN slices, one per line of a page, there.
+# or (SLUT_BITS > 0, no masks) by a table of 2**SLUT_BITS slices, one per line of a page,
+# there, followed by the page number of the config's base_address and the footprint whose
+# buffer's first page the table is (-1: any): that page looks its lines up in the table as
+# given, every other XOR a shift, the top bits of SplitMix64's output function (_mix) of its
+# number counted from there plus BUFFER_MIX times the footprint's difference (as an H200's
+# physical pages are shifts of each other in its slice hash, and each allocation gets its
+# own): gpumem.sim.config.CacheLevel.slice_of says it once more.
+BUFFER_MIX = 0x2545F4914F6CDD1D
 META_COLUMNS = len(COLUMNS)
 
 PF_BYTES = 1 << 18  # levels with more way state than this get their sets prefetched
@@ -567,16 +574,26 @@ def hit_latency(s: Src, L: Level, p: int | None) -> None:
             with s.block("for b in range(meta[lv, SLICE_LEN]):"):
                 s("sl |= _parity1(addr & idx_param[meta[lv, SLICE_OFF] + b]) << b")
             s("c = slicec[p, sl]")
-        with s.block("if meta[lv, SLUT_LEN] > 0:"):  # by the table of a page's lines
-            s("sl = idx_param[meta[lv, SLICE_OFF] + ((addr >> meta[lv, LINE_SHIFT]) "
-              "& (meta[lv, SLUT_LEN] - 1))]", "c = slicec[p, sl]")
+        with s.block("if meta[lv, SLUT_BITS] > 0:"):  # by the table of a page's lines
+            s("tb = meta[lv, SLUT_BITS]", "tls = meta[lv, LINE_SHIFT]",
+              "to = meta[lv, SLICE_OFF]",
+              "pg = (addr >> (tls + tb)) - idx_param[to + (1 << tb)]",
+              "tfp = idx_param[to + (1 << tb) + 1]")
+            with s.block("if tfp >= 0:"):
+                s(f"pg += (footprint ^ tfp) * {BUFFER_MIX}")
+            s("sl = idx_param[to + (((addr >> tls) ^ np.int64(_mix(_U(pg)) >> _U(64 - tb))) "
+              "& ((1 << tb) - 1))]", "c = slicec[p, sl]")
         s("lat = c + pen")
     elif L.v(SLICE_LEN) > 0:
         s(f"sl = {_bits(lambda x: f'_parity1(addr & {x})', L.key[4])}",
           f"lat = slicec[{p}, sl] + pen")
-    elif L.v(SLUT_LEN) > 0:
-        s(f"sl = idx_param[{L.v(SLICE_OFF)} + ((addr >> {L.v(LINE_SHIFT)}) "
-          f"& {L.v(SLUT_LEN) - 1})]", f"lat = slicec[{p}, sl] + pen")
+    elif L.v(SLUT_BITS) > 0:
+        b, ls, to = L.v(SLUT_BITS), L.v(LINE_SHIFT), L.v(SLICE_OFF)
+        s(f"pg = (addr >> {ls + b}) - idx_param[{to + (1 << b)}]")
+        with s.block(f"if idx_param[{to + (1 << b) + 1}] >= 0:"):
+            s(f"pg += (footprint ^ idx_param[{to + (1 << b) + 1}]) * {BUFFER_MIX}")
+        s(f"sl = idx_param[{to} + (((addr >> {ls}) ^ np.int64(_mix(_U(pg)) >> _U({64 - b}))) "
+          f"& {(1 << b) - 1})]", f"lat = slicec[{p}, sl] + pen")
     elif L.v(PARTS) > 1:
         s(f"home = {_bits(lambda x: f'_parity1(addr & {x})', L.key[2])}")
         with s.block(f"if home != home{p}:"):
