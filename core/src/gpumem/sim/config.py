@@ -508,7 +508,8 @@ class CacheLevel:
     **A sliced L2**: ``slices`` homes a line in one slice by the XOR hash ``slice_masks``,
     or, for a hash no XOR masks express (an H200's), by ``slice_table``: one slice per class
     of the line's address within a page modulo the span of ``slice_kernel`` (the deltas
-    that never change a line's slice), every page alike. A hit the level serves costs
+    that never change a line's slice), the table of one page and every other page a shift
+    of it (:meth:`slice_of`), as an H200's physical pages are. A hit the level serves costs
     ``slice_latency[sm][slice]``: each SM's distance to each slice, as an H200's L2 hits
     vary per line and SM (246-332 cycles from one SM). It refines a partitioned level (each
     partition's lines spread over its slices) or stands alone; with a near copy it belongs
@@ -591,7 +592,8 @@ class CacheLevel:
         "with slices, in place of slice_masks (a hash no XOR masks express): the slice of "
         "each class of a line's address within a page modulo slice_kernel's span, classes "
         "numbered by the free bits (l2_slices.hash_table); the page is line x len(table) x "
-        "2 ** len(kernel) bytes, and every page homes its lines alike",
+        "2 ** len(kernel) bytes: the table is the first page's (see slice_footprint), every "
+        "other page looks its lines up XOR a shift drawn from its number",
         unset="empty: no table", omit_default=True)] = field(default_factory=list)
     slice_footprint: Annotated[int, spec(
         "with slice_table: the bytes of the buffer whose first page (at base_address) is the "
