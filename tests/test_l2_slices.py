@@ -13,8 +13,9 @@ from gpumem.experiments.l2_slices import LINE, PAGE, slice_map
 from gpumem.testing import SLICE_MASKS, sliced_l2
 
 
-def _run(cli, tmp_path, jitter: float):
-    planted = sliced_l2(0, jitter=jitter)
+def _run(cli, tmp_path, jitter: float, planted=None):
+    """``l2_slices`` on a planted config (``sliced_l2``'s by default): it and the raw data."""
+    planted = planted or sliced_l2(0, jitter=jitter)
     cfg = tmp_path / "sliced.toml"
     planted.config.save(cfg)
     out = tmp_path / "run"
@@ -234,16 +235,8 @@ def test_a_planted_table_hash_is_recovered_exported_and_reproduced(cli, tmp_path
     monkeypatch.setattr(exp, "PAGE", 256 << 10)
     monkeypatch.setattr(exp, "PAGES", 2)
     monkeypatch.setattr(exp, "LINES_PER_PAGE", (256 << 10) // LINE)
-    planted = table_sliced_l2(0, jitter=jitter)
-    cfg = tmp_path / "table.toml"
-    planted.config.save(cfg)
+    planted, raw = _run(cli, tmp_path, jitter, table_sliced_l2(0, jitter=jitter))
     run = tmp_path / "run"
-    res = cli("run", "l2_slices", "--device", "sim", "--sim-config", str(cfg), "--arch",
-              "hopper", "--out", str(run))
-    assert res.code == 0, res.err
-    (nc,) = sorted(run.rglob("l2_slices-*.nc"))
-    with xr.open_dataset(nc) as ds:
-        raw = ds.load()
     m = slice_map(raw)
     assert m is not None and m.grouping.count == 8 and m.grouping.unassigned == 0
     l2 = planted.config.caches[0]
