@@ -142,3 +142,21 @@ def test_the_slice_table_of_one_card_lifts_another_cards_runs_to_95_percent(tmp_
     for m in manifests:
         s = compare(get_plugins(), [m, run], False)["agreement"]
         assert s["measured"] >= 60 and s["measured_within"] / s["measured"] >= 0.95, (m, s)
+
+
+@pytest.mark.slow  # compares the conftest's whole hopper simulator run (made once a session)
+def test_the_packaged_config_on_the_first_card_measured_with_l2_slices(sim_run):
+    """The packaged config (no slice map) against GPU-af95c491's three whole runs
+    (tests/data/h200-s24, a card no config was calibrated from): 56/60, 58/63, 60/63 measured
+    findings within 5 % (92.1-95.2 %, 2026-12-05; its misses: l2_slices.latency_min/max, which
+    a slice table gives, l2.sets, ro.half_miss_size, ilp.l2_best_k). A change that reproduces
+    less of any of them fails here."""
+    from gpumem.interop.compare import compare
+
+    run = sim_run("hopper")
+    assert run.ran, run.text[-3000:]
+    manifests = sorted((ROOT / "tests" / "data" / "h200-s24").glob("gpuaf95c-run*/manifest.json"))
+    assert len(manifests) == 3
+    for m in manifests:
+        s = compare(get_plugins(), [m, run.out], False)["agreement"]
+        assert s["measured"] >= 60 and s["measured_within"] / s["measured"] >= 0.92, (m, s)
