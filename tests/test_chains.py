@@ -4,7 +4,13 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from gpumem.contracts.chains import chain_array, chain_offsets, permutation_params, permute_vec
+from gpumem.contracts.chains import (
+    chain_array,
+    chain_offsets,
+    mix_vec,
+    permutation_params,
+    permute_vec,
+)
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -25,6 +31,20 @@ def test_numba_permute_matches_numpy():
         ref = permute_vec(xs, params)
         got = [_permute(int(x), *params) for x in xs]
         assert got == ref.tolist()
+
+
+def test_numba_mix_matches_numpy():
+    """The slice table's page shifts: the host's mix_vec is the kernel's _mix."""
+    from gpumem.sim.primitives import _U, _mix
+    from numba import njit
+
+    @njit
+    def one(x):
+        return _mix(_U(x))
+
+    xs = np.array([0, 1, 2, 12345, 2**40 + 7, 2**63 + 5, 2**64 - 1], dtype=np.uint64)
+    assert [int(one(x)) for x in xs] == mix_vec(xs).tolist()
+    assert mix_vec(np.zeros(1, np.uint64))[0] == 0
 
 
 @pytest.mark.parametrize("order, footprint, stride", [

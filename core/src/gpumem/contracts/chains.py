@@ -62,6 +62,16 @@ def scatter_vec(block: np.ndarray, key: int, per_block: int) -> np.ndarray:
     return (z % np.uint64(per_block)).astype(np.int64)
 
 
+def mix_vec(z: np.ndarray) -> np.ndarray:
+    """SplitMix64's output function on a uint64 array, as the simulator's ``_mix``
+    (:mod:`gpumem.sim.primitives`) computes it one value at a time; 0 stays 0."""
+    with np.errstate(over="ignore"):
+        z = np.asarray(z, dtype=np.uint64)
+        z = (z ^ (z >> np.uint64(30))) * np.uint64(0xBF58476D1CE4E5B9)
+        z = (z ^ (z >> np.uint64(27))) * np.uint64(0x94D049BB133111EB)
+    return z ^ (z >> np.uint64(31))
+
+
 def permute_vec(x: np.ndarray, params: tuple[int, int, int, int, int, int]) -> np.ndarray:
     """Vectorised permutation of ``x`` (uint64 array of values < n).
 

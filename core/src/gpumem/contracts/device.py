@@ -330,10 +330,10 @@ class SmemRequest:
             raise ValueError("warps, ilp and iterations must be >= 1")
 
 
-
 #: The largest thread block cluster the dsmem experiments form (the largest portable size),
 #: where a load's latency is measured rank by rank.
 LARGEST_CLUSTER = 8
+
 
 @dataclass(frozen=True)
 class DsmemRequest:

@@ -201,10 +201,11 @@ def hash_table(m: SliceMap) -> list[int | None]:
     fit, lb = m.fit, LINE.bit_length() - 1
     n = 1 << (fit.page_bits - lb - len(fit.kernel))
     first = min((p for p, _ in fit.table), default=0)
+    seen = [(code, g) for (p, code), g in fit.table.items() if p == first]
     out: list[int | None] = [None] * n
-    for (p, code), g in fit.table.items():
-        if p == first:
-            out[int(class_index(np.array([code]), fit.kernel, lb, fit.page_bits)[0])] = int(g)
+    idx = class_index(np.array([c for c, _g in seen], np.int64), fit.kernel, lb, fit.page_bits)
+    for i, (_c, g) in zip(idx.tolist(), seen, strict=True):
+        out[i] = int(g)
     return out
 
 

@@ -46,7 +46,7 @@ import tomli_w
 from pydantic import Field
 from pydantic.fields import FieldInfo
 
-from gpumem.contracts.chains import splitmix64
+from gpumem.contracts.chains import mix_vec, splitmix64
 from gpumem.contracts.device import LARGEST_CLUSTER
 from gpumem.contracts.xor_hash import class_index, codes_of, gf2_basis
 from gpumem.sim.model import BUFFER_MIX
@@ -319,14 +319,6 @@ MAX_PEERS = 255
 #: The largest page a slice table may repeat over (the engine keeps a slice per line of it,
 #: 2**20 lines of 8 bytes at most; an H200's table is over 2 MB pages of 128-byte lines).
 MAX_SLICE_PAGE_BITS = 27
-
-
-def _splitmix_out(z: np.ndarray) -> np.ndarray:
-    """SplitMix64's output function on uint64s, as the engine's ``_mix`` (0 stays 0)."""
-    with np.errstate(over="ignore"):
-        z = (z ^ (z >> np.uint64(30))) * np.uint64(0xBF58476D1CE4E5B9)
-        z = (z ^ (z >> np.uint64(27))) * np.uint64(0x94D049BB133111EB)
-    return z ^ (z >> np.uint64(31))
 
 
 def _max_ways(ways: int | list[int]) -> int:
@@ -761,7 +753,7 @@ class CacheLevel:
         page = ((a >> np.int64(ls + bits)) - np.int64(base >> (ls + bits))).astype(np.uint64)
         if self.slice_footprint:
             page += np.uint64(((footprint ^ self.slice_footprint) * BUFFER_MIX) % (1 << 64))
-        shift = (_splitmix_out(page) >> np.uint64(64 - bits)).astype(np.int64)
+        shift = (mix_vec(page) >> np.uint64(64 - bits)).astype(np.int64)
         return lut[((a >> np.int64(ls)) ^ shift) & np.int64(lut.size - 1)]
 
     def assumptions(self, where: str, sm_count: int) -> list[str]:
