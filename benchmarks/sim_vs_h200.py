@@ -42,6 +42,10 @@ BANDWIDTH_RUN = ROOT / "tests" / "data" / "h200-v4-runs" / "run1"
 #: bound) on three more H200s, kept as manifests (tests/data/h200-dram-v3, twelve runs,
 #: pooled: each finding the median run's): the packaged config's bulk copies come from them.
 BULK_RUNS = tuple(sorted(p for p in (ROOT / "tests" / "data" / "h200-dram-v3").glob("job[124]-*")))
+#: The L2 slice map (issue 45, item 4): l2_slices over all 16,384 lines of one 2 MB page on
+#: GPU-ae2f9ce6 (2026-12-04), whose class table places 97.85 % of held-out lines: the packaged
+#: config's slice table, slice latencies per SM and the table's page come from it.
+SLICE_RUN = ROOT / "tests" / "data" / "h200-s23" / "dense"
 #: The other runs of the calibration card, pooled into the calibration with run1.
 HELD_OUT = ("run2", "run3", "run4", "run5")
 #: Whole runs on four other H200s, kept as their manifests (tests/data/h200-session17: every
@@ -69,8 +73,10 @@ def calibration_source() -> Any:
     bulk_runs = median_source([load_source(p / "manifest.json") for p in BULK_RUNS],
                               "h200-dram-v3")
     bulk = {k: f for k, f in bulk_runs.findings.items() if k[0] == "bulk_copy"}
+    dense = load_source(SLICE_RUN, reanalyze_with=plugins)
+    slices = {k: f for k, f in dense.findings.items() if k[0] == "l2_slices"}
     return Source(pooled.label, pooled.arch, pooled.device,
-                  {**pooled.findings, **cache_bw, **bulk})
+                  {**pooled.findings, **cache_bw, **bulk, **slices})
 
 
 def simulate(out: Path) -> None:

@@ -161,7 +161,10 @@ def test_export_comments_each_measured_value_with_its_finding(h200_export):
     so it names parameter and finding as ``gpumem export sim`` does)."""
     c = h200_export.comments
     assert "cache:l1d.hit_latency = 34 (measured: latency/lat.l1)" in c["-gpgpu_l1_latency"]
-    assert "(measured: latency/lat.l2)" in c["-gpgpu_l2_rop_latency"]
+    # the packaged L2's slice map, moved by the run's lat.l2 (the run has no slice map)
+    assert "cache:l2.slice_latency" in c["-gpgpu_l2_rop_latency"]
+    assert "(measured: latency/lat.l2 (the base config's slice latencies +4 cycles" \
+        in c["-gpgpu_l2_rop_latency"]
     assert "(measured: latency/lat.l1)" in c["-gpgpu_l2_rop_latency"]
     assert "dram.latency = 702.25 (measured: latency/lat.dram)" in c["-dram_latency"]
     assert "(measured: latency/l2.size" in c["-gpgpu_cache:dl2"]
@@ -169,20 +172,26 @@ def test_export_comments_each_measured_value_with_its_finding(h200_export):
         in c["-gpgpu_cache:dl2"]                                   # not measured: assumed
     assert c["-gpgpu_n_clusters"].startswith("sm_count = 132 (measured: the run's device")
     assert c["-gpgpu_shader_core_pipeline"].startswith("base: ")   # not measured: the base's
-    assert h200_export.params["-dram_latency"] == ["dram.latency", "cache:l2.hit_latency"]
+    assert h200_export.params["-dram_latency"] == ["dram.latency", "cache:l2.slice_latency"]
 
 
 def test_export_values_follow_the_findings(h200_export):
-    """The tuner's rules on the run's own findings: rop = L2 - L1, DRAM = DRAM - L2."""
+    """The tuner's rules on the run's own findings: rop = L2 - L1, DRAM = DRAM - L2, the L2
+    hit being the packaged slice map's median over SMs and lines moved by the run's lat.l2
+    (287 here, the packaged map's 283: +4)."""
     from gpumem.interop.compare import load_source
+    from gpumem_accelsim.translate import _hit, pipeline_cycles
 
     f = {name: x.value for (exp, name), x in load_source(H200_RUN).findings.items()
          if exp in ("latency", "cache_structure")}
     cfg = h200_export.config
-    p = PIPELINE[VERSIONS[0]]  # the cycles the target build adds, taken out
+    # the cycles the target build adds on the base's clocks, taken out (as the export does)
+    p, _ = pipeline_cycles(base_config(get_plugins(), "hopper"))
     assert cfg.int("-gpgpu_l1_latency") == round(f["lat.l1"] - p.l1) == 34 - 4
-    assert cfg.int("-gpgpu_l2_rop_latency") == round(f["lat.l2"] - f["lat.l1"] - p.l2)
-    assert cfg.int("-dram_latency") == round(f["lat.dram"] - f["lat.l2"] - p.dram)
+    l2 = _hit(h200_export.calibrated.config.level("l2"))
+    assert l2 == _hit(_packaged().level("l2")) + f["lat.l2"] - _packaged().level("l2").hit_latency
+    assert cfg.int("-gpgpu_l2_rop_latency") == round(l2 - f["lat.l1"] - p.l2)
+    assert cfg.int("-dram_latency") == round(f["lat.dram"] - l2 - p.dram)
     assert 400 <= cfg.int("-dram_latency") <= 440               # about 704 - 281 - 1
     assert cfg.sm_count == 132 and cfg.core_clock_mhz == 1980
     # the calibrated SimConfig's DRAM bandwidth (Accel-Sim sets it as a DRAM clock, to a
@@ -202,18 +211,18 @@ def test_export_is_the_calibrated_config_translated(h200_export):
     gives, and the latencies are the calibrated ones, level by level."""
     from gpumem.interop.calibrate import calibrate
     from gpumem.interop.compare import load_source
-    from gpumem_accelsim.translate import translate
+    from gpumem_accelsim.translate import _hit, pipeline_cycles, translate
 
     base = base_config(get_plugins(), "hopper")
     cal = calibrate(_packaged(), load_source(H200_RUN))
-    p = PIPELINE[VERSIONS[0]]
+    p, _ = pipeline_cycles(base)
     again = translate(cal.config, base, cal.sources, pipeline=p).config.merged()
     got = h200_export.config.merged()
     assert h200_export.params and set(h200_export.params) <= set(got)
     for option in h200_export.params:
         assert got[option] == again[option], option
     c = cal.config
-    l1, l2, dram = c.level("l1d").hit_latency, c.level("l2").hit_latency, c.dram.latency
+    l1, l2, dram = c.level("l1d").hit_latency, _hit(c.level("l2")), c.dram.latency
     assert h200_export.config.int("-gpgpu_l1_latency") == round(l1 - p.l1)
     assert h200_export.config.int("-gpgpu_l2_rop_latency") == round(l2 - l1 - p.l2)
     assert h200_export.config.int("-dram_latency") == round(dram - l2 - p.dram)
@@ -345,6 +354,7 @@ def test_both_exports_name_the_same_finding_for_each_parameter(cli, tmp_path):
     import re
 
     from gpumem.sim.config import SimConfig as Sim
+    from gpumem_accelsim.translate import _hit
 
     assert cli("export", "sim", str(RERUN), "--out", str(tmp_path / "h200.toml")).code == 0
     res = cli("export", "accelsim", str(RERUN), "--out", str(tmp_path / "as"))
@@ -361,9 +371,10 @@ def test_both_exports_name_the_same_finding_for_each_parameter(cli, tmp_path):
             obj, _, attr = path.rpartition(".")
             owner = sim.level(obj[6:]) if obj.startswith("cache:") else \
                 getattr(sim, obj) if obj else sim
-            assert float(getattr(owner, attr)) == float(value), path
+            held = getattr(owner, attr)  # a slice map: the one latency Accel-Sim takes
+            assert float(_hit(owner) if attr == "slice_latency" else held) == float(value), path
     assert named["cache:l1d.hit_latency"] == "latency/lat.l1"
-    assert named["cache:l2.hit_latency"] == "latency/lat.l2"
+    assert named["cache:l2.slice_latency"] == "latency/lat.l2"
     assert named["dram.latency"] == "latency/lat.dram"
     assert named["cache:l2_far.size"] == "latency/l2.size"
     assert len(named) >= 7

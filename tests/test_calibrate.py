@@ -339,3 +339,38 @@ def test_a_warps_issue_cycles_come_from_its_rate_at_each_ilp(exported):
     base = dataclasses.replace(cfg.smem, load_issue_cycles=0.0, iteration_cycles=0.0)
     cfg = dataclasses.replace(cfg, smem=base)
     assert fitted(slow).load_issue_cycles == 0.0
+
+
+def test_a_run_without_a_slice_map_moves_the_base_configs_by_its_l2_latency(tmp_path):
+    """A run that measured lat.l2 but no slice map of its own (the packaged H200's map comes
+    from another card's dense l2_slices page) keeps the base's map, every latency moved by
+    the run's L2 hit over the base's: the simulated ladder follows the run (17 cycles
+    slower here) and the lines keep their spread; the parameter names lat.l2."""
+    from gpumem.contracts.findings import Finding
+    from gpumem.contracts.formats import Source
+    from gpumem.interop.calibrate import calibrate
+    from gpumem.plugin.registry import get_plugins
+
+    base = get_plugins().hook.gpumem_simulator_config(arch="hopper", simulator="sim")
+    l2 = base.level("l2")
+    assert l2.slices > 60 and l2.slice_table  # the packaged map
+    moved = l2.hit_latency + 17
+    src = Source("planted", "hopper", None,
+                 {("latency", "lat.l2"): Finding("lat.l2", moved, "cycle")})
+    cal = calibrate(base, src)
+    got = cal.config.level("l2")
+    assert got.slice_table == l2.slice_table and got.slice_kernel == l2.slice_kernel
+    assert all(round(b - a, 2) == 17 for ra, rb in zip(l2.slice_latency, got.slice_latency,
+                                                      strict=True)
+               for a, b in zip(ra, rb, strict=True))
+    assert cal.sources["cache:l2.slice_latency"].startswith(
+        "latency/lat.l2 (the base config's slice latencies +17 cycles")
+    path, out = tmp_path / "moved.toml", tmp_path / "run"
+    cal.config.save(path)
+    for config, where in ((None, tmp_path / "base"), (path, out)):
+        args = ["--sim-config", str(config)] if config else []
+        assert main(["run", "--arch", "hopper", "latency", "--device", "sim", "--quick",
+                     *args, "--out", str(where)]) == 0
+    before = load_source(tmp_path / "base").findings[("latency", "lat.l2")].value
+    after = load_source(out).findings[("latency", "lat.l2")].value
+    assert after - before == pytest.approx(17, abs=1)

@@ -144,12 +144,16 @@ def test_the_simulated_h200_meets_the_reference_cards_values(simulated_h200):
         assert len(reference) >= (49 if grid == "full" else 42), (grid, len(reference))
         assert not [n for n, f in run.items() if f["status"] == "fail"]
     na = [n for n, f in simulated_h200["full"].items() if f["status"] == "n/a"]
-    # the NOT_SIMULATED values (11) and what nothing expects of a simulated H200: the texture
+    # the NOT_SIMULATED values and what nothing expects of a simulated H200: the texture
     # path's and the hashed L1's geometry (16), l2.sm_partition, and ilp.k8_vs_k2_by_footprint
-    # (the model's footprints are not the H200's); and l2_slices' six, which no H200
-    # measurement expects yet (the packaged config has no slice map: one group)
+    # (the model's footprints are not the H200's); and l2_slices' groups and their lines,
+    # which no H200 measurement expects yet. Its slice map's latency_min and latency_max are
+    # judged by the H200 fleet's (they were n/a while the packaged L2 had one latency)
     assert len(na) <= 32 + 6, na
-    assert {"l2_slices.groups", "l2_slices.latency_min"} <= set(na)
+    assert "l2_slices.groups" in na
+    full = simulated_h200["full"]
+    assert full["l2_slices.latency_min"]["status"] == full["l2_slices.latency_max"]["status"] \
+        == "pass"
 
 
 def test_the_readmes_tally_is_what_the_simulated_h200_run_prints(sim_run):

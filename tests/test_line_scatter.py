@@ -105,8 +105,12 @@ def test_l2_line_behind_near_and_far_partitions(line):
     """The hopper config's L2: a near level every access fills, backed by the whole L2 at
     far latency. Far hits must not count as DRAM accesses."""
     cfg = get_plugins().hook.gpumem_simulator_config(arch="hopper", simulator="sim")
-    # whole sets of the new line (the measured sizes are whole sets of 128-B lines)
-    caches = [dataclasses.replace(c, line=line, size=c.size // (line * c.ways) * line * c.ways)
+    # whole sets of the new line (the measured sizes are whole sets of 128-B lines); another
+    # line without the slice map (its classes are of 128-B lines)
+    unsliced = {} if line == 128 else {"slices": 1, "slice_kernel": [], "slice_table": [],
+                                       "slice_latency": [], "slice_footprint": 0}
+    caches = [dataclasses.replace(c, line=line, size=c.size // (line * c.ways) * line * c.ways,
+                                  **unsliced)
               if c.name.startswith("l2") else c for c in cfg.caches]
     cfg = dataclasses.replace(cfg, caches=caches).validate()
     dev = SimDevice(cfg, "hopper")

@@ -213,6 +213,17 @@ def test_a_declared_range_is_checked_with_the_fields_path(section, key, value, m
 # ---------------------------------------------------------------------------------------------
 
 
+def _hopper_without_slices() -> dict:
+    """The packaged hopper config's data without its L2 slice map: a near copy on one level
+    takes the far partition's slow hits (``far_slow_share``), which a sliced level's per-SM,
+    per-slice latencies replace, so the one-level form is about an L2 with one near latency."""
+    data = tomllib.loads(HOPPER.read_text())
+    near = next(c for c in data["cache"] if c["name"] == "l2")
+    for key in ("slices", "slice_kernel", "slice_table", "slice_footprint", "slice_latency"):
+        near.pop(key, None)
+    return data
+
+
 def _one_level(data: dict, **extra) -> dict:
     """The hopper config with its near and far L2 written as one level."""
     data = copy.deepcopy(data)
@@ -230,7 +241,7 @@ def _one_level(data: dict, **extra) -> dict:
 
 
 def test_a_near_copy_on_one_level_means_the_hopper_configs_two_levels():
-    data = tomllib.loads(HOPPER.read_text())
+    data = _hopper_without_slices()
     two = SimConfig.from_dict(copy.deepcopy(data))
     two.level("l2").sector = two.level("l2_far").sector  # one level has one sector
     one = SimConfig.from_dict(_one_level(data))
@@ -239,7 +250,7 @@ def test_a_near_copy_on_one_level_means_the_hopper_configs_two_levels():
 
 
 def test_a_near_copy_takes_balanced_masks_and_far_latency_by_default():
-    data = _one_level(tomllib.loads(HOPPER.read_text()), home_latency=0.0)
+    data = _one_level(_hopper_without_slices(), home_latency=0.0)
     for key in ("partition_masks", "sm_partition"):
         del data["cache"][1][key]
     cfg = SimConfig.from_dict(data)
@@ -419,5 +430,5 @@ def test_the_hopper_config_models_all_but_a_node():
 
 def test_a_partitioned_l2s_caps_on_its_near_copy_model_bw_l2():
     """The whole L2 behind a near copy has no caps of its own; the copy's count."""
-    gaps = SimConfig.from_dict(_one_level(tomllib.loads(HOPPER.read_text()))).unmodelled()
+    gaps = SimConfig.from_dict(_one_level(_hopper_without_slices())).unmodelled()
     assert "bw.l2" not in gaps and "ilp.*" not in gaps

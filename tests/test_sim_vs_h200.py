@@ -114,49 +114,25 @@ def test_the_packaged_config_is_the_calibrated_one(tmp_path):
     assert alone.level("l2").bandwidth == pytest.approx(4017.4, rel=0.001)
 
 
-
-@pytest.mark.slow  # an export and a whole hopper simulator run: about a minute of CPU
-def test_the_slice_table_of_one_card_lifts_another_cards_runs_to_95_percent(tmp_path):
-    """Issue 45, item 4, on a card neither the packaged config nor the slice table saw
-    (GPU-af95c491, three whole runs of 2026-12-05 in tests/data/h200-s24): the packaged
-    config with the L2 slice table of GPU-ae2f9ce6's dense page (``gpumem export sim
-    tests/data/h200-s23/dense``: the packaged base, the table, the slice latencies)
-    reproduces each run at least 95 % within 5 % (60/62, 61/64, 63/64: 95.3-98.4 %; the
-    packaged config alone 56/60, 58/63, 60/63: 92.1-95.2 %, its l2_slices.latency_min and
-    latency_max one level of 283 cycles). Not yet the packaged config: its simulated
-    lat.l2 then reads 280-281 (the sequential ladder's records see one 128 KB run of the
-    table each, 276-290 cycles, as a card's do), at the edge of the H200's band."""
-    from gpumem.cli import main
-    from gpumem.interop.compare import compare
-
-    cfg = tmp_path / "sliced.toml"
-    assert main(["export", "sim", str(ROOT / "tests" / "data" / "h200-s23" / "dense"),
-                 "--out", str(cfg)]) == 0
-    sliced = SimConfig.load(cfg)
-    assert sliced.level("l2").slices > 60 and sliced.level("l2").slice_footprint == 2 << 20
-    run = tmp_path / "run"
-    assert main(["run", "--arch", "hopper", "all", "--device", "sim", "--sim-config", str(cfg),
-                 "--out", str(run)]) == 0
-    manifests = sorted((ROOT / "tests" / "data" / "h200-s24").glob("gpuaf95c-run*/manifest.json"))
-    assert len(manifests) == 3
-    for m in manifests:
-        s = compare(get_plugins(), [m, run], False)["agreement"]
-        assert s["measured"] >= 60 and s["measured_within"] / s["measured"] >= 0.95, (m, s)
-
-
 @pytest.mark.slow  # compares the conftest's whole hopper simulator run (made once a session)
-def test_the_packaged_config_on_the_first_card_measured_with_l2_slices(sim_run):
-    """The packaged config (no slice map) against GPU-af95c491's three whole runs
-    (tests/data/h200-s24, a card no config was calibrated from): 56/60, 58/63, 60/63 measured
-    findings within 5 % (92.1-95.2 %, 2026-12-05; its misses: l2_slices.latency_min/max, which
-    a slice table gives, l2.sets, ro.half_miss_size, ilp.l2_best_k). A change that reproduces
-    less of any of them fails here."""
+def test_the_packaged_config_reproduces_held_out_cards_runs_95_percent(sim_run):
+    """Issue 45, item 4, on two cards no part of the packaged config was calibrated from:
+    GPU-af95c491 (three whole runs of 2026-12-05, tests/data/h200-s24) and GPU-d1c49d44
+    (two, measured after the config took its slice map, tests/data/h200-s25). The packaged
+    config, its L2 slice map from GPU-ae2f9ce6's dense page, reproduces each run at least
+    95 % within 5 % (af95c: 60/62, 61/64, 63/64; d1c49: 63/65, 62/63; without the slice map
+    af95c's were 56/60, 58/63, 60/63, its l2_slices.latency_min and latency_max one level of
+    283 cycles). Still missed: ilp.l2_best_k in each, cpasync.speedup, l2.far_slow_share,
+    tlb_l1.miss_penalty and ro.half_miss_size in one run each. A change that reproduces less
+    of any of them fails here."""
     from gpumem.interop.compare import compare
 
     run = sim_run("hopper")
     assert run.ran, run.text[-3000:]
-    manifests = sorted((ROOT / "tests" / "data" / "h200-s24").glob("gpuaf95c-run*/manifest.json"))
-    assert len(manifests) == 3
+    data = ROOT / "tests" / "data"
+    manifests = sorted([*(data / "h200-s24").glob("gpuaf95c-run*/manifest.json"),
+                        *(data / "h200-s25").glob("gpud1c49-run*/manifest.json")])
+    assert len(manifests) == 5
     for m in manifests:
         s = compare(get_plugins(), [m, run.out], False)["agreement"]
-        assert s["measured"] >= 60 and s["measured_within"] / s["measured"] >= 0.92, (m, s)
+        assert s["measured"] >= 60 and s["measured_within"] / s["measured"] >= 0.95, (m, s)

@@ -112,6 +112,7 @@ def calibrate(base: SimConfig, src: Source) -> Calibrated:
             out.sources["dram.bandwidth_gbs"] = (f"the run's device ({dev.name}): memory clock "
                                                  f"x bus width")
     names = {lv.name for lv in cfg.caches}
+    base_hits = {lv.name: lv.hit_latency for lv in cfg.caches}
     for level, finding in (("l1d", "lat.l1"), ("l2", "lat.l2")):
         v = positive(src.value("latency", finding))
         if v is not None and level in names:
@@ -212,6 +213,7 @@ def calibrate(base: SimConfig, src: Source) -> Calibrated:
     # bandwidth and look-ups were, they would rest on the base config's (a read 0.2 % off)
     _fit_dram(cfg, src, put)
     _fit_slices(cfg, src, put)
+    _shift_base_slices(cfg, base_hits, out.sources, put)
     out.left = [f"{exp}/{name}" for exp, name in sorted(src.findings)
                 if (exp, name) not in out.used]
     try:
@@ -311,6 +313,29 @@ def _fit_slices(cfg: SimConfig, src: Source, put: Callable[..., None]) -> None:
     if level.sm_offsets:
         put(f"{where}.sm_offsets", [], "l2_slices", "l2_slices.slice_latency",
             "the slice latencies hold each SM's distance")
+
+
+def _shift_base_slices(cfg: SimConfig, base_hits: dict[str, float], sources: dict[str, str],
+                       put: Callable[..., None]) -> None:
+    """A run that measured its L2's hit latency (``lat.l2``) but no slice map of its own keeps
+    the base config's map, its latencies moved by as much as the run's L2 hit differs from the
+    base's: the lines and SMs keep their spread (an H200's 245-330 cycles), the level its
+    measured latency (a run whose lat.l2 rose 17 cycles simulates 17 cycles slower)."""
+    if not cfg.paths.get("cg"):
+        return
+    level = cfg.level(cfg.paths["cg"][0])
+    where = f"cache:{level.name}"
+    base = base_hits.get(level.name)
+    if (not level.slice_latency or f"{where}.slice_latency" in sources
+            or f"{where}.hit_latency" not in sources or not base):
+        return
+    shift = round(level.hit_latency - base, 2)
+    table = [[round(x + shift, 2) for x in row] for row in level.slice_latency]
+    if min(min(row) for row in table) <= 0:
+        return
+    put(f"{where}.slice_latency", table, "latency", "lat.l2",
+        f"the base config's slice latencies {shift:+g} cycles: the run's L2 hit over the "
+        f"base's {base:g}; the run measured no slice map")
 
 
 def _slice_table(src: Source) -> tuple[list[int], int, list[int]] | None:

@@ -544,9 +544,10 @@ def translate(sim: SimConfig, base: AccelSimConfig, sources: Mapping[str, str] |
     for c in gpu:
         if c.slices > 1:
             cells = [x for row in c.slice_latency for x in row]
-            masks = ", ".join(f"0x{m:x}" for m in c.slice_masks)
-            warn.append(f"cache '{c.name}': its slice map ({c.slices} slices homed by XOR masks "
-                        f"[{masks}], hits {min(cells):g}-{max(cells):g} cycles by SM and slice) "
+            homed = (f"a table over {len(c.slice_table)} address classes" if c.slice_table
+                     else "XOR masks [" + ", ".join(f"0x{m:x}" for m in c.slice_masks) + "]")
+            warn.append(f"cache '{c.name}': its slice map ({c.slices} slices homed by {homed}, "
+                        f"hits {min(cells):g}-{max(cells):g} cycles by SM and slice) "
                         f"cannot be expressed: Accel-Sim homes lines in its memory "
                         f"sub-partitions by its own hash (-gpgpu_memory_partition_indexing) "
                         f"at one L2 latency for every SM and slice; the "
@@ -607,9 +608,11 @@ def translate(sim: SimConfig, base: AccelSimConfig, sources: Mapping[str, str] |
 
 def _hit(c: CacheLevel) -> float:
     """A level's hit latency as Accel-Sim takes it (one number): a sliced level's median
-    over every SM and slice, else its ``hit_latency``."""
+    over every SM and line (a table's slices weighted by the classes each holds; XOR masks
+    home as many lines in each), else its ``hit_latency``."""
     if c.slices > 1:
-        return float(statistics.median(x for row in c.slice_latency for x in row))
+        classes = c.slice_table or range(c.slices)
+        return float(statistics.median(row[s] for row in c.slice_latency for s in classes))
     return c.hit_latency
 
 

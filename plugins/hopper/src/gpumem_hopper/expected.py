@@ -139,12 +139,6 @@ NOT_SIMULATED: dict[str, str] = {
     "bulk.inflight_per_sm": "a quick run's grid (2 chunks x 2 stages x 2 blocks) puts the "
                             "model's plateau at 128 KB in flight per SM; the full grid's 64 KB "
                             "is the H200's",
-    "l2_slices.latency_min": "the model's L2 has no slice map: every hit at lat.l2 (283); a "
-                             "config exported from an l2_slices run over a whole page has one "
-                             "(gpumem export sim)",
-    "l2_slices.latency_max": "the model's L2 has no slice map: every hit at lat.l2 (283); a "
-                             "config exported from an l2_slices run over a whole page has one "
-                             "(gpumem export sim)",
 }
 
 FLEET = "gpumem on healthy H200 SXM cards"
