@@ -27,7 +27,7 @@ SHIPPED = REPO / "core" / "src" / "gpumem" / "contracts" / "allowances.json"
 DEFAULT = ("tests/data/h200-fleet/*", "tests/data/h200-session17/*", "tests/data/h200-dram-v3/*",
            "tests/data/h200-v4-runs/*", "tests/data/h200-cards/*/*", "tests/data/h200-reruns/*",
            "tests/data/h200-tlb-reruns/*", "tests/data/h200x2-run", "tests/data/h200-s23/*",
-           "tests/data/h200-s24/*")
+           "tests/data/h200-s24/*", "tests/data/h200-s25/*")
 
 
 #: The folders of whole runs (every experiment), on which the band's Z is learned held out.

@@ -43,7 +43,12 @@ def _pad(sim: bool, nbytes: int) -> object:
 def main() -> int:
     ap = probe_parser(__doc__)
     ap.add_argument("--trials", type=int, default=8)
+    ap.add_argument("--pads", help="GiB held in front, one per trial, comma-separated (e.g. "
+                    "0,1.5,0,3: is the first trial fast for being first or for having no "
+                    "pad?); default 0, 1.5, 3, ... for --trials trials")
     a = ap.parse_args()
+    pads = ([int(float(x) * (1 << 30)) for x in a.pads.split(",")] if a.pads
+            else [t * (3 << 29) for t in range(a.trials)])
     from gpumem.contracts.device import StreamRequest
 
     dev = open_hopper(a.sim)
@@ -55,10 +60,10 @@ def main() -> int:
     while time.monotonic() < warm_until:  # clocks up, as in a run's bandwidth experiment
         dev.stream(best)
     t0 = time.monotonic()
-    for trial in range(a.trials):
+    for nbytes in pads:
         # a new footprint frees the last one's buffers; a pad held in front (0, 1.5, 3, ...
         # GiB) makes the fresh ones land on other pages, as another process's would
-        pad = _pad(a.sim, trial * (3 << 29))
+        pad = _pad(a.sim, nbytes)
         for fp in FOOTPRINTS:
             req = StreamRequest(footprint=fp, ctas=8 * sms, threads=1024, ilp=8, width=16,
                                 path="cg", kind="read", work=max(fp, 2 << 30), seed=0)
@@ -75,11 +80,11 @@ def main() -> int:
                     "within_allocation": round(within, 4)}
         print(f"{int(fp) >> 20:6d} MiB: allocations' medians {min(meds):.1f}-{max(meds):.1f} "
               f"GB/s (spread {rows[fp]['spread']:.2%}); one allocation's runs within "
-              f"{within:.2%}")
+              f"{within:.2%}; by trial " + " ".join(f"{m:.0f}" for m in meds))
     print(f"{time.monotonic() - t0:.1f} s")
     if a.json:
         a.json.write_text(json.dumps({"device": dev.info.name, "uuid": dev.info.uuid,
-                                      "footprints": rows}, indent=1))
+                                      "pads": pads, "footprints": rows}, indent=1))
     dev.close()
     return 0
 
