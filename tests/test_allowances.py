@@ -150,3 +150,23 @@ def test_derive_from_two_cards(tmp_path):
     # 682.25 and 703.5: range 3.1 % of their median
     assert lat["card_range"] == pytest.approx((703.5 - 682.25) / 692.875, abs=1e-4)
     assert lat["card_sigma"] == pytest.approx(lat["card_range"] / 1.128, abs=1e-4)
+
+
+def test_the_farthest_card_seen_stays_inside_the_fleet_band():
+    """A card that sets the spread lies inside the band made of it: its distance from the
+    center and a run's largest deviation are kept rounded up (GPU-d1c49d44's
+    dsmem.remote_extra, 178.1 cycles against a center of 174.25, fell 0.001 cycle outside a
+    band of the distance rounded to nearest)."""
+    from gpumem.authoring.learn import _stats
+    from gpumem.contracts.allowances import fleet_band
+
+    # eleven cards alike and one 2.2 % off: the farthest card sets the band, not the model
+    by_card = {f"card{i}": [[174.25], [174.25]] for i in range(11)} | {"far": [[178.1], [178.1]]}
+    stats = _stats(by_card, absolute=False)
+    center = stats["center"][0]
+    assert stats["card_max"] >= (178.1 - center) / center
+    data = {"findings": {"dsmem.remote_extra": {**stats, "units": "cycle",
+                                                "class": "latency"}},
+            "band_z": {"value": 2.5}}
+    band = fleet_band("dsmem.remote_extra", "cycle", data)
+    assert band is not None and center * (1 + band.rel_tol) >= 178.1
