@@ -53,6 +53,12 @@ def main() -> int:
 
     dev = open_hopper(a.sim)
     sms = dev.info.sm_count
+    nvml = None
+    if not a.sim:  # the clocks and their event reasons after each trial (read only)
+        from gpumem.cuda.nvml import Nvml
+
+        nvml = Nvml(0)
+    states: list[dict] = []
     out: dict[str, list] = {str(fp): [] for fp in FOOTPRINTS}
     best = StreamRequest(footprint=FOOTPRINTS[0], ctas=8 * sms, threads=1024, ilp=8, width=16,
                          path="cg", kind="read", work=4 << 30, seed=0)
@@ -71,6 +77,13 @@ def main() -> int:
             runs = [dev.stream(req).gbs for _r in range(6)]
             out[str(fp)].append(runs)
         del pad
+        if nvml is not None:
+            q = nvml.quick()
+            states.append({k: q.get(k) for k in ("sm_clock_mhz", "mem_clock_mhz", "power_mw",
+                                                  "temperature_c", "clock_event_reasons")})
+            print(f"after pad {nbytes / (1 << 30):g} GiB: SM {q.get('sm_clock_mhz')} MHz, "
+                  f"memory {q.get('mem_clock_mhz')} MHz, {q.get('power_mw', 0) / 1e3:.0f} W, "
+                  f"{q.get('temperature_c')} C, reasons {int(q.get('clock_event_reasons', 0)):#x}")
     rows = {}
     for fp, trials in out.items():
         meds = [statistics.median(r) for r in trials]
@@ -84,7 +97,8 @@ def main() -> int:
     print(f"{time.monotonic() - t0:.1f} s")
     if a.json:
         a.json.write_text(json.dumps({"device": dev.info.name, "uuid": dev.info.uuid,
-                                      "pads": pads, "footprints": rows}, indent=1))
+                                      "pads": pads, "states": states, "footprints": rows},
+                                     indent=1))
     dev.close()
     return 0
 

@@ -214,9 +214,10 @@ def test_a_declared_range_is_checked_with_the_fields_path(section, key, value, m
 
 
 def _hopper_without_slices() -> dict:
-    """The packaged hopper config's data without its L2 slice map: a near copy on one level
-    takes the far partition's slow hits (``far_slow_share``), which a sliced level's per-SM,
-    per-slice latencies replace, so the one-level form is about an L2 with one near latency."""
+    """The packaged hopper config's data without its L2 slice map. The near copy written as
+    one level carries the far partition's slow hits (``far_slow_share``), which a sliced
+    level may not have (its slice latencies are every hit's): these tests are of the near
+    copy's form, on an L2 with one near latency."""
     data = tomllib.loads(HOPPER.read_text())
     near = next(c for c in data["cache"] if c["name"] == "l2")
     for key in ("slices", "slice_kernel", "slice_table", "slice_footprint", "slice_latency"):

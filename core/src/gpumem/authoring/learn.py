@@ -154,10 +154,10 @@ def _median(rows: list[list[float]]) -> list[float]:
     return [statistics.median(col) for col in zip(*rows, strict=True)]
 
 
-
 def _up(x: float, places: int = 5) -> float:
     """``x`` rounded up to ``places`` decimals: a largest distance seen, never understated."""
     return math.ceil(x * 10 ** places) / 10 ** places
+
 
 def _stats(by_card: dict[str, list[list[float]]], absolute: bool) -> dict[str, Any]:
     """The card medians' range and standard deviation (``range / d2(k)``), and the runs'
