@@ -101,6 +101,9 @@ def test_simconfig_features_accel_sim_lacks_are_each_warned():
     assert "near/far" in text            # l2 + l2_far: two latencies, one written
     assert "TLB level(s)" in text
     assert "60 MB" not in text           # sizes are given in bytes, not rounded words
+    # the packaged L2's slice map: homed by a table (no XOR masks to name), one latency written
+    assert "slices homed by a table over 2048 address classes" in text
+    assert "XOR masks []" not in text
 
 
 def test_simconfig_geometry_round_trips_through_accel_sim():
