@@ -99,6 +99,8 @@ def main() -> int:
         a.json.write_text(json.dumps({"device": dev.info.name, "uuid": dev.info.uuid,
                                       "pads": pads, "states": states, "footprints": rows},
                                      indent=1))
+    if nvml is not None:
+        nvml.close()
     dev.close()
     return 0
 

@@ -112,7 +112,6 @@ def calibrate(base: SimConfig, src: Source) -> Calibrated:
             out.sources["dram.bandwidth_gbs"] = (f"the run's device ({dev.name}): memory clock "
                                                  f"x bus width")
     names = {lv.name for lv in cfg.caches}
-    base_hits = {lv.name: lv.hit_latency for lv in cfg.caches}
     for level, finding in (("l1d", "lat.l1"), ("l2", "lat.l2")):
         v = positive(src.value("latency", finding))
         if v is not None and level in names:
@@ -213,7 +212,7 @@ def calibrate(base: SimConfig, src: Source) -> Calibrated:
     # bandwidth and look-ups were, they would rest on the base config's (a read 0.2 % off)
     _fit_dram(cfg, src, put)
     _fit_slices(cfg, src, put)
-    _shift_base_slices(cfg, base_hits, out.sources, put)
+    _shift_base_slices(cfg, base, out.sources, put)
     out.left = [f"{exp}/{name}" for exp, name in sorted(src.findings)
                 if (exp, name) not in out.used]
     try:
@@ -315,7 +314,7 @@ def _fit_slices(cfg: SimConfig, src: Source, put: Callable[..., None]) -> None:
             "the slice latencies hold each SM's distance")
 
 
-def _shift_base_slices(cfg: SimConfig, base_hits: dict[str, float], sources: dict[str, str],
+def _shift_base_slices(cfg: SimConfig, base: SimConfig, sources: dict[str, str],
                        put: Callable[..., None]) -> None:
     """A run that measured its L2's hit latency (``lat.l2``) but no slice map of its own keeps
     the base config's map, its latencies moved by as much as the run's L2 hit differs from the
@@ -325,17 +324,17 @@ def _shift_base_slices(cfg: SimConfig, base_hits: dict[str, float], sources: dic
         return
     level = cfg.level(cfg.paths["cg"][0])
     where = f"cache:{level.name}"
-    base = base_hits.get(level.name)
+    was = base.level(level.name).hit_latency
     if (not level.slice_latency or f"{where}.slice_latency" in sources
-            or f"{where}.hit_latency" not in sources or not base):
+            or f"{where}.hit_latency" not in sources or not was):
         return
-    shift = round(level.hit_latency - base, 2)
+    shift = round(level.hit_latency - was, 2)
     table = [[round(x + shift, 2) for x in row] for row in level.slice_latency]
     if min(min(row) for row in table) <= 0:
         return
     put(f"{where}.slice_latency", table, "latency", "lat.l2",
         f"the base config's slice latencies {shift:+g} cycles: the run's L2 hit over the "
-        f"base's {base:g}; the run measured no slice map")
+        f"base's {was:g}; the run measured no slice map")
 
 
 def _slice_table(src: Source) -> tuple[list[int], int, list[int]] | None:
