@@ -57,7 +57,7 @@ extern "C" __global__ void l2_reference(const double* __restrict__ src, double* 
 def _kernel():  # noqa: ANN202
     import cupy as cp
 
-    return cp.RawKernel(SOURCE, "l2_reference", options=("-O3",))
+    return cp.RawKernel(SOURCE, "l2_reference")
 
 
 def _launch(kernel, src, sink, runs: int) -> float:  # noqa: ANN001

@@ -1,6 +1,11 @@
 """Does a warm-up walked by many threads leave the recorded lines as one thread leaves them?
 
     python benchmarks/warm_parallel_check.py [--json OUT.json] [--threads 1024]
+    python benchmarks/warm_parallel_check.py --ilp 8 [--json OUT.json]
+
+``--ilp K``: the same question for ``ChaseRequest.warm_ilp`` (one thread, in chain order, K
+loads in flight) on the ladder's chases alone; the middle chase of each three is warmed that
+way instead of by the threads.
 
 ``ChaseRequest.warm_threads`` walks a chase's warm-up pass with many threads on the chase's
 SM: the lines the chase records first, by one thread, then every other line at once
@@ -65,7 +70,7 @@ def l2_map(dev, threads: int, sms: list[int]) -> list[dict]:
     return rows
 
 
-def ladder(dev, threads: int) -> list[dict]:
+def ladder(dev, threads: int, ilp: int = 1) -> list[dict]:
     from gpumem.contracts.device import PLACEMENT_PADS, ChaseRequest
 
     l2 = dev.info.l2_bytes
@@ -79,7 +84,8 @@ def ladder(dev, threads: int) -> list[dict]:
         req = ChaseRequest(footprint=fp, stride=128, record=256 if order == "sequential"
                            else 1024, warmup=lines, order=order, path="ca", seed=mb,
                            placement=placement)
-        runs = [_chase(dev, replace(req, warm_threads=t)) for t in (1, threads, 1)]
+        middle = replace(req, warm_ilp=ilp) if ilp > 1 else replace(req, warm_threads=threads)
+        runs = [_chase(dev, r) for r in (req, middle, req)]
         lats = [r.latency - r.timer_overhead for r, _ in runs]
         rows.append({
             "order": order, "footprint": fp, "placement": placement,
@@ -98,12 +104,15 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--threads", type=int, default=1024)
     ap.add_argument("--sms", type=int, nargs="*", default=[0, 1, 2, 3, 33, 66, 67, 99, 130, 131])
+    ap.add_argument("--ilp", type=int, default=1, help="compare ChaseRequest.warm_ilp K "
+                    "(one thread, K loads in flight) on the ladder instead of the threads")
     ap.add_argument("--json", default="")
     a = ap.parse_args()
     dev = CudaBackend().open(0, "hopper")
     sms = [s for s in a.sms if s < dev.info.sm_count]
-    out = {"threads": a.threads, "l2_sm_map": l2_map(dev, a.threads, sms),
-           "latency": ladder(dev, a.threads)}
+    out = {"threads": a.threads, "ilp": a.ilp,
+           "l2_sm_map": l2_map(dev, a.threads, sms) if a.ilp < 2 else [],
+           "latency": ladder(dev, a.threads, a.ilp)}
     if a.json:
         with open(a.json, "w") as f:
             json.dump(out, f, indent=1)
@@ -112,7 +121,8 @@ def main() -> None:
         print(f"  SM {r['sm']:3d}: near {r['near_fraction']}, agree parallel "
               f"{r['agree_parallel']:.3f} baseline {r['agree_baseline']:.3f}, same lines "
               f"{r['same_lines']}, ms {r['ms']}")
-    print("latency, ca, SM 0: median (p10-p90) cycles, one thread / threads / one thread")
+    middle = f"{a.ilp} in flight" if a.ilp > 1 else "threads"
+    print(f"latency, ca, SM 0: median (p10-p90) cycles, one thread / {middle} / one thread")
     for r in out["latency"]:
         cells = " / ".join(f"{m:.0f} ({lo:.0f}-{hi:.0f})"
                            for m, lo, hi in zip(r["median"], r["p10"], r["p90"], strict=True))

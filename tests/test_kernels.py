@@ -46,3 +46,26 @@ def test_legacy_kernels_compile_for_the_oldest_target(tmp_path, arch):
             "pointer_chase_tex"} <= entries
     spills = [ln for ln in res.stderr.splitlines() if "spill" in ln]
     assert spills and all(" 0 bytes spill stores, 0 bytes spill loads" in ln for ln in spills)
+
+
+@pytest.mark.skipif(shutil.which("nvcc") is None, reason="nvcc not installed")
+def test_core_chase_kernels_walk_a_warm_up_with_loads_in_flight(tmp_path):
+    """ChaseRequest.warm_ilp: each path's chase (shared-memory and global record) has a
+    variant that walks its warm-up with WARM_ILPS' loads in flight in its own kernel, and it
+    builds without spills."""
+    from importlib.resources import files
+
+    from gpumem.contracts.device import WARM_ILPS
+
+    cu = tmp_path / "pointer_chase.cu"
+    cu.write_text(files("gpumem.cuda").joinpath("kernels/pointer_chase.cu").read_text())
+    res = subprocess.run(["nvcc", f"-arch={OLDEST_TARGET}", "-cubin", "-Xptxas", "-v",
+                          "-o", str(tmp_path / "k.cubin"), str(cu)],
+                         capture_output=True, text=True)
+    assert res.returncode == 0, res.stderr
+    entries = set(re.findall(r"Compiling entry function '(\w+)'", res.stderr))
+    want = {f"pointer_chase_{p}{g}_ilp{k}" for p in ("ca", "cg", "nc") for g in ("", "_global")
+            for k in WARM_ILPS if k > 1}
+    assert want and want <= entries, want - entries
+    spills = [ln for ln in res.stderr.splitlines() if "spill" in ln]
+    assert spills and all(" 0 bytes spill stores, 0 bytes spill loads" in ln for ln in spills)

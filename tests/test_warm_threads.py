@@ -5,7 +5,8 @@ One thread's warm-up passes were most of the H200 suite's time (``l2_sm_map``: 7
 chase's SM if the lines the chase records are touched first, by one thread, and every other
 line after them: :func:`gpumem.contracts.chains.warm_segments` says how. These tests hold that
 split to its promise, and ``l2_sm_map`` to asking for it; the latency ladder keeps one
-thread (measured: not the same L2 state at its knees).
+thread (measured: not the same L2 state at its knees), walking in chain order with
+``ChaseRequest.warm_ilp`` loads in flight.
 """
 
 from __future__ import annotations
@@ -13,10 +14,10 @@ from __future__ import annotations
 import numpy as np
 import pytest
 from gpumem.contracts.chains import chain_offsets, cycle_length, warm_segments
-from gpumem.contracts.device import ChaseRequest
+from gpumem.contracts.device import WARM_ILPS, ChaseRequest
 from gpumem.contracts.experiment import RunContext
 from gpumem.experiments.l2_map import WARM_THREADS, L2SmMap
-from gpumem.experiments.latency import LatencyLadder
+from gpumem.experiments.latency import WARM_ILP, LatencyLadder
 from gpumem.plugin.registry import get_plugins
 from gpumem.sim.device import SimDevice
 from hypothesis import given
@@ -67,6 +68,17 @@ def test_warm_threads_out_of_range_are_refused():
             ChaseRequest(footprint=4096, stride=128, record=8, warm_threads=bad).validate()
 
 
+def test_warm_ilp_outside_the_kernels_or_with_threads_is_refused():
+    for ilp in WARM_ILPS:
+        ChaseRequest(footprint=4096, stride=128, record=8, warm_ilp=ilp).validate()
+    for bad in (0, 3, 64):
+        with pytest.raises(ValueError, match="warm_ilp"):
+            ChaseRequest(footprint=4096, stride=128, record=8, warm_ilp=bad).validate()
+    with pytest.raises(ValueError, match="not both"):
+        ChaseRequest(footprint=4096, stride=128, record=8, warm_ilp=8,
+                     warm_threads=4).validate()
+
+
 @pytest.fixture(scope="module")
 def hopper():
     cfg = get_plugins().hook.gpumem_simulator_config(arch="hopper", simulator="sim")
@@ -109,3 +121,13 @@ def test_the_ladder_keeps_its_one_thread_pass(hopper, monkeypatch):
     for fp, order in ((l2 // 2, "sequential"), (l2, "sequential"), (l2 // 2, "random")):
         exp.measure(hopper, {"order": order, "footprint": fp}, ctx)
     assert asked and {r.warm_threads for r in asked} == {1}
+    assert {r.warm_ilp for r in asked} == {WARM_ILP} and WARM_ILP in WARM_ILPS
+
+
+def test_the_simulator_walks_a_pipelined_pass_as_the_dependent_one(hopper):
+    req = ChaseRequest(footprint=4 << 20, stride=128, record=512, warmup=(4 << 20) // 128,
+                       order="sequential", path="ca", seed=3, sm=5)
+    one = hopper.pointer_chase(req)
+    ilp = hopper.pointer_chase(ChaseRequest(**{**req.__dict__, "warm_ilp": 8}))
+    assert np.array_equal(one.index, ilp.index)
+    assert np.array_equal(one.latency, ilp.latency)

@@ -109,6 +109,8 @@ class DeviceInfo:
 #: ended the near L2 partition at different footprints (25.5-29.3 MB), where pads of 2-14 MB
 #: or 258-2050 MB behaved like one of them.
 PLACEMENT_PADS = (0, 66 << 20, 130 << 20, 1026 << 20)
+#: Loads in flight a one-thread warm-up may keep (``ChaseRequest.warm_ilp``; 1: dependent).
+WARM_ILPS = (1, 8)
 
 
 @dataclass(frozen=True)
@@ -133,6 +135,12 @@ class ChaseRequest:
     after a line (LRU, FIFO, the H200's L2 and its near copies) ends in the state a one-thread
     warm-up leaves for the recorded lines. An H200 took 70 ms per SM for one thread to warm
     45 MB of L2. A device may walk it with one thread: the recorded accesses are the same.
+    ``warm_ilp`` (:data:`WARM_ILPS`) > 1 lets a device walk the warm-up with one thread on the
+    chase's SM in chain order, that many loads in flight (a sequential or random chain's
+    addresses follow from the position, not from the loaded value): the warm-up's accesses
+    to the lines the chase records walked dependently, as ever, every other line touched
+    once, in the chase's order to within a window of ``warm_ilp``, in a fraction of the
+    time. A device may walk it all dependently: the recorded accesses are the same.
     """
 
     footprint: int
@@ -149,10 +157,16 @@ class ChaseRequest:
     peer: int = -1
     placement: int = 0
     warm_threads: int = 1
+    warm_ilp: int = 1
 
     def validate(self) -> None:
         if not 1 <= self.warm_threads <= 1024:
             raise ValueError("warm_threads must be 1 ... 1024")
+        if self.warm_ilp not in WARM_ILPS:
+            raise ValueError(f"warm_ilp must be one of {WARM_ILPS}")
+        if self.warm_ilp > 1 and self.warm_threads > 1:
+            raise ValueError("a warm-up is walked by many threads or with loads in flight, "
+                             "not both")
         if not 0 <= self.placement < len(PLACEMENT_PADS):
             raise ValueError(f"placement must be 0 ... {len(PLACEMENT_PADS) - 1}")
         if self.peer < -1:

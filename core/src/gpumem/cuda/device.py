@@ -275,6 +275,26 @@ class CudaDevice(Device):
                 return req.warmup
         raise PointSkipped(f"no block of the warm-up landed on SM {req.sm}")
 
+    def _pipelined_warm_args(self, req: ChaseRequest) -> tuple | None:
+        """The chain's arguments for a chase kernel that walks its warm-up with
+        ``req.warm_ilp`` loads in flight (``NAME_ilpK``: the positions walked dependently
+        first, the warm-up's accesses to lines the chase records; order, n, s, and the
+        random permutation's bits and keys); ``None`` where it is not asked for or the
+        chain's addresses do not follow from the position (pattern, scattered, texture)."""
+        if (req.warm_ilp < 2 or req.warmup < 1 or req.path == "tex"
+                or req.order not in ("sequential", "random")):
+            return None
+        cycle = cycle_length(req.footprint, req.stride, req.order, req.element)
+        first = np.int32(min(max(req.warmup + req.record - cycle, 0), req.warmup))
+        if req.order == "sequential":
+            return (first, np.int32(0), np.uint64(req.footprint // 4),
+                    np.uint64(req.stride // 4), np.int32(0), np.uint64(0), np.uint64(0),
+                    np.uint64(0), np.uint64(0))
+        lines = req.footprint // req.stride
+        bits, k0, k1, k2, k3, _n = permutation_params(lines, req.seed)
+        return (first, np.int32(1), np.uint64(lines), np.uint64(req.stride // 4),
+                np.int32(bits), np.uint64(k0), np.uint64(k1), np.uint64(k2), np.uint64(k3))
+
     def _texture(self, arr: Any) -> Any:
         """A texture object over the chain (32-bit unsigned elements, element reads)."""
         from cupy.cuda import runtime as rt
@@ -335,6 +355,17 @@ class CudaDevice(Device):
             # a warm-up walked by several threads (req.warm_threads) is done here; the
             # chase then starts where it ended
             warmed = self._warm_in_parallel(req, arr) if peer is None else 0
+            name = _PATH_KERNELS[req.path] + ("_global" if to_global else "")
+            # a warm-up walked with loads in flight, by the chase's own kernel (an L1 keeps
+            # nothing across kernels); a kernel source without it walks dependently
+            pipelined = None if warmed else self._pipelined_warm_args(req)
+            if pipelined is not None:
+                try:
+                    kern = self._kernel("pointer_chase", f"{name}_ilp{req.warm_ilp}")
+                    name = f"{name}_ilp{req.warm_ilp}"
+                    warmed = req.warmup
+                except Exception:  # noqa: BLE001 - an architecture plugin's own kernels
+                    pipelined = None
             start = int(chain_offsets(req.footprint, req.stride, req.order, req.seed, 1,
                                       start=warmed, pattern=req.pattern)[0] // 4)
             word = cp.uint32 if to_global else cp.uint64
@@ -343,7 +374,6 @@ class CudaDevice(Device):
             state = cp.zeros(3, dtype=cp.uint32)
             ovh = cp.empty(2048 if to_global else req.record, dtype=word)
             claim = cp.zeros(1, dtype=cp.uint32)
-            name = _PATH_KERNELS[req.path] + ("_global" if to_global else "")
             kern = self._kernel("pointer_chase", name)
             self.carveout[req.path] = self._set_carveout(kern, CHASE_CARVEOUT_PERCENT)
             chain = self._texture(arr) if req.path == "tex" else arr
@@ -351,9 +381,10 @@ class CudaDevice(Device):
             # pinned to SM req.sm: enough one-thread blocks that one lands there; only the
             # first block on that SM runs the chase, the others return at once
             for blocks in (2 * self.info.sm_count, 16 * self.info.sm_count):
-                kern((blocks,), (1,), (chain, np.uint32(start), np.int32(req.warmup - warmed),
-                                       np.int32(req.record), lat, nxt, state, ovh,
-                                       np.int32(req.sm), claim), shared_mem=smem)
+                args = (chain, np.uint32(start),
+                        np.int32(req.warmup if pipelined else req.warmup - warmed),
+                        np.int32(req.record), lat, nxt, state, ovh, np.int32(req.sm), claim)
+                kern((blocks,), (1,), args + (pipelined or ()), shared_mem=smem)
                 cp.cuda.runtime.deviceSynchronize()
                 if int(claim.get()[0]):
                     break

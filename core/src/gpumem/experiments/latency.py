@@ -71,6 +71,14 @@ MAX_FOOTPRINT = 8 << 30
 LARGE_PAGE = 2 << 20  # the large page of every GPU dissected so far (Mei & Chu; Hopper)
 HALF_RESOLUTION = 0.01  # the half crossing is bisected to 1 % (a point's share is +-1.5 %)
 PLACEMENTS = len(PLACEMENT_PADS)  # allocations a footprint near the L2's knees is chased on
+#: Loads in flight of the one-thread warm-up (``ChaseRequest.warm_ilp``). A dependent walk
+#: of each chase's warm-up pass was some 11 of the 13-14 s the ladder took on an H200 (the
+#: footprints around the L2's knees, each warmed on four placements: 0.5-1 s a footprint);
+#: with the addresses following from the position the same lines are touched in the same
+#: order, eight at a time, in the chase's own kernel (a separate warm-up kernel left an
+#: H100's L1 empty: l1d.size read 32 KB), the recorded lines' warm-up accesses still
+#: dependent (eight in flight, those lines read 2 cycles slower from an H100's L2).
+WARM_ILP = 8
 #: A knee among placed footprints is bisected to 0.5 %, not one stride: where the first of the
 #: placements leaves a hashed level moves by more than that from process to process (an H200's
 #: near L2: 24.7-27.8 MB over three), and stride-exact bisection there cost 15 s a run.
@@ -109,7 +117,9 @@ class LatencyLadder(Experiment):
     name = "latency"
     summary = "pointer-chase latency ladder over footprint: L1, L2 near/far, DRAM, TLB miss"
     probes = ("pointer_chase",)
-    version = "2"  # 2: sequential footprints from L2/8 to 2 L2 chased on PLACEMENTS allocations
+    version = "3"  # 2: sequential footprints from L2/8 to 2 L2 chased on PLACEMENTS allocations
+    #: 3: the warm-up walked with WARM_ILP loads in flight (one thread, chain order)
+    changed_in = {"3": ()}
     findings = ("lat.l1", "lat.l1_ns", "lat.l2", "lat.l2_ns", "lat.l2_far", "lat.l2_far_ns",
                 "lat.dram", "lat.dram_ns", "lat.dram_tlb_miss", "lat.dram_tlb_miss_ns",
                 "l1d.size", "l2.near_size", "l2.size", "l2.partitions")
@@ -169,7 +179,7 @@ class LatencyLadder(Experiment):
             attrs={"stride": STRIDE, "element": ELEMENT, "record": record,
                    "warmup_cap": warm_cap, "l2_bytes": l2, "path": "ca", "seed": ctx.seed,
                    "placements": PLACEMENTS, "placed_from": l2 // 8, "placed_to": 2 * l2,
-                   **attrs},
+                   "warm_ilp": WARM_ILP, **attrs},
         )
 
     def measure(self, device: Device, point: Mapping[str, Any], ctx: RunContext
@@ -195,7 +205,8 @@ class LatencyLadder(Experiment):
             warmup = int(min(lines, max(8192, 16 * (footprint // LARGE_PAGE))))
         req = ChaseRequest(footprint=footprint, stride=STRIDE, record=record, warmup=warmup,
                            order=str(point["order"]), path="ca", element=ELEMENT,
-                           seed=ctx.seed ^ zlib.crc32(str(footprint).encode()))
+                           seed=ctx.seed ^ zlib.crc32(str(footprint).encode()),
+                           warm_ilp=int(plan_attrs.get("warm_ilp", 1)))
         if (point["order"] == "sequential" and "ramp_record" in plan_attrs
                 and plan_attrs["ramp_from"] < footprint < plan_attrs["ramp_to"]):
             # a slow device around its L2's size: the mean of RAMP_RECORD accesses, in the

@@ -45,18 +45,9 @@
     }                                                                                       \
     out_state[0] = j
 
-#define GPUMEM_CHASE_KERNEL(NAME, ARR_T, LOAD)                                            \
-extern "C" __global__ void NAME(ARR_T arr, unsigned int start,                             \
-                                int warmup, int record, unsigned long long* out_lat,        \
-                                unsigned int* out_next, unsigned int* out_state,            \
-                                unsigned long long* out_overhead, int target_sm,            \
-                                unsigned int* claim) {                                      \
-    GPUMEM_CHASE_PIN();                                                                     \
-    extern __shared__ unsigned long long smem[];                                            \
-    unsigned long long* s_lat = smem;                                                       \
-    unsigned int* s_next = reinterpret_cast<unsigned int*>(smem + record);                  \
-    unsigned int j = start;                                                                 \
-    GPUMEM_CHASE_WARM(LOAD);                                                                \
+// The chase proper after its warm-up (j: the element it starts on), recording to shared
+// memory (_SMEM) or to global memory (_GLOBAL), and the timer overhead after it.
+#define GPUMEM_CHASE_RECORD_SMEM(LOAD)                                                      \
     for (int i = 0; i < record; ++i) {                                                      \
         unsigned long long t0, t1;                                                          \
         unsigned int n;                                                                     \
@@ -78,16 +69,9 @@ extern "C" __global__ void NAME(ARR_T arr, unsigned int start,                  
         asm volatile("mov.u64 %0, %%clock64;" : "=l"(t1) :: "memory");                     \
         s_lat[i] = t1 - t0;                                                                 \
     }                                                                                       \
-    for (int i = 0; i < record; ++i) out_overhead[i] = s_lat[i];                            \
-}                                                                                           \
-extern "C" __global__ void NAME##_global(ARR_T arr, unsigned int start,                    \
-                                int warmup, int record, unsigned int* out_lat,              \
-                                unsigned int* out_next, unsigned int* out_state,            \
-                                unsigned int* out_overhead, int target_sm,                  \
-                                unsigned int* claim) {                                      \
-    GPUMEM_CHASE_PIN();                                                                     \
-    unsigned int j = start;                                                                 \
-    GPUMEM_CHASE_WARM(LOAD);                                                                \
+    for (int i = 0; i < record; ++i) out_overhead[i] = s_lat[i]
+
+#define GPUMEM_CHASE_RECORD_GLOBAL(LOAD)                                                    \
     for (int i = 0; i < record; ++i) {                                                      \
         unsigned long long t0, t1;                                                          \
         unsigned int n;                                                                     \
@@ -111,7 +95,106 @@ extern "C" __global__ void NAME##_global(ARR_T arr, unsigned int start,         
         asm volatile("mov.u64 %0, %%clock64;" : "=l"(t1) :: "memory");                     \
         asm volatile("st.global.cg.u32 [%0], %1;"                                           \
                      :: "l"(out_overhead + i), "r"((unsigned int)(t1 - t0)) : "memory");    \
+    }
+
+#define GPUMEM_CHASE_ARGS_SMEM(ARR_T)                                                        \
+    ARR_T arr, unsigned int start, int warmup, int record, unsigned long long* out_lat,     \
+    unsigned int* out_next, unsigned int* out_state, unsigned long long* out_overhead,      \
+    int target_sm, unsigned int* claim
+#define GPUMEM_CHASE_ARGS_GLOBAL(ARR_T)                                                      \
+    ARR_T arr, unsigned int start, int warmup, int record, unsigned int* out_lat,          \
+    unsigned int* out_next, unsigned int* out_state, unsigned int* out_overhead,            \
+    int target_sm, unsigned int* claim
+#define GPUMEM_CHASE_SMEM_RECORD_BUFFERS()                                                  \
+    extern __shared__ unsigned long long smem[];                                            \
+    unsigned long long* s_lat = smem;                                                       \
+    unsigned int* s_next = reinterpret_cast<unsigned int*>(smem + record)
+
+#define GPUMEM_CHASE_KERNEL(NAME, ARR_T, LOAD)                                            \
+extern "C" __global__ void NAME(GPUMEM_CHASE_ARGS_SMEM(ARR_T)) {                           \
+    GPUMEM_CHASE_PIN();                                                                     \
+    GPUMEM_CHASE_SMEM_RECORD_BUFFERS();                                                     \
+    unsigned int j = start;                                                                 \
+    GPUMEM_CHASE_WARM(LOAD);                                                                \
+    GPUMEM_CHASE_RECORD_SMEM(LOAD);                                                         \
+}                                                                                           \
+extern "C" __global__ void NAME##_global(GPUMEM_CHASE_ARGS_GLOBAL(ARR_T)) {                \
+    GPUMEM_CHASE_PIN();                                                                     \
+    unsigned int j = start;                                                                 \
+    GPUMEM_CHASE_WARM(LOAD);                                                                \
+    GPUMEM_CHASE_RECORD_GLOBAL(LOAD);                                                       \
+}
+
+// NAME_ilpK / NAME_global_ilpK: the same chase, its warm-up walked in the same kernel by
+// the same thread in chain order with K loads in flight (ChaseRequest.warm_ilp): warm-up
+// position p (0 .. warmup-1) reads element (p * s) mod n of a sequential chain (order 0: n
+// elements, stride s) or the first element of line perm(p mod n) of a random one (order 1:
+// n lines of s elements; gpumem_permute below). The addresses come from p, not from the
+// loaded values, so K loads overlap; every line is touched once, in the chase's order, from
+// its SM, in the chase's kernel (an L1 keeps nothing across kernels), in a fraction of a
+// dependent walk's time. Positions 0 .. first-1 (the warm-up's accesses to lines the chase
+// then records, gpumem.contracts.chains.warm_segments) are walked dependently, as before. Every warm-up load has returned before the first timed one (their
+// values are folded into acc, which decides a store before the first clock read). The chase
+// then starts at element `start` (the host's: chain position `warmup`).
+__device__ __forceinline__ unsigned long long gpumem_permute(unsigned long long x, int bits,
+        unsigned long long k0, unsigned long long k1, unsigned long long k2,
+        unsigned long long k3, unsigned long long n);
+#define GPUMEM_CHASE_ILP_ARGS                                                               \
+    , int first, int order, unsigned long long n, unsigned long long s, int bits,           \
+    unsigned long long k0, unsigned long long k1, unsigned long long k2, unsigned long long k3
+#define GPUMEM_WARM_NEXT(e, q)  /* element of chain position q, then q one further */       \
+    if (order == 0) { e = q; q += s; if (q >= n) q -= n; }                                  \
+    else { e = gpumem_permute(q, bits, k0, k1, k2, k3, n) * s; if (++q == n) q = 0; }
+#define GPUMEM_CHASE_WARM_ILP(LOAD, K)                                                      \
+    {                                                                                       \
+        unsigned int acc = 0;                                                               \
+        unsigned long long q = 0, e;                                                        \
+        int p = 0;                                                                          \
+        if (first > 0) { /* the recorded lines' warm-up accesses: dependent, as before */  \
+            GPUMEM_WARM_NEXT(e, q);                                                         \
+            unsigned int i = (unsigned int)e;                                               \
+            for (; p < first; ++p) {                                                        \
+                unsigned int nx;                                                            \
+                LOAD(nx, arr, i);                                                           \
+                i = nx;                                                                     \
+                if (p + 1 < first) { GPUMEM_WARM_NEXT(e, q); }                              \
+            }                                                                               \
+            acc ^= i;                                                                       \
+        }                                                                                   \
+        for (; p + K <= warmup; p += K) {                                                   \
+            unsigned int v[K];                                                              \
+            _Pragma("unroll")                                                               \
+            for (int u = 0; u < K; ++u) {                                                   \
+                GPUMEM_WARM_NEXT(e, q);                                                     \
+                LOAD(v[u], arr, e);                                                         \
+            }                                                                               \
+            _Pragma("unroll")                                                               \
+            for (int u = 0; u < K; ++u) acc ^= v[u];                                        \
+        }                                                                                   \
+        for (; p < warmup; ++p) {                                                           \
+            unsigned int v;                                                                 \
+            GPUMEM_WARM_NEXT(e, q);                                                         \
+            LOAD(v, arr, e);                                                                \
+            acc ^= v;                                                                       \
+        }                                                                                   \
+        if (acc == 0x9E3779B9u) out_state[1] = acc;                                         \
     }                                                                                       \
+    unsigned int j = start;                                                                 \
+    out_state[0] = j
+
+#define GPUMEM_CHASE_ILP_KERNEL(NAME, ARR_T, LOAD, K)                                       \
+extern "C" __global__ void NAME##_ilp##K(GPUMEM_CHASE_ARGS_SMEM(ARR_T)                     \
+                                         GPUMEM_CHASE_ILP_ARGS) {                           \
+    GPUMEM_CHASE_PIN();                                                                     \
+    GPUMEM_CHASE_SMEM_RECORD_BUFFERS();                                                     \
+    GPUMEM_CHASE_WARM_ILP(LOAD, K);                                                         \
+    GPUMEM_CHASE_RECORD_SMEM(LOAD);                                                         \
+}                                                                                           \
+extern "C" __global__ void NAME##_global_ilp##K(GPUMEM_CHASE_ARGS_GLOBAL(ARR_T)            \
+                                                GPUMEM_CHASE_ILP_ARGS) {                    \
+    GPUMEM_CHASE_PIN();                                                                     \
+    GPUMEM_CHASE_WARM_ILP(LOAD, K);                                                         \
+    GPUMEM_CHASE_RECORD_GLOBAL(LOAD);                                                       \
 }
 
 // NAME_warm: a chase's warm-up walked by the threads of one block on target_sm (the first
@@ -163,6 +246,9 @@ GPUMEM_CHASE_KERNEL(pointer_chase_nc, gpumem_chain_t, GPUMEM_LD_NC)
 GPUMEM_CHASE_WARM_KERNEL(pointer_chase_ca, gpumem_chain_t, GPUMEM_LD_CA)
 GPUMEM_CHASE_WARM_KERNEL(pointer_chase_cg, gpumem_chain_t, GPUMEM_LD_CG)
 GPUMEM_CHASE_WARM_KERNEL(pointer_chase_nc, gpumem_chain_t, GPUMEM_LD_NC)
+GPUMEM_CHASE_ILP_KERNEL(pointer_chase_ca, gpumem_chain_t, GPUMEM_LD_CA, 8)
+GPUMEM_CHASE_ILP_KERNEL(pointer_chase_cg, gpumem_chain_t, GPUMEM_LD_CG, 8)
+GPUMEM_CHASE_ILP_KERNEL(pointer_chase_nc, gpumem_chain_t, GPUMEM_LD_NC, 8)
 
 // Chain builders (device side, so an 8 GB chain never crosses PCIe).
 // Sequential: arr[i] = (i + s) mod n.
