@@ -14,12 +14,15 @@
 #      L2 request coalescer's) on one launch of the reference and of gpumem's stream kernel:
 #      on an H100 the coalescer merged 45 % of a 1.5 MB share-1 read before the slices.
 #
-#   bash benchmarks/h200_s26.sh OUT_DIR
+#   bash benchmarks/h200_s26.sh OUT_DIR [runs]
+#
+# `runs`: steps 1, 3 and the reference's counters at 1.5 and 16.9 MB only (about 2.5 min).
 #
 # Packs everything into OUT_DIR/pack.tgz after each step and prints a short table last.
 # Changes no clock, power or mode setting (ncu runs with --clock-control none).
 set -uo pipefail
-out=${1:?usage: h200_s26.sh OUT_DIR}
+out=${1:?usage: h200_s26.sh OUT_DIR [runs]}
+mode=${2:-all}
 here="$(cd "$(dirname "$0")" && pwd)"
 # shellcheck source=gpu_job.sh
 source "$here/gpu_job.sh"
@@ -32,6 +35,7 @@ pack() {
         $(find all1 all2 -name manifest.json 2>/dev/null) \
         $(find all1 all2 -name "latency-*.nc" 2>/dev/null)) 2>/dev/null
 }
+if [ "$mode" != runs ]; then
 nvcc -arch=sm_90 -cubin -o "$out/pc.cubin" "$here/../core/src/gpumem/cuda/kernels/pointer_chase.cu" \
     && cuobjdump -sass -fun pointer_chase_ca_global_ilp8 "$out/pc.cubin" > "$out/warm_ilp_sass.txt" 2>&1
 rm -f "$out/pc.cubin"
@@ -39,6 +43,7 @@ timeout 150 python3 "$here/warm_parallel_check.py" --ilp 8 --json "$out/warm_ilp
     > "$out/warm_ilp.txt" 2>&1
 mark "warm check done"
 pack
+fi
 for r in 1 2; do
     s=$SECONDS
     timeout 120 gpumem run --arch hopper all --device cuda:0 --check --out "$out/all$r" \
@@ -46,7 +51,7 @@ for r in 1 2; do
     echo "all $r: rc $? in $((SECONDS - s)) s" | tee -a "$out/times.txt"
     pack
 done
-timeout 60 python3 "$here/dram_placement.py" --pads 0,0,0 --json "$out/placement1.json" \
+[ "$mode" != runs ] && timeout 60 python3 "$here/dram_placement.py" --pads 0,0,0 --json "$out/placement1.json" \
     2>&1 | sed "s/^/pads 0,0,0 /" | tee -a "$out/placement.txt"
 mark "placement done"
 timeout 120 python3 "$here/l2_reference.py" sweep --json "$out/l2_reference.json" \
@@ -71,17 +76,17 @@ run_ncu() {  # label, then the l2_reference.py arguments
         >> "$out/ncu.txt" 2>&1
 }
 run_ncu "reference 1536 kB" one-ref 3
-run_ncu "reference 4096 kB" one-ref 8
+[ "$mode" != runs ] && run_ncu "reference 4096 kB" one-ref 8
 run_ncu "reference 16896 kB" one-ref 33
 run_ncu "stream 16.9 MB share 1" one-stream 16.9 1 4 512 2
-run_ncu "stream 1.5 MB share 8" one-stream 1.5 8 1 256 2
+[ "$mode" != runs ] && run_ncu "stream 1.5 MB share 8" one-stream 1.5 8 1 256 2
 mark "ncu done"
 pack
 echo "== summary"
 cat "$out/times.txt"
-grep -c LDG "$out/warm_ilp_sass.txt"
-grep -h "MiB p" "$out/warm_ilp.txt" | head -30
+[ "$mode" != runs ] && grep -c LDG "$out/warm_ilp_sass.txt"
+[ "$mode" != runs ] && grep -h "MiB p" "$out/warm_ilp.txt" | head -30
 grep -h "fail \|findings:" "$out/all1.log" "$out/all2.log" | head -12
-grep -h "MiB" "$out/placement.txt"
+[ "$mode" != runs ] && grep -h "MiB" "$out/placement.txt"
 cat "$out/l2_reference.txt"
-grep -h "TB/s\|^==" "$out/ncu.txt" | head -20
+python3 "$here/l2_reference.py" table "$out/ncu.txt"

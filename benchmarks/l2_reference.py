@@ -4,6 +4,7 @@ gpumem's stream kernel for Nsight Compute's counters.
     python benchmarks/l2_reference.py sweep [--json OUT.json] [--runs 3,8,33,80]
     python benchmarks/l2_reference.py one-ref RUNS         # one launch, for ncu
     python benchmarks/l2_reference.py one-stream MB SHARE CTAS_PER_SM THREADS ILP
+    python benchmarks/l2_reference.py table NCU.txt   # what the counters say, per launch
 
 ``sweep``: the access structure RRZE gpu-benches' gpu-l2-cache uses (read there, written
 here anew; changed as the issue did to load with ``.cg``, L2 only): 200,000 blocks of 1,024
@@ -19,7 +20,10 @@ cudaProfilerStart and Stop, so ``ncu --profile-from-start off`` can count what t
 slices served (``lts__t_sectors_srcunit_tex_op_read``) against what the SMs asked for
 (``l1tex__t_sectors_pipe_lsu_mem_global_op_ld``): where the first is well below the second,
 requests were merged before the L2 and the figure is not the L2's.
-Changes no setting of the GPU.
+``table``: for each ``== label`` of a file of such ``ncu --csv`` outputs, the rate the SMs
+asked for (global-load sectors x 32 B over the kernel's time), the rate the L2 slices served
+(TEX read sectors), their ratio, and the share of the sectors delivered to the SMs that the
+L2 request coalescer merged instead of sending them on to the slices. Changes no setting of the GPU.
 """
 
 from __future__ import annotations
@@ -137,6 +141,38 @@ def one_stream(mb: float, share: int, per_sm: int, threads: int, ilp: int) -> in
     return 0
 
 
+def _count(text: str) -> float:
+    return float(text.replace(",", "")) if text not in ("", "n/a") else float("nan")
+
+
+def table(path: Path) -> int:
+    """Requested and served rates per ``== label`` block of ``ncu --csv`` output."""
+    import csv
+
+    blocks: dict[str, dict[str, float]] = {}
+    label = ""
+    for line in path.read_text(errors="replace").splitlines():
+        if line.startswith("== "):
+            label = line[3:].strip()
+            blocks[label] = {}
+        elif label and line.startswith('"') and not line.startswith('"ID"'):
+            row = next(csv.reader([line]))
+            if len(row) >= 15:
+                blocks[label][row[12]] = _count(row[14])
+    print(f"{'launch':28s} {'asked TB/s':>10s} {'slices TB/s':>11s} {'served':>7s} "
+          f"{'coalesced':>9s}")
+    for label, m in blocks.items():
+        t = m.get("gpu__time_duration.sum", float("nan")) * 1e-9
+        asked = m.get("l1tex__t_sectors_pipe_lsu_mem_global_op_ld.sum", float("nan")) * 32
+        served = m.get("lts__t_sectors_srcunit_tex_op_read.sum", float("nan")) * 32
+        # the coalescer's: sectors delivered to the GPCs against those it sent on to the L2
+        delivered = m.get("lrc__xbar2gpc_sectors_op_read.sum", float("nan"))
+        sent = m.get("lrc__lrc2xbar_sectors_op_read.sum", float("nan"))
+        print(f"{label:28s} {asked / t / 1e12:10.2f} {served / t / 1e12:11.2f} "
+              f"{served / asked:7.3f} {1 - sent / delivered:9.3f}")
+    return 0
+
+
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     sub = ap.add_subparsers(dest="cmd", required=True)
@@ -145,6 +181,8 @@ def main() -> int:
     s.add_argument("--runs", default=",".join(map(str, DEFAULT_RUNS)))
     o = sub.add_parser("one-ref")
     o.add_argument("runs", type=int)
+    tb = sub.add_parser("table")
+    tb.add_argument("ncu_txt", type=Path)
     t = sub.add_parser("one-stream")
     for name, kind in (("mb", float), ("share", int), ("per_sm", int), ("threads", int),
                        ("ilp", int)):
@@ -152,6 +190,8 @@ def main() -> int:
     a = ap.parse_args()
     if a.cmd == "sweep":
         return sweep(tuple(int(x) for x in a.runs.split(",")), a.json)
+    if a.cmd == "table":
+        return table(a.ncu_txt)
     if a.cmd == "one-ref":
         return one_reference(a.runs)
     return one_stream(a.mb, a.share, a.per_sm, a.threads, a.ilp)
