@@ -33,13 +33,7 @@ mark "ca_vs_cg done"
 timeout 60 gpumem run --arch hopper latency --device cuda:0 --out "$out/lat" > "$out/lat.log" 2>&1
 mark "latency done"
 pack
-for r in 1 2; do
-    s=$SECONDS
-    timeout 120 gpumem run --arch hopper all --device cuda:0 --check --out "$out/all$r" \
-        > "$out/all$r.log" 2>&1
-    echo "all $r: rc $? in $((SECONDS - s)) s" | tee -a "$out/times.txt"
-    pack
-done
+all_runs 2
 for p in 1 2; do
     timeout 120 python3 "$here/dram_placement.py" --trials 6 --json "$out/placement$p.json" \
         2>&1 | sed "s/^/process $p /" | tee -a "$out/placement.txt"

@@ -1,4 +1,4 @@
-# Sourced by the GPU job scripts (h200_round.sh, plugin_round.sh, l2_slices_h200.sh):
+# Sourced by the GPU job scripts (h200_round.sh, plugin_round.sh, l2_slices_h200.sh, ...):
 #   gpu_job_start OUT_DIR
 # makes OUT_DIR, starts the job's clock (`mark NAME` appends "NAME at S s" to times.txt)
 # and records the GPU as the job found it (clocks, temperature, power, other processes) in
@@ -13,3 +13,15 @@ utilization.gpu,memory.used --format=csv > "$out_dir/smi_before.csv" 2>&1
         >> "$out_dir/smi_before.csv" 2>&1
 }
 mark() { echo "$1 at $((SECONDS - t0)) s" | tee -a "$out_dir/times.txt"; }
+# all_runs N: N timed `gpumem run --arch hopper all --check` into OUT_DIR/all1 .. allN (logs
+# beside them, "all R: rc C in S s" in times.txt), calling the script's own `pack` after each.
+all_runs() {
+    local r s
+    for r in $(seq 1 "$1"); do
+        s=$SECONDS
+        timeout 120 gpumem run --arch hopper all --device cuda:0 --check --out "$out_dir/all$r" \
+            > "$out_dir/all$r.log" 2>&1
+        echo "all $r: rc $? in $((SECONDS - s)) s" | tee -a "$out_dir/times.txt"
+        pack
+    done
+}

@@ -44,13 +44,7 @@ timeout 150 python3 "$here/warm_parallel_check.py" --ilp 8 --json "$out/warm_ilp
 mark "warm check done"
 pack
 fi
-for r in 1 2; do
-    s=$SECONDS
-    timeout 120 gpumem run --arch hopper all --device cuda:0 --check --out "$out/all$r" \
-        > "$out/all$r.log" 2>&1
-    echo "all $r: rc $? in $((SECONDS - s)) s" | tee -a "$out/times.txt"
-    pack
-done
+all_runs 2
 [ "$mode" != runs ] && timeout 60 python3 "$here/dram_placement.py" --pads 0,0,0 --json "$out/placement1.json" \
     2>&1 | sed "s/^/pads 0,0,0 /" | tee -a "$out/placement.txt"
 mark "placement done"

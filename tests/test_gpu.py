@@ -220,33 +220,20 @@ def test_stream_block_order_reads_the_l1_at_most_its_width(cuda_device):
 
 
 @pytest.mark.parametrize("order", ["random", "sequential"])
-def test_a_warm_up_walked_with_loads_in_flight_leaves_the_recorded_lines_in_the_l2(
-        cuda_device, order):
-    """ChaseRequest.warm_ilp (the ladder's warm-up): the chase records the same lines, ends
-    where the chain says, and finds them where a dependent pass leaves them (an L2-resident
-    footprint past the L1: a warm-up that touched other lines would leave them in DRAM)."""
+@pytest.mark.parametrize(("path", "walk"), [("cg", {"warm_threads": 1024}),
+                                            ("ca", {"warm_ilp": 8})])
+def test_a_warm_up_walked_in_parallel_leaves_the_recorded_lines_as_one_thread(
+        cuda_device, order, path, walk):
+    """ChaseRequest.warm_threads (l2_sm_map's warm-up) and warm_ilp (the ladder's): the
+    chase records the same lines, ends where the chain says, and sees them at the same level
+    as after a one-thread dependent pass (an L2-resident footprint within the near
+    partition: every line near after either; a warm-up that touched other lines would leave
+    them in DRAM)."""
     fp = min(cuda_device.info.l2_bytes // 4, 8 << 20) // 128 * 128
     req = ChaseRequest(footprint=fp, stride=128, record=512, warmup=fp // 128, order=order,
-                       path="ca", seed=12, sm=2)
+                       path=path, seed=11, sm=1)
     one = cuda_device.pointer_chase(req)
-    ilp = cuda_device.pointer_chase(ChaseRequest(**{**req.__dict__, "warm_ilp": 8}))
-    assert one.end_ok and ilp.end_ok and one.sm == ilp.sm == 2
-    assert np.array_equal(one.index, ilp.index)
-    a, b = (np.median(r.latency - r.timer_overhead) for r in (one, ilp))
-    assert abs(a - b) <= 0.05 * a, (a, b)
-
-
-@pytest.mark.parametrize("order", ["random", "sequential"])
-def test_a_warm_up_walked_by_many_threads_leaves_the_recorded_lines_as_one_thread(
-        cuda_device, order):
-    """ChaseRequest.warm_threads (l2_sm_map's warm-up): the chase records the same lines,
-    ends where the chain says, and sees them at the same level as after a one-thread pass
-    (an L2-resident footprint within the near partition: every line near, after either)."""
-    fp = min(cuda_device.info.l2_bytes // 4, 8 << 20) // 128 * 128
-    req = ChaseRequest(footprint=fp, stride=128, record=512, warmup=fp // 128, order=order,
-                       path="cg", seed=11, sm=1)
-    one = cuda_device.pointer_chase(req)
-    many = cuda_device.pointer_chase(ChaseRequest(**{**req.__dict__, "warm_threads": 1024}))
+    many = cuda_device.pointer_chase(ChaseRequest(**{**req.__dict__, **walk}))
     assert one.end_ok and many.end_ok and one.sm == many.sm == 1
     assert np.array_equal(one.index, many.index)
     a, b = (np.median(r.latency - r.timer_overhead) for r in (one, many))

@@ -88,13 +88,16 @@ def hopper():
     return SimDevice(cfg, "hopper")
 
 
-def test_the_simulator_walks_the_pass_with_one_thread_and_records_the_same(hopper):
+@pytest.mark.parametrize(("order", "path", "walk"), [
+    ("random", "cg", {"warm_threads": 1024}), ("sequential", "ca", {"warm_ilp": 8})])
+def test_the_simulator_walks_the_pass_dependently_and_records_the_same(hopper, order, path,
+                                                                         walk):
     req = ChaseRequest(footprint=4 << 20, stride=128, record=512, warmup=(4 << 20) // 128,
-                       order="random", path="cg", seed=3, sm=5)
+                       order=order, path=path, seed=3, sm=5)
     one = hopper.pointer_chase(req)
-    many = hopper.pointer_chase(ChaseRequest(**{**req.__dict__, "warm_threads": 1024}))
-    assert np.array_equal(one.index, many.index)
-    assert np.array_equal(one.latency, many.latency)
+    other = hopper.pointer_chase(ChaseRequest(**{**req.__dict__, **walk}))
+    assert np.array_equal(one.index, other.index)
+    assert np.array_equal(one.latency, other.latency)
 
 
 def _asked(dev, monkeypatch) -> list[ChaseRequest]:
@@ -126,14 +129,6 @@ def test_the_ladder_keeps_its_one_thread_pass(hopper, monkeypatch):
     assert asked and {r.warm_threads for r in asked} == {1}
     assert {r.warm_ilp for r in asked} == {WARM_ILP} and WARM_ILP in WARM_ILPS
 
-
-def test_the_simulator_walks_a_pipelined_pass_as_the_dependent_one(hopper):
-    req = ChaseRequest(footprint=4 << 20, stride=128, record=512, warmup=(4 << 20) // 128,
-                       order="sequential", path="ca", seed=3, sm=5)
-    one = hopper.pointer_chase(req)
-    ilp = hopper.pointer_chase(ChaseRequest(**{**req.__dict__, "warm_ilp": 8}))
-    assert np.array_equal(one.index, ilp.index)
-    assert np.array_equal(one.latency, ilp.latency)
 
 
 H100_RUN = Path(__file__).parent / "data" / "h100-s26" / "gpu72a8b-job2"

@@ -360,12 +360,12 @@ class CudaDevice(Device):
             # nothing across kernels); a kernel source without it walks dependently
             pipelined = None if warmed else self._pipelined_warm_args(req)
             if pipelined is not None:
-                try:
-                    kern = self._kernel("pointer_chase", f"{name}_ilp{req.warm_ilp}")
-                    name = f"{name}_ilp{req.warm_ilp}"
-                    warmed = req.warmup
+                try:  # does the kernel source have it?
+                    self._kernel("pointer_chase", f"{name}_ilp{req.warm_ilp}")
                 except Exception:  # noqa: BLE001 - an architecture plugin's own kernels
                     pipelined = None
+                else:
+                    name, warmed = f"{name}_ilp{req.warm_ilp}", req.warmup
             start = int(chain_offsets(req.footprint, req.stride, req.order, req.seed, 1,
                                       start=warmed, pattern=req.pattern)[0] // 4)
             word = cp.uint32 if to_global else cp.uint64

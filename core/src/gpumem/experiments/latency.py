@@ -118,7 +118,8 @@ class LatencyLadder(Experiment):
     summary = "pointer-chase latency ladder over footprint: L1, L2 near/far, DRAM, TLB miss"
     probes = ("pointer_chase",)
     version = "3"  # 2: sequential footprints from L2/8 to 2 L2 chased on PLACEMENTS allocations
-    #: 3: the warm-up walked with WARM_ILP loads in flight (one thread, chain order)
+    #: 3: the warm-up walked with WARM_ILP loads in flight (one thread, chain order); no
+    #: finding moved (64 chases on an H100 against dependent passes: tests/data/h100-s26)
     changed_in = {"3": ()}
     findings = ("lat.l1", "lat.l1_ns", "lat.l2", "lat.l2_ns", "lat.l2_far", "lat.l2_far_ns",
                 "lat.dram", "lat.dram_ns", "lat.dram_tlb_miss", "lat.dram_tlb_miss_ns",

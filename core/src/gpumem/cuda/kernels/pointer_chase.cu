@@ -133,9 +133,10 @@ extern "C" __global__ void NAME##_global(GPUMEM_CHASE_ARGS_GLOBAL(ARR_T)) {     
 // loaded values, so K loads overlap; every line is touched once, in the chase's order, from
 // its SM, in the chase's kernel (an L1 keeps nothing across kernels), in a fraction of a
 // dependent walk's time. Positions 0 .. first-1 (the warm-up's accesses to lines the chase
-// then records, gpumem.contracts.chains.warm_segments) are walked dependently, as before. Every warm-up load has returned before the first timed one (their
-// values are folded into acc, which decides a store before the first clock read). The chase
-// then starts at element `start` (the host's: chain position `warmup`).
+// then records, gpumem.contracts.chains.warm_segments) are walked dependently, as before.
+// Every warm-up load has returned before the first timed one (their values are folded into
+// acc, which decides a store before the first clock read). The chase then starts at
+// element `start` (the host's: chain position `warmup`).
 __device__ __forceinline__ unsigned long long gpumem_permute(unsigned long long x, int bits,
         unsigned long long k0, unsigned long long k1, unsigned long long k2,
         unsigned long long k3, unsigned long long n);
