@@ -7,7 +7,8 @@
 #      L1 between kernels: l1d.size read 32 KB;
 #   1. two `gpumem run --arch hopper all --check`, timed (issue 42 asks < 40 s);
 #   2. benchmarks/dram_placement.py --pads 0,0,0: on an H100 the first allocation read DRAM
-#      16 % faster than every later one, pad or no pad; on an H200 too?
+#      16 % faster than every later one, pad or no pad; on an H200 too? And
+#      benchmarks/dram_first.py: first, or reusing freed memory, or time in the process?
 #   3. benchmarks/l2_reference.py sweep: the L2-only reference kernel over footprints
 #      (issue 44: bw.l2 >= 11.8 TB/s, each point at least the reference's);
 #   4. Nsight Compute counters (sectors the L2 slices served, sectors the SMs asked for, the
@@ -49,6 +50,8 @@ fi
 all_runs 2
 [ "$mode" != runs ] && timeout 60 python3 "$here/dram_placement.py" --pads 0,0,0 --json "$out/placement1.json" \
     2>&1 | sed "s/^/pads 0,0,0 /" | tee -a "$out/placement.txt"
+[ "$mode" != runs ] && timeout 60 python3 "$here/dram_first.py" --json "$out/dram_first.json" \
+    2>&1 | tee "$out/dram_first.txt"
 mark "placement done"
 timeout 120 python3 "$here/l2_reference.py" sweep --json "$out/l2_reference.json" \
     2>&1 | tee "$out/l2_reference.txt"
@@ -84,5 +87,6 @@ cat "$out/times.txt"
 [ "$mode" != runs ] && grep -h "MiB p" "$out/warm_ilp.txt" | head -30
 grep -h "fail \|findings:" "$out/all1.log" "$out/all2.log" | head -12
 [ "$mode" != runs ] && grep -h "MiB" "$out/placement.txt"
+[ "$mode" != runs ] && cat "$out/dram_first.txt"
 cat "$out/l2_reference.txt"
 python3 "$here/l2_reference.py" table "$out/ncu.txt"
