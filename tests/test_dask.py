@@ -95,6 +95,34 @@ def test_a_worker_killed_mid_run_loses_no_point(cluster, tmp_path):
     _same_data(_raw(local.run_dir), _raw(report.run_dir))
 
 
+@pytest.mark.slow  # the LocalCluster above: a few simulated chases on it
+def test_points_whose_device_spec_was_lost_are_submitted_again(cluster):
+    """CI once lost a run this way: the worker killed held the only copy of the device's
+    scattered spec ("Removing worker ... caused the cluster to lose scattered data"), and
+    every point waiting on it was cancelled. Here the spec is cancelled before the run: each
+    point still comes back once, computed on a spec scattered anew."""
+    from distributed import Client
+    from gpumem.contracts.experiment import RunContext
+    from gpumem.experiments.latency import LatencyLadder
+    from gpumem.results.schema import POINT_OK
+    from gpumem.run.executors import DaskPoints
+    from gpumem.sim.device import SimDevice
+
+    cfg = get_plugins().hook.gpumem_simulator_config(arch="hopper", simulator="sim")
+    dev = SimDevice(cfg, "hopper")
+    pts = [{"order": "sequential", "footprint": f} for f in (4096, 65536, 1 << 20)]
+    with Client(cluster.scheduler_address, set_as_default=False) as client:
+        points = DaskPoints(client, dev.reopen_spec())
+        lost = points._spec_future
+        client.cancel(list(lost.values()) if isinstance(lost, dict) else [lost])
+        done: list[int] = []
+        got = points.run(LatencyLadder(), pts, RunContext("hopper", dev.info, quick=True),
+                         lambda: done.append(1))
+        assert points._spec_future is not lost
+    assert len(got) == len(pts) == len(done)
+    assert all(status == POINT_OK for status, _reason, _values in got.values()), got
+
+
 def test_bad_scheduler_is_one_line_exit_2_and_writes_nothing(cli, tmp_path, monkeypatch):
     import distributed
 

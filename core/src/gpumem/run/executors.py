@@ -5,7 +5,9 @@ its result: a cluster run writes the same datasets and findings as a local one. 
 the device on its worker from the device's ``reopen_spec()`` (once per worker process and
 device) and returns the point's values; the client collects results as they finish, so a
 worker that dies mid-run loses only the points it was running, which Dask runs again elsewhere
-(``distributed.scheduler.allowed-failures`` times). Devices that cannot be reopened elsewhere
+(``distributed.scheduler.allowed-failures`` times); if the device's spec, scattered to the
+workers once, is lost with it, the points waiting on it are submitted again with the spec
+scattered anew. Devices that cannot be reopened elsewhere
 (a CUDA GPU is in this machine) keep their points here.
 """
 
@@ -22,6 +24,8 @@ from gpumem.results.schema import point_key
 from gpumem.run.point import PointOutcome, PointResult, point_outcome, result_of
 
 _devices: dict[str, Any] = {}   # per worker process: spec digest -> open device
+#: Times the device's spec may be lost with a killed worker before a run gives up.
+SPEC_LOSSES = 3
 
 
 def connect(address: str | None) -> Any:
@@ -71,23 +75,47 @@ class DaskPoints:
 
     def run(self, experiment: Experiment, pts: list[dict[str, Any]], ctx: RunContext,
             on_done: Callable[[], None]) -> dict[tuple, PointResult]:
+        """Every point's result. A point whose task was cancelled because the device's
+        spec went with a killed worker (scattered data Dask cannot recompute: seen in CI,
+        "Removing worker ... caused the cluster to lose scattered data") is submitted
+        again with the spec scattered anew, up to :data:`SPEC_LOSSES` times."""
+        from concurrent.futures import CancelledError
+
         from distributed import as_completed
 
         cls = type(experiment)
-        futures: dict[Any, tuple] = {}  # distributed's Future -> the point's key
-        for p in pts:
-            f = self.client.submit(cluster_point, self._spec_future, cls, p, ctx, pure=False,
-                                   key=f"gpumem-{experiment.name}-{_key_text(p)}-"
-                                       f"{id(self):x}-{len(futures)}")
-            futures[f] = point_key(p)
         results: dict[tuple, PointResult] = {}
-        try:
-            for fut in as_completed(list(futures), loop=self.client.loop):
-                results[futures[fut]] = result_of(fut.result())
-                on_done()
-        except BaseException:
-            self.client.cancel(list(futures))
-            raise
+        submitted = 0
+        for attempt in range(SPEC_LOSSES + 1):
+            if attempt:  # the spec was lost with a worker: scatter it again
+                self._spec_future = self.client.scatter(self.spec, broadcast=True)
+            futures: dict[Any, tuple] = {}  # distributed's Future -> the point's key
+            for p in pts:
+                if point_key(p) in results:
+                    continue
+                f = self.client.submit(cluster_point, self._spec_future, cls, p, ctx,
+                                       pure=False, key=f"gpumem-{experiment.name}-"
+                                       f"{_key_text(p)}-{id(self):x}-{submitted}")
+                submitted += 1
+                futures[f] = point_key(p)
+            if not futures:
+                break
+            try:
+                for fut in as_completed(list(futures), loop=self.client.loop):
+                    try:
+                        out = fut.result()
+                    except CancelledError:  # its spec was lost: submitted again below
+                        continue
+                    results[futures[fut]] = result_of(out)
+                    on_done()
+            except BaseException:
+                self.client.cancel(list(futures))
+                raise
+        missing = len({point_key(p) for p in pts} - results.keys())
+        if missing:
+            raise RuntimeError(f"{missing} point(s) of {experiment.name} were cancelled on the "
+                               f"cluster {SPEC_LOSSES + 1} times (their device's spec was "
+                               f"lost with a worker each time)")
         return results
 
     def close(self) -> None:
