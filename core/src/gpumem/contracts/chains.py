@@ -137,6 +137,13 @@ def cycle_length(footprint: int, stride: int, order: str, element: int = 4,
     return footprint // stride
 
 
+def recorded_first(cycle: int, warmup: int, record: int) -> int:
+    """How many of a warm-up's first accesses (chain positions ``0 .. n-1``) touch lines the
+    chase records next (positions ``warmup .. warmup+record-1`` modulo ``cycle``): those a
+    warm-up walked in any other way than one dependent thread walks first, and dependently."""
+    return min(max(warmup + record - cycle, 0), warmup)
+
+
 def warm_segments(cycle: int, warmup: int, record: int, threads: int
                   ) -> tuple[int, np.ndarray] | None:
     """How a warm-up of ``warmup`` accesses is walked by ``threads`` threads so that the
@@ -151,7 +158,7 @@ def warm_segments(cycle: int, warmup: int, record: int, threads: int
     """
     if threads < 2 or warmup > cycle or warmup < 2 * threads:
         return None
-    first = min(max(warmup + record - cycle, 0), warmup)
+    first = recorded_first(cycle, warmup, record)
     bounds = first + (np.arange(threads + 1, dtype=np.int64) * (warmup - first)) // threads
     return first, bounds
 

@@ -14,6 +14,7 @@ from gpumem.contracts.chains import (
     chain_offsets,
     cycle_length,
     permutation_params,
+    recorded_first,
     scatter_key,
     warm_segments,
 )
@@ -285,7 +286,7 @@ class CudaDevice(Device):
                 or req.order not in ("sequential", "random")):
             return None
         cycle = cycle_length(req.footprint, req.stride, req.order, req.element)
-        first = np.int32(min(max(req.warmup + req.record - cycle, 0), req.warmup))
+        first = np.int32(recorded_first(cycle, req.warmup, req.record))
         if req.order == "sequential":
             return (first, np.int32(0), np.uint64(req.footprint // 4),
                     np.uint64(req.stride // 4), np.int32(0), np.uint64(0), np.uint64(0),
