@@ -95,9 +95,10 @@ def test_sections_and_their_order_come_from_the_presentations():
         "bulk_copy", "dsmem", "bank_conflicts"]
     by_key = {s.section.key: s for s in specs}
     assert by_key["latency"].experiments == ("latency", "patterns", "l2_sm_map", "l2_slices")
-    assert by_key["bandwidth"].experiments == ("bandwidth", "smem_bandwidth", "bandwidth_levels")
+    assert by_key["bandwidth"].experiments == ("bandwidth", "smem_bandwidth", "bandwidth_levels",
+                                               "l2_bandwidth")
     assert [f.name for _, f in by_key["bandwidth"].figures] == [
-        "dram_heatmaps", "smem_heatmaps", "bandwidth_levels"]
+        "dram_heatmaps", "smem_heatmaps", "bandwidth_levels", "l2_bandwidth"]
     assert by_key["dsmem"].figures[0][0] == "dsmem_latency"
     shown = {e for s in specs for e in s.experiments}
     assert set(core_experiments()) - shown == {"p2p"}  # no presentation: other findings

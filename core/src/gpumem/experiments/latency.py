@@ -107,7 +107,7 @@ def _round(x: float) -> int:
     return max(STRIDE, int(round(x / STRIDE)) * STRIDE)
 
 
-def footprint_grid(lo: int, hi: int, per_octave: int) -> tuple[int, ...]:
+def footprint_grid(lo: int, hi: int, per_octave: float) -> tuple[int, ...]:
     n = int(np.floor(np.log2(hi / lo) * per_octave + 1e-9))
     values = sorted({_round(lo * 2 ** (k / per_octave)) for k in range(n + 1)} | {_round(hi)})
     return tuple(v for v in values if v <= hi)

@@ -26,6 +26,7 @@ def gpumem_register_experiments(register):
     from gpumem.experiments.bulk import BulkCopy
     from gpumem.experiments.cache_structure import CacheStructure
     from gpumem.experiments.dsmem import DsmemBandwidth, DsmemLatency
+    from gpumem.experiments.l2_bandwidth import L2Bandwidth
     from gpumem.experiments.l2_map import L2SmMap
     from gpumem.experiments.l2_slices import L2Slices
     from gpumem.experiments.latency import LatencyLadder
@@ -37,7 +38,8 @@ def gpumem_register_experiments(register):
 
     for experiment in (LatencyLadder, Bandwidth, SmemLatency, SmemBandwidth, CacheStructure,
                        TlbStructure, Patterns, IlpSweep, AsyncCopy, L2SmMap, L2Slices,
-                       BandwidthLevels, PeerAccess, DsmemLatency, DsmemBandwidth, BulkCopy):
+                       BandwidthLevels, L2Bandwidth, PeerAccess, DsmemLatency, DsmemBandwidth,
+                       BulkCopy):
         register(experiment)
 
 

@@ -536,6 +536,20 @@ class CacheLevel:
         models=("bw.{role}", "bw.{role}_*", "ilp.*"))] = 0.0
     fill_lookups: Annotated[float, spec("lookups more per line filled on a miss", "lookup",
                                         ge=0)] = 1.0
+    shared_bandwidth: Annotated[float, spec(
+        "GPU scope: bytes per cycle the level serves where blocks on several SMs read each "
+        "line (a stream's share > 1), as an H200's L2 serves lines that SMs of both "
+        "partitions read from a copy near each", "byte/cycle", ge=0,
+        unset="0: bandwidth", omit_default=True)] = 0.0
+    coalesced_share: Annotated[int, spec(
+        "GPU scope: from this many blocks reading each line at once (a stream's share), "
+        "their requests merge before the level (an H200's L2 request coalescer) and the SMs "
+        "receive up to coalesced_bandwidth", "1", ge=0, unset="0: no merging",
+        omit_default=True)] = 0
+    coalesced_bandwidth: Annotated[float, spec(
+        "GPU scope: bytes per cycle the SMs receive where coalesced_share blocks or more "
+        "read each line", "byte/cycle", ge=0, unset="0: no merging",
+        omit_default=True)] = 0.0
     partitions: Annotated[int, spec("partitions of a GPU-scope level, each SM near one",
                                     "1", pow2=True, unset="1: unpartitioned")] = 1
     partition_masks: Annotated[list[int], spec(
@@ -634,6 +648,7 @@ class CacheLevel:
         self._validate_partitions(where)
         self._validate_slow_far(where)
         self._validate_slices(where)
+        self._validate_shared_reads(where)
         self.index.validate(where, self.sets)
 
     def _validate_partitions(self, where: str) -> None:
@@ -665,6 +680,18 @@ class CacheLevel:
         if self.slices > 1:
             _fail(f"{where}.far_slow_share", "a sliced level's far hits cost slice_latency: "
                   "leave far_slow_share unset")
+
+    def _validate_shared_reads(self, where: str) -> None:
+        shared = (self.shared_bandwidth, self.coalesced_share, self.coalesced_bandwidth)
+        if any(shared) and self.scope != "gpu":
+            _fail(f"{where}.shared_bandwidth", "lines read from several SMs are a GPU-scope "
+                  "level's (an SM's L1 sees its own blocks only)")
+        if bool(self.coalesced_share) != bool(self.coalesced_bandwidth):
+            _fail(f"{where}.coalesced_share", "coalesced_share and coalesced_bandwidth go "
+                  "together")
+        if self.coalesced_share == 1:
+            _fail(f"{where}.coalesced_share", "must be >= 2 (one block's requests have no "
+                  "other to merge with)")
 
     def _validate_slices(self, where: str) -> None:
         if self.slices == 1:
@@ -825,7 +852,7 @@ class CacheLevel:
         far = dataclasses.replace(
             self, name=f"{self.name}_far", hit_latency=self.home_latency or self.far_latency,
             bandwidth=0.0, requests_per_cycle=0.0, fill_lookups=1.0, near_size=0,
-            home_latency=0.0)
+            home_latency=0.0, shared_bandwidth=0.0, coalesced_share=0, coalesced_bandwidth=0.0)
         return near, far
 
 

@@ -159,14 +159,18 @@ def stream_model(cfg: SimConfig, req: StreamRequest, asynchronous: bool = False,
     caps: dict[str, float] = {}
     if tp.issue_bytes_per_cycle:
         caps["issue"] = active_sms * tp.issue_bytes_per_cycle / fetch_ratio
+    readers = req.ctas / req.slices if req.order == "block" else 1.0  # blocks a line has
     for name in path:
         level = cfg.level(name)
-        if level.bandwidth:
+        bandwidth, merged = level.bandwidth, False
+        if level is lv and level.scope == "gpu":
+            bandwidth, merged = _shared_read_cap(level, readers)
+        if bandwidth:
             scale = active_sms if level.scope == "sm" else 1
             # traffic into an L1 is what the warps ask for; below it, what the L1 fetches
             ratio = per_instr * req.ilp * SECTOR / useful if level.scope == "sm" else fetch_ratio
-            caps[name] = level.bandwidth * scale / ratio
-        if level.requests_per_cycle:
+            caps[name] = bandwidth * scale / ratio
+        if level.requests_per_cycle and not merged:  # merged requests reach no tag
             caps[f"{name}.requests"] = _request_cap(level, req, l1_on_path, level is not lv,
                                                     useful) * (active_sms if level.scope == "sm"
                                                                else 1)
@@ -195,6 +199,19 @@ def stream_model(cfg: SimConfig, req: StreamRequest, asynchronous: bool = False,
         raise PointSkipped("nothing limits this stream in the config (set bandwidths)")
     return StreamModel(serving, warps, active_sms, inflight, latency, fetch_ratio, demand,
                        caps, rate)
+
+
+def _shared_read_cap(level: CacheLevel, readers: float) -> tuple[float, bool]:
+    """(bytes per cycle, merged) a GPU-scope level serves where each line is read by
+    ``readers`` blocks (order "block", :attr:`StreamRequest.share`): from ``coalesced_share``
+    readers their requests merge before the level (``coalesced_bandwidth``), from two the
+    level serves at ``shared_bandwidth``, else at its ``bandwidth`` (each unset one: the
+    next)."""
+    if level.coalesced_share and readers >= level.coalesced_share:
+        return level.coalesced_bandwidth, True
+    if readers >= 2 and level.shared_bandwidth:
+        return level.shared_bandwidth, False
+    return level.bandwidth, False
 
 
 def _dram_rate(cfg: SimConfig, efficiency: float) -> float:

@@ -1,5 +1,6 @@
-"""DRAM bandwidth over the launch grid (``bandwidth``) and read bandwidth over footprint
-through the L1 and the L2 (``bandwidth_levels``).
+"""DRAM bandwidth over the launch grid (``bandwidth``), read bandwidth over footprint
+through the L1 and the L2 (``bandwidth_levels``), and the L2's where blocks on several SMs
+read each line (``l2_bandwidth``).
 """
 
 from __future__ import annotations
@@ -83,4 +84,39 @@ def bandwidth_levels(series: Sequence[Series]) -> Figure | None:
     ax.grid(True, which="both", alpha=0.25)
     legend(ax, series_handles([s for s, _ in data])
             + style_handles({".ca (L1 and L2)": "-", ".cg (L2 only)": "--"}))
+    return fig
+
+
+@finished
+def l2_bandwidth(series: Sequence[Series]) -> Figure | None:
+    """L2 read bandwidth over footprint where several blocks read each line (``l2_bandwidth``),
+    beside each block its own lines (``bandwidth_levels``' .cg) where the run has it."""
+    data = with_raw(series, "l2_bandwidth")
+    if not data:
+        return None
+    own = {s.legend: ds for s, ds in with_raw(series, "bandwidth_levels")}
+    fig, axs = panels(1, 1, 9.5, 4.4)
+    ax = axs[0, 0]
+    styles = {1: "--", 8: "-", 32: ":"}
+    for s, ds in data:
+        med = point_medians(ds, "gbs").max(["ctas_per_sm", "threads", "ilp"])
+        for share in ds["share"].values:
+            ax.plot(ds["footprint"].values, med.sel(share=share).values,
+                    ls=styles.get(int(share), "-."), marker=".", color=s.colour, lw=1.4)
+        levels = own.get(s.legend)
+        if levels is not None and "cg" in levels["path"].values:
+            m = point_medians(levels, "gbs").sel(path="cg")
+            m = m.max([d for d in ("ctas", "ctas_per_sm", "threads", "ilp") if d in m.dims])
+            keep = levels["footprint"].values <= float(ds["footprint"].values.max())
+            ax.plot(levels["footprint"].values[keep], m.values[keep], ls=styles[1],
+                    marker=".", color=s.colour, lw=1.0, alpha=0.7)
+    bytes_axis(ax, "x")
+    ax.set_xlabel("footprint read by all SMs (log scale)")
+    ax.set_ylabel("read bandwidth (GB/s, best kernel shape)")
+    ax.set_title("L2 read bandwidth (.cg) by blocks reading each line")
+    ax.grid(True, which="both", alpha=0.25)
+    legend(ax, series_handles([s for s, _ in data])
+           + style_handles({"1 block a line (bandwidth_levels)": "--",
+                            "8 blocks a line: the slices": "-",
+                            "32 at once: the coalescer merges": ":"}))
     return fig
