@@ -5,6 +5,7 @@ gpumem's stream kernel for Nsight Compute's counters.
     python benchmarks/l2_reference.py one-ref RUNS         # one launch, for ncu
     python benchmarks/l2_reference.py one-stream MB SHARE CTAS_PER_SM THREADS ILP
     python benchmarks/l2_reference.py table NCU.txt   # what the counters say, per launch
+    python benchmarks/l2_reference.py compare RUN_DIR REFERENCE.json
 
 ``sweep``: the access structure RRZE gpu-benches' gpu-l2-cache uses (read there, written
 here anew; changed as the issue did to load with ``.cg``, L2 only): 200,000 blocks of 1,024
@@ -23,7 +24,11 @@ requests were merged before the L2 and the figure is not the L2's.
 ``table``: for each ``== label`` of a file of such ``ncu --csv`` outputs, the rate the SMs
 asked for (global-load sectors x 32 B over the kernel's time), the rate the L2 slices served
 (TEX read sectors), their ratio, and the share of the sectors delivered to the SMs that the
-L2 request coalescer merged instead of sending them on to the slices. Changes no setting of the GPU.
+L2 request coalescer merged instead of sending them on to the slices.
+``compare``: per footprint of a sweep's JSON, the reference's best beside gpumem's best
+median at the nearest footprint (within 10 %) of a run's ``bandwidth_levels`` (.cg, each block
+its own lines) and ``l2_bandwidth`` (8 and 32 blocks a line) files. Changes no setting of the
+GPU.
 """
 
 from __future__ import annotations
@@ -34,6 +39,8 @@ import statistics
 import sys
 from dataclasses import replace
 from pathlib import Path
+
+import numpy as np
 
 sys.path.insert(0, str(Path(__file__).parent))
 
@@ -174,6 +181,41 @@ def table(path: Path) -> int:
     return 0
 
 
+def compare(run_dir: Path, reference: Path) -> int:
+    """The reference's best per footprint against gpumem's run at the nearest footprint."""
+    from gpumem.contracts.experiment import point_medians
+    from gpumem.results.io import open_raw
+
+    curves: dict[str, dict[int, float]] = {}
+    for nc in sorted(run_dir.rglob("*.nc")):
+        if nc.name.startswith("bandwidth_levels-"):
+            ds = open_raw(nc)
+            med = point_medians(ds, "gbs").sel(path="cg")
+            med = med.max([d for d in med.dims if d != "footprint"])
+            curves["own lines"] = {int(f): float(v) for f, v in
+                                   zip(ds["footprint"].values, med.values, strict=True)}
+        elif nc.name.startswith("l2_bandwidth-"):
+            ds = open_raw(nc)
+            med = point_medians(ds, "gbs")
+            for share in ds["share"].values:
+                m = med.sel(share=share).max(["ctas_per_sm", "threads", "ilp"])
+                curves[f"{int(share)} a line"] = {
+                    int(f): float(v) for f, v in zip(ds["footprint"].values, m.values,
+                                                     strict=True)}
+    rows = json.loads(reference.read_text())["rows"]
+    names = list(curves)
+    print(f"{'kB':>8} {'reference':>10} " + " ".join(f"{n:>11}" for n in names) + "   (TB/s)")
+    for r in rows:
+        fp = r["kb"] * 1024
+        cells = []
+        for n in names:
+            near = min(curves[n], key=lambda f: abs(f / fp - 1))
+            ok = abs(near / fp - 1) <= 0.1 and np.isfinite(curves[n][near])
+            cells.append(f"{curves[n][near] / 1e3:11.2f}" if ok else f"{'-':>11}")
+        print(f"{r['kb']:8d} {r['best_tbs']:10.2f} " + " ".join(cells))
+    return 0
+
+
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     sub = ap.add_subparsers(dest="cmd", required=True)
@@ -184,6 +226,9 @@ def main() -> int:
     o.add_argument("runs", type=int)
     tb = sub.add_parser("table")
     tb.add_argument("ncu_txt", type=Path)
+    c = sub.add_parser("compare")
+    c.add_argument("run_dir", type=Path)
+    c.add_argument("reference", type=Path)
     t = sub.add_parser("one-stream")
     for name, kind in (("mb", float), ("share", int), ("per_sm", int), ("threads", int),
                        ("ilp", int)):
@@ -193,6 +238,8 @@ def main() -> int:
         return sweep(tuple(int(x) for x in a.runs.split(",")), a.json)
     if a.cmd == "table":
         return table(a.ncu_txt)
+    if a.cmd == "compare":
+        return compare(a.run_dir, a.reference)
     if a.cmd == "one-ref":
         return one_reference(a.runs)
     return one_stream(a.mb, a.share, a.per_sm, a.threads, a.ilp)
