@@ -291,6 +291,16 @@ def test_stream_computed_and_repeats_cost_one_run(fake, qv100, tmp_path, monkeyp
     assert len(record.read_text().splitlines()) == 2
 
 
+def test_a_stream_in_block_order_is_refused_not_traced_as_another(fake, qv100):
+    """The traces write the grid-strided orders only: order 'block' (each block its own
+    slice, l2_bandwidth's shared slices) is skipped with its reason, never simulated with
+    another order's addresses."""
+    dev = _device(qv100)
+    with pytest.raises(PointSkipped, match="order 'block'"):
+        dev.stream(StreamRequest(footprint=1 << 20, ctas=8, threads=64, ilp=1, width=16,
+                                 path="cg", order="block", share=4))
+
+
 # ---- failures -----------------------------------------------------------------------------
 
 @pytest.mark.parametrize("log, message", [

@@ -465,6 +465,9 @@ class AccelSimDevice(Device):
     def stream(self, request: StreamRequest) -> StreamResult:
         request.validate()
         self._check_path(request.path)
+        if request.order == "block":  # stream_elements writes the grid-strided orders only
+            raise PointSkipped("the Accel-Sim stream traces have no order 'block' (each "
+                               "block its own slice)")
         try:
             stream_shape(request)
         except ValueError as e:
