@@ -160,3 +160,26 @@ def test_a_share_that_measured_nothing_gives_no_finding():
     gbs[0, ..., 0, :] = [9000.0, 9100.0, 9050.0]
     names = [x.name for x in L2Bandwidth().analyze(_raw(gbs))]
     assert names == ["bw.l2_shared"]
+
+
+def test_a_calibrated_config_takes_the_shared_and_coalesced_rates(cli, tmp_path):
+    """``gpumem export sim`` (calibrate) sets the L2's shared and coalesced rates from the
+    run's l2_bandwidth, so the simulated card reads them back; the coalescer at the readers
+    the run measured merging at (32)."""
+    from gpumem.interop.calibrate import calibrate
+    from gpumem.interop.compare import load_source
+
+    planted = _hopper(shared_bandwidth=SHARED_BPC, coalesced_share=COALESCE_FROM,
+                      coalesced_bandwidth=COALESCED_BPC)
+    path = tmp_path / "planted.toml"
+    planted.save(path)
+    out = tmp_path / "run"
+    assert cli("run", "--arch", "hopper", "l2_bandwidth", "--device", "sim", "--sim-config",
+               str(path), "--out", str(out)).code == 0
+    cal = calibrate(_hopper(), load_source(out))
+    l2 = cal.config.level("l2")
+    assert l2.shared_bandwidth == pytest.approx(SHARED_BPC, rel=0.01)
+    assert l2.coalesced_bandwidth == pytest.approx(COALESCED_BPC, rel=0.01)
+    assert l2.coalesced_share == COALESCED
+    assert cal.sources["cache:l2.shared_bandwidth"].startswith("l2_bandwidth/bw.l2_shared")
+    cal.config.validate()

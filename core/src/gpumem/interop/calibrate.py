@@ -208,6 +208,7 @@ def calibrate(base: SimConfig, src: Source) -> Calibrated:
         if v is not None:
             put(f"smem.{attr}", int(v), "smem_latency", name)
     _fit_l2_requests(cfg, src, put)
+    _fit_shared_l2(cfg, src, put)
     # the DRAM's rates once more, through the L2 as now calibrated: solved before the L2's
     # bandwidth and look-ups were, they would rest on the base config's (a read 0.2 % off)
     _fit_dram(cfg, src, put)
@@ -476,6 +477,57 @@ def _fit_cache_bandwidths(cfg: SimConfig, src: Source, put: Callable[..., None])
         put(f"cache:{level}.bandwidth", lv.bandwidth, "bandwidth_levels", name,
             f"the cap at which the model's best rate over the sweep's points this level "
             f"serves is the measured {per_cycle:.1f} B/cycle{' per SM' if per_sm else ''}")
+
+
+def _fit_shared_l2(cfg: SimConfig, src: Source, put: Callable[..., None]) -> None:
+    """The L2's rates where blocks on several SMs read each line (``l2_bandwidth``), each
+    solved as the level's own bandwidth is: the model's best rate over the sweep's points of
+    that share the L2 serves is the measured best. The coalescer merges from the share the
+    run measured merging at (:data:`~gpumem.experiments.l2_bandwidth.COALESCED`); where
+    between 8 and 32 readers it starts, one run does not say (an H200's share sweep jumped
+    between 8 and 16: tests/data/h200-s24/share.txt)."""
+    from gpumem.contracts.experiment import RunContext
+    from gpumem.experiments.l2_bandwidth import COALESCED, FINDINGS, L2Bandwidth
+    from gpumem.sim.device import sim_device_info
+
+    ghz = cfg.clock_mhz / 1e3
+    level = next((lv for lv in cfg.caches if lv.scope == "gpu"), None)
+    if ghz <= 0 or level is None or "cg" not in cfg.paths:
+        return
+    dev = sim_device_info(cfg)
+    plan = L2Bandwidth().plan(RunContext(cfg.arch, dev))
+    axes = {a.name: a.values for a in plan.axes}
+    for share, (name, _how) in FINDINGS.items():
+        v = positive(src.value("l2_bandwidth", name))
+        if v is None:
+            continue
+        attr = "coalesced_bandwidth" if share == COALESCED else "shared_bandwidth"
+        if share == COALESCED:
+            put(f"cache:{level.name}.coalesced_share", COALESCED, "l2_bandwidth", name,
+                "the readers of a line the run measured merging at")
+        points = [StreamRequest(footprint=int(fp), ctas=int(c) * cfg.sm_count, threads=int(t),
+                                ilp=int(k), width=int(plan.attrs["width"]), path="cg",
+                                kind="read", order="block", share=share, work=0)
+                  for fp in axes["footprint"] for c in axes["ctas_per_sm"]
+                  for t in axes["threads"] for k in axes["ilp"]]
+
+        def best(x: float, attr: str = attr, points: list[StreamRequest] = points) -> float:
+            setattr(level, attr, x)
+            rates = [0.0]
+            for req in points:
+                try:
+                    m = stream_model(cfg, req)
+                except PointSkipped:
+                    continue
+                if m.serving == level.name:
+                    rates.append(m.rate)
+            return max(rates) * ghz
+        per_cycle = v / ghz
+        solved = _solve(best, v, per_cycle, 4 * per_cycle)
+        put(f"cache:{level.name}.{attr}", round(solved or per_cycle, 1), "l2_bandwidth", name,
+            f"the cap at which the model's best rate over the sweep's points of {share} "
+            f"readers a line is the measured {per_cycle:.1f} B/cycle" if solved else
+            f"GB/s / {cfg.clock_mhz:g} MHz")
 
 
 def _fit_page_walk(cfg: SimConfig, src: Source, put: Callable[..., None]) -> None:
