@@ -8,7 +8,10 @@
 #   3. Nsight Compute on gpumem's stream at 8 and 32 blocks a line (the share of the sectors
 #      the L2 request coalescer merged) and on the reference at 4 MB;
 #   4. benchmarks/dram_first.py: does freeing an 8 GiB buffer slow the buffers allocated
-#      after it (dram_placement's later trials read 13-15 % slower on GPU-cb0e3c21)?
+#      after it (dram_placement's later trials read 13-15 % slower on GPU-cb0e3c21)? On an
+#      H100 it slowed every buffer, one allocated before it too; benchmarks/dram_after_free.py
+#      asks whether the translation changed (chases at 64 KB and 2 MB strides beside each
+#      reading);
 #
 #   bash benchmarks/h200_s27.sh OUT_DIR
 #
@@ -59,6 +62,10 @@ timeout 60 python3 "$here/dram_first.py" --json "$out/dram_first.json" \
     2>&1 | tee "$out/dram_first.txt"
 mark "dram_first done"
 pack
+timeout 90 python3 "$here/dram_after_free.py" --json "$out/dram_after_free.json" \
+    2>&1 | tee "$out/dram_after_free.txt"
+mark "dram_after_free done"
+pack
 echo "== summary"
 cat "$out/times.txt"
 grep -h "fail \|findings:" "$out/all1.log" "$out/all2.log" | head -12
@@ -66,3 +73,4 @@ grep -h "bw.l2\|l2_bandwidth " "$out/all2.log" | head -12
 cat "$out/compare.txt"
 python3 "$here/l2_reference.py" table "$out/ncu.txt"
 cat "$out/dram_first.txt"
+cat "$out/dram_after_free.txt"

@@ -1,5 +1,6 @@
 """hopper's H100 values against whole runs of H100s (tests/data/h100-s26: two cards, two runs
-each, 2026-12-06, the experiments of this tree; the tool gave H100s for H200 calls).
+each; tests/data/h100-s27: a third card, two runs with l2_bandwidth; 2026-12-06, the tool
+gave H100s for H200 calls).
 
 The first H100 runs gpumem made under ``--check`` failed one published value on every run:
 the H100 study's K = 8 over K = 2 drop (-35 %) was judged on the coalesced ordering, which
@@ -16,7 +17,8 @@ from gpumem.contracts.device import DeviceInfo
 from gpumem.plugin.registry import get_plugins
 
 DATA = Path(__file__).parent / "data" / "h100-s26"
-RUNS = sorted(DATA.glob("gpu*-job[23]/all*/manifest.json"))
+RUNS = sorted([*DATA.glob("gpu*-job[23]/all*/manifest.json"),
+               *DATA.parent.glob("h100-s27/gpu*/all*/manifest.json")])
 H100 = DeviceInfo(kind="cuda", name="NVIDIA H100 80GB HBM3", compute_capability="9.0",
                   sm_count=132, l2_bytes=50 << 20, memory_bytes=80 << 30, clock_mhz=1980.0,
                   peak_bandwidth_gbs=3352.3)
@@ -26,9 +28,9 @@ def _hopper_h100():
     return {e.name: ("", e) for e in get_plugins().expected_values("hopper", H100)}
 
 
-def test_the_committed_h100_runs_are_two_cards_twice():
+def test_the_committed_h100_runs_are_three_cards_twice():
     runs = [whole_run(m) for m in RUNS]
-    assert len(runs) == 4 and len({r.card for r in runs}) == 2
+    assert len(runs) == 6 and len({r.card for r in runs}) == 3
 
 
 @pytest.mark.parametrize("manifest", RUNS, ids=lambda p: f"{p.parent.parent.name}/{p.parent.name}")

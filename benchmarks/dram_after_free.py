@@ -1,0 +1,142 @@
+"""After a large buffer is freed, why does every buffer read DRAM slower? (issue 42)
+
+    python benchmarks/dram_after_free.py [--json OUT.json] [--mib 480] [--big-gib 8]
+
+``dram_first.py`` on an H100 (GPU-fd31130a, 2026-12-06): five readings of 480 MB buffers
+(first, beside it, again, after a free, again) all within 0.2 % (3156-3162 GB/s medians), an
+8 GiB buffer 3197; then, once the 8 GiB buffer was freed, a new 480 MB buffer read 2651 and
+**the buffer allocated at the start, untouched since, 2646** (-16 %). Its pages did not move,
+so what slowed is a state of the context or the device, not a placement. The same happened
+to ``dram_placement.py``'s later trials (13-15 % on an H200, 16 % on H100s), which free 2 and
+8 GiB buffers between trials.
+
+Hypothesis: the translation. If the freeing left the context's page tables mapping the
+buffer with small pages (64 KB) where they had used 2 MB ones, a stream over 480 MB would
+miss the TLBs far more often. Probe: besides each reading, one thread chases the buffer at a
+64 KB stride (7,680 hops over 480 MB) and at a 2 MB stride (240 hops), cycles per hop: at
+64 KB, 2 MB pages keep every hop on 240 pages, 64 KB pages put each on its own page. Steps,
+one buffer A throughout:
+
+1. A alone;  2. with an 8 GiB buffer E allocated beside it;  3. E released to CuPy's pool
+(no cudaFree);  4. the pool emptied (cudaFree of E);  5. a fresh buffer D after that.
+
+Predictions: if the free changes the translation, steps 4-5 read slower and the 64 KB chase
+costs more cycles a hop there, the 2 MB one not; if both chases stay put while the reading
+slows, the translation is not it. Changes no setting of the GPU.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import statistics
+from pathlib import Path
+
+SOURCE = r"""
+extern "C" __global__ void read16(const uint4* __restrict__ a, unsigned long long n,
+                                  int passes, unsigned int* sink) {
+    unsigned int acc = 0;
+    const unsigned long long stride = (unsigned long long)gridDim.x * blockDim.x;
+    for (int p = 0; p < passes; ++p)
+        for (unsigned long long i = blockIdx.x * (unsigned long long)blockDim.x + threadIdx.x;
+             i < n; i += stride) {
+            uint4 v;
+            asm volatile("ld.global.cg.v4.u32 {%0, %1, %2, %3}, [%4];"
+                         : "=r"(v.x), "=r"(v.y), "=r"(v.z), "=r"(v.w) : "l"(a + i));
+            acc ^= v.x ^ v.y ^ v.z ^ v.w;
+        }
+    if (acc == 0x9E3779B9u) sink[0] = acc;
+}
+
+extern "C" __global__ void link(unsigned long long* a, unsigned long long hops,
+                                unsigned long long step) {
+    // hop h points to hop h + 1 (the last to the first), step words apart
+    for (unsigned long long h = threadIdx.x; h < hops; h += blockDim.x)
+        a[h * step] = ((h + 1) % hops) * step;
+}
+
+extern "C" __global__ void chase(const unsigned long long* a, unsigned long long hops,
+                                 unsigned long long* out) {
+    unsigned long long j = 0;
+    for (unsigned long long h = 0; h < hops; ++h)  // untimed: the chain once
+        asm volatile("ld.global.cg.u64 %0, [%1];" : "=l"(j) : "l"(a + j));
+    const long long t0 = clock64();
+    for (unsigned long long h = 0; h < hops; ++h)
+        asm volatile("ld.global.cg.u64 %0, [%1];" : "=l"(j) : "l"(a + j));
+    out[0] = clock64() - t0;
+    out[1] = j;
+}
+"""
+PASSES, RUNS = 4, 6
+STRIDES = {"64 KB": 64 << 10, "2 MB": 2 << 20}
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--json", type=Path)
+    ap.add_argument("--mib", type=int, default=480)
+    ap.add_argument("--big-gib", type=int, default=8)
+    a = ap.parse_args()
+    import cupy as cp
+
+    mod = cp.RawModule(code=SOURCE)
+    read16, link, chase = (mod.get_function(n) for n in ("read16", "link", "chase"))
+    sms = cp.cuda.runtime.getDeviceProperties(0)["multiProcessorCount"]
+    sink = cp.zeros(1, dtype=cp.uint32)
+    out = cp.zeros(2, dtype=cp.uint64)
+    nbytes = a.mib << 20
+
+    def read(buf) -> float:  # noqa: ANN001 - median GB/s of RUNS timed launches
+        n = buf.nbytes // 16
+        read16((8 * sms,), (1024,), (buf, cp.uint64(n), cp.int32(PASSES), sink))
+        gbs = []
+        for _ in range(RUNS):
+            start, stop = cp.cuda.Event(), cp.cuda.Event()
+            start.record()
+            read16((8 * sms,), (1024,), (buf, cp.uint64(n), cp.int32(PASSES), sink))
+            stop.record()
+            stop.synchronize()
+            gbs.append(PASSES * buf.nbytes / (cp.cuda.get_elapsed_time(start, stop) / 1e3) / 1e9)
+        return round(statistics.median(gbs), 1)
+
+    def probe(buf) -> dict[str, float]:  # noqa: ANN001 - cycles per hop at each stride
+        words = buf.nbytes // 8
+        got = {}
+        for name, stride in STRIDES.items():
+            step = stride // 8
+            hops = words // step
+            link((1,), (256,), (buf, cp.uint64(hops), cp.uint64(step)))
+            chase((1,), (1,), (buf, cp.uint64(hops), out))
+            got[name] = round(float(out.get()[0]) / hops, 1)
+        return got
+
+    pool = cp.get_default_memory_pool()
+    steps = []
+
+    def step(name: str, buf) -> None:  # noqa: ANN001
+        steps.append({"step": name, "gbs": read(buf), "cycles_per_hop": probe(buf)})
+        s = steps[-1]
+        print(f"{name:34s} {s['gbs']:8.1f} GB/s   cycles a hop: "
+              + "  ".join(f"{k} {v:7.1f}" for k, v in s["cycles_per_hop"].items()), flush=True)
+
+    buf_a = cp.zeros(nbytes // 8, dtype=cp.uint64)
+    step("1. A alone", buf_a)
+    buf_e = cp.zeros((a.big_gib << 30) // 8, dtype=cp.uint64)
+    step(f"2. A, {a.big_gib} GiB E beside it", buf_a)
+    del buf_e
+    step("3. A, E back in the pool", buf_a)
+    pool.free_all_blocks()
+    step("4. A, E freed (cudaFree)", buf_a)
+    buf_d = cp.zeros(nbytes // 8, dtype=cp.uint64)
+    step("5. D, allocated after", buf_d)
+    step("6. A again", buf_a)
+    if a.json:
+        name = cp.cuda.runtime.getDeviceProperties(0)["name"]
+        a.json.write_text(json.dumps({"device": name.decode() if isinstance(name, bytes)
+                                      else str(name), "mib": a.mib, "big_gib": a.big_gib,
+                                      "steps": steps}, indent=1))
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
