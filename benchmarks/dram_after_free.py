@@ -29,25 +29,15 @@ from __future__ import annotations
 
 import argparse
 import json
-import statistics
+import sys
 from pathlib import Path
 
-SOURCE = r"""
-extern "C" __global__ void read16(const uint4* __restrict__ a, unsigned long long n,
-                                  int passes, unsigned int* sink) {
-    unsigned int acc = 0;
-    const unsigned long long stride = (unsigned long long)gridDim.x * blockDim.x;
-    for (int p = 0; p < passes; ++p)
-        for (unsigned long long i = blockIdx.x * (unsigned long long)blockDim.x + threadIdx.x;
-             i < n; i += stride) {
-            uint4 v;
-            asm volatile("ld.global.cg.v4.u32 {%0, %1, %2, %3}, [%4];"
-                         : "=r"(v.x), "=r"(v.y), "=r"(v.z), "=r"(v.w) : "l"(a + i));
-            acc ^= v.x ^ v.y ^ v.z ^ v.w;
-        }
-    if (acc == 0x9E3779B9u) sink[0] = acc;
-}
+sys.path.insert(0, str(Path(__file__).parent))
 
+from dram_first import SOURCE as READ16  # noqa: E402
+from dram_first import reader  # noqa: E402
+
+SOURCE = READ16 + r"""
 extern "C" __global__ void link(unsigned long long* a, unsigned long long hops,
                                 unsigned long long step) {
     // hop h points to hop h + 1 (the last to the first), step words apart
@@ -67,7 +57,6 @@ extern "C" __global__ void chase(const unsigned long long* a, unsigned long long
     out[1] = j;
 }
 """
-PASSES, RUNS = 4, 6
 STRIDES = {"64 KB": 64 << 10, "2 MB": 2 << 20}
 
 
@@ -80,24 +69,10 @@ def main() -> int:
     import cupy as cp
 
     mod = cp.RawModule(code=SOURCE)
-    read16, link, chase = (mod.get_function(n) for n in ("read16", "link", "chase"))
-    sms = cp.cuda.runtime.getDeviceProperties(0)["multiProcessorCount"]
-    sink = cp.zeros(1, dtype=cp.uint32)
+    link, chase = mod.get_function("link"), mod.get_function("chase")
+    read = reader(mod.get_function("read16"))
     out = cp.zeros(2, dtype=cp.uint64)
     nbytes = a.mib << 20
-
-    def read(buf) -> float:  # noqa: ANN001 - median GB/s of RUNS timed launches
-        n = buf.nbytes // 16
-        read16((8 * sms,), (1024,), (buf, cp.uint64(n), cp.int32(PASSES), sink))
-        gbs = []
-        for _ in range(RUNS):
-            start, stop = cp.cuda.Event(), cp.cuda.Event()
-            start.record()
-            read16((8 * sms,), (1024,), (buf, cp.uint64(n), cp.int32(PASSES), sink))
-            stop.record()
-            stop.synchronize()
-            gbs.append(PASSES * buf.nbytes / (cp.cuda.get_elapsed_time(start, stop) / 1e3) / 1e9)
-        return round(statistics.median(gbs), 1)
 
     def probe(buf) -> dict[str, float]:  # noqa: ANN001 - cycles per hop at each stride
         words = buf.nbytes // 8
@@ -114,7 +89,7 @@ def main() -> int:
     steps = []
 
     def step(name: str, buf) -> None:  # noqa: ANN001
-        steps.append({"step": name, "gbs": read(buf), "cycles_per_hop": probe(buf)})
+        steps.append({"step": name, "gbs": read(buf)["median"], "cycles_per_hop": probe(buf)})
         s = steps[-1]
         print(f"{name:34s} {s['gbs']:8.1f} GB/s   cycles a hop: "
               + "  ".join(f"{k} {v:7.1f}" for k, v in s["cycles_per_hop"].items()), flush=True)

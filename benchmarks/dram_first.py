@@ -50,17 +50,13 @@ extern "C" __global__ void read16(const uint4* __restrict__ a, unsigned long lon
 PASSES, RUNS = 4, 6
 
 
-def main() -> int:
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--json", type=Path)
-    ap.add_argument("--mib", type=int, default=480)
-    a = ap.parse_args()
+def reader(kernel):  # noqa: ANN001, ANN201 - CuPy kernel in, a function of a buffer out
+    """read(buf): ``kernel`` (SOURCE's read16) over ``buf``, one untimed launch, then the best
+    and median GB/s of RUNS launches timed with CUDA events (8 blocks of 1024 per SM)."""
     import cupy as cp
 
-    kernel = cp.RawKernel(SOURCE, "read16")
     sms = cp.cuda.runtime.getDeviceProperties(0)["multiProcessorCount"]
     sink = cp.zeros(1, dtype=cp.uint32)
-    nbytes = a.mib << 20
 
     def read(buf) -> dict:  # noqa: ANN001
         n = buf.nbytes // 16
@@ -74,6 +70,18 @@ def main() -> int:
             stop.synchronize()
             gbs.append(PASSES * buf.nbytes / (cp.cuda.get_elapsed_time(start, stop) / 1e3) / 1e9)
         return {"best": round(max(gbs), 1), "median": round(statistics.median(gbs), 1)}
+    return read
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--json", type=Path)
+    ap.add_argument("--mib", type=int, default=480)
+    a = ap.parse_args()
+    import cupy as cp
+
+    read = reader(cp.RawKernel(SOURCE, "read16"))
+    nbytes = a.mib << 20
 
     steps = []
     buf_a = cp.zeros(nbytes // 4, dtype=cp.uint32)

@@ -105,10 +105,7 @@ class BandwidthLevels(Experiment):
         return Plan(
             axes=[Axis("path", tuple(p for p in ("ca", "cg") if p in dev.load_paths),
                        "1", "ca: loads cached in L1 and L2; cg: cached in L2 only"),
-                  Axis("ctas_per_sm", shapes[0], "1", "thread blocks per SM"),
-                  Axis("threads", shapes[1], "1", "threads per block"),
-                  Axis("ilp", shapes[2], "1", "independent 16-byte loads per thread per "
-                       "iteration"),
+                  *shape_axes(shapes),
                   Axis("footprint", tuple(grid), "byte", "buffer read by all blocks, each "
                        "its own slice")],
             variables=[Var("gbs", (), "GB/s", "bytes read per second, 10^9 byte/s"),
@@ -139,8 +136,7 @@ class BandwidthLevels(Experiment):
 
     def measure(self, device: Device, point: Mapping[str, Any], ctx: RunContext
                 ) -> Mapping[str, Any]:
-        res = device.stream(replace(point["request"], seed=ctx.run_seed))
-        return {"gbs": res.gbs, "seconds": res.seconds}
+        return timed_stream(device, point, ctx)
 
     def analyze(self, raw: xr.Dataset) -> list[Finding]:
         med = point_medians(raw, "gbs")
@@ -163,6 +159,20 @@ class BandwidthLevels(Experiment):
             _level(out, raw, med, ["cg"], foot <= l2 / 2, foot, sms, "l2",
                    ".cg, footprint <= half the L2")
         return out
+
+
+def shape_axes(shapes: tuple[tuple[int, ...], ...]) -> list[Axis]:
+    """The kernel-shape axes a cache-bandwidth sweep searches (:data:`SHAPE`)."""
+    return [Axis("ctas_per_sm", shapes[0], "1", "thread blocks per SM"),
+            Axis("threads", shapes[1], "1", "threads per block"),
+            Axis("ilp", shapes[2], "1", "independent 16-byte loads per thread per iteration")]
+
+
+def timed_stream(device: Device, point: Mapping[str, Any], ctx: RunContext
+                 ) -> Mapping[str, Any]:
+    """One timed run of the point's prepared request, at this repeat's seed."""
+    res = device.stream(replace(point["request"], seed=ctx.run_seed))
+    return {"gbs": res.gbs, "seconds": res.seconds}
 
 
 def _level(out: list[Finding], raw: xr.Dataset, med: xr.DataArray, paths: list[str],

@@ -44,14 +44,20 @@ from gpumem.contracts.experiment import (
 from gpumem.contracts.findings import Finding
 from gpumem.contracts.presentation import Presentation, ReportFigure
 from gpumem.experiments.bandwidth import sized_work
-from gpumem.experiments.bandwidth_levels import MAX_WORK, PROBE_WORK, RUN_S, WIDTH
+from gpumem.experiments.bandwidth_levels import (
+    MAX_WORK,
+    PROBE_WORK,
+    RUN_S,
+    WIDTH,
+    shape_axes,
+    timed_stream,
+)
 from gpumem.experiments.figures import BANDWIDTH
 from gpumem.experiments.latency import footprint_grid
 
 #: Blocks reading each slice: the slices' own rate (near copies; few merges) and the
 #: coalescer's (many readers of a line at once).
 SHARED, COALESCED = 8, 32
-SHAPE = ("ctas_per_sm", "threads", "ilp")
 CTAS_PER_SM, THREADS, ILPS = (1, 2, 4, 8), (512, 1024), (2, 8)
 QUICK = ((2,), (512,), (8,))
 #: What each share's finding is and says.
@@ -94,10 +100,7 @@ class L2Bandwidth(Experiment):
         return Plan(
             axes=[Axis("share", (SHARED, COALESCED), "1", "blocks that read each slice (on "
                        "other SMs)"),
-                  Axis("ctas_per_sm", shapes[0], "1", "thread blocks per SM"),
-                  Axis("threads", shapes[1], "1", "threads per block"),
-                  Axis("ilp", shapes[2], "1", "independent 16-byte loads per thread per "
-                       "iteration"),
+                  *shape_axes(shapes),
                   Axis("footprint", tuple(grid), "byte", "buffer read by all blocks, each "
                        "slice by share of them")],
             variables=[Var("gbs", (), "GB/s", "bytes read per second, 10^9 byte/s"),
@@ -125,8 +128,7 @@ class L2Bandwidth(Experiment):
 
     def measure(self, device: Device, point: Mapping[str, Any], ctx: RunContext
                 ) -> Mapping[str, Any]:
-        res = device.stream(replace(point["request"], seed=ctx.run_seed))
-        return {"gbs": res.gbs, "seconds": res.seconds}
+        return timed_stream(device, point, ctx)
 
     def analyze(self, raw: xr.Dataset) -> list[Finding]:
         med = point_medians(raw, "gbs")

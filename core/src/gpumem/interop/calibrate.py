@@ -455,17 +455,7 @@ def _fit_cache_bandwidths(cfg: SimConfig, src: Source, put: Callable[..., None])
                   for fp in axes["footprint"] if int(fp) <= biggest
                   for c in axes["ctas_per_sm"] for t in axes["threads"] for k in axes["ilp"]]
 
-        def best(x: float, lv: Any = lv, points: list[StreamRequest] = points) -> float:
-            lv.bandwidth = x
-            rates = [0.0]
-            for req in points:
-                try:
-                    m = stream_model(cfg, req)
-                except PointSkipped:
-                    continue
-                if m.serving == lv.name:
-                    rates.append(m.rate)
-            return max(rates) * ghz
+        best = _best_served(cfg, lv, "bandwidth", points, ghz)
         solved = _solve(best, v, per_cycle, 4 * per_cycle)
         unit = f" / {cfg.sm_count} SMs" if per_sm else ""
         if solved is None:
@@ -477,6 +467,24 @@ def _fit_cache_bandwidths(cfg: SimConfig, src: Source, put: Callable[..., None])
         put(f"cache:{level}.bandwidth", lv.bandwidth, "bandwidth_levels", name,
             f"the cap at which the model's best rate over the sweep's points this level "
             f"serves is the measured {per_cycle:.1f} B/cycle{' per SM' if per_sm else ''}")
+
+
+def _best_served(cfg: SimConfig, level: Any, attr: str, points: list[StreamRequest],
+                 ghz: float) -> Callable[[float], float]:
+    """GB/s of the model's best rate over ``points`` that ``level`` serves, with its ``attr``
+    (a bandwidth cap) set to the argument: what the fits solve for the measured best."""
+    def best(x: float) -> float:
+        setattr(level, attr, x)
+        rates = [0.0]
+        for req in points:
+            try:
+                m = stream_model(cfg, req)
+            except PointSkipped:
+                continue
+            if m.serving == level.name:
+                rates.append(m.rate)
+        return max(rates) * ghz
+    return best
 
 
 def _fit_shared_l2(cfg: SimConfig, src: Source, put: Callable[..., None]) -> None:
@@ -511,19 +519,9 @@ def _fit_shared_l2(cfg: SimConfig, src: Source, put: Callable[..., None]) -> Non
                   for fp in axes["footprint"] for c in axes["ctas_per_sm"]
                   for t in axes["threads"] for k in axes["ilp"]]
 
-        def best(x: float, attr: str = attr, points: list[StreamRequest] = points) -> float:
-            setattr(level, attr, x)
-            rates = [0.0]
-            for req in points:
-                try:
-                    m = stream_model(cfg, req)
-                except PointSkipped:
-                    continue
-                if m.serving == level.name:
-                    rates.append(m.rate)
-            return max(rates) * ghz
         per_cycle = v / ghz
-        solved = _solve(best, v, per_cycle, 4 * per_cycle)
+        solved = _solve(_best_served(cfg, level, attr, points, ghz), v, per_cycle,
+                        4 * per_cycle)
         put(f"cache:{level.name}.{attr}", round(solved or per_cycle, 1), "l2_bandwidth", name,
             f"the cap at which the model's best rate over the sweep's points of {share} "
             f"readers a line is the measured {per_cycle:.1f} B/cycle" if solved else
