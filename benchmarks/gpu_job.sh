@@ -2,7 +2,7 @@
 #   gpu_job_start OUT_DIR
 # makes OUT_DIR, starts the job's clock (`mark NAME` appends "NAME at S s" to times.txt)
 # and records the GPU as the job found it (clocks, temperature, power, other processes) in
-# OUT_DIR/smi_before.csv. Changes no setting of the GPU.
+# OUT_DIR/smi_before.csv, saying so when the card is no H200. Changes no setting of the GPU.
 gpu_job_start() {
     out_dir=$1
     mkdir -p "$out_dir"
@@ -11,6 +11,9 @@ gpu_job_start() {
 utilization.gpu,memory.used --format=csv > "$out_dir/smi_before.csv" 2>&1
     nvidia-smi --query-compute-apps=pid,name,used_memory --format=csv \
         >> "$out_dir/smi_before.csv" 2>&1
+    # the figures these jobs are for are an H200's; another card is said, not refused
+    grep -q "H200" "$out_dir/smi_before.csv" \
+        || { echo "not an H200 (the job still runs):"; head -2 "$out_dir/smi_before.csv"; }
 }
 mark() { echo "$1 at $((SECONDS - t0)) s" | tee -a "$out_dir/times.txt"; }
 # all_runs N: N timed `gpumem run --arch hopper all --check` into OUT_DIR/all1 .. allN (logs

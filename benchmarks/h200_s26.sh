@@ -28,11 +28,6 @@ here="$(cd "$(dirname "$0")" && pwd)"
 # shellcheck source=gpu_job.sh
 source "$here/gpu_job.sh"
 gpu_job_start "$out"
-# The figures are for an H200; on another Hopper the mechanisms (warm-up, first allocation,
-# L2 merging) are still worth asking, so the job goes on and says which card it had.
-if ! grep -q "H200" "$out/smi_before.csv"; then
-    echo "not an H200 (the mechanisms are still tried):"; head -2 "$out/smi_before.csv"
-fi
 pack() {
     (cd "$out" && tar czf pack.tgz --exclude=pack.tgz ./*.txt ./*.log ./*.csv ./*.json \
         $(find all1 all2 -name manifest.json 2>/dev/null) \
