@@ -13,12 +13,15 @@
 #      asks whether the translation changed (chases at 64 KB and 2 MB strides beside each
 #      reading);
 #
-#   bash benchmarks/h200_s27.sh OUT_DIR
+#   bash benchmarks/h200_s27.sh OUT_DIR [lean]
+#
+# `lean` (about 90 s): one timed run, the reference and compare, dram_after_free.py.
 #
 # Packs everything into OUT_DIR/pack.tgz after each step and prints a short table last.
 # Changes no clock, power or mode setting (ncu runs with --clock-control none).
 set -uo pipefail
-out=${1:?usage: h200_s27.sh OUT_DIR}
+out=${1:?usage: h200_s27.sh OUT_DIR [lean]}
+mode=${2:-all}
 here="$(cd "$(dirname "$0")" && pwd)"
 # shellcheck source=gpu_job.sh
 source "$here/gpu_job.sh"
@@ -29,10 +32,10 @@ pack() {
         $(find all1 all2 \( -name "l2_bandwidth-*.nc" -o -name "bandwidth_levels-*.nc" \) \
           2>/dev/null)) 2>/dev/null
 }
-all_runs 2
+if [ "$mode" = lean ]; then all_runs 1; else all_runs 2; fi
 timeout 120 python3 "$here/l2_reference.py" sweep --runs 2,3,8,33,60 \
     --json "$out/l2_reference.json" 2>&1 | tee "$out/l2_reference.txt"
-python3 "$here/l2_reference.py" compare "$out/all2" "$out/l2_reference.json" \
+python3 "$here/l2_reference.py" compare "$out/all1" "$out/l2_reference.json" \
     > "$out/compare.txt" 2>&1
 mark "reference sweep done"
 pack
@@ -49,6 +52,7 @@ run_ncu() {  # label, then the l2_reference.py arguments
         --metrics "$metrics" --csv python3 "$here/l2_reference.py" "$@" \
         >> "$out/ncu.txt" 2>&1
 }
+if [ "$mode" != lean ]; then
 run_ncu "reference 4096 kB" one-ref 8
 run_ncu "stream 4.1 MB share 8" one-stream 4.125 8 2 1024 8
 run_ncu "stream 4.1 MB share 32" one-stream 4.125 32 2 1024 8
@@ -59,15 +63,16 @@ timeout 60 python3 "$here/dram_first.py" --json "$out/dram_first.json" \
     2>&1 | tee "$out/dram_first.txt"
 mark "dram_first done"
 pack
+fi
 timeout 90 python3 "$here/dram_after_free.py" --json "$out/dram_after_free.json" \
     2>&1 | tee "$out/dram_after_free.txt"
 mark "dram_after_free done"
 pack
 echo "== summary"
 cat "$out/times.txt"
-grep -h "fail \|findings:" "$out/all1.log" "$out/all2.log" | head -12
-grep -h "bw.l2\|l2_bandwidth " "$out/all2.log" | head -12
+grep -h "fail \|findings:" "$out"/all*.log | head -12
+grep -h "bw.l2\|l2_bandwidth " "$out/all1.log" | head -12
 cat "$out/compare.txt"
-python3 "$here/l2_reference.py" table "$out/ncu.txt"
-cat "$out/dram_first.txt"
+[ "$mode" != lean ] && python3 "$here/l2_reference.py" table "$out/ncu.txt"
+[ "$mode" != lean ] && cat "$out/dram_first.txt"
 cat "$out/dram_after_free.txt"
