@@ -138,7 +138,7 @@ def resolve_experiments(plugins: Plugins, arch: str, names: Sequence[str]
     if "all" in names:
         if len(names) > 1:
             raise UsageError("give experiment names or 'all', not both")
-        return [applicable[n] for n in sorted(applicable)]
+        return _dram_first([applicable[n] for n in sorted(applicable)])
     out = []
     for n in names:
         if n not in available:
@@ -149,7 +149,13 @@ def resolve_experiments(plugins: Plugins, arch: str, names: Sequence[str]
                              f"{', '.join(available[n].archs or [])})")
         if available[n] not in out:
             out.append(available[n])
-    return out
+    return _dram_first(out)
+
+
+def _dram_first(classes: list[type[Experiment]]) -> list[type[Experiment]]:
+    """``classes`` with those that measure DRAM bandwidth first (:attr:`Experiment.runs_first`:
+    a process reads DRAM slower once it has freed a large buffer), each group in its order."""
+    return ([c for c in classes if c.runs_first] + [c for c in classes if not c.runs_first])
 
 
 def simulator_config(plugins: Plugins, arch: str, simulator: Any,
