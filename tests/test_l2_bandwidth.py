@@ -25,11 +25,26 @@ from gpumem.sim.throughput import stream_model
 SHARED_BPC, COALESCED_BPC, COALESCE_FROM = 5100.0, 9800.0, 16
 
 
+#: What hopper's sim.toml plants (the H200 share sweeps: tests/data/h200-s23, -s24), TB/s.
+H200_SHARED_TBS, H200_COALESCED_TBS = 10.07, 20.81
+
+
 def _hopper(**l2):
+    """hopper's packaged config without its shared and coalesced rates, then ``l2``'s."""
     cfg = get_plugins().hook.gpumem_simulator_config(arch="hopper", simulator="sim")
+    level = cfg.level("l2")
+    level.shared_bandwidth, level.coalesced_share, level.coalesced_bandwidth = 0.0, 0, 0.0
     for k, v in l2.items():
-        setattr(cfg.level("l2"), k, v)
+        setattr(level, k, v)
     return cfg.validate()
+
+
+def test_the_simulated_h200_reads_the_cards_shared_and_coalesced_rates(cli, tmp_path):
+    cfg = get_plugins().hook.gpumem_simulator_config(arch="hopper", simulator="sim").validate()
+    f = _findings(cli, tmp_path, cfg)
+    assert f["bw.l2_shared"]["value"] / 1e3 == pytest.approx(H200_SHARED_TBS, rel=0.02)
+    assert f["bw.l2_coalesced"]["value"] / 1e3 == pytest.approx(H200_COALESCED_TBS, rel=0.02)
+    assert f["bw.l2"]["value"] < 0.95 * f["bw.l2_shared"]["value"]  # its own lines: 9.0
 
 
 def _findings(cli, tmp_path, cfg) -> dict:
