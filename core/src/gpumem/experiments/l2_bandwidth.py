@@ -7,8 +7,9 @@ mechanisms of an H100/H200's L2 lie between them, both measured with Nsight Comp
 (benchmarks/l2_reference.py, benchmarks/README.md):
 
 * a line read by SMs of both partitions is served from a copy near each, so eight blocks a
-  slice (``StreamRequest.share``) read 9.5-10.2 TB/s on two H200s with at most 3 % of the
-  sectors merged before the slices (``bw.l2_shared``, the slices' own rate);
+  slice (``StreamRequest.share``) read 9.5-10.2 TB/s on two H200s, 2-4.5 % of the sectors
+  merged before the slices on an H100 and an H200 (``bw.l2_shared``, nearly the slices' own
+  rate);
 * where many blocks ask for a line at once, the L2's request coalescer merges their requests
   before the slices: at 16-32 blocks a slice the SMs received 17-27 TB/s, 45 % of the
   sectors merged on an H100 (``bw.l2_coalesced``: what the SMs receive, not what the slices
@@ -67,8 +68,9 @@ FINDINGS = {
              "served by the L2's slices, from a copy near each partition that reads a line"),
     COALESCED: ("bw.l2_coalesced", f"each line read by {COALESCED} blocks at once: the L2's "
                 "request coalescer merges requests for a line in flight, so this is what the "
-                "SMs receive, part of it never read from a slice (45 % of the sectors at 16 "
-                "blocks a slice on an H100, Nsight Compute)"),
+                "SMs receive, part of it never read from a slice (on an H100, Nsight Compute: "
+                "18 % of the sectors at 32 blocks a line and one kernel shape, 45 % at 16 "
+                "and another)"),
 }
 
 
