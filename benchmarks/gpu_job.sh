@@ -28,3 +28,21 @@ all_runs() {
         pack
     done
 }
+# pack_runs PATTERN...: OUT_DIR/pack.tgz of the job's texts, logs, CSV and JSON files, the
+# timed runs' manifests and their files matching the `find -name` PATTERNs (e.g. latency-*.nc).
+pack_runs() {
+    local names=() p
+    for p in "$@"; do names+=(-o -name "$p"); done
+    (cd "$out_dir" && tar czf pack.tgz --exclude=pack.tgz ./*.txt ./*.log ./*.csv ./*.json \
+        $(find all1 all2 \( -name manifest.json "${names[@]}" \) 2>/dev/null)) 2>/dev/null
+}
+# run_ncu LABEL ARGS...: Nsight Compute (clocks and caches as found) on one launch of
+# benchmarks/l2_reference.py ARGS, counting NCU_METRICS, appended to OUT_DIR/ncu.txt under
+# "== LABEL" (`l2_reference.py table` reads it).
+run_ncu() {
+    local label=$1; shift
+    echo "== $label" >> "$out_dir/ncu.txt"
+    timeout 90 ncu --clock-control none --cache-control none --profile-from-start off \
+        --metrics "$NCU_METRICS" --csv python3 "$(dirname "${BASH_SOURCE[0]}")/l2_reference.py" \
+        "$@" >> "$out_dir/ncu.txt" 2>&1
+}

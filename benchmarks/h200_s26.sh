@@ -28,11 +28,7 @@ here="$(cd "$(dirname "$0")" && pwd)"
 # shellcheck source=gpu_job.sh
 source "$here/gpu_job.sh"
 gpu_job_start "$out"
-pack() {
-    (cd "$out" && tar czf pack.tgz --exclude=pack.tgz ./*.txt ./*.log ./*.csv ./*.json \
-        $(find all1 all2 -name manifest.json 2>/dev/null) \
-        $(find all1 all2 -name "latency-*.nc" 2>/dev/null)) 2>/dev/null
-}
+pack() { pack_runs "latency-*.nc"; }
 if [ "$mode" != runs ]; then
 nvcc -arch=sm_90 -cubin -o "$out/pc.cubin" "$here/../core/src/gpumem/cuda/kernels/pointer_chase.cu" \
     && cuobjdump -sass -fun pointer_chase_ca_global_ilp8 "$out/pc.cubin" > "$out/warm_ilp_sass.txt" 2>&1
@@ -61,14 +57,8 @@ for m in lts__t_sectors_srcunit_tex_op_read lts__t_sectors_srcunit_tex_op_read_l
          lrc__xbar2gpc_sectors_op_read lrc__request_sectors_op_read_coalescable; do
     grep -q "^$m .*Counter" "$out/ncu_metrics_all.log" && metrics="$metrics,$m.sum"
 done
+NCU_METRICS=$metrics
 echo "metrics: $metrics" | tee "$out/ncu.txt"
-run_ncu() {  # label, then the l2_reference.py arguments
-    local label=$1; shift
-    echo "== $label" >> "$out/ncu.txt"
-    timeout 90 ncu --clock-control none --cache-control none --profile-from-start off \
-        --metrics "$metrics" --csv python3 "$here/l2_reference.py" "$@" \
-        >> "$out/ncu.txt" 2>&1
-}
 run_ncu "reference 1536 kB" one-ref 3
 [ "$mode" != runs ] && run_ncu "reference 4096 kB" one-ref 8
 run_ncu "reference 16896 kB" one-ref 33

@@ -26,12 +26,7 @@ here="$(cd "$(dirname "$0")" && pwd)"
 # shellcheck source=gpu_job.sh
 source "$here/gpu_job.sh"
 gpu_job_start "$out"
-pack() {
-    (cd "$out" && tar czf pack.tgz --exclude=pack.tgz ./*.txt ./*.log ./*.csv ./*.json \
-        $(find all1 all2 -name manifest.json 2>/dev/null) \
-        $(find all1 all2 \( -name "l2_bandwidth-*.nc" -o -name "bandwidth_levels-*.nc" \) \
-          2>/dev/null)) 2>/dev/null
-}
+pack() { pack_runs "l2_bandwidth-*.nc" "bandwidth_levels-*.nc"; }
 if [ "$mode" = lean ]; then all_runs 1; else all_runs 2; fi
 timeout 120 python3 "$here/l2_reference.py" sweep --runs 2,3,8,33,60 \
     --json "$out/l2_reference.json" 2>&1 | tee "$out/l2_reference.txt"
@@ -44,14 +39,8 @@ for m in lts__t_sectors_srcunit_tex_op_read l1tex__t_sectors_pipe_lsu_mem_global
          lrc__xbar2gpc_sectors_op_read lrc__lrc2xbar_sectors_op_read; do
     metrics="$metrics,$m.sum"
 done
+NCU_METRICS=$metrics
 echo "metrics: $metrics" | tee "$out/ncu.txt"
-run_ncu() {  # label, then the l2_reference.py arguments
-    local label=$1; shift
-    echo "== $label" >> "$out/ncu.txt"
-    timeout 90 ncu --clock-control none --cache-control none --profile-from-start off \
-        --metrics "$metrics" --csv python3 "$here/l2_reference.py" "$@" \
-        >> "$out/ncu.txt" 2>&1
-}
 if [ "$mode" != lean ]; then
 run_ncu "reference 4096 kB" one-ref 8
 run_ncu "stream 4.1 MB share 8" one-stream 4.125 8 2 1024 8

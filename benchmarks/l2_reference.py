@@ -184,6 +184,7 @@ def table(path: Path) -> int:
 def compare(run_dir: Path, reference: Path) -> int:
     """The reference's best per footprint against gpumem's run at the nearest footprint."""
     from gpumem.contracts.experiment import point_medians
+    from gpumem.experiments.bandwidth_levels import SHAPE
     from gpumem.results.io import open_raw
 
     curves: dict[str, dict[int, float]] = {}
@@ -198,7 +199,7 @@ def compare(run_dir: Path, reference: Path) -> int:
             ds = open_raw(nc)
             med = point_medians(ds, "gbs")
             for share in ds["share"].values:
-                m = med.sel(share=share).max(["ctas_per_sm", "threads", "ilp"])
+                m = med.sel(share=share).max(list(SHAPE))
                 curves[f"{int(share)} a line"] = {
                     int(f): float(v) for f, v in zip(ds["footprint"].values, m.values,
                                                      strict=True)}

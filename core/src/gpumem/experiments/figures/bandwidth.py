@@ -12,6 +12,7 @@ from matplotlib.figure import Figure
 
 from gpumem.contracts.experiment import point_medians
 from gpumem.contracts.series import Series
+from gpumem.experiments.bandwidth_levels import SHAPE
 from gpumem.figures.draw import (
     bytes_axis,
     finished,
@@ -99,7 +100,7 @@ def l2_bandwidth(series: Sequence[Series]) -> Figure | None:
     ax = axs[0, 0]
     styles = {1: "--", 8: "-", 32: ":"}
     for s, ds in data:
-        med = point_medians(ds, "gbs").max(["ctas_per_sm", "threads", "ilp"])
+        med = point_medians(ds, "gbs").max(list(SHAPE))
         for share in ds["share"].values:
             ax.plot(ds["footprint"].values, med.sel(share=share).values,
                     ls=styles.get(int(share), "-."), marker=".", color=s.colour, lw=1.4)
