@@ -16,6 +16,10 @@ within 1.5 % of A's reading before it (or ``--max-s``): the slow state's length 
 size; then the same with the buffer freed by **another process** that exits (what a gpumem run
 started right after another one meets).
 
+Beside each reading, the free device memory the runtime reports (cudaMemGetInfo) and the
+memory NVML counts used: if memory being cleared is counted neither free nor usable, the free
+memory rises as the clearing proceeds, and a run can wait for it instead of guessing.
+
 Predictions (scrub): slow for a time proportional to the size freed (8 GiB: the 20 s idle of
 ``dram_after_free.py`` recovered), the same depth for every size; the other process's exit
 slows A as much. Changes no setting of the GPU.
@@ -70,17 +74,32 @@ def main() -> int:
     def baseline() -> float:
         return statistics.median(once() for _ in range(40))
 
+    try:
+        import pynvml
+
+        pynvml.nvmlInit()
+        handle = pynvml.nvmlDeviceGetHandleByIndex(0)
+
+        def nvml_used() -> int:
+            return int(pynvml.nvmlDeviceGetMemoryInfo(handle).used)
+    except Exception:  # noqa: BLE001 - no NVML: -1
+        def nvml_used() -> int:
+            return -1
+
     def course(base: float, t0: float) -> dict:
         trace, steady = [], 0
         while time.monotonic() - t0 < a.max_s:
             g = once()
-            trace.append((round(time.monotonic() - t0, 4), round(g, 1)))
+            trace.append((round(time.monotonic() - t0, 4), round(g, 1),
+                          cp.cuda.runtime.memGetInfo()[0] >> 20, nvml_used() >> 20))
             steady = steady + 1 if abs(g / base - 1) < 0.015 else 0
             if steady >= 40:
                 break
-        slow = [t for t, g in trace if g < base * 0.985]
+        slow = [t for t, g, *_mem in trace if g < base * 0.985]
         return {"base": round(base, 1), "readings": len(trace),
-                "min": min(g for _t, g in trace), "first": trace[0][1],
+                "min": min(g for _t, g, *_mem in trace), "first": trace[0][1],
+                "free_mib_first_last": (trace[0][2], trace[-1][2]),
+                "nvml_used_mib_first_last": (trace[0][3], trace[-1][3]),
                 "slow_until_s": slow[-1] if slow else 0.0,
                 "slow_readings": len(slow), "recovered": steady >= 40,
                 "trace": trace[:: max(1, len(trace) // 400)]}
@@ -113,7 +132,9 @@ def main() -> int:
             print(f"{gib:3d} GiB freed by {who:5s}: base {got['base']:7.1f}  first "
                   f"{got['first']:7.1f}  min {got['min']:7.1f}  slow until "
                   f"{got['slow_until_s']:6.2f} s ({got['slow_readings']} of "
-                  f"{got['readings']})  recovered {got['recovered']}", flush=True)
+                  f"{got['readings']})  recovered {got['recovered']}  free MiB "
+                  f"{got['free_mib_first_last']}  NVML used MiB "
+                  f"{got['nvml_used_mib_first_last']}", flush=True)
             if a.json:
                 a.json.write_text(json.dumps(out, indent=1))
     return 0
