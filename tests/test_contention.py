@@ -18,6 +18,8 @@ import xarray as xr
 from gpumem.contracts.contention import (
     CONTENDED,
     GAP_S,
+    SCATTER_BY,
+    SCATTER_INHERENT,
     DeviceBusy,
     Neighbour,
     assess,
@@ -271,6 +273,28 @@ def test_bandwidth_scatter_counts_only_beyond_a_stray_point():
     c = assess(stream_raw(10))
     assert c.found and c.scattered == 10
     assert "10 of 100 bandwidth point(s) scattered" in c.reason()
+
+
+def shared_raw(slowed: int, inherent: bool = True) -> xr.Dataset:
+    """l2_bandwidth's shape: 50 points at 8 blocks a line, 50 at 32 whose repeats read two
+    rates (0.67 and 1.0, as the request coalescer merges more or less on an idle H100);
+    ``slowed`` share-8 points with a repeat halved (a neighbour)."""
+    rng = np.random.default_rng(3)
+    gbs = 8000 * (1 + rng.normal(0, 0.005, (2, 50, 12)))
+    gbs[1, :10, ::3] *= 0.67
+    gbs[0, :slowed, 4] /= 2
+    raw = xr.Dataset({"gbs": (("share", "ctas", "repeat"), gbs, {"gpumem_units": "GB/s"})},
+                     coords={"share": [8, 32], "ctas": np.arange(50), "repeat": np.arange(12)})
+    if inherent:
+        raw.attrs.update({SCATTER_BY: "share", SCATTER_INHERENT: [32]})
+    return raw
+
+
+def test_points_that_scatter_by_themselves_are_no_evidence():
+    assert assess(shared_raw(0, inherent=False)).found  # without the experiment's word
+    assert not assess(shared_raw(0)).found
+    c = assess(shared_raw(5))  # a neighbour still shows in the other share
+    assert c.found and c.scattered == 5 and c.measured == 50
 
 
 def test_the_committed_idle_h200_runs_show_no_contention():

@@ -52,6 +52,10 @@ SCATTER_FACTOR = 5.0
 #: of its points (five committed idle H200 runs: 1 of 720 each)
 SCATTER_POINTS = 3
 SCATTER_FRACTION = 0.02
+#: the raw file's attribute naming the axis whose values scatter each their own way
+SCATTER_BY = "gpumem_scatter_by"
+#: ... and the values of that axis whose points scatter by themselves (not evidence)
+SCATTER_INHERENT = "gpumem_scatter_inherent"
 #: the raw file's attribute holding the reason (empty: none seen)
 ATTR = "gpumem_contention"
 #: how often a :class:`Watch` looks during an adaptive search (seconds)
@@ -176,27 +180,39 @@ def _gaps(raw: xr.Dataset) -> tuple[int, float]:
 
 
 def _scatter(raw: xr.Dataset) -> tuple[int, int]:
-    """(bandwidth points whose repeats scatter far beyond the experiment's usual, points)."""
+    """(bandwidth points whose repeats scatter far beyond the experiment's usual, points);
+    the usual spread per value of the :data:`SCATTER_BY` axis where the file names one, its
+    :data:`SCATTER_INHERENT` values left out."""
     scattered = measured = 0
+    by = str(raw.attrs.get(SCATTER_BY, "") or "")
+    inherent = {str(v) for v in np.atleast_1d(raw.attrs.get(SCATTER_INHERENT, []))}
     for var in raw.data_vars.values():
         if "repeat" not in var.dims or var.sizes["repeat"] < 3 or \
                 _units(var) not in ("GB/s", "Gbyte/s"):
             continue
-        v = var.values.astype(float)
-        axis = var.dims.index("repeat")
-        with np.errstate(all="ignore"), warnings.catch_warnings():
-            warnings.simplefilter("ignore", RuntimeWarning)  # a point that did not run
-            med = np.nanmedian(v, axis=axis)
-            spread = (np.nanmax(v, axis=axis) - np.nanmin(v, axis=axis)) / med
-        spread = spread[np.isfinite(spread)]
-        if spread.size == 0:
-            continue
-        usual = float(np.median(spread))
-        measured += int(spread.size)
-        scattered += int((spread > max(SCATTER_MIN, SCATTER_FACTOR * usual)).sum())
+        kinds = [var.isel({by: i}) for i in range(var.sizes[by])
+                 if str(var[by].values[i]) not in inherent] if by in var.dims else [var]
+        for kind in kinds:
+            n, m = _scattered(kind)
+            scattered, measured = scattered + n, measured + m
     if scattered < max(SCATTER_POINTS, SCATTER_FRACTION * measured):
         scattered = 0  # a stray point: idle GPUs have them too
     return scattered, measured
+
+
+def _scattered(var: xr.DataArray) -> tuple[int, int]:
+    """(points of ``var`` scattered beyond its usual spread, points with repeats)."""
+    v = var.values.astype(float)
+    axis = var.dims.index("repeat")
+    with np.errstate(all="ignore"), warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)  # a point that did not run
+        med = np.nanmedian(v, axis=axis)
+        spread = (np.nanmax(v, axis=axis) - np.nanmin(v, axis=axis)) / med
+    spread = spread[np.isfinite(spread)]
+    if spread.size == 0:
+        return 0, 0
+    usual = float(np.median(spread))
+    return int((spread > max(SCATTER_MIN, SCATTER_FACTOR * usual)).sum()), int(spread.size)
 
 
 def assess(raw: xr.Dataset, who: str = "") -> Contention:

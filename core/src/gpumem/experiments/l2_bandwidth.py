@@ -29,6 +29,7 @@ from typing import Any
 
 import xarray as xr
 
+from gpumem.contracts.contention import SCATTER_BY, SCATTER_INHERENT
 from gpumem.contracts.device import Device, StreamRequest
 from gpumem.contracts.errors import PointSkipped
 from gpumem.contracts.estimates import argmax_at, estimate_at, finding
@@ -108,7 +109,9 @@ class L2Bandwidth(Experiment):
             variables=[Var("gbs", (), "GB/s", "bytes read per second, 10^9 byte/s"),
                        Var("seconds", (), "s", "time of one timed run")],
             attrs={"width": WIDTH, "order": "block", "path": "cg",
-                   "work_bytes": MAX_WORK, "run_seconds": RUN_S},
+                   "work_bytes": MAX_WORK, "run_seconds": RUN_S,
+                   # the coalescer merges more or less from repeat to repeat: no evidence
+                   SCATTER_BY: "share", SCATTER_INHERENT: [COALESCED]},
             repeats=repeat_count(ctx),
         )
 
