@@ -41,6 +41,8 @@ def main() -> int:
     ap.add_argument("--mib", type=int, default=480)
     ap.add_argument("--pads", default="")
     ap.add_argument("--sweeps", type=int, default=2)
+    ap.add_argument("--same", action="store_true",
+                    help="the control: one buffer, allocated once, read at every step")
     a = ap.parse_args()
     import cupy as cp
 
@@ -67,21 +69,23 @@ def main() -> int:
             got.append(PASSES * nbytes / (cp.cuda.get_elapsed_time(start, stop) / 1e3) / 1e9)
         return statistics.median(got)
 
-    out: dict = {"mib": a.mib, "total_gib": total_gib, "readings": []}
+    out: dict = {"mib": a.mib, "total_gib": total_gib, "same": a.same, "readings": []}
+    kept = rt.malloc(nbytes) if a.same else 0
     for sweep in range(a.sweeps):
         for pad in (pads if sweep % 2 == 0 else pads[::-1]):
             try:
                 p = rt.malloc(pad << 30) if pad else 0
             except Exception:  # noqa: BLE001 - out of memory: the pad is too big
                 continue
-            b = rt.malloc(nbytes)
+            b = kept or rt.malloc(nbytes)
             rt.memset(b, 0, nbytes)
             rt.deviceSynchronize()
             gbs = read(b)
             out["readings"].append({"sweep": sweep, "pad_gib": pad, "address": hex(b),
                                     "gbs": round(gbs, 1)})
             print(f"sweep {sweep} pad {pad:3d} GiB  at {b:#x}  {gbs:8.1f} GB/s", flush=True)
-            rt.free(b)
+            if not kept:
+                rt.free(b)
             if p:
                 rt.free(p)
             rt.deviceSynchronize()
