@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import ctypes
 import hashlib
+import time
 from dataclasses import replace
 from importlib.resources import files
 from typing import Any
@@ -42,6 +43,13 @@ _PATH_KERNELS = {"ca": "pointer_chase_ca", "cg": "pointer_chase_cg", "nc": "poin
 #: Largest record kept in shared memory (12 B per access; the default dynamic limit).
 SHARED_RECORD_MAX = 48 * 1024
 ROTATE = 3  # allocations a DRAM-resident stream's timed repeats take turns on
+#: Bytes a second the driver clears memory given back to it (cudaFree) at, at least. DRAM
+#: reads run some 18 % slower while it does (an H100, benchmarks/dram_scrub.py, 2026-12-06:
+#: for about 3 ms after 1 GiB is freed, 13 ms after 4 GiB, 0.1 s after 32 GiB, some 330
+#: GB/s), and ``ilp``'s first point at its largest footprint read its first 1-3 repeats 11-15
+#: % slow in 17 of 19 whole runs (H100s and H200s), the buffers of the footprint before just
+#: freed. A timed DRAM-resident stream waits the clearing out: half the rate seen, for margin.
+CLEAR_BYTES_PER_S = 150e9
 #: Elements a 1-D texture over linear memory may span (2^27 on every GPU since sm_30).
 TEX_LINEAR_MAX_ELEMENTS = 1 << 27
 #: cuCtxSetSharedMemConfig values (CUsharedconfig).
@@ -98,6 +106,8 @@ class CudaDevice(Device):
         self.kernel_sources: dict[str, KernelSource] = {}
         self.carveout: dict[str, int] = {}
         self._warm_key: tuple | None = None  # the chain whose warm-up segments are held
+        self._cleared_at = 0.0  # time.monotonic() by which the driver has cleared what we freed
+        self.clearing_waits: list[float] = []  # seconds each timed DRAM stream waited for it
         self._warm_args: tuple = ()
         self.kernel_audit: dict[str, dict[str, int]] = {}
         from gpumem.cuda.audit import SassInBackground
@@ -344,7 +354,7 @@ class CudaDevice(Device):
                 arr = self._build_chain(mod, req)
         except cp.cuda.memory.OutOfMemoryError as e:
             del pad
-            cp.get_default_memory_pool().free_all_blocks()
+            self._release()
             behind = f" behind a {PLACEMENT_PADS[req.placement]} B pad" if req.placement else ""
             raise PointSkipped(f"out of device memory for footprint {req.footprint} B{behind}: "
                                f"{e}") from None
@@ -394,7 +404,7 @@ class CudaDevice(Device):
             lat_h, nxt_h, state_h, ovh_h = (x.get() for x in (lat, nxt, state, ovh))
         finally:
             del arr, pad
-            cp.get_default_memory_pool().free_all_blocks()
+            self._release()
         if to_global:
             ovh_h = ovh_h[:min(req.record, 1024)]
         index = np.empty(req.record, np.int64)
@@ -426,7 +436,7 @@ class CudaDevice(Device):
         if getattr(self, "_buf_footprint", None) != footprint or (
                 footprint <= 2 * self.info.l2_bytes and slot not in self._bufs):
             self._bufs = {}
-            cp.get_default_memory_pool().free_all_blocks()
+            self._release()
             self._buf_footprint = footprint
             self._sink = cp.zeros(1, dtype=cp.uint32)
             self._warm: set = set()
@@ -442,13 +452,35 @@ class CudaDevice(Device):
                                 cp.zeros(footprint // 4, dtype=cp.uint32))
         return self._bufs[slot]
 
-    def _time(self, launch: Any, key: Any) -> float:
+    def _release(self) -> None:
+        """Give the memory pool's unused blocks back to the driver (cudaFree), noting by when
+        the driver will have cleared them (:data:`CLEAR_BYTES_PER_S`, queued after any
+        clearing still under way)."""
+        pool = self.cp.get_default_memory_pool()
+        freed = int(pool.free_bytes())
+        pool.free_all_blocks()
+        if freed > 0:
+            self._cleared_at = (max(self._cleared_at, time.monotonic())
+                                + freed / CLEAR_BYTES_PER_S)
+
+    def _wait_cleared(self) -> None:
+        """Sleep until the driver has cleared the memory this device freed (a DRAM stream
+        timed meanwhile reads slower); the wait is kept in :attr:`clearing_waits`."""
+        wait = self._cleared_at - time.monotonic()
+        if wait > 0:
+            time.sleep(wait)
+            self.clearing_waits.append(wait)
+
+    def _time(self, launch: Any, key: Any, dram: bool = False) -> float:
         """Seconds of one launch, timed with CUDA events after an untimed warm-up the first
-        time a configuration runs."""
+        time a configuration runs; a DRAM-resident one (``dram``) after the driver's
+        clearing of freed memory (:meth:`_wait_cleared`)."""
         cp = self.cp
         if key not in self._warm:
             launch()
             self._warm.add(key)
+        if dram:
+            self._wait_cleared()
         start, end = cp.cuda.Event(), cp.cuda.Event()
         start.record()
         launch()
@@ -515,7 +547,8 @@ class CudaDevice(Device):
 
             def launch() -> None:
                 kern((req.ctas,), (req.threads,), args)
-        seconds = self._time(launch, (name, req.ctas, req.threads, req.reverse, req.peer))
+        seconds = self._time(launch, (name, req.ctas, req.threads, req.reverse, req.peer),
+                             dram=peer is None and req.footprint > 2 * self.info.l2_bytes)
         moved = iters * chunk * req.width * (2 if req.kind == "copy" else 1)
         return StreamResult(bytes=int(moved), seconds=seconds,
                             cycles=seconds * self.info.clock_mhz * 1e6)
@@ -610,7 +643,8 @@ class CudaDevice(Device):
         def launch() -> None:
             kern((blocks,), (32,), args, shared_mem=smem)
 
-        seconds = self._time(launch, (name, request.chunk, blocks, request.footprint))
+        seconds = self._time(launch, (name, request.chunk, blocks, request.footprint),
+                             dram=request.footprint > 2 * self.info.l2_bytes)
         return StreamResult(bytes=int(iters * blocks * request.chunk), seconds=seconds,
                             cycles=seconds * self.info.clock_mhz * 1e6)
 
