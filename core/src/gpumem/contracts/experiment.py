@@ -397,12 +397,12 @@ class Experiment(ABC):
     #: written before this existed) declares nothing: no name counts as its.
     findings: ClassVar[tuple[str, ...]] = ()
 
-    #: Measures DRAM bandwidth, which a process reads 13-16 % slower once it has freed a
-    #: large buffer (a chase of several GiB does): on an H100 a 480 MB buffer allocated at the
-    #: start read 3157 GB/s, and 2646 after an 8 GiB buffer was freed, untouched in between
-    #: (benchmarks/dram_first.py); gpumem's own streams alike on H100s and an H200
-    #: (benchmarks/dram_placement.py). Such experiments run before the others of a run
-    #: (:func:`gpumem.run.resolve.resolve_experiments`), each process being a run's.
+    #: Measures DRAM bandwidth, which reads some 18 % slower while the driver clears memory
+    #: a process freed (cudaFree), about 3 ms a GiB on an H100 (benchmarks/dram_scrub.py; a
+    #: chase of several GiB frees that much): such experiments run before the others of a
+    #: run (:func:`gpumem.run.resolve.resolve_experiments`), and the CUDA device waits out
+    #: any clearing before timing a DRAM-resident stream
+    #: (:data:`gpumem.cuda.device.CLEAR_BYTES_PER_S`).
     runs_first: ClassVar[bool] = False
 
     #: For each version bump, the findings whose meaning it changed (``{"2":

@@ -90,7 +90,7 @@ class Bandwidth(Experiment):
     summary = "DRAM read, write and copy bandwidth over CTAs x threads x ILP"
     probes = ("stream",)
     version = "3"  # 2: runs sized in time; 3: sized by probes until one lasts long enough
-    runs_first = True  # DRAM bandwidth: before any large buffer is freed
+    runs_first = True  # DRAM bandwidth: before the chases free GiBs
     findings = ("bw.dram_read", "bw.dram_write", "bw.dram_copy", "bw.dram_read_fraction")
     references = ("Mei & Chu, IEEE TPDS 28(1), 2017, sec. 5.1 (global throughput); "
                   "RRZE gpu-benches gpu-stream")

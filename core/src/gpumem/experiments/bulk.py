@@ -70,7 +70,7 @@ class BulkCopy(Experiment):
     summary = "TMA bulk copies HBM -> shared memory over chunk x stages x blocks per SM"
     probes = ("bulk_copy",)
     version = "2"  # 2: runs sized in time (about RUN_S), not one pass
-    runs_first = True  # DRAM bandwidth: before any large buffer is freed
+    runs_first = True  # DRAM bandwidth: before the chases free GiBs
     findings = ("bw.dram_read_bulk", "bw.dram_read_bulk_fraction", "bulk.inflight_per_sm",
                 "bulk.latency_estimate")
     references = ("NVIDIA Hopper tuning guide, 'Tensor Memory Accelerator'; PTX ISA, "

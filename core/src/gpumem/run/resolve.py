@@ -154,7 +154,7 @@ def resolve_experiments(plugins: Plugins, arch: str, names: Sequence[str]
 
 def _dram_first(classes: list[type[Experiment]]) -> list[type[Experiment]]:
     """``classes`` with those that measure DRAM bandwidth first (:attr:`Experiment.runs_first`:
-    a process reads DRAM slower once it has freed a large buffer), each group in its order."""
+    DRAM reads slower while the driver clears memory a run freed), each group in its order."""
     return [c for c in classes if c.runs_first] + [c for c in classes if not c.runs_first]
 
 
