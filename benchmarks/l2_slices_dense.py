@@ -32,7 +32,7 @@ def main() -> None:
     a = ap.parse_args()
     if not 1 <= a.lines <= slices.PAGE // slices.LINE or a.pages < 1:
         raise SystemExit(f"--lines must be 1-{slices.PAGE // slices.LINE}, --pages >= 1")
-    slices.PAGES, slices.LINES_PER_PAGE = a.pages, a.lines
+    slices.L2Slices.pages, slices.L2Slices.lines_per_page = a.pages, a.lines
     t0 = time.monotonic()
     report = run(RunRequest(a.arch, ["l2_slices"], device=a.device, out=a.out,
                             sim_config=a.sim_config,

@@ -404,6 +404,9 @@ class Experiment(ABC):
     #: any clearing before timing a DRAM-resident stream
     #: (:data:`gpumem.cuda.device.CLEAR_BYTES_PER_S`).
     runs_first: ClassVar[bool] = False
+    #: Part of ``gpumem run all``. An experiment too long for a routine run (``l2_hash``: some
+    #: four times ``l2_slices``' chasing) sets False and runs when named.
+    in_all: ClassVar[bool] = True
 
     #: For each version bump, the findings whose meaning it changed (``{"2":
     #: ("lat.pattern.P6",)}``): a finding a bump left alone means the same in a file of the

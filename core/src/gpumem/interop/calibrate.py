@@ -227,11 +227,17 @@ def calibrate(base: SimConfig, src: Source) -> Calibrated:
 MAX_SLICES = 1024
 
 
-def _slice_rows(src: Source, n_codes: int) -> dict[int, list[float]] | None:
+def _slices_experiment(src: Source) -> str:
+    """The experiment whose slice map a run's export takes: ``l2_hash`` (every line of a
+    page: its table is whole) where the run has it, else ``l2_slices``."""
+    return "l2_hash" if any(e == "l2_hash" for e, _n in src.findings) else "l2_slices"
+
+
+def _slice_rows(src: Source, n_codes: int, exp: str) -> dict[int, list[float]] | None:
     """``l2_slices.slice_latency`` as {measured SM: its latency to each code}, or None
     unless every row is whole and every latency a positive number (a file's content is not
     trusted: keys are ``SM/code``)."""
-    f = src.findings.get(("l2_slices", "l2_slices.slice_latency"))
+    f = src.findings.get((exp, "l2_slices.slice_latency"))
     if f is None or not f.resolved or f.index is None or not isinstance(f.value, list):
         return None
     rows: dict[int, dict[int, float]] = {}
@@ -249,12 +255,14 @@ def _fit_slices(cfg: SimConfig, src: Source, put: Callable[..., None]) -> None:
     """The L2's slice map (``l2_slices``) on the level that serves the L2-only path's hits:
     the hash's masks, or where no XOR hash holds its table over the invariant deltas, and
     each SM's latency to each slice; an SM the run did not measure takes the nearest
-    measured SM's row (by SM number: neighbours share a TPC)."""
+    measured SM's row (by SM number: neighbours share a TPC). From ``l2_hash`` where the
+    run has it (:func:`_slices_experiment`)."""
+    exp = _slices_experiment(src)
     used = "l2_slices.hash_buffer_masks"
-    masks = src.value("l2_slices", used)
+    masks = src.value(exp, used)
     if not masks:
         used = "l2_slices.hash_masks"
-        masks = src.value("l2_slices", used)
+        masks = src.value(exp, used)
     if not cfg.paths.get("cg"):
         return
     level = cfg.level(cfg.paths["cg"][0])
@@ -265,22 +273,22 @@ def _fit_slices(cfg: SimConfig, src: Source, put: Callable[..., None]) -> None:
         if (not all(isinstance(m, int) and 0 < m < 1 << 62 for m in masks)
                 or 1 << len(masks) > MAX_SLICES):
             return
-        rows = _slice_rows(src, 1 << len(masks))
+        rows = _slice_rows(src, 1 << len(masks), exp)
         columns = list(range(1 << len(masks)))
         trial.slices, trial.slice_masks = 1 << len(masks), list(masks)
         how = [(f"{where}.slices", trial.slices, used, "2 ** masks"),
                (f"{where}.slice_masks", trial.slice_masks, used, "")]
     else:
-        fitted = _slice_table(src)
+        fitted = _slice_table(src, exp)
         if fitted is None:
             return
         kernel, groups, by_class = fitted
-        rows = _slice_rows(src, groups)
+        rows = _slice_rows(src, groups, exp)
         columns = sorted(set(by_class))  # groups no class holds are no slice
         slot = {g: i for i, g in enumerate(columns)}
         trial.slices, trial.slice_kernel = len(columns), kernel
         trial.slice_table = [slot[g] for g in by_class]
-        buffer = src.value("l2_slices", "l2_slices.table_buffer")
+        buffer = src.value(exp, "l2_slices.table_buffer")
         trial.slice_footprint = buffer if isinstance(buffer, int) and not isinstance(
             buffer, bool) and 0 < buffer < 1 << 48 else 0
         how = [(f"{where}.slices", trial.slices, "l2_slices.hash_table",
@@ -307,11 +315,11 @@ def _fit_slices(cfg: SimConfig, src: Source, put: Callable[..., None]) -> None:
     except SimConfigError:
         return  # a map the simulator cannot home lines by (dependent masks, a bad table)
     for key, value, finding, note in how:
-        put(key, value, "l2_slices", finding, note)
-    put(f"{where}.slice_latency", table, "l2_slices", "l2_slices.slice_latency",
+        put(key, value, exp, finding, note)
+    put(f"{where}.slice_latency", table, exp, "l2_slices.slice_latency",
         f"{len(measured)} SMs measured; each other SM takes the nearest measured one's row")
     if level.sm_offsets:
-        put(f"{where}.sm_offsets", [], "l2_slices", "l2_slices.slice_latency",
+        put(f"{where}.sm_offsets", [], exp, "l2_slices.slice_latency",
             "the slice latencies hold each SM's distance")
 
 
@@ -338,13 +346,13 @@ def _shift_base_slices(cfg: SimConfig, base: SimConfig, sources: dict[str, str],
         f"base's {was:g}; the run measured no slice map")
 
 
-def _slice_table(src: Source) -> tuple[list[int], int, list[int]] | None:
+def _slice_table(src: Source, exp: str) -> tuple[list[int], int, list[int]] | None:
     """A table slice map's parts, checked (a file's content is not trusted): the invariant
     deltas, the number of groups the slice latencies are over, and each class's group; None
     unless every class has a group and the deltas are address masks."""
-    table = src.value("l2_slices", "l2_slices.hash_table")
-    kernel = src.value("l2_slices", "l2_slices.hash_invariants")
-    groups = src.value("l2_slices", "l2_slices.groups")
+    table = src.value(exp, "l2_slices.hash_table")
+    kernel = src.value(exp, "l2_slices.hash_invariants")
+    groups = src.value(exp, "l2_slices.groups")
     if (not isinstance(table, list) or not isinstance(kernel, list) or not table
             or not isinstance(groups, int) or not 1 < groups <= MAX_SLICES
             or len(table) & (len(table) - 1) or len(table) > 1 << 20

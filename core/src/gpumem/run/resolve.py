@@ -138,7 +138,8 @@ def resolve_experiments(plugins: Plugins, arch: str, names: Sequence[str]
     if "all" in names:
         if len(names) > 1:
             raise UsageError("give experiment names or 'all', not both")
-        return _dram_first([applicable[n] for n in sorted(applicable)])
+        return _dram_first([applicable[n] for n in sorted(applicable)
+                            if applicable[n].in_all])
     out = []
     for n in names:
         if n not in available:

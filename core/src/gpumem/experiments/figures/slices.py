@@ -20,8 +20,18 @@ def slice_latency_map(series: Sequence[Series]) -> Figure | None:
     """One panel per series: SMs across, groups of lines (slices) up, each cell the median L2
     hit latency of the group's lines from that SM; groups ordered by partition, then by
     their mean latency, so each partition's slices form a band."""
+    return _map_of(series, "l2_slices")
+
+
+@finished
+def hash_latency_map(series: Sequence[Series]) -> Figure | None:
+    """:func:`slice_latency_map` of ``l2_hash`` (every line of one page)."""
+    return _map_of(series, "l2_hash")
+
+
+def _map_of(series: Sequence[Series], experiment: str) -> Figure | None:
     maps: list[tuple[Series, SliceMap]] = []
-    for s, ds in with_raw(series, "l2_slices"):
+    for s, ds in with_raw(series, experiment):
         m = slice_map(ds)
         if m is not None and m.profile.size:
             maps.append((s, m))
