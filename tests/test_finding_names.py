@@ -65,7 +65,7 @@ def emitted(plugins, sim_run, tmp_path_factory) -> dict[str, dict[str, set[str]]
 
     base = tmp_path_factory.mktemp("finding_names")
     out: dict[str, dict[str, set[str]]] = {}
-    # the two runs no plain simulated run makes
+    # the runs no plain simulated run makes (l2_hash is not part of all)
     cfg = plugins.hook.gpumem_simulator_config(arch="hopper", simulator="sim")
     cfg.interconnect = Interconnect(peers=1, latency=900.0, bandwidth_gbs=450.0)
     node = base / "node.toml"
@@ -74,7 +74,9 @@ def emitted(plugins, sim_run, tmp_path_factory) -> dict[str, dict[str, set[str]]
                                                  sim_config=node, quick=True,
                                                  out=base / "node")),
                      ("gv100", RunRequest("gv100", ["path_latency"], device="sim",
-                                          quick=True, out=base / "gv100"))):
+                                          quick=True, out=base / "gv100")),
+                     ("hopper-hash", RunRequest("hopper", ["l2_hash"], device="sim",
+                                                quick=True, out=base / "hash"))):
         rep = run(req, plugins=plugins)
         out[key] = {o.experiment: {f.name for f in o.findings} for o in rep.outcomes
                     if o.status == "complete"}

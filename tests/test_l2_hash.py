@@ -74,3 +74,7 @@ def test_the_dense_page_finds_the_table_the_sparse_run_cannot_and_export_takes_i
     (toml,) = sorted(out.glob("*.toml"))
     text = toml.read_text()
     assert "l2_hash/l2_slices.hash_table" in text and "l2_slices/l2_slices.hash_table" not in text
+    report = tmp_path / "report"  # both maps drawn, each from its own experiment
+    res = cli("report", str(run), "--out", str(report))
+    assert res.code == 0, res.err
+    assert (report / "l2_hash_map.png").is_file() and (report / "l2_slice_map.png").is_file()

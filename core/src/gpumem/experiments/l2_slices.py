@@ -458,8 +458,13 @@ class L2Hash(L2Slices):
     pages = 1
     lines_per_page = None
 
+    def _lines(self, ctx: RunContext) -> np.ndarray:
+        """Every line of the page; every fourth with ``--quick`` (a smoke test)."""
+        lines = super()._lines(ctx)
+        return lines[::4] if ctx.quick else lines
+
     def presentation(self) -> Presentation:
         return Presentation(LATENCY, (ReportFigure(
             "l2_hash_map", "Each SM's L2 hit latency to each group of the lines of one page "
             "(l2_hash), groups ordered by partition.",
-            "gpumem.experiments.figures.slices:hash_latency_map"),), rank=3)
+            "gpumem.experiments.figures.slices:hash_latency_map"),), rank=4)

@@ -39,6 +39,8 @@ class PathLatency(Experiment):
     version = "1"  # bump when a change makes old results incomparable
     # every finding name analyze() can report; expected values are checked against them
     findings = ("l1d.hit_latency", "ro.hit_latency", "tex_l1.hit_latency")
+    # in_all = False would leave it out of 'all' (too long for a routine run: run by name);
+    # runs_first = True runs it before the others (DRAM bandwidth, before the chases free GiBs)
 
     def plan(self, ctx):
         paths = tuple(p for p in LEVEL if p in ctx.device.load_paths)
