@@ -227,12 +227,6 @@ def calibrate(base: SimConfig, src: Source) -> Calibrated:
 MAX_SLICES = 1024
 
 
-def _slices_experiment(src: Source) -> str:
-    """The experiment whose slice map a run's export takes: ``l2_hash`` (every line of a
-    page: its table is whole) where the run has it, else ``l2_slices``."""
-    return "l2_hash" if any(e == "l2_hash" for e, _n in src.findings) else "l2_slices"
-
-
 def _slice_rows(src: Source, n_codes: int, exp: str) -> dict[int, list[float]] | None:
     """``l2_slices.slice_latency`` as {measured SM: its latency to each code}, or None
     unless every row is whole and every latency a positive number (a file's content is not
@@ -251,28 +245,39 @@ def _slice_rows(src: Source, n_codes: int, exp: str) -> dict[int, list[float]] |
     return {sm: [r[c] for c in range(n_codes)] for sm, r in rows.items()}
 
 
+#: Where a run's slice map comes from, in order: every line of a page (its table whole),
+#: then the sparse sample.
+SLICE_MAPS = ("l2_hash", "l2_slices")
+
+
 def _fit_slices(cfg: SimConfig, src: Source, put: Callable[..., None]) -> None:
-    """The L2's slice map (``l2_slices``) on the level that serves the L2-only path's hits:
-    the hash's masks, or where no XOR hash holds its table over the invariant deltas, and
-    each SM's latency to each slice; an SM the run did not measure takes the nearest
-    measured SM's row (by SM number: neighbours share a TPC). From ``l2_hash`` where the
-    run has it (:func:`_slices_experiment`)."""
-    exp = _slices_experiment(src)
+    """The L2's slice map on the level that serves the L2-only path's hits, from the first
+    of :data:`SLICE_MAPS` whose findings give one."""
+    for exp in SLICE_MAPS:
+        if _fit_slices_of(cfg, src, put, exp):
+            return
+
+
+def _fit_slices_of(cfg: SimConfig, src: Source, put: Callable[..., None], exp: str) -> bool:
+    """The slice map ``exp``'s findings give (``l2_slices``' names): the hash's masks, or
+    where no XOR hash holds its table over the invariant deltas, and each SM's latency to
+    each slice; an SM the run did not measure takes the nearest measured SM's row (by SM
+    number: neighbours share a TPC). False where they give none."""
     used = "l2_slices.hash_buffer_masks"
     masks = src.value(exp, used)
     if not masks:
         used = "l2_slices.hash_masks"
         masks = src.value(exp, used)
     if not cfg.paths.get("cg"):
-        return
+        return False
     level = cfg.level(cfg.paths["cg"][0])
     if level.scope != "gpu":
-        return
+        return False
     trial, where = copy.deepcopy(level), f"cache:{level.name}"
     if isinstance(masks, list) and masks:
         if (not all(isinstance(m, int) and 0 < m < 1 << 62 for m in masks)
                 or 1 << len(masks) > MAX_SLICES):
-            return
+            return False
         rows = _slice_rows(src, 1 << len(masks), exp)
         columns = list(range(1 << len(masks)))
         trial.slices, trial.slice_masks = 1 << len(masks), list(masks)
@@ -281,7 +286,7 @@ def _fit_slices(cfg: SimConfig, src: Source, put: Callable[..., None]) -> None:
     else:
         fitted = _slice_table(src, exp)
         if fitted is None:
-            return
+            return False
         kernel, groups, by_class = fitted
         rows = _slice_rows(src, groups, exp)
         columns = sorted(set(by_class))  # groups no class holds are no slice
@@ -299,7 +304,7 @@ def _fit_slices(cfg: SimConfig, src: Source, put: Callable[..., None]) -> None:
                (f"{where}.slice_footprint", trial.slice_footprint, "l2_slices.table_buffer",
                 "")]
     if rows is None:
-        return
+        return False
     for attr in ("slice_masks", "slice_kernel", "slice_table", "slice_footprint"):
         if getattr(level, attr) and not any(k == f"{where}.{attr}" for k, *_ in how):
             empty: int | list[int] = 0 if attr == "slice_footprint" else []  # the base's other form
@@ -313,7 +318,7 @@ def _fit_slices(cfg: SimConfig, src: Source, put: Callable[..., None]) -> None:
     try:
         trial.validate(f"cache[{level.name}]")
     except SimConfigError:
-        return  # a map the simulator cannot home lines by (dependent masks, a bad table)
+        return False  # a map the simulator cannot home lines by (dependent masks, a bad table)
     for key, value, finding, note in how:
         put(key, value, exp, finding, note)
     put(f"{where}.slice_latency", table, exp, "l2_slices.slice_latency",
@@ -321,6 +326,7 @@ def _fit_slices(cfg: SimConfig, src: Source, put: Callable[..., None]) -> None:
     if level.sm_offsets:
         put(f"{where}.sm_offsets", [], exp, "l2_slices.slice_latency",
             "the slice latencies hold each SM's distance")
+    return True
 
 
 def _shift_base_slices(cfg: SimConfig, base: SimConfig, sources: dict[str, str],
