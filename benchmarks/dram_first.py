@@ -50,25 +50,39 @@ extern "C" __global__ void read16(const uint4* __restrict__ a, unsigned long lon
 PASSES, RUNS = 4, 6
 
 
-def reader(kernel):  # noqa: ANN001, ANN201 - CuPy kernel in, a function of a buffer out
-    """read(buf): ``kernel`` (SOURCE's read16) over ``buf``, one untimed launch, then the best
-    and median GB/s of RUNS launches timed with CUDA events (8 blocks of 1024 per SM)."""
+def timed(kernel):  # noqa: ANN001, ANN201 - CuPy kernel in, a function of a buffer out
+    """reads(buf, nbytes, runs, warm): GB/s of ``runs`` launches of ``kernel`` (SOURCE's
+    read16) over ``nbytes`` of ``buf`` (a CuPy array or a device pointer), each timed with
+    CUDA events, after one untimed launch where ``warm`` (8 blocks of 1024 per SM)."""
     import cupy as cp
 
     sms = cp.cuda.runtime.getDeviceProperties(0)["multiProcessorCount"]
     sink = cp.zeros(1, dtype=cp.uint32)
+    start, stop = cp.cuda.Event(), cp.cuda.Event()
 
-    def read(buf) -> dict:  # noqa: ANN001
-        n = buf.nbytes // 16
-        kernel((8 * sms,), (1024,), (buf, cp.uint64(n), cp.int32(PASSES), sink))  # untimed
+    def reads(buf, nbytes: int, runs: int, warm: bool = True) -> list[float]:  # noqa: ANN001
+        arg = cp.uint64(buf) if isinstance(buf, int) else buf
+        args = (arg, cp.uint64(nbytes // 16), cp.int32(PASSES), sink)
+        if warm:
+            kernel((8 * sms,), (1024,), args)
         gbs = []
-        for _ in range(RUNS):
-            start, stop = cp.cuda.Event(), cp.cuda.Event()
+        for _ in range(runs):
             start.record()
-            kernel((8 * sms,), (1024,), (buf, cp.uint64(n), cp.int32(PASSES), sink))
+            kernel((8 * sms,), (1024,), args)
             stop.record()
             stop.synchronize()
-            gbs.append(PASSES * buf.nbytes / (cp.cuda.get_elapsed_time(start, stop) / 1e3) / 1e9)
+            gbs.append(PASSES * nbytes / (cp.cuda.get_elapsed_time(start, stop) / 1e3) / 1e9)
+        return gbs
+    return reads
+
+
+def reader(kernel):  # noqa: ANN001, ANN201 - CuPy kernel in, a function of a buffer out
+    """read(buf): ``kernel`` over ``buf``, one untimed launch, then the best and median GB/s
+    of RUNS timed launches (:func:`timed`)."""
+    reads = timed(kernel)
+
+    def read(buf) -> dict:  # noqa: ANN001
+        gbs = reads(buf, buf.nbytes, RUNS)
         return {"best": round(max(gbs), 1), "median": round(statistics.median(gbs), 1)}
     return read
 

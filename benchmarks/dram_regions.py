@@ -31,8 +31,8 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).parent))
 
-from dram_first import PASSES  # noqa: E402
 from dram_first import SOURCE as READ16  # noqa: E402
+from dram_first import timed  # noqa: E402
 
 
 def main() -> int:
@@ -47,27 +47,14 @@ def main() -> int:
     import cupy as cp
 
     rt = cp.cuda.runtime
-    kernel = cp.RawKernel(READ16, "read16")
-    sms = rt.getDeviceProperties(0)["multiProcessorCount"]
-    sink = cp.zeros(1, dtype=cp.uint32)
+    reads = timed(cp.RawKernel(READ16, "read16"))
     nbytes = a.mib << 20
     total_gib = rt.memGetInfo()[1] >> 30
     pads = [int(x) for x in a.pads.split(",")] if a.pads else \
         list(range(0, max(1, total_gib - 4), 8))
-    start, stop = cp.cuda.Event(), cp.cuda.Event()
 
     def read(ptr: int) -> float:
-        n = nbytes // 16
-        arg = cp.uint64(ptr)
-        kernel((8 * sms,), (1024,), (arg, cp.uint64(n), cp.int32(PASSES), sink))
-        got = []
-        for _ in range(20):
-            start.record()
-            kernel((8 * sms,), (1024,), (arg, cp.uint64(n), cp.int32(PASSES), sink))
-            stop.record()
-            stop.synchronize()
-            got.append(PASSES * nbytes / (cp.cuda.get_elapsed_time(start, stop) / 1e3) / 1e9)
-        return statistics.median(got)
+        return statistics.median(reads(ptr, nbytes, 20))
 
     out: dict = {"mib": a.mib, "total_gib": total_gib, "same": a.same, "readings": []}
     kept = rt.malloc(nbytes) if a.same else 0

@@ -37,8 +37,8 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).parent))
 
-from dram_first import PASSES  # noqa: E402
 from dram_first import SOURCE as READ16  # noqa: E402
+from dram_first import timed  # noqa: E402
 
 CHILD = r"""
 import sys, cupy as cp
@@ -57,19 +57,11 @@ def main() -> int:
     a = ap.parse_args()
     import cupy as cp
 
-    kernel = cp.RawKernel(READ16, "read16")
-    sms = cp.cuda.runtime.getDeviceProperties(0)["multiProcessorCount"]
-    sink = cp.zeros(1, dtype=cp.uint32)
+    reads = timed(cp.RawKernel(READ16, "read16"))
     buf_a = cp.zeros((a.mib << 20) // 16 * 4, dtype=cp.uint32)
-    n = buf_a.nbytes // 16
-    start, stop = cp.cuda.Event(), cp.cuda.Event()
 
     def once() -> float:
-        start.record()
-        kernel((8 * sms,), (1024,), (buf_a, cp.uint64(n), cp.int32(PASSES), sink))
-        stop.record()
-        stop.synchronize()
-        return PASSES * buf_a.nbytes / (cp.cuda.get_elapsed_time(start, stop) / 1e3) / 1e9
+        return reads(buf_a, buf_a.nbytes, 1, warm=False)[0]
 
     def baseline() -> float:
         return statistics.median(once() for _ in range(40))

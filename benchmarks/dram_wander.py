@@ -28,8 +28,8 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).parent))
 
 from dram_after_free import nvml_state  # noqa: E402
-from dram_first import PASSES  # noqa: E402
 from dram_first import SOURCE as READ16  # noqa: E402
+from dram_first import timed  # noqa: E402
 
 
 def blocks(trace: list[dict], seconds: float) -> list[float]:
@@ -59,23 +59,12 @@ def main() -> int:
     a = ap.parse_args()
     import cupy as cp
 
-    kernel = cp.RawKernel(READ16, "read16")
-    sms = cp.cuda.runtime.getDeviceProperties(0)["multiProcessorCount"]
-    sink = cp.zeros(1, dtype=cp.uint32)
+    reads = timed(cp.RawKernel(READ16, "read16"))
     buf = cp.zeros((a.mib << 20) // 4, dtype=cp.uint32)
-    n = buf.nbytes // 16
-    start, stop = cp.cuda.Event(), cp.cuda.Event()
     nvml = nvml_state()
 
     def reading() -> float:
-        got = []
-        for _ in range(10):
-            start.record()
-            kernel((8 * sms,), (1024,), (buf, cp.uint64(n), cp.int32(PASSES), sink))
-            stop.record()
-            stop.synchronize()
-            got.append(PASSES * buf.nbytes / (cp.cuda.get_elapsed_time(start, stop) / 1e3) / 1e9)
-        return statistics.median(got)
+        return statistics.median(reads(buf, buf.nbytes, 10, warm=False))
 
     reading()
     out: dict = {"mib": a.mib, "phases": {}}
