@@ -40,8 +40,12 @@ plugin. bw.dram_read is the exception: on one card gpumem read 4377-4546 GB/s in
 processes (each process's own interval 0.4-1.9 % wide), and over the cards 4377-4625, so a
 plugin made from a card's two slowest runs (4397) cannot both hold the fastest card's runs
 (5.2 % above it) and fail them made 10 % slower (5.3 % below it): 14 of 120 such pairs pass at
-2.6, 8 at 2.4, 2 at 2.0, which fails 21 healthy ones. The fleet-centred values (hopper's,
-:func:`fleet_band`) catch the 10 % either way. A 10 % *improvement* of the slowest card's run
+2.6, 8 at 2.4, 2 at 2.0, which fails 21 healthy ones. The spread is the cards', not the
+method's (tests/data/h100-s28): on an H100 that held still five processes read 3105-3114
+GB/s, while another's four read 3138-3176, one of them 2 % low at every point; nor is it
+placement or the driver's clearing of freed memory (``bandwidth`` runs first; the clearing
+lasts milliseconds). The fleet-centred values (hopper's, :func:`fleet_band`) catch the 10 %
+either way. A 10 % *improvement* of the slowest card's run
 can look like the fastest card: no band that holds healthy cards catches it.
 """
 
