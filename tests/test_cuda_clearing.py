@@ -56,7 +56,8 @@ def clock(monkeypatch):
 
 def device() -> CudaDevice:
     dev = CudaDevice.__new__(CudaDevice)
-    dev.cp, dev._warm, dev._cleared_at, dev.clearing_waits = FakeCupy(), set(), 0.0, []
+    dev.cp, dev._warm, dev._cleared_at = FakeCupy(), set(), 0.0
+    dev.clearing_waits, dev.clearing_wait_s = 0, 0.0
     return dev
 
 
@@ -69,7 +70,8 @@ def test_a_dram_stream_after_a_release_waits_for_the_clearing(clock):
     launches = []
     assert dev._time(lambda: launches.append(now[0]), "k", dram=True) == 0.002
     want = (3 << 30) / CLEAR_BYTES_PER_S
-    assert slept == [pytest.approx(want)] and dev.clearing_waits == [pytest.approx(want)]
+    assert slept == [pytest.approx(want)] and dev.clearing_waits == 1
+    assert dev.clearing_wait_s == pytest.approx(want)
     assert launches == [100.0, pytest.approx(100.0 + want)]  # warm-up at once, timed after
 
 
@@ -81,7 +83,7 @@ def test_nothing_waits_without_a_release_or_for_a_cache_resident_stream(clock):
     dev.cp.pool.cached = 1 << 30
     dev._release()
     dev._time(lambda: None, "k", dram=False)
-    assert slept == [] and dev.clearing_waits == []
+    assert slept == [] and dev.clearing_waits == 0
 
 
 def test_releases_queue_and_time_already_past_counts(clock):
@@ -96,3 +98,14 @@ def test_releases_queue_and_time_already_past_counts(clock):
     assert slept == [pytest.approx(1.5 * one)]
     dev._time(lambda: None, "k", dram=True)  # cleared: no second wait
     assert len(slept) == 1
+
+
+def test_each_point_records_the_wait_so_far(clock):
+    dev = device()
+    dev.nvml = type("Nvml", (), {"quick": staticmethod(lambda: {"sm_clock_mhz": 1980.0})})()
+    assert dev.point_state() == {"sm_clock_mhz": 1980.0, "clearing_wait_s": 0.0}
+    dev.cp.pool.cached = 3 << 30
+    dev._release()
+    dev._time(lambda: None, "k", dram=True)
+    assert dev.point_state()["clearing_wait_s"] == pytest.approx((3 << 30) / CLEAR_BYTES_PER_S,
+                                                                  abs=1e-6)

@@ -107,7 +107,8 @@ class CudaDevice(Device):
         self.carveout: dict[str, int] = {}
         self._warm_key: tuple | None = None  # the chain whose warm-up segments are held
         self._cleared_at = 0.0  # time.monotonic() by which the driver has cleared what we freed
-        self.clearing_waits: list[float] = []  # seconds each timed DRAM stream waited for it
+        self.clearing_waits = 0  # timed DRAM streams that waited for it
+        self.clearing_wait_s = 0.0  # and how long, in all (each point records the total)
         self._warm_args: tuple = ()
         self.kernel_audit: dict[str, dict[str, int]] = {}
         from gpumem.cuda.audit import SassInBackground
@@ -465,11 +466,13 @@ class CudaDevice(Device):
 
     def _wait_cleared(self) -> None:
         """Sleep until the driver has cleared the memory this device freed (a DRAM stream
-        timed meanwhile reads slower); the wait is kept in :attr:`clearing_waits`."""
+        timed meanwhile reads slower), counted in :attr:`clearing_waits` and
+        :attr:`clearing_wait_s`."""
         wait = self._cleared_at - time.monotonic()
         if wait > 0:
             time.sleep(wait)
-            self.clearing_waits.append(wait)
+            self.clearing_waits += 1
+            self.clearing_wait_s += wait
 
     def _time(self, launch: Any, key: Any, dram: bool = False) -> float:
         """Seconds of one launch, timed with CUDA events after an untimed warm-up the first
@@ -689,7 +692,9 @@ class CudaDevice(Device):
         return SmemResult(latency=float("nan"), bytes_per_cycle=rate)
 
     def point_state(self) -> dict[str, float]:
-        return self.nvml.quick()
+        """NVML's readings, and the seconds waited for the driver's clearing so far (the
+        point's own wait: after less before)."""
+        return {**self.nvml.quick(), "clearing_wait_s": round(self.clearing_wait_s, 6)}
 
     def neighbours(self) -> list[Any] | None:
         return self.nvml.neighbours()
