@@ -28,7 +28,7 @@ from typing import Any
 import numpy as np
 import xarray as xr
 
-from gpumem.contracts.device import Device, StreamRequest
+from gpumem.contracts.device import Device, DeviceInfo, StreamRequest
 from gpumem.contracts.estimates import argmax_at, estimate_at, finding
 from gpumem.contracts.experiment import (
     Axis,
@@ -64,6 +64,12 @@ SLOW = ((1,), (512,), (2,))
 L1_PATHS = ("ca",)
 
 
+def smallest_footprint(dev: DeviceInfo) -> int:
+    """The smallest footprint the L1/L2 sweeps read: 8 KiB per SM, one chunk of the
+    smallest shape per block."""
+    return max(1, dev.sm_count) * 8 * 1024
+
+
 class BandwidthLevels(Experiment):
     name = "bandwidth_levels"
     summary = "read bandwidth over footprint and kernel shape through L1 (.ca) and L2 (.cg)"
@@ -87,7 +93,7 @@ class BandwidthLevels(Experiment):
         dev = ctx.device
         sms = max(1, dev.sm_count)
         l2 = max(dev.l2_bytes, 1 << 20)
-        lo = sms * 8 * 1024  # 8 KiB per SM: one chunk of the smallest shape per block
+        lo = smallest_footprint(dev)
         hi = min(8 * l2, max(dev.memory_bytes // 4, lo))
         grid = footprint_grid(lo, hi, 1)
         shapes = QUICK if ctx.quick else (CTAS_PER_SM, THREADS, ILPS)

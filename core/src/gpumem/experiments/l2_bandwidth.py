@@ -52,6 +52,7 @@ from gpumem.experiments.bandwidth_levels import (
     RUN_S,
     WIDTH,
     shape_axes,
+    smallest_footprint,
     timed_stream,
 )
 from gpumem.experiments.figures import BANDWIDTH
@@ -95,9 +96,8 @@ class L2Bandwidth(Experiment):
 
     def plan(self, ctx: RunContext) -> Plan:
         dev = ctx.device
-        sms = max(1, dev.sm_count)
         l2 = max(dev.l2_bytes, 1 << 20)
-        lo = sms * 8 * 1024
+        lo = smallest_footprint(dev)
         grid = footprint_grid(lo, max(lo, l2 // 2), 0.5)  # every two octaves, and L2 / 2
         shapes = QUICK if ctx.quick else (CTAS_PER_SM, THREADS, ILPS)
         return Plan(
