@@ -286,7 +286,7 @@ def shared_raw(slowed: int, inherent: bool = True) -> xr.Dataset:
     raw = xr.Dataset({"gbs": (("share", "ctas", "repeat"), gbs, {"gpumem_units": "GB/s"})},
                      coords={"share": [8, 32], "ctas": np.arange(50), "repeat": np.arange(12)})
     if inherent:
-        raw.attrs.update({SCATTER_BY: "share", SCATTER_INHERENT: [32]})
+        raw.attrs.update({f"plan_{SCATTER_BY}": "share", f"plan_{SCATTER_INHERENT}": 32})
     return raw
 
 

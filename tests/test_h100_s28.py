@@ -21,6 +21,7 @@ from gpumem.contracts.device import DeviceInfo
 from gpumem.contracts.experiment import RunContext
 from gpumem.cuda.device import CLEAR_BYTES_PER_S
 from gpumem.experiments.l2_bandwidth import L2Bandwidth
+from gpumem.results.schema import attr_safe
 
 DATA = Path(__file__).resolve().parent / "data"
 HERE = DATA / "h100-s28"
@@ -64,6 +65,12 @@ def test_the_wait_covers_every_slow_window_measured():
         assert window <= (r["gib"] << 30) / CLEAR_BYTES_PER_S, (r["gib"], window)
 
 
+def plan_attrs() -> dict:
+    """l2_bandwidth's plan attributes as a run writes them into its raw file."""
+    return {f"plan_{k}": attr_safe(v)
+            for k, v in L2Bandwidth().plan(RunContext("hopper", H100)).attrs.items()}
+
+
 @pytest.fixture(scope="module")
 def flagged():
     """The run whose l2_bandwidth was marked contended on an idle card (all2)."""
@@ -73,13 +80,13 @@ def flagged():
 
 def test_l2_bandwidths_coalesced_points_are_no_evidence_of_a_neighbour(flagged):
     assert assess(flagged).found  # as recorded, before the experiment said which points
-    flagged.attrs.update(L2Bandwidth().plan(RunContext("hopper", H100)).attrs)
+    flagged.attrs.update(plan_attrs())
     assert not assess(flagged).found
 
 
 def test_a_neighbour_still_shows_in_l2_bandwidths_own_points(flagged):
     raw = flagged.copy(deep=True)
-    raw.attrs.update(L2Bandwidth().plan(RunContext("hopper", H100)).attrs)
+    raw.attrs.update(plan_attrs())
     gbs = raw["gbs"].values  # share 8: a repeat halved in a tenth of the points
     sel = gbs[0]
     flat = sel.reshape(-1, sel.shape[-1])

@@ -52,7 +52,8 @@ SCATTER_FACTOR = 5.0
 #: of its points (five committed idle H200 runs: 1 of 720 each)
 SCATTER_POINTS = 3
 SCATTER_FRACTION = 0.02
-#: the raw file's attribute naming the axis whose values scatter each their own way
+#: the plan attribute naming the axis whose values scatter each their own way (the raw file
+#: stores it as ``plan_`` + this, as every plan attribute)
 SCATTER_BY = "gpumem_scatter_by"
 #: ... and the values of that axis whose points scatter by themselves (not evidence)
 SCATTER_INHERENT = "gpumem_scatter_inherent"
@@ -184,8 +185,8 @@ def _scatter(raw: xr.Dataset) -> tuple[int, int]:
     the usual spread per value of the :data:`SCATTER_BY` axis where the file names one, its
     :data:`SCATTER_INHERENT` values left out."""
     scattered = measured = 0
-    by = str(raw.attrs.get(SCATTER_BY, "") or "")
-    inherent = {str(v) for v in np.atleast_1d(raw.attrs.get(SCATTER_INHERENT, []))}
+    by = str(_plan_attr(raw, SCATTER_BY, "") or "")
+    inherent = {str(v) for v in np.atleast_1d(_plan_attr(raw, SCATTER_INHERENT, []))}
     for var in raw.data_vars.values():
         if "repeat" not in var.dims or var.sizes["repeat"] < 3 or \
                 _units(var) not in ("GB/s", "Gbyte/s"):
@@ -198,6 +199,11 @@ def _scatter(raw: xr.Dataset) -> tuple[int, int]:
     if scattered < max(SCATTER_POINTS, SCATTER_FRACTION * measured):
         scattered = 0  # a stray point: idle GPUs have them too
     return scattered, measured
+
+
+def _plan_attr(raw: xr.Dataset, name: str, default: Any) -> Any:
+    """An experiment's plan attribute as a run stores it (``plan_`` + name)."""
+    return raw.attrs.get(f"plan_{name}", default)
 
 
 def _scattered(var: xr.DataArray) -> tuple[int, int]:
