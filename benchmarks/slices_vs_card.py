@@ -59,11 +59,18 @@ def main(a: str, b: str) -> None:
           f"{np.nanmax(rel[held]) * 100:.2f} %")
     for name, m in ((a, ma), (b, mb)):
         fit = m.fit
-        print(f"{name}: {m.grouping.count} groups ({m.grouping.count_range[0]}-"
-              f"{m.grouping.count_range[1]}), {m.grouping.unassigned} lines unassigned; hash "
+        print(f"{name}: {_groups(m)}, {m.grouping.unassigned} lines unassigned; hash "
               + (f"{len(fit.masks)} masks [{', '.join(f'0x{x:x}' for x in fit.masks)}], "
                  f"held-out accuracy {fit.accuracy:.3f} (chance {fit.chance:.3f})"
                  if fit.found else f"not found ({fit.note})"))
+
+
+def _groups(m) -> str:
+    """The groups (and, from a whole page, the slices they hold) in words."""
+    g = m.grouping
+    sc = g.slices
+    return (f"{g.count} groups ({g.count_range[0]}-{g.count_range[1]})"
+            + (f" holding {sc.count} slices ({sc.interval[0]}-{sc.interval[1]})" if sc else ""))
 
 
 QUANTILES = np.linspace(0.02, 0.98, 49)
@@ -110,8 +117,7 @@ def match(a: str, b: str) -> None:
           f"{np.max(same):.2f}, {len(same)} SMs); paired {np.median(got):.2f} (worst "
           f"{np.max(got):.2f}, {len(got)} pairs, {moved} to another SM number)")
     for name, m in ((a, ma), (b, mb)):
-        print(f"{name}: {m.grouping.count} groups ({m.grouping.count_range[0]}-"
-              f"{m.grouping.count_range[1]}), {len(m.sms)} SMs")
+        print(f"{name}: {_groups(m)}, {len(m.sms)} SMs")
 
 
 if __name__ == "__main__":

@@ -5,7 +5,8 @@ generic kernel and the path-specialised one, hashed. The hashes were taken from 
 before the far-L2 speed work (hopper's again when its packaged config was recalibrated,
 2026-12-05: DRAM latency, L2 sizes, TLB miss penalty; and its chase 18 when a tenth of its
 far hits became slow, the other 18 unchanged; chases 1, 6-8, 10, 12-14 and 16 when the
-packaged config took an H200's L2 slice map, 2026-12-05); any change to the model's results
+packaged config took an H200's L2 slice map, 2026-12-05, and the same chases again when that
+map's lines were grouped by class, 2026-12-06); any change to the model's results
 shows here.
 
 Regenerate (only for an intended change of results): ``PYTHONPATH=tests/fixtures python
@@ -122,12 +123,12 @@ EXPECTED: dict[str, dict[int, str | None]] = {
         16: '3195a852cc25f560', 17: 'f5727fb44c16bbb5', 18: '81092fd125b9dca2',
     },
     'hopper': {
-        0: '5cd33a11c4175e64', 1: '6868e39d6cfe6adb', 2: '61944facac687c7d',
+        0: '5cd33a11c4175e64', 1: '4e9384091bcf051d', 2: '61944facac687c7d',
         3: 'a1c9e3df80d9b4ea', 4: 'b14b567d74b5505f', 5: '8ab202d9b5bdade5',
-        6: 'c552568342ebd7af', 7: '9877a862620009ef', 8: '34c712fe46c9d832',
-        9: '28ae93ee502792f9', 10: '40475b9fe3786775', 11: '0b71e62821bd9cfd',
-        12: 'e97ab6d3bfbd67c8', 13: '964b96255d115854', 14: 'b9e2c41506e067d6',
-        15: 'f63c52e96d836db2', 16: 'e12bd8ad7abb16a1', 17: '39638ac3ded05f0f',
+        6: 'a9de89e7bc8b7902', 7: '639cdc8575c42589', 8: '55b04e98bd699aa0',
+        9: '28ae93ee502792f9', 10: 'ff93554323f2f6a7', 11: '0b71e62821bd9cfd',
+        12: '710464d9dde61c45', 13: '61473236157e37d2', 14: '5e4beee7f84ecb13',
+        15: 'f63c52e96d836db2', 16: '84c4ed71291b70c3', 17: '39638ac3ded05f0f',
         18: 'c68301c8c5ecd136',
     },
 }

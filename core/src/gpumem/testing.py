@@ -218,14 +218,44 @@ def table_sliced_l2(seed: int = 0, jitter: float = 0.0, sm_count: int = 16,
                    f"{sm_count} SMs, jitter {jitter:g}")
 
 
-def _grid_rows(r: random.Random, sm_count: int, cycles_per_hop: float) -> list[list[float]]:
-    """Eight slices on a 4 x 2 grid, the SMs on it two per position (shuffled): each SM's
-    latency to each slice, 200 cycles plus ``cycles_per_hop`` per grid step."""
+#: Where the six slices of :func:`balanced_sliced_l2` sit on the 4 x 2 grid: the last two at
+#: one spot, so no SM's latency tells them apart.
+TWIN_SPOTS = ((0, 0), (1, 0), (2, 0), (3, 0), (1, 1), (1, 1))
+
+
+def balanced_sliced_l2(seed: int = 0, jitter: float = 0.0, sm_count: int = 16,
+                       cycles_per_hop: float = 20.0) -> Planted:
+    """Six slices homed by a table over :data:`SLICE_KERNEL`'s 512 classes of a 256 KB page
+    that gives each slice its share (85 or 86 classes), as a real slice hash spreads a
+    page's lines evenly (an H100's 2 MB page: 80 slices of 25-26 classes each), the last
+    two slices at one spot of the grid (:data:`TWIN_SPOTS`): latency makes five groups of
+    the six slices, the twins' one holding two. Truth: the slice and group counts, the
+    table and every SM's latency row."""
+    r = random.Random(seed)
+    rows = _grid_rows(r, sm_count, cycles_per_hop, TWIN_SPOTS)
+    table = [k % len(TWIN_SPOTS) for k in range(512)]
+    r.shuffle(table)
+    l2 = CacheLevel("l2", 4 << 20, 128, 16, 200.0, sector=32, scope="gpu", translate=True,
+                    slices=len(TWIN_SPOTS), slice_kernel=list(SLICE_KERNEL),
+                    slice_table=table, slice_latency=rows)
+    truth = {"l2_slices.slices": len(TWIN_SPOTS), "l2_slices.groups": len(set(TWIN_SPOTS)),
+             "slice_table": table, "twins": [len(TWIN_SPOTS) - 2, len(TWIN_SPOTS) - 1],
+             "slice_latency": rows}
+    return Planted(_sliced_config(f"balanced-sliced-l2-{seed}", l2, sm_count, seed, jitter),
+                   truth, f"6 slices by a balanced table, two at one spot, {sm_count} SMs, "
+                   f"jitter {jitter:g}")
+
+
+def _grid_rows(r: random.Random, sm_count: int, cycles_per_hop: float,
+               slice_spots: tuple[tuple[int, int], ...] | None = None) -> list[list[float]]:
+    """Slices on a 4 x 2 grid (eight, one per position, unless ``slice_spots`` places them),
+    the SMs on it two per position (shuffled): each SM's latency to each slice, 200 cycles
+    plus ``cycles_per_hop`` per grid step."""
     spots = [(x, y) for x in range(4) for y in range(2)]
     sm_at = [spots[(i // 2) % len(spots)] for i in range(sm_count)]
     r.shuffle(sm_at)
-    return [[200.0 + cycles_per_hop * (abs(a - x) + abs(b - y)) for x, y in spots]
-            for a, b in sm_at]
+    return [[200.0 + cycles_per_hop * (abs(a - x) + abs(b - y))
+             for x, y in (slice_spots or spots)] for a, b in sm_at]
 
 
 def _sliced_config(name: str, l2: CacheLevel, sm_count: int, seed: int,

@@ -139,29 +139,45 @@ def _merged(m: np.ndarray, labels: np.ndarray, tol: float) -> np.ndarray:
     that one SM's density split in two (the two halves differ at that SM by a fraction of
     the noise) is one slice; two slices differ by a whole level somewhere.
 
-    The closest pair is merged first, one pair at a time; after a merge only the merged
-    group's median and its distances are worked out again (an H200's 4096 lines x 32 SMs:
-    12.5 s when every median was redone each time, most of an ``l2_slices`` run)."""
+    The closest pair is merged first (the first in row order among equals), one pair at a
+    time; after a merge only the merged group's median and distances are worked out again,
+    the absorbed group's row and column are closed (infinite), and each row keeps its
+    nearest neighbour, so finding the closest pair costs a row, not the matrix (a search of
+    the whole matrix per merge, and the distances worked out as one groups x groups x SMs
+    array (1 GB), took 8-11 s for the 2,048 classes of an H200 page)."""
     lab = labels.copy()
     groups = np.unique(lab[lab >= 0])
     if groups.size < 2:
         return lab
     cent = np.stack([np.median(m[lab == g], axis=0) for g in groups])
-    cheb = np.max(np.abs(cent[:, None, :] - cent[None, :, :]), axis=2)
+    cheb = np.empty((groups.size, groups.size))
+    for a in range(0, groups.size, 64):  # rows a block at a time: groups x groups x SMs
+        cheb[a:a + 64] = np.max(np.abs(cent[a:a + 64, None, :] - cent[None, :, :]), axis=2)
+    cheb[np.isnan(cheb)] = -np.inf  # a NaN line's group merges first, as argmin takes NaN
     np.fill_diagonal(cheb, np.inf)
-    while groups.size >= 2:
-        i, j = np.unravel_index(int(np.argmin(cheb)), cheb.shape)
-        if cheb[i, j] >= tol:
+    near, arg = cheb.min(axis=1), cheb.argmin(axis=1)
+    open_ = np.ones(groups.size, bool)
+    while True:
+        i = int(np.argmin(near))
+        j = int(arg[i])
+        if near[i] >= tol:
             return lab
         lab[lab == groups[j]] = groups[i]
+        open_[j] = False
+        cheb[j, :], cheb[:, j] = np.inf, np.inf
+        near[j] = np.inf
         cent[i] = np.median(m[lab == groups[i]], axis=0)
-        groups, cent = np.delete(groups, j), np.delete(cent, j, axis=0)
-        cheb = np.delete(np.delete(cheb, j, axis=0), j, axis=1)
-        i -= int(j < i)
         row = np.max(np.abs(cent - cent[i]), axis=1)
+        row[np.isnan(row)] = -np.inf
+        row[~open_] = np.inf
+        row[i] = np.inf
         cheb[i, :], cheb[:, i] = row, row
-        cheb[i, i] = np.inf
-    return lab
+        stale = open_ & ((arg == i) | (arg == j))
+        stale[i] = True
+        for k in np.flatnonzero(stale):
+            near[k], arg[k] = cheb[k].min(), cheb[k].argmin()
+        closer = open_ & ~stale & ((row < near) | ((row == near) & (i < arg)))
+        near[closer], arg[closer] = row[closer], i
 
 
 def _nearest(m: np.ndarray, labels: np.ndarray, tol: float, rounds: int = 3) -> np.ndarray:
@@ -200,6 +216,67 @@ def _by_size(labels: np.ndarray) -> np.ndarray:
 
 
 @dataclass
+class SliceCount:
+    """How many slices the groups hold, where a slice's share of the lines is known: a
+    slice hash spreads a page's lines evenly over the slices it reaches (an H100's every
+    2 MB page: 80 slices of 204-208 lines, 50 MB / 640 KB), so a group whose size is twice
+    the others' holds two slices that latency did not split. The count is the fewest slices
+    that make every group a whole number of equal slices, within the groups' counting
+    noise: no count can exclude its multiples (each group two equal slices alike), so it is
+    a lower bound, and the smallest N the sizes fit is taken."""
+
+    count: int
+    #: the counts the sizes fit as well (within 3.84 of -2 log likelihood, 95 %), below twice
+    #: the count
+    interval: tuple[int, int]
+    #: slices in each group (the groups in label order)
+    per_group: np.ndarray
+    #: a slice's share: units (lines, or classes) per slice
+    unit: float
+
+
+def slice_count(sizes: np.ndarray, population: int, floor: float = 1.0,
+                span: int = 4) -> SliceCount | None:
+    """The slices behind groups of ``sizes`` units (lines, or classes of lines), sampled
+    from ``population`` units of the pages measured (all of them: every page's lines seen).
+
+    For each N from the number of groups to ``span`` times it: a slice's share u = total /
+    N, each group round(size / u) slices (at least one), and N must equal their sum. A
+    group of m slices holds m u units give or take the sampling's noise: binomial with the
+    finite-population correction (a random sample of the page: m u (1 - m / N) scaled by the
+    share not sampled; every unit seen: none) plus ``floor`` (one unit: N rarely divides
+    the page, so shares differ by one). The count is the smallest N whose -2 log likelihood
+    is within 3.84 of the best (finer shares fit noisy sizes better, and a share that fits
+    is the fewest slices' that fit); None where even the best leaves residuals beyond the
+    noise (chi-square over its mean plus three standard deviations: sizes that are no
+    multiples of a share, as an unbalanced table gives)."""
+    s = np.asarray(sizes, float)
+    g, total = s.size, float(s.sum())
+    if g == 0 or total <= 0:
+        return None
+    fpc = max(0.0, (population - total) / max(population - 1.0, 1.0))
+    fits: dict[int, tuple[float, float, np.ndarray]] = {}  # N: -2 log L, chi-square, m
+    for n in range(g, span * g + 1):
+        u = total / n
+        m = np.maximum(1.0, np.round(s / u))
+        if int(m.sum()) != n:
+            continue
+        var = total * (m / n) * (1 - m / n) * fpc + floor ** 2
+        chi = float(np.sum((s - m * u) ** 2 / var))
+        fits[n] = (chi + float(np.sum(np.log(var))), chi, m)
+    if not fits:
+        return None
+    best = min(f[0] for f in fits.values())
+    ok = sorted(n for n, f in fits.items() if f[0] <= best + 3.84)
+    near = [n for n in ok if n < 2 * ok[0]]
+    n = min(near, key=lambda k: (fits[k][0], k))
+    _, chi, m = fits[n]
+    if chi > g + 3 * np.sqrt(2 * g):  # the sizes are no multiples of a share, within noise
+        return None
+    return SliceCount(n, (near[0], near[-1]), m.astype(np.int64), total / n)
+
+
+@dataclass
 class Grouping:
     """The groups at the chosen tolerance, and how their count moves with it."""
 
@@ -209,14 +286,69 @@ class Grouping:
     #: group counts at half and at twice the tolerance: their range is the count's interval
     count_range: tuple[int, int]
     unassigned: int
+    #: the slices the groups hold (:func:`slice_count`), where every line of the pages was
+    #: measured; else None
+    slices: SliceCount | None = None
+    #: lines grouped by class (:func:`class_grouping`), not one by one
+    by_class: bool = False
 
 
-def grouping(matrix: np.ndarray, tol: float) -> Grouping:
-    labels = group_lines(matrix, tol)
+def grouping(matrix: np.ndarray, tol: float, labels: np.ndarray | None = None) -> Grouping:
+    """:func:`group_lines` at ``tol`` (``labels``, where already worked out), and the count
+    at half and twice it."""
+    labels = group_lines(matrix, tol) if labels is None else labels
     counts = [int(group_lines(matrix, t).max() + 1) for t in (tol / 2, tol * 2)]
     count = int(labels.max() + 1)
     return Grouping(labels, tol, count, (min([count, *counts]), max([count, *counts])),
                     int((labels < 0).sum()))
+
+
+def group_classes(matrix: np.ndarray, classes: np.ndarray, use: np.ndarray, tol: float
+                  ) -> np.ndarray:
+    """Each line's group where lines come in classes known to share a slice (the address
+    modulo the hash's invariant deltas: 8 lines of an H200 page each): the classes' median
+    vectors over the ``use`` lines merged while closer than ``tol`` at every SM (a class of
+    eight lines is a far steadier point than one line: two H200s' pages gave 88 and 69
+    groups line by line, 74 and 70 by class, the classes falling into the same slices on
+    both); groups of under :data:`SMALL_GROUP` of the median class count unassigned; then
+    every line to the nearest group by its own vector (:func:`_nearest`), so a held-out or
+    mis-timed line is judged by what it measured, not by its class."""
+    cls = np.asarray(classes, np.int64)
+    ids = np.unique(cls[use])
+    cent = np.stack([np.median(matrix[use & (cls == c)], axis=0) for c in ids])
+    merged = _merged(cent, np.arange(ids.size), tol)
+    kinds, per = np.unique(merged, return_counts=True)
+    small = kinds[per < SMALL_GROUP * float(np.median(per))]
+    merged[np.isin(merged, small)] = -1
+    of_class = np.full(int(cls.max()) + 1, -1, np.int64)
+    of_class[ids] = merged
+    return _by_size(_nearest(matrix, of_class[cls], tol))
+
+
+def class_grouping(matrix: np.ndarray, classes: np.ndarray, use: np.ndarray, tol: float,
+                   population: int) -> Grouping:
+    """:func:`group_classes` at ``tol`` (and at half and twice it for the count's range), with
+    the slices its groups hold counted in classes (``population``: the classes of the pages
+    measured; every one seen)."""
+    labels = group_classes(matrix, classes, use, tol)
+    counts = [int(group_classes(matrix, classes, use, t).max() + 1) for t in (tol / 2, tol * 2)]
+    count = int(labels.max() + 1)
+    cls = np.asarray(classes, np.int64)
+    per_group = np.bincount(_majority(cls, labels), minlength=count)[:count] if count else \
+        np.zeros(0, np.int64)
+    return Grouping(labels, tol, count, (min([count, *counts]), max([count, *counts])),
+                    int((labels < 0).sum()), slice_count(per_group, population),
+                    by_class=True)
+
+
+def _majority(classes: np.ndarray, labels: np.ndarray) -> np.ndarray:
+    """Each class's group: the one most of its assigned lines are in (classes with none
+    left out)."""
+    keep = labels >= 0
+    pairs, n = np.unique(np.stack([classes[keep], labels[keep]]), axis=1, return_counts=True)
+    order = np.lexsort((-n, pairs[0]))  # by class, the most lines first
+    first = np.r_[True, np.diff(pairs[0][order]) > 0]
+    return pairs[1][order][first]
 
 
 def profile(matrix: np.ndarray, labels: np.ndarray) -> np.ndarray:
