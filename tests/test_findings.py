@@ -37,6 +37,31 @@ def test_evaluate_marks_unexpected_findings_na():
     assert fs[0].expected_source == "src"
 
 
+def test_an_expected_value_of_one_experiment_judges_only_its_findings():
+    """l2_hash reports l2_slices' findings from every line of a page: its hash accuracy is
+    1.00 where l2_slices' random lines give the fleet's 0.10 (an H200's l2_hash --check
+    failed on it)."""
+    exp = [Expected("acc", 0.10, "fleet", rel_tol=0.1, experiment="l2_slices"),
+           Expected("n", 94, "cards", rel_tol=0.0)]
+    fs = [Finding("acc", 1.0, "1"), Finding("n", 94, "1")]
+    assert [f.status for f in evaluate(fs, exp, "l2_hash")] == ["n/a", "pass"]
+    assert [f.status for f in evaluate(fs, exp, "l2_slices")] == ["fail", "pass"]
+    assert [f.status for f in evaluate(fs, exp)] == ["fail", "pass"]  # experiment unknown
+    # of two values of one name, each experiment's own
+    both = [Expected("acc", 0.10, "sparse", rel_tol=0.1, experiment="l2_slices"),
+            Expected("acc", 1.0, "dense", rel_tol=0.01, experiment="l2_hash")]
+    assert evaluate(fs[:1], both, "l2_hash")[0].expected_source == "dense"
+    assert evaluate(fs[:1], both, "l2_slices")[0].expected_source == "sparse"
+
+
+def test_the_fleets_values_name_the_experiment_that_measured_them():
+    from gpumem.contracts.allowances import fleet_expected
+
+    by = {e.name: e for e in fleet_expected("fleet")}
+    assert by["l2_slices.hash_accuracy"].experiment == "l2_slices"
+    assert by["lat.l2"].experiment == "latency"
+
+
 def test_round_trip_through_netcdf(tmp_path):
     fs = evaluate([
         Finding("l1d.size", 16384, "byte", 1.0, "ladder"),

@@ -171,3 +171,25 @@ def test_the_slices_match_the_l2s_size_in_640_kb_slices(maps):
     slices); its pages reach 94 (which the data say, not the size)."""
     assert maps["h100-6cc50"].grouping.slices.count == (50 << 20) // (640 << 10)
     assert maps["h200-ae2f9"].grouping.slices.count <= (60 << 20) // (640 << 10)
+
+
+@slow
+def test_an_h200_page_passes_hoppers_values_as_l2_hash_reports_it():
+    """The fleet's l2_slices.hash_accuracy (0.10, random lines) judged only l2_slices' own
+    finding; l2_hash's (1.00) is not held to it, and its slice count is held to 94."""
+    from gpumem.contracts.findings import evaluate
+    from gpumem.interop.compare import device_from_attrs
+    from gpumem.plugin.registry import get_plugins
+
+    (nc,) = sorted((DATA / PAGES["h200-af95c"]).glob("l2_*.nc"))
+    with xr.open_dataset(nc) as ds:
+        raw = ds.load()
+    found = exp.L2Hash().analyze(raw)
+    h200 = device_from_attrs(raw.attrs)
+    assert "H200" in h200.name
+    expected = get_plugins().expected_values("hopper", h200)
+    by = {f.name: f for f in evaluate(found, expected, "l2_hash")}
+    assert by["l2_slices.slices"].status == "pass"
+    assert not [f.name for f in by.values() if f.status == "fail"]
+    sparse = {f.name: f for f in evaluate(found, expected, "l2_slices")}
+    assert sparse["l2_slices.hash_accuracy"].status == "fail"  # 1.00 is no random sample

@@ -112,8 +112,9 @@ plugin = ArchitecturePlugin(ARCH, {_py(p.package)})
 
 
 def _row(v: Value) -> str:
-    return (f"    ({_py(v.name)}, {_py(v.value)}, {_py(v.units)}, {v.rel_tol!r}, "
-            f"{v.abs_tol!r}, {v.reproduced!r}, {v.index!r},\n     {_py(v.source)}),")
+    return (f"    ({_py(v.name)}, {_py(v.experiment)}, {_py(v.value)}, {_py(v.units)}, "
+            f"{v.rel_tol!r}, {v.abs_tol!r}, {v.reproduced!r}, {v.index!r},\n"
+            f"     {_py(v.source)}),")
 
 
 def expected_py(p: NewPlugin) -> str:
@@ -147,8 +148,8 @@ RUNS = {tuple(p.runs)!r}
 #: This package's simulator config (sim.toml ``name``): a simulated device named after it.
 SIM_MODEL = {_py(p.name)}
 
-#: (finding, value, units, relative band, absolute band, reproduced by the simulator, the
-#: sweep coordinates of a list value's elements, source)
+#: (finding, the experiment that measured it, value, units, relative band, absolute band,
+#: reproduced by the simulator, the sweep coordinates of a list value's elements, source)
 MEASURED: tuple[tuple, ...] = (
 {rows}
 )
@@ -162,8 +163,9 @@ def _applies(device: DeviceInfo, reproduced: bool) -> bool:
 
 
 def expected_values(device: DeviceInfo) -> list[Expected]:
-    out = [Expected(name, value, source, units, rel_tol=rel, abs_tol=abs_, index=index)
-           for name, value, units, rel, abs_, sim, index, source in MEASURED
+    out = [Expected(name, value, source, units, rel_tol=rel, abs_tol=abs_, index=index,
+                    experiment=experiment)
+           for name, experiment, value, units, rel, abs_, sim, index, source in MEASURED
            if _applies(device, sim)]
     have = {{e.name for e in out}}
     return out + [e for e in device_property_expected(device) if e.name not in have]

@@ -226,6 +226,7 @@ def summarize(measurements: list[dict[str, Any]], dropped: dict[str, int],
     units: dict[str, str] = {}
     index: dict[str, list] = {}
     integral: dict[str, bool] = {}
+    measured_by: dict[str, set[str]] = defaultdict(set)
     structural: dict[str, dict[str, set[str]]] = defaultdict(lambda: defaultdict(set))
     runs: set[str] = set()
     for m in measurements:
@@ -244,6 +245,7 @@ def summarize(measurements: list[dict[str, Any]], dropped: dict[str, int],
             if els is None:
                 continue
             values[name][m["card"]].append(els)
+            measured_by[name].add(str(m["experiment"]))
             units[name] = str(f.get("units", ""))
             if f.get("index"):
                 index[name] = [f["index"]["dim"], list(f["index"]["values"])]
@@ -259,7 +261,8 @@ def summarize(measurements: list[dict[str, Any]], dropped: dict[str, int],
         findings[name] = {"class": cls, "units": units[name],
                           **_stats(by_card, cls == "choice"),
                           **({"index": index[name]} if name in index else {}),
-                          "integral": integral.get(name, False)}
+                          "integral": integral.get(name, False),
+                          "experiments": sorted(measured_by[name])}
     classes: dict[str, Any] = {}
     for cls in CLASSES:
         members = {n: st for n, st in findings.items() if st["class"] == cls}

@@ -65,7 +65,7 @@ class Value:
 
     def expected(self) -> Expected:
         return Expected(self.name, self.value, self.source, self.units, rel_tol=self.rel_tol,
-                        abs_tol=self.abs_tol, index=self.index)
+                        abs_tol=self.abs_tol, index=self.index, experiment=self.experiment)
 
 
 @dataclass

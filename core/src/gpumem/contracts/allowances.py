@@ -347,7 +347,7 @@ def fleet_values(data: dict[str, Any] | None = None) -> list[dict[str, Any]]:
     """Every finding the learned fleet measured on two cards or more: ``name``, ``value``
     (the median of the cards' medians; a list where the finding is one), ``units``,
     ``index`` (a list's sweep coordinates), ``band`` (:func:`fleet_band`), ``cards``,
-    ``runs``."""
+    ``runs``, ``experiments`` (those whose runs measured it)."""
     data = learned() if data is None else data
     out = []
     for name, st in sorted(data.get("findings", {}).items()):
@@ -362,7 +362,8 @@ def fleet_values(data: dict[str, Any] | None = None) -> list[dict[str, Any]]:
         out.append({"name": name, "value": value, "units": str(st.get("units", "")),
                     "index": (str(index[0]), tuple(index[1])) if index else None,
                     "band": band, "cards": int(st["cards"]), "runs": int(st["runs"]),
-                    "product": str(data.get("product", ""))})
+                    "product": str(data.get("product", "")),
+                    "experiments": [str(x) for x in st.get("experiments", [])]})
     return out
 
 
@@ -382,8 +383,11 @@ def fleet_expected(source: str, beside: dict[str, str] | None = None,
                 f"({v['runs']} runs); {band.text}")
         if beside and v["name"] in beside:
             text += f"; published beside it: {beside[v['name']]}"
+        # measured by one experiment: its value (another reporting the finding measures
+        # otherwise, as l2_hash does l2_slices')
+        only = v["experiments"][0] if len(v["experiments"]) == 1 else ""
         out.append(Expected(v["name"], v["value"], text, v["units"], rel_tol=band.rel_tol,
-                            abs_tol=band.abs_tol, index=v["index"]))
+                            abs_tol=band.abs_tol, index=v["index"], experiment=only))
     return out
 
 

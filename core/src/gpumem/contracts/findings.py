@@ -163,6 +163,10 @@ class Expected:
     ``"min"`` (band ``[value - tol, +inf)``). ``index`` labels a list value's elements by
     the sweep axis the finding is indexed by (``("groups", (1, 2, 4, 8, 16))``): a run on a
     smaller grid is then compared on the coordinates it has (:func:`status_of`).
+    ``experiment`` names the experiment whose measurement the value describes, where another
+    reports the same finding measured otherwise (``l2_hash`` reports ``l2_slices``' findings
+    from every line of a page: its hash accuracy is 1.00 where ``l2_slices``' random lines
+    give 0.10): that one's finding is then not judged against it (:func:`evaluate`).
     """
 
     name: str
@@ -177,6 +181,8 @@ class Expected:
     #: number: "not simulated: the model gives ..."); the finding then shows ``n/a`` with
     #: this as its reason, and the value above as what a card gives
     not_judged: str = ""
+    #: the experiment whose measurement this describes ("": whichever reports the finding)
+    experiment: str = ""
 
     def __post_init__(self) -> None:
         if self.bound not in BOUNDS:
@@ -223,7 +229,7 @@ def expected_problem(e: Any) -> str:
         t = getattr(e, tol)
         if not _scalar_ok(t) or isinstance(t, str) or not math.isfinite(t) or t < 0:
             return f"{e.name!r}: {tol} {t!r:.40} is not a finite number >= 0"
-    for text in ("source", "units"):
+    for text in ("source", "units", "experiment"):
         if not isinstance(getattr(e, text), str):
             return f"{e.name!r}: {text} is a {type(getattr(e, text)).__name__}, not text"
     if e.index is not None:
@@ -561,10 +567,15 @@ def _short(values: Sequence[Any], most: int = 5) -> str:
     return ", ".join(vs[:most]) + (", ..." if len(vs) > most else "")
 
 
-def evaluate(findings: Sequence[Finding], expected: Sequence[Expected]) -> list[Finding]:
-    """Attach expected values (by name) and statuses; findings without one get ``n/a``."""
+def evaluate(findings: Sequence[Finding], expected: Sequence[Expected],
+             experiment: str = "") -> list[Finding]:
+    """Attach expected values (by name, the first that applies) and statuses; findings
+    without one get ``n/a``. Of ``experiment``'s findings, an expected value that names
+    another experiment (:attr:`Expected.experiment`) is no judge ("" : unknown, any)."""
     by_name: dict[str, Expected] = {}
     for exp in expected:
+        if experiment and exp.experiment and exp.experiment != experiment:
+            continue
         by_name.setdefault(exp.name, exp)
     return [f.with_expected(by_name.get(f.name)) for f in findings]
 

@@ -126,7 +126,8 @@ def analyze_file(plugins: PluginSet, path: Path, experiment: str | None = None,
                          .replace("\n", " ")) from None
     arch = arch or str(raw.attrs.get("gpumem_arch", ""))
     if arch:
-        findings = evaluate(findings, expected_for(plugins, arch, device_from_attrs(raw.attrs)))
+        findings = evaluate(findings, expected_for(plugins, arch, device_from_attrs(raw.attrs)),
+                            name)
     return name, reapply(not_modelled(findings, unmodelled_of(raw.attrs)), raw.attrs)
 
 

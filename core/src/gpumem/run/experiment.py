@@ -323,7 +323,8 @@ def judge(setup: RunSetup, exp: Experiment, raw: xr.Dataset, unmodelled: dict[st
     bad = int((raw["point_status"] == POINT_FAILED).sum())
     error = f"{bad} of {n_points} points failed" if bad else ""
     try:
-        findings = mark(not_modelled(evaluate(analyse(exp, raw), list(setup.expected)),
+        findings = mark(not_modelled(evaluate(analyse(exp, raw), list(setup.expected),
+                                              exp.name),
                                      unmodelled),
                         str(raw.attrs[CONTENTION_ATTR]))
     except Exception as e:  # noqa: BLE001 - keep the raw data, report the analysis bug

@@ -8,7 +8,8 @@
   about that median, the card-to-card and run-to-run spreads learned from the same runs; the
   figures others published for the H200 or its GH100 die (RRZE gpu-benches, Luo et al.)
   kept beside each in its source. Plus the structural values every healthy H200 gave
-  (the TLB's geometry, the L2 fill unit): exact.
+  (the TLB's geometry, the L2 fill unit) and the L2 slices ``l2_hash`` counted on two (94):
+  exact.
 * **H100** (a CUDA device named "H100"): the figures Manjunath & Ramachandra, "Concurrency
   Response of Plain Global Loads on the NVIDIA H100" (2026), published (the latency ladder in
   ns, the K = 8 over K = 2 drop, the share of the datasheet bandwidth streaming reads reach)
@@ -16,7 +17,8 @@
   (:func:`gpumem.api.published_expected`): the figure's own published spread + a card
   against another (the H200's learned spreads) + how far another tool's figure lies from
   gpumem's: the largest such difference gpumem's H200s show against gpu-benches' published
-  GH200 latencies (:func:`tool_allowance`).
+  GH200 latencies (:func:`tool_allowance`). Plus the L2 slices ``l2_hash`` counted on three
+  H100s (80): exact.
 * **GH200**: gpu-benches' published GH200 latencies, the same way.
 * Every Hopper device: the structural values the GH100 die's documents and MT4G give (lines,
   sectors, banks, partitions), exact; and what the device's own properties say.
@@ -39,6 +41,13 @@ MT4G_H100 = ("MT4G on an H100 SXM (github.com/caps-tum/mt4g, sample_results/"
              "NVIDIA H100 80GB HBM3.json)")
 H100_STUDY = ("Manjunath & Ramachandra, \"Concurrency Response of Plain Global Loads on the "
               "NVIDIA H100\" (2026)")
+H200_SLICES = ("gpumem on two H200 SXM cards, every line of one 2 MB page each (l2_slices over "
+               "a whole page, what gpumem run l2_hash is; tests/data/h200-s23/dense and "
+               "h200-s24/dense): 94 slices in 70 groups on each (the L2 reports 60 MB, 96 "
+               "slices of 640 KB); exact")
+H100_SLICES = ("gpumem on three H100 SXM cards, every line of one 2 MB page each (gpumem run "
+               "l2_hash; tests/data/h100-s29, 2026-12-06): 80 slices in 55 groups on each, "
+               "the 50 MB L2 in 640 KB slices; exact")
 REFERENCE = ("REFERENCE: gpumem on every healthy H200 SXM card it ran on (the committed "
              "runs of tests/data: the same on each), exact")
 
@@ -216,6 +225,7 @@ def _h100_values(device: DeviceInfo) -> list[Expected]:
         published_expected("l1d.size", 233 << 10, "byte", MT4G_H100 + ": 233 KiB of the "
                            "256 KB L1 + shared memory at maximum L1", tool=tool, tool_why=why),
     ]
+    out.append(Expected("l2_slices.slices", 80, H100_SLICES, "1", rel_tol=0.0))
     if device.peak_bandwidth_gbs:
         out.append(published_expected("bw.dram_read_fraction", 0.925, "1", study + ": "
                                       "streaming reads reach 91-94 % of the datasheet",
@@ -237,6 +247,7 @@ def expected_values(device: DeviceInfo) -> list[Expected]:
         out += fleet_expected(FLEET, beside=PUBLISHED_H200)
         out += [Expected(name, value, REFERENCE, units, rel_tol=0.0)
                 for name, value, units in _REFERENCE]
+        out.append(Expected("l2_slices.slices", 94, H200_SLICES, "1", rel_tol=0.0))
         have = {e.name for e in out}  # the device's properties only where the fleet is silent
         out += [e for e in _property_values(device) if e.name not in have]
     elif "H100" in device.name.upper():
