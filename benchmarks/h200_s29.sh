@@ -8,12 +8,14 @@
 #      the same job, then `compare` against run 1 (issue 44: each point at least the
 #      reference's);
 #   4. benchmarks/dram_scrub.py at 4 and 16 GiB: how long an H200's DRAM reads slow after a
-#      cudaFree (CudaDevice waits bytes / 150 GB/s, half an H100's rate).
+#      cudaFree (CudaDevice waits bytes / 150 GB/s, half an H100's rate);
+#   5. (every card) benchmarks/dram_wander.py for 15 s: the DRAM read rate over time with
+#      NVML beside each reading (issue 42: which cards wander, and with what).
 #
 #   bash benchmarks/h200_s29.sh OUT_DIR
 #
-# On a card that is no H200 only one whole run and l2_hash (about 1.5 minutes: a second card's
-# dense page).
+# On a card that is no H200 only one whole run, l2_hash and the wander (about 2 minutes: another
+# card's dense page).
 #
 # Packs everything into OUT_DIR/pack.tgz after each step and prints a short table last.
 # Changes no clock, power or mode setting.
@@ -36,6 +38,11 @@ s=$SECONDS
 timeout 150 gpumem run l2_hash --device cuda:0 --out "$out/hash" > "$out/hash.log" 2>&1
 echo "l2_hash: rc $? in $((SECONDS - s)) s" | tee -a "$out/times.txt"
 pack
+# issue 42: does this card's DRAM read rate wander over seconds, and with what NVML reads?
+timeout 90 python3 "$here/dram_wander.py" --seconds 15 --json "$out/wander.json" \
+    > "$out/wander.txt" 2>&1
+mark "wander done"
+pack
 if [ $h200 = 1 ]; then
 timeout 120 python3 "$here/l2_reference.py" sweep --runs 2,3,8,33,60 \
     --json "$out/l2_reference.json" 2>&1 | tee "$out/l2_reference.txt"
@@ -52,6 +59,7 @@ echo "== summary"
 head -2 "$out/smi_before.csv"
 cat "$out/times.txt"
 grep -h "fail \|findings:" "$out"/all*.log | head -12
-grep -h "bw.l2\|l2_slices.groups\|hash_accuracy" "$out/all1.log" "$out/hash.log" | head -14
-cat "$out/compare.txt"
-tail -12 "$out/scrub.txt"
+grep -h "bw.l2\|l2_slices.groups\|l2_slices.slices\|hash_accuracy" "$out/all1.log" "$out/hash.log" | head -14
+[ $h200 = 1 ] && cat "$out/compare.txt"
+[ $h200 = 1 ] && tail -12 "$out/scrub.txt"
+tail -8 "$out/wander.txt"
