@@ -82,11 +82,11 @@ def test_each_value_is_the_runs_median_with_its_source(made):
     finally:
         sys.path.remove(str(site))
     rows = {row[0]: row for row in expected.MEASURED}
-    name, value, units, rel, abs_, sim, index, source = rows["lat.l1"]
-    assert (value, units, abs_) == (34.0, "cycle", 2.0)
+    name, experiment, value, units, rel, abs_, sim, index, source = rows["lat.l1"]
+    assert (experiment, value, units, abs_) == ("latency", 34.0, "cycle", 2.0)
     assert "median" in source and "3 runs" in source and "GPU-e3cd7c15" in source
-    assert rows["l1d.line"][1] == 128 and rows["l1d.line"][3] == 0.0  # structural: exact
-    assert rows["cpasync.speedup"][6] == ("groups", (1, 2, 4, 8, 16))
+    assert rows["l1d.line"][2] == 128 and rows["l1d.line"][4] == 0.0  # structural: exact
+    assert rows["cpasync.speedup"][7] == ("groups", (1, 2, 4, 8, 16))
     # which SMs sit near which L2 partition is the card's, not the product's
     assert "l2.sm_partition" not in rows
     assert "l2.sm_partition" in (out / "README.md").read_text()
