@@ -226,8 +226,8 @@ class SliceCount:
     a lower bound, and the smallest N the sizes fit is taken."""
 
     count: int
-    #: the counts the sizes fit as well (within 3.84 of -2 log likelihood, 95 %), below twice
-    #: the count
+    #: the count and the largest below twice it that the sizes fit as well (within 3.84 of
+    #: the best -2 log likelihood, 95 %)
     interval: tuple[int, int]
     #: slices in each group (the groups in label order)
     per_group: np.ndarray
@@ -268,8 +268,8 @@ def slice_count(sizes: np.ndarray, population: int, floor: float = 1.0,
         return None
     best = min(f[0] for f in fits.values())
     ok = sorted(n for n, f in fits.items() if f[0] <= best + 3.84)
-    near = [n for n in ok if n < 2 * ok[0]]
-    n = min(near, key=lambda k: (fits[k][0], k))
+    n = ok[0]
+    near = [k for k in ok if k < 2 * n]
     _, chi, m = fits[n]
     if chi > g + 3 * np.sqrt(2 * g):  # the sizes are no multiples of a share, within noise
         return None
