@@ -2,7 +2,7 @@
 confidence, and where latency alone cannot split two slices, saying so).
 
 A slice hash spreads a page's lines evenly over its slices, so group sizes come in whole
-shares: three H100s' dense pages (``gpumem run l2_hash``) gave 30 groups of 25-26 classes
+shares: four H100s' dense pages (``gpumem run l2_hash``) gave 30 groups of 25-26 classes
 and 25 of 50-52, 80 slices (its 50 MB L2 in 640 KB slices); two H200s' pages 46 and 24 of
 21-22 and 42-44, 94 slices; the same classes in the same groups on every card of a model. Planted on the simulator: six slices by a balanced
 table, two at one spot of the grid (no SM tells them apart by latency).
@@ -117,9 +117,10 @@ PAGES = {
     "h100-6cc50": "h100-s29/gpu6cc50-job/hash/cuda0-nvidia-h100-80gb-hbm3-gpu6cc50",
     "h100-f0085": "h100-s29/gpuf0085-job/hash/cuda0-nvidia-h100-80gb-hbm3-gpuf0085",
     "h100-e68d5": "h100-s29/gpue68d5-job/hash/cuda0-nvidia-h100-80gb-hbm3-gpue68d5",
+    "h100-6115c": "h100-s29/gpu6115c-job/hash/cuda0-nvidia-h100-80gb-hbm3-gpu6115c",
 }
 slow = pytest.mark.skipif(not os.environ.get("GPUMEM_TEST_SLOW"),
-                          reason="four dense pages, some 15 s each (GPUMEM_TEST_SLOW=1)")
+                          reason="six dense pages, some 15 s each (GPUMEM_TEST_SLOW=1)")
 
 
 @pytest.fixture(scope="module")
@@ -145,8 +146,8 @@ def _class_groups(m) -> np.ndarray:
 @slow
 @pytest.mark.parametrize("model,slices", [("h200", 94), ("h100", 80)])
 def test_cards_of_a_model_count_the_same_slices_in_the_same_groups(maps, model, slices):
-    """Two H200s (32 SMs each) and three H100s (32, 32 and 16 SMs: the third stopped adding
-    SMs when 16 split no more groups than 8)."""
+    """Two H200s (32 SMs each) and four H100s (32, 32, 16 and 32 SMs: the third stopped
+    adding SMs when 16 split no more groups than 8)."""
     first, *others = (maps[k] for k in PAGES if k.startswith(model))
     for m in (first, *others):
         assert m.grouping.by_class and m.grouping.slices is not None
