@@ -36,6 +36,18 @@ pack_runs() {
     (cd "$out_dir" && tar czf pack.tgz --exclude=pack.tgz ./*.txt ./*.log ./*.csv ./*.json \
         $(find all1 all2 \( -name manifest.json "${names[@]}" \) 2>/dev/null)) 2>/dev/null
 }
+# reference_compare: benchmarks/l2_reference.py's L2-only reference at l2_bandwidth's
+# footprints (1, 4, 16.5 and 30 MB: 2, 8, 33 and 60 chunks of 512 KB) and issue 44's 1.5 MB
+# into OUT_DIR/l2_reference.json (.txt), then `compare` against OUT_DIR/all1 into compare.txt.
+reference_compare() {
+    local here
+    here="$(dirname "${BASH_SOURCE[0]}")"
+    timeout 120 python3 "$here/l2_reference.py" sweep --runs 2,3,8,33,60 \
+        --json "$out_dir/l2_reference.json" 2>&1 | tee "$out_dir/l2_reference.txt"
+    python3 "$here/l2_reference.py" compare "$out_dir/all1" "$out_dir/l2_reference.json" \
+        > "$out_dir/compare.txt" 2>&1
+    mark "reference sweep done"
+}
 # run_ncu LABEL ARGS...: Nsight Compute (clocks and caches as found) on one launch of
 # benchmarks/l2_reference.py ARGS, counting NCU_METRICS, appended to OUT_DIR/ncu.txt under
 # "== LABEL" (`l2_reference.py table` reads it).

@@ -28,11 +28,7 @@ source "$here/gpu_job.sh"
 gpu_job_start "$out"
 pack() { pack_runs "l2_bandwidth-*.nc" "bandwidth_levels-*.nc"; }
 if [ "$mode" = lean ]; then all_runs 1; else all_runs 2; fi
-timeout 120 python3 "$here/l2_reference.py" sweep --runs 2,3,8,33,60 \
-    --json "$out/l2_reference.json" 2>&1 | tee "$out/l2_reference.txt"
-python3 "$here/l2_reference.py" compare "$out/all1" "$out/l2_reference.json" \
-    > "$out/compare.txt" 2>&1
-mark "reference sweep done"
+reference_compare
 pack
 metrics=gpu__time_duration.sum
 for m in lts__t_sectors_srcunit_tex_op_read l1tex__t_sectors_pipe_lsu_mem_global_op_ld \

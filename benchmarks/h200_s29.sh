@@ -44,11 +44,7 @@ timeout 90 python3 "$here/dram_wander.py" --seconds 15 --json "$out/wander.json"
 mark "wander done"
 pack
 if [ $h200 = 1 ]; then
-timeout 120 python3 "$here/l2_reference.py" sweep --runs 2,3,8,33,60 \
-    --json "$out/l2_reference.json" 2>&1 | tee "$out/l2_reference.txt"
-python3 "$here/l2_reference.py" compare "$out/all1" "$out/l2_reference.json" \
-    > "$out/compare.txt" 2>&1
-mark "reference sweep done"
+reference_compare
 pack
 timeout 100 python3 "$here/dram_scrub.py" --json "$out/scrub.json" --gib 4,16 --max-s 8 \
     2>&1 | tee "$out/scrub.txt"

@@ -11,21 +11,13 @@ from gpumem.analysis import slices as S
 from gpumem.contracts.xor_hash import parity
 from gpumem.experiments.l2_slices import LINE, PAGE, slice_map
 from gpumem.testing import SLICE_MASKS, sliced_l2
+from helpers import planted_run
 
 
 def _run(cli, tmp_path, jitter: float, planted=None):
     """``l2_slices`` on a planted config (``sliced_l2``'s by default): it and the raw data."""
     planted = planted or sliced_l2(0, jitter=jitter)
-    cfg = tmp_path / "sliced.toml"
-    planted.config.save(cfg)
-    out = tmp_path / "run"
-    res = cli("run", "l2_slices", "--device", "sim", "--sim-config", str(cfg), "--arch",
-              "hopper", "--out", str(out))
-    assert res.code == 0, res.err
-    (nc,) = sorted(out.rglob("l2_slices-*.nc"))
-    with xr.open_dataset(nc) as ds:
-        raw = ds.load()
-    return planted, raw
+    return planted, planted_run(cli, tmp_path, planted, "l2_slices")
 
 
 @pytest.mark.parametrize("jitter", [0.0, 5.0], ids=["exact", "jitter5"])

@@ -19,6 +19,7 @@ import xarray as xr
 from gpumem.analysis.slices import slice_count
 from gpumem.experiments import l2_slices as exp
 from gpumem.testing import balanced_sliced_l2
+from helpers import planted_run
 
 DATA = Path(__file__).parent / "data"
 
@@ -70,15 +71,7 @@ def small_pages(monkeypatch):
 @pytest.mark.parametrize("jitter", [0.0, 5.0], ids=["exact", "jitter5"])
 def test_planted_six_slices_two_at_one_spot(cli, tmp_path, small_pages, jitter):
     planted = balanced_sliced_l2(1, jitter=jitter)
-    cfg = tmp_path / "planted.toml"
-    planted.config.save(cfg)
-    run = tmp_path / "run"
-    res = cli("run", "l2_hash", "--device", "sim", "--sim-config", str(cfg), "--arch",
-              "hopper", "--out", str(run))
-    assert res.code == 0, res.err
-    (nc,) = sorted(run.rglob("l2_hash-*.nc"))
-    with xr.open_dataset(nc) as ds:
-        raw = ds.load()
+    raw = planted_run(cli, tmp_path, planted, "l2_hash")
     m = exp.slice_map(raw)
     assert m is not None and m.grouping.by_class
     f = {x.name: x for x in exp.L2Hash().analyze(raw)}
