@@ -187,3 +187,16 @@ def test_an_h200_page_passes_hoppers_values_as_l2_hash_reports_it():
     assert not [f.name for f in by.values() if f.status == "fail"]
     sparse = {f.name: f for f in evaluate(found, expected, "l2_slices")}
     assert sparse["l2_slices.hash_accuracy"].status == "fail"  # 1.00 is no random sample
+
+
+def test_a_fifth_h100_recorded_the_same_count():
+    """GPU-5aa27af7's l2_hash run as its manifest recorded it (its raw file is not kept: the
+    repository's size): 80 slices in 55 groups, judged pass against hopper's H100 value."""
+    import json
+
+    manifest = DATA / "h100-s29" / "gpu5aa27-job" / "hash" / "manifest.json"
+    (entry,) = json.loads(manifest.read_text())["entries"].values()
+    f = entry["findings"]
+    assert entry["experiment"] == "l2_hash"
+    assert f["l2_slices.slices"]["value"] == 80 and f["l2_slices.slices"]["status"] == "pass"
+    assert f["l2_slices.groups"]["value"] == 55 and f["l2_slices.hash_accuracy"]["value"] == 1.0
