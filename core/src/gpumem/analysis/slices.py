@@ -383,11 +383,6 @@ def partitions_of(prof: np.ndarray, agree: float = 0.75) -> np.ndarray:
 # The hash
 # ---------------------------------------------------------------------------------------------
 
-def _bits(x: np.ndarray, lo: int, n: int) -> np.ndarray:
-    """lines x n: address bits lo .. lo + n - 1 as 0/1 float32."""
-    return ((x[:, None] >> np.arange(lo, lo + n)) & 1).astype(np.float32)
-
-
 def mask_scores(offsets: np.ndarray, cells: np.ndarray, lo: int, n: int) -> np.ndarray:
     """For every mask over bits ``lo .. lo + n - 1`` (mask value ``k << lo``, k = 0 ..
     2**n - 1), the share of lines in cells (``cells``: an id per line, -1 left out) whose
@@ -404,16 +399,21 @@ def mask_scores(offsets: np.ndarray, cells: np.ndarray, lo: int, n: int) -> np.n
     x, inv = x[order], inv[order]
     starts = np.flatnonzero(np.r_[True, np.diff(inv) > 0])
     size = np.diff(np.r_[starts, inv.size]).astype(float)
-    bits = _bits(x, lo, n)
+    bits = ((x[:, None] >> np.arange(lo, lo + n)) & 1).astype(np.uint8)  # lines x n
     scores = np.empty(1 << n)
-    step = 4096
-    for k0 in range(0, 1 << n, step):
-        ks = np.arange(k0, min(k0 + step, 1 << n))
-        mbits = _bits(ks, 0, n).T  # n x masks
-        par = (bits @ mbits).astype(np.int64) & 1  # lines x masks
-        ones = np.add.reduceat(par, starts, axis=0)  # cells x masks
+    low_bits = min(n, 12)  # masks a block at a time: lines x 4096 parities of a byte each
+    low = np.zeros((x.size, 1 << low_bits), np.uint8)  # parity under each low-bits mask
+    for b in range(low_bits):  # masks with bit b set: those without it, XOR the line's bit b
+        w = 1 << b
+        low[:, w:2 * w] = low[:, :w] ^ bits[:, b:b + 1]
+    for k0 in range(0, 1 << n, low.shape[1]):
+        high = np.bitwise_xor.reduce(bits[:, [b for b in range(low_bits, n) if k0 >> b & 1]],
+                                     axis=1) if k0 else np.zeros(x.size, np.uint8)
+        par = low ^ high[:, None]  # lines x masks k0 ..
+        ones = np.add.reduceat(par, starts, axis=0, dtype=np.int32)  # cells x masks
         share = np.maximum(ones, size[:, None] - ones) / size[:, None]
-        scores[ks] = ((share >= CELL_AGREE) * size[:, None]).sum(axis=0) / size.sum()
+        scores[k0:k0 + low.shape[1]] = ((share >= CELL_AGREE) * size[:, None]).sum(axis=0) \
+            / size.sum()
     return scores
 
 
