@@ -189,12 +189,14 @@ def test_an_h200_page_passes_hoppers_values_as_l2_hash_reports_it():
     assert sparse["l2_slices.hash_accuracy"].status == "fail"  # 1.00 is no random sample
 
 
-def test_a_fifth_h100_recorded_the_same_count():
-    """GPU-5aa27af7's l2_hash run as its manifest recorded it (its raw file is not kept: the
-    repository's size): 80 slices in 55 groups, judged pass against hopper's H100 value."""
+@pytest.mark.parametrize("job", ["gpu5aa27-job", "gpud9505-job"])
+def test_more_h100s_recorded_the_same_count(job):
+    """Two more H100s' l2_hash runs as their manifests recorded them (their raw files are not
+    kept: the repository's size): 80 slices in 55 groups, judged pass against hopper's H100
+    value."""
     import json
 
-    manifest = DATA / "h100-s29" / "gpu5aa27-job" / "hash" / "manifest.json"
+    manifest = DATA / "h100-s29" / job / "hash" / "manifest.json"
     (entry,) = json.loads(manifest.read_text())["entries"].values()
     f = entry["findings"]
     assert entry["experiment"] == "l2_hash"

@@ -503,7 +503,7 @@ class L2Hash(L2Slices):
     classes and the table places 10 % of held-out lines; every line of a page shows every
     class, so the held-out lines judge the table itself (two H200s: 97.85 % and 99.85 % line
     by line; grouped by class, 100 %), and the slices the groups hold can be counted
-    (``l2_slices.slices``: 94 on both H200s, 80 on five H100s).
+    (``l2_slices.slices``: 94 on both H200s, 80 on six H100s).
     Some four times ``l2_slices``' chasing, so not part of ``all``: run it by name. Its
     findings carry ``l2_slices``' names; ``export sim`` takes its table over
     ``l2_slices``'."""

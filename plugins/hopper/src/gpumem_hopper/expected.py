@@ -17,7 +17,7 @@
   (:func:`gpumem.api.published_expected`): the figure's own published spread + a card
   against another (the H200's learned spreads) + how far another tool's figure lies from
   gpumem's: the largest such difference gpumem's H200s show against gpu-benches' published
-  GH200 latencies (:func:`tool_allowance`). Plus the L2 slices ``l2_hash`` counted on five
+  GH200 latencies (:func:`tool_allowance`). Plus the L2 slices ``l2_hash`` counted on six
   H100s (80): exact.
 * **GH200**: gpu-benches' published GH200 latencies, the same way.
 * Every Hopper device: the structural values the GH100 die's documents and MT4G give (lines,
@@ -45,7 +45,7 @@ H200_SLICES = ("gpumem on two H200 SXM cards, every line of one 2 MB page each (
                "a whole page, what gpumem run l2_hash is; tests/data/h200-s23/dense and "
                "h200-s24/dense): 94 slices in 70 groups on each (the L2 reports 60 MB, 96 "
                "slices of 640 KB); exact")
-H100_SLICES = ("gpumem on five H100 SXM cards, every line of one 2 MB page each (gpumem run "
+H100_SLICES = ("gpumem on six H100 SXM cards, every line of one 2 MB page each (gpumem run "
                "l2_hash; tests/data/h100-s29, 2026-12-06): 80 slices in 55 groups on each, "
                "the 50 MB L2 in 640 KB slices; exact")
 REFERENCE = ("REFERENCE: gpumem on every healthy H200 SXM card it ran on (the committed "
