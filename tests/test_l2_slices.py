@@ -300,19 +300,11 @@ def test_an_h200_page_exported_gives_every_lines_l2_hit_within_2_percent(cli, tm
 
 def _mask_scores_by_matmul(offsets, cells, lo, n):
     """The scores as first written: each mask's parities by a float matrix product."""
-    from gpumem.analysis.slices import CELL_AGREE
+    from gpumem.analysis.slices import CELL_AGREE, cell_runs
 
-    keep = cells >= 0
-    _, inv, counts = np.unique(cells[keep], return_inverse=True, return_counts=True)
-    use = counts[inv] >= 2
-    x = offsets[keep][use]
-    inv = np.unique(inv[use], return_inverse=True)[1].reshape(-1)
+    x, starts, size = cell_runs(offsets, cells)
     if x.size == 0:
         return np.zeros(1 << n)
-    order = np.argsort(inv, kind="stable")
-    x, inv = x[order], inv[order]
-    starts = np.flatnonzero(np.r_[True, np.diff(inv) > 0])
-    size = np.diff(np.r_[starts, inv.size]).astype(float)
     bits = ((x[:, None] >> np.arange(lo, lo + n)) & 1).astype(np.float32)
     ks = np.arange(1 << n)
     mbits = ((ks[:, None] >> np.arange(n)) & 1).astype(np.float32).T

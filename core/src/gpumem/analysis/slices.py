@@ -383,22 +383,30 @@ def partitions_of(prof: np.ndarray, agree: float = 0.75) -> np.ndarray:
 # The hash
 # ---------------------------------------------------------------------------------------------
 
+def cell_runs(offsets: np.ndarray, cells: np.ndarray
+              ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """The offsets of the lines in cells of two or more (``cells``: an id per line, -1 left
+    out), cell by cell, with where each cell's run starts and its size (float)."""
+    keep = cells >= 0
+    _, inv, counts = np.unique(cells[keep], return_inverse=True, return_counts=True)
+    use = counts[inv] >= 2
+    x = offsets[keep][use]
+    inv = np.unique(inv[use], return_inverse=True)[1].reshape(-1)
+    order = np.argsort(inv, kind="stable")
+    x, inv = x[order], inv[order]
+    starts = np.flatnonzero(np.r_[True, np.diff(inv) > 0]) if x.size else \
+        np.zeros(0, np.int64)
+    return x, starts, np.diff(np.r_[starts, inv.size]).astype(float)
+
+
 def mask_scores(offsets: np.ndarray, cells: np.ndarray, lo: int, n: int) -> np.ndarray:
     """For every mask over bits ``lo .. lo + n - 1`` (mask value ``k << lo``, k = 0 ..
     2**n - 1), the share of lines in cells (``cells``: an id per line, -1 left out) whose
     parity under the mask at least :data:`CELL_AGREE` of the cell's lines share. Cells of one
     line tell nothing and are left out."""
-    keep = cells >= 0
-    ids, inv, counts = np.unique(cells[keep], return_inverse=True, return_counts=True)
-    use = counts[inv] >= 2
-    x = offsets[keep][use]
-    inv = np.unique(inv[use], return_inverse=True)[1].reshape(-1)
+    x, starts, size = cell_runs(offsets, cells)
     if x.size == 0:
         return np.zeros(1 << n)
-    order = np.argsort(inv, kind="stable")
-    x, inv = x[order], inv[order]
-    starts = np.flatnonzero(np.r_[True, np.diff(inv) > 0])
-    size = np.diff(np.r_[starts, inv.size]).astype(float)
     bits = ((x[:, None] >> np.arange(lo, lo + n)) & 1).astype(np.uint8)  # lines x n
     scores = np.empty(1 << n)
     low_bits = min(n, 12)  # masks a block at a time: lines x 4096 parities of a byte each
