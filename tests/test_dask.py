@@ -91,7 +91,8 @@ def test_a_worker_killed_mid_run_loses_no_point(cluster, tmp_path):
         client.wait_for_workers(2, timeout=60)
         assert pids[victim] not in client.run(os.getpid).values()  # it did die
     report = box["report"]
-    assert [o.status for o in report.outcomes] == ["complete"]
+    assert [o.status for o in report.outcomes] == ["complete"], \
+        [o.error for o in report.outcomes]
     _same_data(_raw(local.run_dir), _raw(report.run_dir))
 
 
