@@ -82,9 +82,9 @@ def test_planted_six_slices_two_at_one_spot(cli, tmp_path, small_pages, jitter):
     per_group = f["l2_slices.group_slices"].value
     assert sorted(per_group) == [1, 1, 1, 1, 2]
     # the group that holds two is the twins' lines, and only theirs
-    cfg_ = planted.config
-    slice_of = cfg_.caches[0].slice_of(cfg_.base_address + m.offsets, cfg_.base_address,
-                                       int(raw.attrs["plan_footprint"]))
+    cfg = planted.config
+    slice_of = cfg.caches[0].slice_of(cfg.base_address + m.offsets, cfg.base_address,
+                                      int(raw.attrs["plan_footprint"]))
     twins = np.isin(slice_of, planted.truth["twins"])
     two = per_group.index(2)
     assigned = m.grouping.labels >= 0

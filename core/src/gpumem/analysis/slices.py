@@ -303,26 +303,30 @@ def grouping(matrix: np.ndarray, tol: float, labels: np.ndarray | None = None) -
                     int((labels < 0).sum()))
 
 
-def group_classes(matrix: np.ndarray, classes: np.ndarray, use: np.ndarray, tol: float
-                  ) -> np.ndarray:
+def class_medians(matrix: np.ndarray, classes: np.ndarray, use: np.ndarray
+                  ) -> tuple[np.ndarray, np.ndarray]:
+    """The classes the ``use`` lines show, and each one's median vector over those lines."""
+    ids = np.unique(classes[use])
+    return ids, np.stack([np.median(matrix[use & (classes == c)], axis=0) for c in ids])
+
+
+def group_classes(matrix: np.ndarray, classes: np.ndarray, ids: np.ndarray, cent: np.ndarray,
+                  tol: float) -> np.ndarray:
     """Each line's group where lines come in classes known to share a slice (the address
     modulo the hash's invariant deltas: 8 lines of an H200 page each): the classes' median
-    vectors over the ``use`` lines merged while closer than ``tol`` at every SM (a class of
-    eight lines is a far steadier point than one line: two H200s' pages gave 88 and 69
-    groups line by line, 74 and 70 by class, the classes falling into the same slices on
-    both); groups of under :data:`SMALL_GROUP` of the median class count unassigned; then
-    every line to the nearest group by its own vector (:func:`_nearest`), so a held-out or
-    mis-timed line is judged by what it measured, not by its class."""
-    cls = np.asarray(classes, np.int64)
-    ids = np.unique(cls[use])
-    cent = np.stack([np.median(matrix[use & (cls == c)], axis=0) for c in ids])
+    vectors (``ids``, ``cent``: :func:`class_medians`) merged while closer than ``tol`` at
+    every SM (a class of eight lines is a far steadier point than one line: two H200s' pages
+    gave 88 and 69 groups line by line, 74 and 70 by class, the classes falling into the
+    same slices on both); groups of under :data:`SMALL_GROUP` of the median class count
+    unassigned; then every line to the nearest group by its own vector (:func:`_nearest`),
+    so a held-out or mis-timed line is judged by what it measured, not by its class."""
     merged = _merged(cent, np.arange(ids.size), tol)
     kinds, per = np.unique(merged, return_counts=True)
     small = kinds[per < SMALL_GROUP * float(np.median(per))]
     merged[np.isin(merged, small)] = -1
-    of_class = np.full(int(cls.max()) + 1, -1, np.int64)
+    of_class = np.full(int(classes.max()) + 1, -1, np.int64)
     of_class[ids] = merged
-    return _by_size(_nearest(matrix, of_class[cls], tol))
+    return _by_size(_nearest(matrix, of_class[classes], tol))
 
 
 def class_grouping(matrix: np.ndarray, classes: np.ndarray, use: np.ndarray, tol: float,
@@ -330,10 +334,12 @@ def class_grouping(matrix: np.ndarray, classes: np.ndarray, use: np.ndarray, tol
     """:func:`group_classes` at ``tol`` (and at half and twice it for the count's range), with
     the slices its groups hold counted in classes (``population``: the classes of the pages
     measured; every one seen)."""
-    labels = group_classes(matrix, classes, use, tol)
-    counts = [int(group_classes(matrix, classes, use, t).max() + 1) for t in (tol / 2, tol * 2)]
-    count = int(labels.max() + 1)
     cls = np.asarray(classes, np.int64)
+    ids, cent = class_medians(matrix, cls, use)
+    labels = group_classes(matrix, cls, ids, cent, tol)
+    counts = [int(group_classes(matrix, cls, ids, cent, t).max() + 1)
+              for t in (tol / 2, tol * 2)]
+    count = int(labels.max() + 1)
     per_group = np.bincount(_majority(cls, labels), minlength=count)[:count] if count else \
         np.zeros(0, np.int64)
     return Grouping(labels, tol, count, (min([count, *counts]), max([count, *counts])),
