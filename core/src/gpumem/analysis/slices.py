@@ -69,6 +69,18 @@ MAX_DELTA_BITS = 20
 VALLEY = 0.5
 #: Most histogram bins of one SM's values (a mis-timed line far out widens the range).
 MAX_BINS = 1 << 18
+#: A group that holds several slices (:func:`slice_count`) is cut in two where its classes
+#: fall in two clusters (:func:`split_groups`): the best cut along the direction their median
+#: vectors spread most leaves halves at least SPLIT_Z pooled standard deviations apart, and
+#: each half of every class's lines alone, two independent measurements, cuts the classes
+#: alike (at least SPLIT_AGREE of them on the same side). A group of one slice cuts at 2.2-4.4
+#: on two H200 and an H100 page (Gaussian noise: 99th percentile 3.5-3.7 for 44-52 classes
+#: over 4-132 SMs, 5.3-6.0 for 12); 17 of an H100 page's 25 groups of two cut at 13.8-31.3
+#: (the rest at 2.5-3.1), 16 of an H200's 24 at 14.4-23.4, the two halves' medians 0.5-1
+#: cycle apart at some SMs, within the grouping's tolerance; the same classes on every card.
+SPLIT_Z, SPLIT_AGREE = 8.0, 0.95
+#: Classes a half of a cut group holds at least.
+SPLIT_MIN = 4
 
 
 def levels(values: np.ndarray, tol: float) -> np.ndarray:
@@ -291,6 +303,8 @@ class Grouping:
     slices: SliceCount | None = None
     #: lines grouped by class (:func:`class_grouping`), not one by one
     by_class: bool = False
+    #: groups of several slices that :func:`split_groups` cut below the tolerance
+    split: int = 0
 
 
 def grouping(matrix: np.ndarray, tol: float, labels: np.ndarray | None = None) -> Grouping:
@@ -339,12 +353,101 @@ def class_grouping(matrix: np.ndarray, classes: np.ndarray, use: np.ndarray, tol
     labels = group_classes(matrix, cls, ids, cent, tol)
     counts = [int(group_classes(matrix, cls, ids, cent, t).max() + 1)
               for t in (tol / 2, tol * 2)]
+
+    def counted(labels: np.ndarray) -> SliceCount | None:
+        count = int(labels.max() + 1)
+        per = np.bincount(_majority(cls, labels), minlength=count)[:count] if count else \
+            np.zeros(0, np.int64)
+        return slice_count(per, population)
+
+    sc, split = counted(labels), 0
+    if sc is not None and (sc.per_group > 1).any():
+        labels, split = split_groups(matrix, cls, use, labels, sc.per_group, sc.unit)
+        if split:
+            labels = _by_size(labels)
+            sc = counted(labels)
     count = int(labels.max() + 1)
-    per_group = np.bincount(_majority(cls, labels), minlength=count)[:count] if count else \
-        np.zeros(0, np.int64)
     return Grouping(labels, tol, count, (min([count, *counts]), max([count, *counts])),
-                    int((labels < 0).sum()), slice_count(per_group, population),
-                    by_class=True)
+                    int((labels < 0).sum()), sc, by_class=True, split=split)
+
+
+def _two_means(points: np.ndarray) -> tuple[np.ndarray, float]:
+    """The best cut of ``points`` (rows) in two along the direction they spread most (their
+    first principal axis; the cut that leaves the least sum of squares): the side each row
+    falls on, and the halves' separation in pooled standard deviations."""
+    x = points - points.mean(axis=0)
+    p = x @ np.linalg.svd(x, full_matrices=False)[2][0]
+    order = np.argsort(p, kind="stable")
+    s = p[order]
+    n = s.size
+    c, c2, k = np.cumsum(s), np.cumsum(s * s), np.arange(1, n)
+    ss = (c2[:-1] - c[:-1] ** 2 / k) + (c2[-1] - c2[:-1]) - (c[-1] - c[:-1]) ** 2 / (n - k)
+    j = int(np.argmin(ss))
+    side = np.zeros(n, bool)
+    side[order[j + 1:]] = True
+    within = float(ss[j]) / max(1, n - 2)
+    gap = float(s[j + 1:].mean() - s[:j + 1].mean())
+    if gap <= 0:  # every point alike: no two clusters
+        return side, 0.0
+    return side, (gap / np.sqrt(within) if within > 0 else np.inf)
+
+
+def _halves_of_lines(matrix: np.ndarray, classes: np.ndarray, use: np.ndarray,
+                     ids: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Each class's median vector over its ``use`` lines, and over the even and the odd
+    ones of them (two independent measurements of the class; NaN rows where a half is
+    empty)."""
+    full, even, odd = (np.full((ids.size, matrix.shape[1]), np.nan) for _ in range(3))
+    for i, c in enumerate(ids):
+        rows = matrix[use & (classes == c)]
+        if rows.shape[0]:
+            full[i] = np.median(rows, axis=0)
+        if rows.shape[0] >= 2:
+            even[i], odd[i] = np.median(rows[0::2], axis=0), np.median(rows[1::2], axis=0)
+    return full, even, odd
+
+
+def split_groups(matrix: np.ndarray, classes: np.ndarray, use: np.ndarray,
+                 labels: np.ndarray, per_group: np.ndarray, unit: float
+                 ) -> tuple[np.ndarray, int]:
+    """Groups that hold several slices (``per_group``, in label order; ``unit``: a slice's
+    share of classes) cut in two where latency does tell their slices apart, by less than
+    the grouping's tolerance (:data:`SPLIT_Z`): two slices whose lines differ by half a
+    cycle at some SMs merge at a tolerance of a line's noise, and a class of eight lines
+    resolves it. A half that still holds several slices is tried again. Each line of a cut
+    group then goes to the nearer half (its own vector, the halves' mean class vectors), so
+    held-out lines are judged by what they measured. Returns the new labels and the number
+    of cuts."""
+    lab = labels.copy()
+    ok = use & (lab >= 0) & np.isfinite(matrix).all(axis=1)
+    major = _majority(classes[ok], lab[ok])
+    ids_all = np.unique(classes[ok])
+    todo = [(k, int(m)) for k, m in enumerate(per_group) if m > 1]
+    cuts, fresh = 0, int(lab.max()) + 1
+    while todo:
+        k, m = todo.pop()
+        ids = ids_all[major == k]
+        full, even, odd = _halves_of_lines(matrix, classes, ok, ids)
+        both = np.isfinite(even).all(axis=1) & np.isfinite(odd).all(axis=1)
+        if ids.size < 2 * SPLIT_MIN or both.sum() < 2 * SPLIT_MIN:
+            continue
+        side, z = _two_means(full)
+        a, b = _two_means(even[both])[0], _two_means(odd[both])[0]
+        agree = max(np.mean(a == b), np.mean(a != b))
+        sizes = (int((~side).sum()), int(side.sum()))
+        if z < SPLIT_Z or agree < SPLIT_AGREE or min(sizes) < max(SPLIT_MIN, unit / 2):
+            continue
+        cents = np.stack([full[~side].mean(axis=0), full[side].mean(axis=0)])
+        mine = np.flatnonzero(lab == k)
+        x = matrix[mine]
+        dist = np.stack([np.sqrt(np.nanmean((x - c) ** 2, axis=1)) for c in cents], axis=1)
+        lab[mine[dist[:, 1] < dist[:, 0]]] = fresh
+        major[np.isin(ids_all, ids[side])] = fresh
+        for label, size in ((k, sizes[0]), (fresh, sizes[1])):
+            if round(size / unit) > 1:
+                todo.append((label, int(round(size / unit))))
+        cuts, fresh = cuts + 1, fresh + 1
+    return lab, cuts
 
 
 def _majority(classes: np.ndarray, labels: np.ndarray) -> np.ndarray:

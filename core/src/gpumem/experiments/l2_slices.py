@@ -22,7 +22,9 @@ groups each partition holds, and the address hash fitted within pages, judged on
 lines (one line in four, never used in the fit). Where the fit saw every class of each page
 (every line of a page: ``l2_hash``), the lines are grouped again by class, a far steadier
 point than a line, and the slices the groups hold are counted from their sizes (a hash
-spreads a page's lines evenly over its slices).
+spreads a page's lines evenly over its slices); a group that holds several is cut in two
+where its classes fall in two clusters (two slices under a cycle apart at some SMs, within a
+line's noise: :func:`gpumem.analysis.slices.split_groups`).
 """
 
 from __future__ import annotations
@@ -275,6 +277,9 @@ def _slices(g: S.Grouping, method: str) -> list[Finding]:
         Finding("l2_slices.slices", sc.count, "1", 0.9 if sc.interval[0] == sc.interval[1]
                 else 0.6, how, interval=sc.interval, kind="structural",
                 note=f"groups by the slices they hold: {held}" + (
+                    f"; {g.split} group{'s' if g.split != 1 else ''} of several cut in two "
+                    "below the tolerance (their classes in two clusters, alike from each half "
+                    "of every class's lines)" if g.split else "") + (
                     "; groups of more than one: slices no SM measured tells apart by latency"
                     if (sc.per_group > 1).any() else "")),
         Finding("l2_slices.group_slices", [int(n) for n in sc.per_group], "1", 0.9,

@@ -223,7 +223,7 @@ def calibrate(base: SimConfig, src: Source) -> Calibrated:
     return out
 
 
-#: Most slices a slice map from a run may declare (an H200 showed about 70 groups).
+#: Most slices a slice map from a run may declare (an H200 page: 86-88 groups).
 MAX_SLICES = 1024
 
 
