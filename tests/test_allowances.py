@@ -100,6 +100,23 @@ def test_a_finding_the_data_lack_takes_its_class_and_says_so():
     assert none.rel_tol == MIN_BAND and "no multi-card data" in none.text
 
 
+def test_a_finding_another_experiment_measured_takes_its_class_not_that_spread():
+    """l2_hash reports l2_slices' findings from every line of a page: the spread the fleet
+    learned of l2_slices.hash_accuracy (random lines, 0.10) is not its own."""
+    from gpumem.contracts.allowances import learned
+
+    data = learned()
+    assert data["findings"]["l2_slices.hash_accuracy"]["experiments"] == ["l2_slices"]
+    own = allowance("l2_slices.hash_accuracy", "1", data, "l2_slices")
+    other = allowance("l2_slices.hash_accuracy", "1", data, "l2_hash")
+    assert own is not None and own.basis == "finding"
+    assert other is not None and other.basis == "ratio"
+    assert allowance("l2_slices.hash_accuracy", "1", data).basis == "finding"  # unsaid: own
+    band = model_band("l2_slices.hash_accuracy", "1", 1.0, [1.0, 1.0], [None, None], 1,
+                      data, "l2_hash")
+    assert "its class's (ratio)" in band.text
+
+
 def test_runs_on_two_cards_widen_the_card_part_to_what_they_show():
     one = model_band("lat.l2", "cycle", 100.0, [95.0, 105.0], [None, None], 1, DATA_A)
     two = model_band("lat.l2", "cycle", 100.0, [95.0, 105.0], [None, None], 2, DATA_A)

@@ -368,7 +368,7 @@ def derive_values(sources: list[Source], allowances: dict[str, Any] | None = Non
                                                                    else [v]))
         m = _median(vals, integral)
         band = model_band(name, f0.units, m, vals,
-                          [f.interval for f in found], len(cards), allowances)
+                          [f.interval for f in found], len(cards), allowances, exp)
         values.append(Value(name, exp, m, f0.units, band.rel_tol, band.abs_tol,
                             f"{where}: median; {band.text}", vals, index=index))
     return values, left

@@ -151,12 +151,19 @@ def learned() -> dict[str, Any]:
     return json.loads(text)
 
 
-def allowance(name: str, units: str, data: dict[str, Any] | None = None) -> Allowance | None:
+def allowance(name: str, units: str, data: dict[str, Any] | None = None,
+              experiment: str = "") -> Allowance | None:
     """The learned allowance of finding ``name``: its own where the data measured it on at
-    least two cards, else its class's; ``None`` where the data know neither."""
+    least two cards (by ``experiment``, where given and the data say which experiments
+    measured it: l2_hash reports l2_slices' findings from every line of a page, not from
+    random lines, so l2_slices' spread says nothing of its own), else its class's; ``None``
+    where the data know neither."""
     data = learned() if data is None else data
     product = str(data.get("product", ""))
     own = data.get("findings", {}).get(name)
+    if own and experiment and own.get("experiments") and \
+            experiment not in own["experiments"]:
+        own = None
     cls = finding_class(name, units)
     absolute = cls == "choice"
     c = data.get("classes", {}).get(cls) or {}
@@ -258,15 +265,16 @@ def _interval_part(intervals: list[Any], center: Any, absolute: bool) -> float:
 
 
 def model_band(name: str, units: str, center: Any, runs: list[Any],
-               intervals: list[Any], cards: int, data: dict[str, Any] | None = None
-               ) -> Band:
+               intervals: list[Any], cards: int, data: dict[str, Any] | None = None,
+               experiment: str = "") -> Band:
     """The band of an expected value ``center``, the median of ``runs`` (each run's value,
     its 95 % interval in ``intervals``) on ``cards`` cards: the runs' own intervals +
     :data:`BAND_Z` x sqrt(2 sigma_card**2 + sigma_run**2 (1 + 1/n)) (see the module
     docstring), each part named in ``text``; at least :data:`MIN_BAND` (relative), and
     :data:`MIN_CYCLES` for a latency in cycles. A choice (:data:`CHOICES`) gets an absolute
-    band in its units (grid steps)."""
-    learnt = allowance(name, units, data)
+    band in its units (grid steps). ``experiment``: the one that measured the runs
+    (:func:`allowance`)."""
+    learnt = allowance(name, units, data, experiment)
     z = band_z(data)
     absolute = finding_class(name, units) == "choice"
     n = max(1, len(runs))
