@@ -24,9 +24,7 @@ timeout 400 python3 "$here/l2_slices_all_sms.py" "$out/every" --experiment l2_ha
     --npz "$out/every.npz" > "$out/every.log" 2>&1
 echo "every SM: rc $? in $((SECONDS - s)) s" | tee -a "$out/times.txt"
 pack
-s=$SECONDS
-timeout 120 gpumem run l2_hash --device cuda:0 --out "$out/hash" > "$out/hash.log" 2>&1
-echo "l2_hash: rc $? in $((SECONDS - s)) s" | tee -a "$out/times.txt"
+hash_page
 pack
 echo "== summary"
 head -2 "$out/smi_before.csv"

@@ -29,12 +29,13 @@ all_runs() {
     done
 }
 # pack_runs PATTERN...: OUT_DIR/pack.tgz of the job's texts, logs, CSV and JSON files, the
-# timed runs' manifests and their files matching the `find -name` PATTERNs (e.g. latency-*.nc).
+# timed runs' and the l2_hash page's manifests and their files matching the `find -name`
+# PATTERNs (e.g. latency-*.nc).
 pack_runs() {
     local names=() p
     for p in "$@"; do names+=(-o -name "$p"); done
     (cd "$out_dir" && tar czf pack.tgz --exclude=pack.tgz ./*.txt ./*.log ./*.csv ./*.json \
-        $(find all1 all2 \( -name manifest.json "${names[@]}" \) 2>/dev/null)) 2>/dev/null
+        $(find all1 all2 hash \( -name manifest.json "${names[@]}" \) 2>/dev/null)) 2>/dev/null
 }
 # reference_compare: benchmarks/l2_reference.py's L2-only reference at l2_bandwidth's
 # footprints (1, 4, 16.5 and 30 MB: 2, 8, 33 and 60 chunks of 512 KB) and issue 44's 1.5 MB
@@ -47,6 +48,31 @@ reference_compare() {
     python3 "$here/l2_reference.py" compare "$out_dir/all1" "$out_dir/l2_reference.json" \
         > "$out_dir/compare.txt" 2>&1
     mark "reference sweep done"
+}
+# hash_page: `gpumem run l2_hash` (every line of one 2 MB page) into OUT_DIR/hash, its log
+# beside it ("l2_hash: rc C in S s" in times.txt).
+hash_page() {
+    local s=$SECONDS
+    timeout 150 gpumem run l2_hash --device cuda:0 --out "$out_dir/hash" \
+        > "$out_dir/hash.log" 2>&1
+    echo "l2_hash: rc $? in $((SECONDS - s)) s" | tee -a "$out_dir/times.txt"
+}
+# clearing_after_free: benchmarks/dram_scrub.py at 4 and 16 GiB into OUT_DIR/scrub.json
+# (.txt): how long DRAM reads slow after a cudaFree of that much.
+clearing_after_free() {
+    timeout 100 python3 "$(dirname "${BASH_SOURCE[0]}")/dram_scrub.py" \
+        --json "$out_dir/scrub.json" --gib 4,16 --max-s 8 2>&1 | tee "$out_dir/scrub.txt"
+    mark "scrub done"
+}
+# runs_summary: the card, the job's times, the whole runs' verdicts and their L2 bandwidth and
+# slice findings (with the l2_hash page's), for the table a job prints last.
+runs_summary() {
+    echo "== summary"
+    head -2 "$out_dir/smi_before.csv"
+    cat "$out_dir/times.txt"
+    grep -h "fail \|findings:" "$out_dir"/all*.log | head -12
+    grep -h "bw.l2\|l2_slices.groups\|l2_slices.slices\|hash_accuracy" "$out_dir/all1.log" \
+        "$out_dir/hash.log" | head -14
 }
 # run_ncu LABEL ARGS...: Nsight Compute (clocks and caches as found) on one launch of
 # benchmarks/l2_reference.py ARGS, counting NCU_METRICS, appended to OUT_DIR/ncu.txt under

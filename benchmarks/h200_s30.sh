@@ -27,28 +27,14 @@ fi
 # shellcheck source=gpu_job.sh
 source "$here/gpu_job.sh"
 gpu_job_start "$out"
-pack() {
-    (cd "$out" && tar czf pack.tgz --exclude=pack.tgz ./*.txt ./*.log ./*.csv ./*.json \
-        $(find all1 all2 hash \( -name manifest.json -o -name "l2_bandwidth-*.nc" \
-          -o -name "bandwidth_levels-*.nc" -o -name "l2_slices-*.nc" \
-          -o -name "l2_hash-*.nc" \) 2>/dev/null)) 2>/dev/null
-}
+pack() { pack_runs "l2_bandwidth-*.nc" "bandwidth_levels-*.nc" "l2_slices-*.nc" "l2_hash-*.nc"; }
 all_runs 2
 reference_compare
 pack
-s=$SECONDS
-timeout 150 gpumem run l2_hash --device cuda:0 --out "$out/hash" > "$out/hash.log" 2>&1
-echo "l2_hash: rc $? in $((SECONDS - s)) s" | tee -a "$out/times.txt"
+hash_page
 pack
-timeout 100 python3 "$here/dram_scrub.py" --json "$out/scrub.json" --gib 4,16 --max-s 8 \
-    2>&1 | tee "$out/scrub.txt"
-mark "scrub done"
+clearing_after_free
 pack
-echo "== summary"
-head -2 "$out/smi_before.csv"
-cat "$out/times.txt"
-grep -h "fail \|findings:" "$out"/all*.log | head -12
-grep -h "bw.l2\|l2_slices.groups\|l2_slices.slices\|hash_accuracy" "$out/all1.log" \
-    "$out/hash.log" | head -14
+runs_summary
 cat "$out/compare.txt"
 tail -12 "$out/scrub.txt"
