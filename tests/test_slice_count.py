@@ -88,6 +88,24 @@ def test_two_slices_under_a_cycle_apart_at_some_sms_are_cut_every_line_placed():
     assert max(same.mean(), 1 - same.mean()) >= 0.99
 
 
+def test_a_group_of_three_slices_is_cut_and_its_half_of_two_cut_again():
+    from gpumem.analysis.slices import split_groups
+
+    rng = np.random.default_rng(5)
+    sms, classes, lines = 32, 22, 8
+    slice_of_class = np.repeat([0, 1, 2], classes)
+    offset = np.zeros((3, sms))
+    offset[1, :5], offset[2, 5:10] = 0.8, 0.8
+    cls = np.repeat(np.arange(3 * classes), lines)
+    matrix = 280.0 + offset[slice_of_class][cls] + rng.normal(0, 0.3, (cls.size, sms))
+    labels, cuts = split_groups(matrix, cls, np.ones(cls.size, bool),
+                                np.zeros(cls.size, np.int64), np.array([3]), 22.0)
+    assert cuts == 2
+    truth = slice_of_class[cls]
+    pairs, n = np.unique(np.stack([labels, truth]), axis=1, return_counts=True)
+    assert pairs.shape[1] - (n < 0.02 * cls.size).sum() == 3  # one group a slice
+
+
 @pytest.mark.parametrize("gap", [0.0, 0.05])
 def test_one_slice_of_twice_the_share_or_a_gap_within_the_noise_is_not_cut(gap):
     from gpumem.analysis.slices import split_groups
@@ -209,7 +227,7 @@ def _class_groups(m) -> np.ndarray:
 #: Groups, groups of two slices and groups cut in two below the tolerance
 #: (slices.split_groups) per page: the SMs a card measured split more or fewer pairs.
 GROUPS = {"h200-ae2f9": (86, 8, 16), "h200-af95c": (88, 6, 18), "h100-6cc50": (72, 8, 17),
-          "h100-f0085": (72, 8, 17), "h100-e68d5": (69, 11, 14), "h100-6115c": (70, 10, 15)}
+          "h100-f0085": (72, 8, 17), "h100-e68d5": (72, 8, 17), "h100-6115c": (72, 8, 17)}
 
 
 @slow
@@ -225,7 +243,9 @@ def test_cards_of_a_model_count_the_same_slices_in_the_same_groups(maps, model, 
         assert m.grouping.by_class and m.grouping.slices is not None
         assert m.grouping.slices.count == slices
         assert m.grouping.slices.interval == (slices, slices)
-        assert m.fit.found and m.fit.accuracy >= 0.998  # held-out lines (97.85 % line by line)
+        # held-out lines, each placed by its own latencies (97.85 % line by line; from 16
+        # SMs a line tells the two slices of a cut pair apart less surely: 99.68-99.73 %)
+        assert m.fit.found and m.fit.accuracy >= 0.995
         groups, pairs, cut = GROUPS[card]
         assert (m.grouping.count, int((m.grouping.slices.per_group == 2).sum()),
                 m.grouping.split) == (groups, pairs, cut), card
@@ -247,25 +267,27 @@ def _class_sets(m) -> set[frozenset[int]]:
 
 
 @slow
-def test_the_pairs_latency_splits_below_the_tolerance_are_halves_seen_alike_twice(maps):
-    """A group of two slices is cut where its classes fall in two clusters far beyond the
-    noise, and both halves of every class's lines cut them alike (slices.split_groups): on
-    every page the cut groups' halves hold a slice's share each, and the groups of one
-    slice show no such clusters (their best cut 2.2-4.4 standard deviations)."""
+def test_the_groups_of_one_slice_show_no_two_clusters(maps):
+    """A group of two slices is cut where each half of every class's lines finds two
+    clusters alike, each holding the other's apart (slices.split_groups); after the cuts no
+    group of one slice shows any (the separation is noise's, far under SPLIT_Z), and each
+    holds a slice's share of the classes."""
     from gpumem.analysis import slices as S
 
     for card, m in maps.items():
         sc = m.grouping.slices
         assert sc is not None
         codes = m.fit.codes(m.offsets)
-        ids, cent = S.class_medians(m.matrix, codes, np.ones(codes.size, bool))
+        use = ~m.held_out & (m.grouping.labels >= 0)
         of = _class_groups(m)
-        for k in range(m.grouping.count):
-            rows = cent[of[ids] == k]
-            z = S._two_means(rows)[1]
-            if sc.per_group[k] == 1:
-                assert z < S.SPLIT_Z / 1.5, (card, k, z)
-                assert abs(rows.shape[0] - sc.unit) <= 2, (card, k)
+        worst = 0.0
+        for k in np.flatnonzero(sc.per_group == 1):
+            ids = np.flatnonzero(of == k)
+            _full, even, odd = S._halves_of_lines(m.matrix, codes, use, ids)
+            z = min(S._separation(even, odd)[1], S._separation(odd, even)[1])
+            worst = max(worst, z)
+            assert abs(ids.size - sc.unit) <= 2, (card, k)
+        assert worst < S.SPLIT_Z / 2, (card, worst)
 
 
 @slow

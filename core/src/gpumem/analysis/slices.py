@@ -70,15 +70,16 @@ VALLEY = 0.5
 #: Most histogram bins of one SM's values (a mis-timed line far out widens the range).
 MAX_BINS = 1 << 18
 #: A group that holds several slices (:func:`slice_count`) is cut in two where its classes
-#: fall in two clusters (:func:`split_groups`): the best cut along the direction their median
-#: vectors spread most leaves halves at least SPLIT_Z pooled standard deviations apart, and
-#: each half of every class's lines alone, two independent measurements, cuts the classes
-#: alike (at least SPLIT_AGREE of them on the same side). A group of one slice cuts at 2.2-4.4
-#: on two H200 and an H100 page (Gaussian noise: 99th percentile 3.5-3.7 for 44-52 classes
-#: over 4-132 SMs, 5.3-6.0 for 12); 17 of an H100 page's 25 groups of two cut at 13.8-31.3
-#: (the rest at 2.5-3.1), 16 of an H200's 24 at 14.4-23.4, the two halves' medians 0.5-1
-#: cycle apart at some SMs, within the grouping's tolerance; the same classes on every card.
-SPLIT_Z, SPLIT_AGREE = 8.0, 0.95
+#: fall in two clusters (:func:`split_groups`), found from each half of every class's lines
+#: (two independent measurements of each class) alike, SPLIT_AGREE of the classes on the
+#: same side, and holding each other's clusters at least SPLIT_Z pooled standard deviations
+#: apart (:func:`_separation`; the smaller of the two). Noise alone: under 0.7 for 44-100
+#: classes over 4-132 SMs, 2.3 for 8 (300 draws each). The groups of two of an H100 page
+#: (32 SMs): 17 at 8.7-15.4, 8 at -0.3-0.1; two H200 pages': 16 and 18 at 7.7-15.5, the rest
+#: at -0.6-0.0; an H100 page from 16 SMs: 17 at 4.6-11.0, 8 at -0.6-0.4. The two slices'
+#: medians lie 0.5-1 cycle apart at some SMs, within the grouping's tolerance; the same
+#: classes on every card.
+SPLIT_Z, SPLIT_AGREE = 3.0, 0.95
 #: Classes a half of a cut group holds at least.
 SPLIT_MIN = 4
 
@@ -371,25 +372,55 @@ def class_grouping(matrix: np.ndarray, classes: np.ndarray, use: np.ndarray, tol
                     int((labels < 0).sum()), sc, by_class=True, split=split)
 
 
-def _two_means(points: np.ndarray) -> tuple[np.ndarray, float]:
-    """The best cut of ``points`` (rows) in two along the direction they spread most (their
-    first principal axis; the cut that leaves the least sum of squares): the side each row
-    falls on, and the halves' separation in pooled standard deviations."""
-    x = points - points.mean(axis=0)
-    p = x @ np.linalg.svd(x, full_matrices=False)[2][0]
+def _best_cut(p: np.ndarray) -> np.ndarray:
+    """The cut of values ``p`` in two that leaves the least sum of squares: the upper side."""
     order = np.argsort(p, kind="stable")
     s = p[order]
     n = s.size
     c, c2, k = np.cumsum(s), np.cumsum(s * s), np.arange(1, n)
     ss = (c2[:-1] - c[:-1] ** 2 / k) + (c2[-1] - c2[:-1]) - (c[-1] - c[:-1]) ** 2 / (n - k)
-    j = int(np.argmin(ss))
     side = np.zeros(n, bool)
-    side[order[j + 1:]] = True
-    within = float(ss[j]) / max(1, n - 2)
-    gap = float(s[j + 1:].mean() - s[:j + 1].mean())
-    if gap <= 0:  # every point alike: no two clusters
+    side[order[int(np.argmin(ss)) + 1:]] = True
+    return side
+
+
+def _two_means(points: np.ndarray, rounds: int = 20) -> np.ndarray:
+    """``points`` (rows) in two clusters, the side each falls on: the best cut along the
+    direction they spread most (their first principal axis), then each moved to the nearer
+    of the two means until none moves (k-means: three clusters of equal spread have no first
+    axis, the means find them)."""
+    x = points - points.mean(axis=0)
+    side = _best_cut(x @ np.linalg.svd(x, full_matrices=False)[2][0])
+    for _ in range(rounds):
+        if side.all() or not side.any():
+            break
+        a, b = x[~side].mean(axis=0), x[side].mean(axis=0)
+        new = ((x - b) ** 2).sum(axis=1) < ((x - a) ** 2).sum(axis=1)
+        if np.array_equal(new, side):
+            break
+        side = new
+    return side
+
+
+def _separation(fit: np.ndarray, test: np.ndarray) -> tuple[np.ndarray, float]:
+    """The two clusters of ``fit`` (:func:`_two_means`), and how far apart they hold the
+    same rows of ``test``, an independent measurement of them: along the line between the
+    fit's means, the test rows' means apart in pooled standard deviations (0 where the fit
+    finds no two clusters). Fitted and judged on one measurement, the separation grows with
+    the SMs (noise alone gives 7 over 132 SMs and 44 classes); judged on another it is
+    noise's own, about sqrt(1/n1 + 1/n2)."""
+    side = _two_means(fit)
+    if side.all() or not side.any():
         return side, 0.0
-    return side, (gap / np.sqrt(within) if within > 0 else np.inf)
+    d = fit[side].mean(axis=0) - fit[~side].mean(axis=0)
+    if not (d @ d) > 0:  # every point alike
+        return side, 0.0
+    p = test @ d
+    gap = float(p[side].mean() - p[~side].mean())
+    within = (((p[side] - p[side].mean()) ** 2).sum()
+              + ((p[~side] - p[~side].mean()) ** 2).sum()) / max(1, p.size - 2)
+    return side, (gap / float(np.sqrt(within)) if within > 0 else
+                  (np.inf if gap > 0 else 0.0))
 
 
 def _halves_of_lines(matrix: np.ndarray, classes: np.ndarray, use: np.ndarray,
@@ -422,18 +453,19 @@ def split_groups(matrix: np.ndarray, classes: np.ndarray, use: np.ndarray,
     ok = use & (lab >= 0) & np.isfinite(matrix).all(axis=1)
     major = _majority(classes[ok], lab[ok])
     ids_all = np.unique(classes[ok])
-    todo = [(k, int(m)) for k, m in enumerate(per_group) if m > 1]
+    todo = [k for k, m in enumerate(per_group) if m > 1]
     cuts, fresh = 0, int(lab.max()) + 1
     while todo:
-        k, m = todo.pop()
+        k = todo.pop()
         ids = ids_all[major == k]
         full, even, odd = _halves_of_lines(matrix, classes, ok, ids)
         both = np.isfinite(even).all(axis=1) & np.isfinite(odd).all(axis=1)
         if ids.size < 2 * SPLIT_MIN or both.sum() < 2 * SPLIT_MIN:
             continue
-        side, z = _two_means(full)
-        a, b = _two_means(even[both])[0], _two_means(odd[both])[0]
-        agree = max(np.mean(a == b), np.mean(a != b))
+        a, z_even = _separation(even[both], odd[both])
+        b, z_odd = _separation(odd[both], even[both])
+        z, agree = min(z_even, z_odd), max(np.mean(a == b), np.mean(a != b))
+        side = _two_means(full)
         sizes = (int((~side).sum()), int(side.sum()))
         if z < SPLIT_Z or agree < SPLIT_AGREE or min(sizes) < max(SPLIT_MIN, unit / 2):
             continue
@@ -443,9 +475,8 @@ def split_groups(matrix: np.ndarray, classes: np.ndarray, use: np.ndarray,
         dist = np.stack([np.sqrt(np.nanmean((x - c) ** 2, axis=1)) for c in cents], axis=1)
         lab[mine[dist[:, 1] < dist[:, 0]]] = fresh
         major[np.isin(ids_all, ids[side])] = fresh
-        for label, size in ((k, sizes[0]), (fresh, sizes[1])):
-            if round(size / unit) > 1:
-                todo.append((label, int(round(size / unit))))
+        todo += [label for label, size in ((k, sizes[0]), (fresh, sizes[1]))
+                 if round(size / unit) > 1]
         cuts, fresh = cuts + 1, fresh + 1
     return lab, cuts
 
