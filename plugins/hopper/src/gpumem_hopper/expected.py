@@ -46,8 +46,9 @@ H200_SLICES = ("gpumem on two H200 SXM cards, every line of one 2 MB page each (
                "h200-s24/dense): 94 slices on each, in 86 and 88 groups (the pairs of slices "
                "their SMs split; the L2 reports 60 MB, 96 slices of 640 KB); exact")
 H100_SLICES = ("gpumem on six H100 SXM cards, every line of one 2 MB page each (gpumem run "
-               "l2_hash; tests/data/h100-s29, 2026-12-06): 80 slices on each (in 72 groups "
-               "from 32 SMs, 69-70 from 16), the 50 MB L2 in 640 KB slices; exact")
+               "l2_hash; tests/data/h100-s29, 2026-12-06): 80 slices on each (in the same 72 "
+               "groups on the four whose pages are kept), the 50 MB L2 in 640 KB slices; "
+               "exact")
 REFERENCE = ("REFERENCE: gpumem on every healthy H200 SXM card it ran on (the committed "
              "runs of tests/data: the same on each), exact")
 
