@@ -8,6 +8,7 @@ a simulated card exported from it (``gpumem export sim CARD_RUN``, then ``gpumem
 l2_slices --device sim --sim-config FILE``; issue 44's target: within 2 %), and a card against
 another card (the slice map's reproducibility: group counts and per-SM profiles agree).
 Prints the quantiles of the differences and each run's slice count, hash and accuracy.
+Also reads ``l2_hash`` runs (a whole page each).
 
 ``--match`` (two cards): an SM number need not name the same place on another die (which SMs
 are fused off differs), and another card's lines are other physical addresses, so lines
@@ -16,7 +17,9 @@ lines (49 quantiles); the SMs of one run are paired with the other's by least to
 difference (greedy, then pairwise swaps while they lower it: a heuristic, no solver needed),
 and the median |difference| of the paired distributions is printed beside the pairing by SM
 number. With 32 of 132 SMs measured, a die position one card measured may be missing from
-the other's 32: a run of every SM (benchmarks/l2_slices_all_sms.py) pairs them all.
+the other's 32: a run of every SM (benchmarks/l2_slices_all_sms.py) pairs them all. Two whole
+pages (``l2_hash``) grouped by class are compared group by group too: the classes each group
+holds, the same on both, cut further on one, or crossing.
 """
 
 from __future__ import annotations
@@ -31,9 +34,10 @@ from gpumem.experiments.l2_slices import slice_map
 
 
 def _raw(run: Path) -> xr.Dataset:
-    files = sorted(run.rglob("l2_slices-*.nc")) if run.is_dir() else [run]
+    files = sorted(run.rglob("l2_slices-*.nc")) + sorted(run.rglob("l2_hash-*.nc")) \
+        if run.is_dir() else [run]
     if not files:
-        raise SystemExit(f"{run}: no l2_slices file")
+        raise SystemExit(f"{run}: no l2_slices or l2_hash file")
     with xr.open_dataset(files[0]) as ds:
         return ds.load()
 
@@ -70,7 +74,35 @@ def _groups(m) -> str:
     g = m.grouping
     sc = g.slices
     return (f"{g.count} groups ({g.count_range[0]}-{g.count_range[1]})"
-            + (f" holding {sc.count} slices ({sc.interval[0]}-{sc.interval[1]})" if sc else ""))
+            + (f" holding {sc.count} slices ({sc.interval[0]}-{sc.interval[1]}; "
+               f"{int((sc.per_group > 1).sum())} groups of several, {g.split} pairs cut below "
+               f"the tolerance)" if sc else ""))
+
+
+def class_sets(m) -> set[frozenset[int]]:
+    """A page grouped by class: each group as the set of its classes (the codes modulo the
+    invariant deltas, the same on every card of a model), each class where most of its
+    lines are."""
+    codes = m.fit.codes(m.offsets)
+    keep = m.grouping.labels >= 0
+    out: dict[int, set[int]] = {}
+    for c in np.unique(codes[keep]):
+        g = int(np.bincount(m.grouping.labels[keep & (codes == c)]).argmax())
+        out.setdefault(g, set()).add(int(c))
+    return {frozenset(v) for v in out.values()}
+
+
+def compare_groups(ma, mb) -> str:
+    """Two pages' groups of classes: how many are the same on both, how many of one are cut
+    further on the other, and how many pairs cross (a class set of one neither inside nor
+    holding the other's that it meets: a disagreement, not a finer cut)."""
+    ga, gb = class_sets(ma), class_sets(mb)
+    crossing = sum(1 for x in ga for y in gb if x & y and not (x <= y or y <= x))
+    finer_b = sum(1 for x in ga - gb if all(y <= x or not y & x for y in gb))
+    finer_a = sum(1 for y in gb - ga if all(x <= y or not x & y for x in ga))
+    return (f"groups of classes: {len(ga & gb)} the same on both, {finer_b} of the first cut "
+            f"further on the second, {finer_a} of the second on the first, {crossing} pairs "
+            f"crossing")
 
 
 QUANTILES = np.linspace(0.02, 0.98, 49)
@@ -118,6 +150,8 @@ def match(a: str, b: str) -> None:
           f"{np.max(got):.2f}, {len(got)} pairs, {moved} to another SM number)")
     for name, m in ((a, ma), (b, mb)):
         print(f"{name}: {_groups(m)}, {len(m.sms)} SMs")
+    if ma.grouping.by_class and mb.grouping.by_class:
+        print(compare_groups(ma, mb))
 
 
 if __name__ == "__main__":
