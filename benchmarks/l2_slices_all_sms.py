@@ -23,6 +23,7 @@ import argparse
 import sys
 import time
 from pathlib import Path
+from typing import Any
 
 import gpumem.experiments.l2_slices as slices
 from gpumem.api import RunRequest, load_plugins, run
@@ -51,29 +52,36 @@ def save_matrix(raw_file: Path, npz: Path) -> None:
                         tol=slices._tolerance(raw["latency"].values[ok]))
 
 
-def analyse(npz: Path, sms: int | None = None) -> None:
-    """The slice map of a ``--npz`` file (its first ``sms`` SMs, else all), as ``l2_hash``
-    analyses a run: groups, pairs cut below the tolerance, slices, held-out accuracy."""
+def matrix_run(npz: Path, sms: int | None = None) -> tuple[Any, float]:
+    """A ``--npz`` file (its first ``sms`` SMs, else all) as a raw dataset ``slice_map``
+    reads (each line's median as its one repeat), and the run's grouping tolerance."""
     import numpy as np
     import xarray as xr
 
     d = np.load(npz)
-    matrix, offsets, tol = d["matrix"], d["offsets"], float(d["tol"])
     keep = slice(None, sms)
-    lat = matrix.T[keep][:, :, None]  # sm x line x one repeat: the medians
+    lat = d["matrix"].T[keep][:, :, None]  # sm x line x one repeat: the medians
     raw = xr.Dataset(
         {"latency": (("sm", "line", "repeat"), lat),
          "timer_overhead": (("sm", "repeat"), np.zeros((lat.shape[0], 1))),
          "point_status": (("sm",), np.zeros(lat.shape[0], np.int64))},
-        coords={"sm": d["sms"][keep], "line": offsets},
+        coords={"sm": d["sms"][keep], "line": d["offsets"]},
         attrs={"plan_page": slices.PAGE, "plan_footprint": slices.PAGE})
-    slices._tolerance = lambda _runs: tol  # type: ignore[assignment]  # the run's own
+    return raw, float(d["tol"])
+
+
+def analyse(npz: Path, sms: int | None = None) -> None:
+    """The slice map of a ``--npz`` file (its first ``sms`` SMs, else all), as ``l2_hash``
+    analyses a run: groups, pairs cut below the tolerance, slices, held-out accuracy."""
+    import numpy as np
+
+    raw, tol = matrix_run(npz, sms)
     t0 = time.monotonic()
-    m = slices.slice_map(raw)
+    m = slices.slice_map(raw, tol)
     assert m is not None
     g, sc = m.grouping, m.grouping.slices
     per = np.bincount(sc.per_group).tolist() if sc else None
-    print(f"{npz} ({lat.shape[0]} SMs, tolerance {tol:.2f}): {g.count} groups "
+    print(f"{npz} ({len(m.sms)} SMs, tolerance {tol:.2f}): {g.count} groups "
           f"({g.split} cut below the tolerance), slices "
           f"{sc.count if sc else None} {sc.interval if sc else ''} (groups by slices held "
           f"{per}), held-out lines placed {m.fit.accuracy:.4f} {m.fit.accuracy_interval}, "

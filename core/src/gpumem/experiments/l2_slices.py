@@ -131,8 +131,10 @@ class SliceMap:
     buffer: int  # bytes of the buffer the lines were sampled from
 
 
-def slice_map(raw: xr.Dataset) -> SliceMap | None:
-    """The slice map of a raw ``l2_slices`` dataset (None with fewer than two SMs)."""
+def slice_map(raw: xr.Dataset, tol: float | None = None) -> SliceMap | None:
+    """The slice map of a raw ``l2_slices`` dataset (None with fewer than two SMs);
+    ``tol``: the grouping tolerance, where not the one the runs' own noise gives (a matrix
+    kept without its repeats)."""
     ok = (raw["point_status"] == 0).values
     if ok.sum() < 2:
         return None
@@ -140,7 +142,7 @@ def slice_map(raw: xr.Dataset) -> SliceMap | None:
     matrix = lat.values[ok].T.astype(float)  # lines x SMs
     sms = [int(s) for s in raw["sm"].values[ok]]
     offsets = np.asarray(raw["line"].values, np.int64)
-    tol = _tolerance(raw["latency"].values[ok])
+    tol = _tolerance(raw["latency"].values[ok]) if tol is None else tol
     labels = S.group_lines(matrix, tol)
     held = (np.arange(offsets.size) % HOLD_OUT) == HOLD_OUT - 1
     page_bits, buffer_bits = _bits_of(raw.attrs, offsets)
