@@ -6,11 +6,11 @@ classes as the other H100s' pages."""
 
 from __future__ import annotations
 
-import importlib.util
 import os
 from pathlib import Path
 
 import pytest
+from helpers import benchmark_script
 
 ROOT = Path(__file__).resolve().parent.parent
 EVERY = ROOT / "tests" / "data" / "h100-s30" / "gpu3ffd0-every" / "every.npz"
@@ -18,19 +18,11 @@ slow = pytest.mark.skipif(not os.environ.get("GPUMEM_TEST_SLOW"),
                           reason="a 16,384 x 132 matrix grouped: 30 s (GPUMEM_TEST_SLOW=1)")
 
 
-def _script(name: str):
-    spec = importlib.util.spec_from_file_location(name, ROOT / "benchmarks" / f"{name}.py")
-    mod = importlib.util.module_from_spec(spec)
-    assert spec.loader is not None
-    spec.loader.exec_module(mod)
-    return mod
-
-
 @pytest.fixture(scope="module")
 def every():
     from gpumem.experiments.l2_slices import slice_map
 
-    raw, tol = _script("l2_slices_all_sms").matrix_run(EVERY)
+    raw, tol = benchmark_script("l2_slices_all_sms").matrix_run(EVERY)
     return slice_map(raw, tol)
 
 
@@ -38,7 +30,7 @@ def every():
 def test_the_first_sms_of_the_every_sm_page_cut_the_same_pairs(sms):
     from gpumem.experiments.l2_slices import slice_map
 
-    raw, tol = _script("l2_slices_all_sms").matrix_run(EVERY, sms)
+    raw, tol = benchmark_script("l2_slices_all_sms").matrix_run(EVERY, sms)
     m = slice_map(raw, tol)
     assert m is not None and len(m.sms) == sms
     g = m.grouping
@@ -59,7 +51,7 @@ def test_every_sm_leaves_the_same_eight_pairs(every):
 def test_the_every_sm_page_groups_the_classes_as_two_other_h100s(every):
     from gpumem.experiments.l2_slices import slice_map
 
-    vs = _script("slices_vs_card")
+    vs = benchmark_script("slices_vs_card")
     for job in ("gpu6cc50-job", "gpue68d5-job"):
         other = slice_map(vs._raw(ROOT / "tests" / "data" / "h100-s29" / job / "hash"))
         assert vs.class_sets(every) == vs.class_sets(other), job

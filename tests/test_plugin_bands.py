@@ -14,29 +14,21 @@ one version."""
 
 from __future__ import annotations
 
-import importlib.util
-from pathlib import Path
-
 import pytest
 from gpumem.authoring.held_out import REGRESSIONS, held_out, judge, pairs, plugin, whole_run
 from gpumem.contracts.allowances import band_z, learned
 from gpumem.contracts.device import DeviceInfo
 from gpumem.contracts.findings import Finding, from_dict
 from gpumem.plugin.registry import get_plugins
+from helpers import benchmark_script
 
-ROOT = Path(__file__).resolve().parent.parent
 H200 = DeviceInfo(kind="cuda", name="NVIDIA H200", compute_capability="9.0", sm_count=132,
                   l2_bytes=60 << 20, memory_bytes=141 << 30, clock_mhz=1980.0,
                   peak_bandwidth_gbs=4814.0)
 
 
 def _script():
-    spec = importlib.util.spec_from_file_location(
-        "card_allowances", ROOT / "benchmarks" / "card_allowances.py")
-    mod = importlib.util.module_from_spec(spec)
-    assert spec.loader is not None
-    spec.loader.exec_module(mod)
-    return mod
+    return benchmark_script("card_allowances")
 
 
 @pytest.fixture(scope="module")
