@@ -92,15 +92,22 @@ def class_sets(m) -> set[frozenset[int]]:
     return {frozenset(v) for v in out.values()}
 
 
-def compare_groups(ma, mb) -> str:
-    """Two pages' groups of classes: how many are the same on both, how many of one are cut
-    further on the other, and how many pairs cross (a class set of one neither inside nor
-    holding the other's that it meets: a disagreement, not a finer cut)."""
+def group_agreement(ma, mb) -> tuple[int, int, int, int]:
+    """Two pages' groups of classes: how many are the same on both, how many of the first
+    are cut further on the second and of the second on the first, and how many pairs cross
+    (a class set of one neither inside nor holding the other's that it meets: a
+    disagreement, not a finer cut)."""
     ga, gb = class_sets(ma), class_sets(mb)
     crossing = sum(1 for x in ga for y in gb if x & y and not (x <= y or y <= x))
     finer_b = sum(1 for x in ga - gb if all(y <= x or not y & x for y in gb))
     finer_a = sum(1 for y in gb - ga if all(x <= y or not x & y for x in ga))
-    return (f"groups of classes: {len(ga & gb)} the same on both, {finer_b} of the first cut "
+    return len(ga & gb), finer_b, finer_a, crossing
+
+
+def compare_groups(ma, mb) -> str:
+    """:func:`group_agreement` in words."""
+    same, finer_b, finer_a, crossing = group_agreement(ma, mb)
+    return (f"groups of classes: {same} the same on both, {finer_b} of the first cut "
             f"further on the second, {finer_a} of the second on the first, {crossing} pairs "
             f"crossing")
 

@@ -19,7 +19,7 @@ import xarray as xr
 from gpumem.analysis.slices import slice_count
 from gpumem.experiments import l2_slices as exp
 from gpumem.testing import balanced_sliced_l2
-from helpers import planted_run
+from helpers import benchmark_script, planted_run
 
 DATA = Path(__file__).parent / "data"
 
@@ -250,20 +250,11 @@ def test_cards_of_a_model_count_the_same_slices_in_the_same_groups(maps, model, 
         assert (m.grouping.count, int((m.grouping.slices.per_group == 2).sum()),
                 m.grouping.split) == (groups, pairs, cut), card
         assert m.grouping.slices.per_group.max() <= 2
+    vs = benchmark_script("slices_vs_card")
     for a, b in ((a, b) for i, a in enumerate(cards) for b in cards[i + 1:]):
-        ga, gb = _class_sets(maps[a]), _class_sets(maps[b])
-        crossing = [(x, y) for x in ga for y in gb if x & y and not (x <= y or y <= x)]
-        assert not crossing, (a, b, len(crossing))
-        assert len(ga & gb) >= min(len(ga), len(gb)) - 4, (a, b)
-
-
-def _class_sets(m) -> set[frozenset[int]]:
-    """The page's groups as sets of classes (each class in the group most of its lines are)."""
-    out: dict[int, set[int]] = {}
-    for cls, g in enumerate(_class_groups(m)):
-        if g >= 0:
-            out.setdefault(int(g), set()).add(cls)
-    return {frozenset(v) for v in out.values()}
+        same, _finer_b, _finer_a, crossing = vs.group_agreement(maps[a], maps[b])
+        assert not crossing, (a, b, crossing)
+        assert same >= min(maps[a].grouping.count, maps[b].grouping.count) - 4, (a, b)
 
 
 @slow
