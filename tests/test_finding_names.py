@@ -70,13 +70,21 @@ def emitted(plugins, sim_run, tmp_path_factory) -> dict[str, dict[str, set[str]]
     cfg.interconnect = Interconnect(peers=1, latency=900.0, bandwidth_gbs=450.0)
     node = base / "node.toml"
     cfg.validate().save(node)
+    # l2_twins needs a slice queue, which the packaged hopper config does not model
+    twins = plugins.hook.gpumem_simulator_config(arch="hopper", simulator="sim")
+    next(c for c in twins.caches if c.slices > 1).slice_bandwidth = 64.0
+    queue = base / "queue.toml"
+    twins.validate().save(queue)
     for key, req in (("hopper-node", RunRequest("hopper", ["p2p"], device="sim",
                                                  sim_config=node, quick=True,
                                                  out=base / "node")),
                      ("gv100", RunRequest("gv100", ["path_latency"], device="sim",
                                           quick=True, out=base / "gv100")),
                      ("hopper-hash", RunRequest("hopper", ["l2_hash"], device="sim",
-                                                quick=True, out=base / "hash"))):
+                                                quick=True, out=base / "hash")),
+                     ("hopper-twins", RunRequest("hopper", ["l2_twins"], device="sim",
+                                                 sim_config=queue, quick=True,
+                                                 out=base / "twins"))):
         rep = run(req, plugins=plugins)
         out[key] = {o.experiment: {f.name for f in o.findings} for o in rep.outcomes
                     if o.status == "complete"}

@@ -95,7 +95,7 @@ def test_sections_and_their_order_come_from_the_presentations():
         "bulk_copy", "dsmem", "bank_conflicts"]
     by_key = {s.section.key: s for s in specs}
     assert by_key["latency"].experiments == ("latency", "patterns", "l2_sm_map", "l2_slices",
-                                             "l2_hash")
+                                             "l2_hash", "l2_twins")
     assert by_key["bandwidth"].experiments == ("bandwidth", "smem_bandwidth", "bandwidth_levels",
                                                "l2_bandwidth")
     assert [f.name for _, f in by_key["bandwidth"].figures] == [

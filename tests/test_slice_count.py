@@ -275,7 +275,7 @@ def test_the_groups_of_one_slice_show_no_two_clusters(maps):
         for k in np.flatnonzero(sc.per_group == 1):
             ids = np.flatnonzero(of == k)
             _full, even, odd = S._halves_of_lines(m.matrix, codes, use, ids)
-            z = min(S._separation(even, odd)[1], S._separation(odd, even)[1])
+            z = min(S.separation(even, odd)[1], S.separation(odd, even)[1])
             worst = max(worst, z)
             assert abs(ids.size - sc.unit) <= 2, (card, k)
         assert worst < S.SPLIT_Z / 2, (card, worst)

@@ -224,14 +224,17 @@ TWIN_SPOTS = ((0, 0), (1, 0), (2, 0), (3, 0), (1, 1), (1, 1))
 
 
 def balanced_sliced_l2(seed: int = 0, jitter: float = 0.0, sm_count: int = 16,
-                       cycles_per_hop: float = 20.0, twin_gap: float = 0.0) -> Planted:
+                       cycles_per_hop: float = 20.0, twin_gap: float = 0.0,
+                       slice_bandwidth: float = 0.0) -> Planted:
     """Six slices homed by a table over :data:`SLICE_KERNEL`'s 512 classes of a 256 KB page
     that gives each slice its share (85 or 86 classes), as a real slice hash spreads a
     page's lines evenly (an H100's 2 MB page: 80 slices of 25-26 classes each), the last
     two slices at one spot of the grid (:data:`TWIN_SPOTS`): latency makes five groups of
     the six slices, the twins' one holding two. With ``twin_gap`` the second twin is that
     many cycles farther from every other SM (the twins of an H100 or H200 page: 0.5-1 cycle
-    apart at some SMs, less than a line's noise), and the truth counts six groups.
+    apart at some SMs, less than a line's noise), and the truth counts six groups. With
+    ``slice_bandwidth`` (bytes a cycle) each slice queues the requests of SMs that hammer it
+    (probe ``slice_contention``): what tells the twins apart where latency cannot.
     Truth: the slice and group counts, the table and every SM's latency row."""
     r = random.Random(seed)
     rows = _grid_rows(r, sm_count, cycles_per_hop, TWIN_SPOTS)
@@ -241,7 +244,7 @@ def balanced_sliced_l2(seed: int = 0, jitter: float = 0.0, sm_count: int = 16,
     r.shuffle(table)
     l2 = CacheLevel("l2", 4 << 20, 128, 16, 200.0, sector=32, scope="gpu", translate=True,
                     slices=len(TWIN_SPOTS), slice_kernel=list(SLICE_KERNEL),
-                    slice_table=table, slice_latency=rows)
+                    slice_table=table, slice_latency=rows, slice_bandwidth=slice_bandwidth)
     truth = {"l2_slices.slices": len(TWIN_SPOTS),
              "l2_slices.groups": len(set(TWIN_SPOTS)) + (1 if twin_gap else 0),
              "slice_table": table, "twins": [len(TWIN_SPOTS) - 2, len(TWIN_SPOTS) - 1],

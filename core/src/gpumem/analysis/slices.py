@@ -73,7 +73,7 @@ MAX_BINS = 1 << 18
 #: fall in two clusters (:func:`split_groups`), found from each half of every class's lines
 #: (two independent measurements of each class) alike, SPLIT_AGREE of the classes on the
 #: same side, and holding each other's clusters at least SPLIT_Z pooled standard deviations
-#: apart (:func:`_separation`; the smaller of the two). Noise alone: under 0.7 for 44-100
+#: apart (:func:`separation`; the smaller of the two). Noise alone: under 0.7 for 44-100
 #: classes over 4-132 SMs, 2.3 for 8 (300 draws each). The groups of two of an H100 page
 #: (32 SMs): 17 at 8.7-15.4, 8 at -0.3-0.1; two H200 pages': 16 and 18 at 7.7-15.5, the rest
 #: at -0.6-0.0; an H100 page from 16 SMs: 17 at 4.6-11.0, 8 at -0.6-0.4. The two slices'
@@ -402,7 +402,7 @@ def _two_means(points: np.ndarray, rounds: int = 20) -> np.ndarray:
     return side
 
 
-def _separation(fit: np.ndarray, test: np.ndarray) -> tuple[np.ndarray, float]:
+def separation(fit: np.ndarray, test: np.ndarray) -> tuple[np.ndarray, float]:
     """The two clusters of ``fit`` (:func:`_two_means`), and how far apart they hold the
     same rows of ``test``, an independent measurement of them: along the line between the
     fit's means, the test rows' means apart in pooled standard deviations (0 where the fit
@@ -462,8 +462,8 @@ def split_groups(matrix: np.ndarray, classes: np.ndarray, use: np.ndarray,
         both = np.isfinite(even).all(axis=1) & np.isfinite(odd).all(axis=1)
         if ids.size < 2 * SPLIT_MIN or both.sum() < 2 * SPLIT_MIN:
             continue
-        a, z_even = _separation(even[both], odd[both])
-        b, z_odd = _separation(odd[both], even[both])
+        a, z_even = separation(even[both], odd[both])
+        b, z_odd = separation(odd[both], even[both])
         z, agree = min(z_even, z_odd), max(np.mean(a == b), np.mean(a != b))
         side = _two_means(full)
         sizes = (int((~side).sum()), int(side.sum()))
@@ -747,7 +747,7 @@ def invariants(offsets: np.ndarray, labels: np.ndarray, *, line_bits: int, page_
                       int(cnt.sum()), min(support, default=0))
 
 
-def _interval(k: int, n: int, z: float = 1.96) -> tuple[float, float]:
+def share_interval(k: int, n: int, z: float = 1.96) -> tuple[float, float]:
     """Wilson's 95 % score interval of a share ``k / n`` (good at shares near 0 or 1, where
     the normal approximation's is not)."""
     d = n + z * z
@@ -788,7 +788,7 @@ def fit_hash(offsets: np.ndarray, labels: np.ndarray, held_out: np.ndarray, *, l
     pred = fit.predict(x[test])
     k = int((pred == lab[test]).sum())
     fit.accuracy = k / int(test.sum())
-    fit.accuracy_interval = _interval(k, int(test.sum()))
+    fit.accuracy_interval = share_interval(k, int(test.sum()))
     fit.chance = _chance(pages, lab, train, test)
     fit.found = bool(basis) and fit.accuracy_interval[0] > fit.chance and \
         fit.accuracy >= MIN_ACCURACY
@@ -833,7 +833,7 @@ def _coset_fit(fit: HashFit, x: np.ndarray, lab: np.ndarray, train: np.ndarray,
     alt.seen = float(np.mean(per_page)) / classes if per_page else 0.0
     k = int((alt.predict(x[test]) == lab[test]).sum())
     n = int(test.sum())
-    alt.accuracy, alt.accuracy_interval = k / n, _interval(k, n)
+    alt.accuracy, alt.accuracy_interval = k / n, share_interval(k, n)
     if not alt.accuracy > fit.accuracy:
         return fit
     alt.found = alt.accuracy_interval[0] > alt.chance and alt.accuracy >= MIN_ACCURACY

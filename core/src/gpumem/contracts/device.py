@@ -24,8 +24,10 @@ from gpumem.contracts.chains import ORDERS
 #: ``dsmem``: loads from the shared memory of another block of a thread block cluster
 #: (distributed shared memory, sm_90+). ``bulk_copy``: global -> shared streaming with 1-D
 #: bulk copies of the tensor memory accelerator (TMA, sm_90+).
+#: ``slice_contention``: ``pointer_chase`` also takes ``hammer`` and ``hammer_sms``, lines other
+#: SMs load over and over while the chase runs (an L2 slice's queue, seen from the chase).
 PROBES = ("pointer_chase", "stream", "async_copy", "smem", "peer_access", "dsmem",
-          "bulk_copy")
+          "bulk_copy", "slice_contention")
 
 #: What each probe needs of the hardware, in the words of a skipped experiment's reason.
 PROBE_NEEDS = {
@@ -37,7 +39,14 @@ PROBE_NEEDS = {
     "dsmem": "thread block clusters (distributed shared memory, compute capability 9.0 or "
              "newer)",
     "bulk_copy": "the TMA's bulk copies (compute capability 9.0 or newer)",
+    "slice_contention": "loads from other SMs beside a chase (a model of an L2 slice's queue)",
 }
+
+#: Lines each hammering SM keeps in flight (``ChaseRequest.hammer``): the CUDA kernel's 16
+#: warps, four loads each; a simulator's slice queue takes the same.
+HAMMER_INFLIGHT = 64
+#: The most lines one chase's hammers load (they are staged in shared memory).
+HAMMER_MAX_LINES = 64
 
 #: Address orderings of a streaming probe (which element each thread's k-th load reads):
 #: ``coalesced`` - a warp's threads read consecutive elements, the k-th load of a thread is
@@ -141,6 +150,11 @@ class ChaseRequest:
     to the lines the chase records walked dependently, as ever, every other line touched
     once, in the chase's order to within a window of ``warm_ilp``, in a fraction of the
     time. A device may walk it all dependently: the recorded accesses are the same.
+    ``hammer`` (probe ``slice_contention``): byte offsets of whole lines of the chain's buffer
+    that one block on each SM of ``hammer_sms`` loads over and over through the L2 only
+    (``.cg``, a warp a line, :data:`HAMMER_INFLIGHT` lines in flight an SM) from before the
+    chase's warm-up until its record is taken: a line the chase visits that shares an L2
+    slice with them waits behind their requests, one elsewhere does not.
     """
 
     footprint: int
@@ -158,8 +172,11 @@ class ChaseRequest:
     placement: int = 0
     warm_threads: int = 1
     warm_ilp: int = 1
+    hammer: tuple[int, ...] = ()
+    hammer_sms: tuple[int, ...] = ()
 
     def validate(self) -> None:
+        self._validate_hammer()
         if not 1 <= self.warm_threads <= 1024:
             raise ValueError("warm_threads must be 1 ... 1024")
         if self.warm_ilp not in WARM_ILPS:
@@ -188,6 +205,24 @@ class ChaseRequest:
         if self.record <= 0 or self.warmup < 0:
             raise ValueError("record must be > 0 and warmup >= 0")
 
+    def _validate_hammer(self) -> None:
+        if not self.hammer and not self.hammer_sms:
+            return
+        if not self.hammer or not self.hammer_sms:
+            raise ValueError("hammer and hammer_sms go together: lines, and the SMs that load "
+                             "them")
+        if len(self.hammer) > HAMMER_MAX_LINES:
+            raise ValueError(f"hammer holds at most {HAMMER_MAX_LINES} lines")
+        if any(o < 0 or o + 128 > self.footprint or o % 128 for o in self.hammer):
+            raise ValueError("hammer lines must be whole 128 B lines inside the footprint")
+        if len(set(self.hammer_sms)) != len(self.hammer_sms) or min(self.hammer_sms) < 0:
+            raise ValueError("hammer_sms must be distinct SM numbers")
+        if self.sm in self.hammer_sms:
+            raise ValueError("the chase's own SM cannot hammer")
+        if not self.fine_grained or self.peer != -1 or self.warm_threads > 1:
+            raise ValueError("a hammered chase is fine-grained, in this device's memory, "
+                             "warmed by its own thread")
+
 
 @dataclass
 class ChaseResult:
@@ -204,6 +239,8 @@ class ChaseResult:
     timer_overhead: float
     end_ok: bool = True
     sm: int = 0
+    #: SMs whose hammering block had started when the chase began (``ChaseRequest.hammer``)
+    hammered: int = 0
 
     @property
     def mean(self) -> float:

@@ -20,6 +20,7 @@ from gpumem.contracts.chains import (
     warm_segments,
 )
 from gpumem.contracts.device import (
+    HAMMER_INFLIGHT,
     PLACEMENT_PADS,
     BulkRequest,
     ChaseRequest,
@@ -73,6 +74,12 @@ DSMEM_LATENCY_LOADS = 256
 DSMEM_THROUGHPUT_ITERATIONS = 1024
 #: Shared memory an SM can give its blocks (sm_90: 228 KB, 1 KB of it reserved per block).
 SM90_SMEM_PER_SM = 227 * 1024
+#: The hammered chase (``ChaseRequest.hammer``): threads of each block (16 warps, four lines in
+#: flight each: HAMMER_INFLIGHT), how long the chase waits for the hammering blocks to start,
+#: and how long they hammer at most if it never ends (cycles: 2 ms and 1 s at 2 GHz).
+HAMMER_THREADS = HAMMER_INFLIGHT // 4 * 32
+HAMMER_WAIT_CYCLES = 4_000_000
+HAMMER_MAX_CYCLES = 2_000_000_000
 #: Dynamic shared memory of a DSMEM throughput block: over half an SM's, so that one block
 #: runs per SM and each block's own clock span is its SM's (clusters may run in waves).
 DSMEM_BLOCK_SMEM = 120 * 1024
@@ -128,6 +135,8 @@ class CudaDevice(Device):
             probes.add("bulk_copy")  # and the tensor memory accelerator
         if len(self.info.extra.get("peers", ())) > 1:
             probes.add("peer_access")
+        if "pointer_chase_cg_hammered" in self._source("pointer_chase").code:
+            probes.add("slice_contention")  # core's chase kernels (a plugin's may lack it)
         return frozenset(probes)
 
     def _peer(self, peer: int) -> int | None:
@@ -370,7 +379,7 @@ class CudaDevice(Device):
             name = _PATH_KERNELS[req.path] + ("_global" if to_global else "")
             # a warm-up walked with loads in flight, by the chase's own kernel (an L1 keeps
             # nothing across kernels); a kernel source without it walks dependently
-            pipelined = None if warmed else self._pipelined_warm_args(req)
+            pipelined = None if warmed or req.hammer else self._pipelined_warm_args(req)
             if pipelined is not None:
                 try:  # does the kernel source have it?
                     self._kernel("pointer_chase", f"{name}_ilp{req.warm_ilp}")
@@ -380,10 +389,13 @@ class CudaDevice(Device):
                     name, warmed = f"{name}_ilp{req.warm_ilp}", req.warmup
             start = int(chain_offsets(req.footprint, req.stride, req.order, req.seed, 1,
                                       start=warmed, pattern=req.pattern)[0] // 4)
+            hammer = self._hammer_args(req, to_global) if req.hammer else None
+            if hammer is not None:
+                name = "pointer_chase_cg_hammered"
             word = cp.uint32 if to_global else cp.uint64
             lat = cp.empty(req.record, dtype=word)
             nxt = cp.empty(req.record, dtype=cp.uint32)
-            state = cp.zeros(3, dtype=cp.uint32)
+            state = cp.zeros(4, dtype=cp.uint32)
             ovh = cp.empty(2048 if to_global else req.record, dtype=word)
             claim = cp.zeros(1, dtype=cp.uint32)
             kern = self._kernel("pointer_chase", name)
@@ -396,7 +408,12 @@ class CudaDevice(Device):
                 args = (chain, np.uint32(start),
                         np.int32(req.warmup if pipelined else req.warmup - warmed),
                         np.int32(req.record), lat, nxt, state, ovh, np.int32(req.sm), claim)
-                kern((blocks,), (1,), args + (pipelined or ()), shared_mem=smem)
+                if hammer is not None:  # every claim and count afresh for each launch
+                    for x in (claim, hammer[3], hammer[4]):
+                        x.fill(0)
+                    kern((blocks,), (HAMMER_THREADS,), args + hammer, shared_mem=smem)
+                else:
+                    kern((blocks,), (1,), args + (pipelined or ()), shared_mem=smem)
                 cp.cuda.runtime.deviceSynchronize()
                 if int(claim.get()[0]):
                     break
@@ -417,7 +434,29 @@ class CudaDevice(Device):
         return ChaseResult(latency=lat_h.astype(np.float64), index=index,
                            timer_overhead=float(np.median(ovh_h)),
                            end_ok=bool(int(state_h[1]) == int(expected_end)),
-                           sm=int(state_h[2]))
+                           sm=int(state_h[2]), hammered=int(state_h[3]))
+
+    def _hammer_args(self, req: ChaseRequest, to_global: bool) -> tuple:
+        """The hammered chase kernel's added arguments (``ChaseRequest.hammer``): the lines
+        (elements), their count, a flag per SM, a claim per SM, the counts it syncs by, how
+        many hammering blocks to wait for, how long to wait for them and how long at most
+        to hammer."""
+        if req.path != "cg" or to_global:
+            raise ProbeUnsupported("a hammered chase takes the cg path, its record in shared "
+                                   f"memory (at most {SHARED_RECORD_MAX // 12} accesses)")
+        if "slice_contention" not in self.probes:
+            raise ProbeUnsupported(f"the chase kernels for '{self.arch}' have no hammered "
+                                   "chase (pointer_chase_cg_hammered)")
+        n = max(1, self.info.sm_count)
+        if max(req.hammer_sms) >= n:
+            raise PointSkipped(f"hammer SM {max(req.hammer_sms)} does not exist ({n} SMs)")
+        cp = self.cp
+        on = np.zeros(n, np.uint8)
+        on[list(req.hammer_sms)] = 1
+        return (cp.asarray(np.asarray(req.hammer, np.int64) // 4, dtype=cp.uint32),
+                np.int32(len(req.hammer)), cp.asarray(on), cp.zeros(n, dtype=cp.uint32),
+                cp.zeros(4, dtype=cp.uint32), np.uint32(len(req.hammer_sms)),
+                np.int64(HAMMER_WAIT_CYCLES), np.int64(HAMMER_MAX_CYCLES))
 
     # ---- streaming -------------------------------------------------------------------
     def _buffers(self, footprint: int, need_b: bool, seed: int | None = None

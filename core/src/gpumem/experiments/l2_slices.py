@@ -129,6 +129,9 @@ class SliceMap:
     fit: S.HashFit  # its table: (page, code) -> group, from the lines the fit used
     held_out: np.ndarray
     buffer: int  # bytes of the buffer the lines were sampled from
+    #: each line's class (its page and the hash's code: lines the hash never tells apart),
+    #: where the lines were grouped by class; else None
+    classes: np.ndarray | None = None
 
 
 def slice_map(raw: xr.Dataset, tol: float | None = None) -> SliceMap | None:
@@ -153,6 +156,7 @@ def slice_map(raw: xr.Dataset, tol: float | None = None) -> SliceMap | None:
                           buffer_bits=buffer_bits)
 
     fit = fit_to(labels)
+    classes = None
     if fit.found and fit.kernel and fit.seen >= CLASSES_SEEN:
         # every class of each page seen: group the classes, then fit again to those groups
         pages = offsets >> page_bits
@@ -168,7 +172,8 @@ def slice_map(raw: xr.Dataset, tol: float | None = None) -> SliceMap | None:
             g.slices = S.slice_count(np.bincount(labels[labels >= 0]), offsets.size)
     prof = S.profile(matrix, g.labels)
     parts = S.partitions_of(prof) if prof.shape[0] > 1 else np.zeros(prof.shape[0], np.int64)
-    return SliceMap(sms, offsets, matrix, g, prof, parts, fit, held, 1 << buffer_bits)
+    return SliceMap(sms, offsets, matrix, g, prof, parts, fit, held, 1 << buffer_bits,
+                    classes)
 
 
 def _bits_of(attrs: Mapping[str, Any], offsets: np.ndarray) -> tuple[int, int]:

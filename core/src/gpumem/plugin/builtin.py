@@ -29,6 +29,7 @@ def gpumem_register_experiments(register):
     from gpumem.experiments.l2_bandwidth import L2Bandwidth
     from gpumem.experiments.l2_map import L2SmMap
     from gpumem.experiments.l2_slices import L2Hash, L2Slices
+    from gpumem.experiments.l2_twins import L2Twins
     from gpumem.experiments.latency import LatencyLadder
     from gpumem.experiments.loads import AsyncCopy, IlpSweep
     from gpumem.experiments.p2p import PeerAccess
@@ -38,8 +39,8 @@ def gpumem_register_experiments(register):
 
     for experiment in (LatencyLadder, Bandwidth, SmemLatency, SmemBandwidth, CacheStructure,
                        TlbStructure, Patterns, IlpSweep, AsyncCopy, L2SmMap, L2Slices, L2Hash,
-                       BandwidthLevels, L2Bandwidth, PeerAccess, DsmemLatency, DsmemBandwidth,
-                       BulkCopy):
+                       L2Twins, BandwidthLevels, L2Bandwidth, PeerAccess, DsmemLatency,
+                       DsmemBandwidth, BulkCopy):
         register(experiment)
 
 

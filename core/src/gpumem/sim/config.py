@@ -611,6 +611,11 @@ class CacheLevel:
         "cyclic over SMs: the whole latency of a hit the level serves, in place of "
         "hit_latency, far_latency and sm_offsets", "cycle", unset="empty: no slice map",
         omit_default=True)] = field(default_factory=list)
+    slice_bandwidth: Annotated[NonNegative, spec(
+        "with slices: the bytes a slice serves per cycle; a request homed in a slice that "
+        "other SMs hammer (probe slice_contention) waits behind theirs in its queue "
+        "(gpumem.sim.throughput.slice_wait)", "byte/cycle",
+        unset="0: no slice queue, no slice_contention probe", omit_default=True)] = 0.0
 
     @property
     def sets(self) -> int:
@@ -696,12 +701,14 @@ class CacheLevel:
     def _validate_slices(self, where: str) -> None:
         if self.slices == 1:
             if (self.slice_masks or self.slice_latency or self.slice_table or self.slice_kernel
-                    or self.slice_footprint):
+                    or self.slice_footprint or self.slice_bandwidth):
                 _fail(f"{where}.slices", "slice_masks, slice_table, slice_kernel, "
-                      "slice_footprint and slice_latency need slices > 1")
+                      "slice_footprint, slice_latency and slice_bandwidth need slices > 1")
             return
         if self.scope != "gpu":
             _fail(f"{where}.slices", "only a GPU-scope level has slices")
+        if self.slice_bandwidth and not self.slice_latency:
+            _fail(f"{where}.slice_bandwidth", "a slice queue needs a slice map")
         if self.slice_footprint and not self.slice_table:
             _fail(f"{where}.slice_footprint", "only with slice_table")
         if self.slice_table or self.slice_kernel:

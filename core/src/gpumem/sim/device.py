@@ -11,6 +11,7 @@ from typing import Any
 import numpy as np
 
 from gpumem.contracts.device import (
+    HAMMER_INFLIGHT,
     PLACEMENT_PADS,
     BulkRequest,
     ChaseRequest,
@@ -29,6 +30,7 @@ from gpumem.sim.config import SimConfig
 from gpumem.sim.throughput import (
     bulk_model,
     dsmem_model,
+    slice_wait,
     smem_model,
     stream_bytes,
     stream_model,
@@ -89,6 +91,8 @@ class SimDevice(Device):
             probes.add("dsmem")
         if _major(self.config.compute_capability) >= 9:
             probes.add("bulk_copy")  # as on hardware: the TMA exists from sm_90
+        if any(c.slice_bandwidth for c in self.config.caches):
+            probes.add("slice_contention")
         return frozenset(probes)
 
     def _remote(self, peer: int) -> bool:
@@ -202,11 +206,44 @@ class SimDevice(Device):
         if cfg.neighbour.active:
             lat = _shared(lat, level, overhead, cfg.neighbour,
                           engine.stream_seed(cfg.seed, self.seed, request.seed, request.sm, 17))
+        if request.hammer:
+            lat = self._hammered(request, lat, idx, level, cfg.paths[request.path])
         if not request.fine_grained:  # a mean chase: one number, as a two-clock-read kernel
             return ChaseResult(latency=np.array([float(lat.mean())]),
                                index=np.empty(0, np.int64), timer_overhead=overhead,
                                sm=request.sm)
-        return ChaseResult(latency=lat, index=idx, timer_overhead=overhead, sm=request.sm)
+        return ChaseResult(latency=lat, index=idx, timer_overhead=overhead, sm=request.sm,
+                           hammered=len(request.hammer_sms))
+
+    def _hammered(self, request: ChaseRequest, lat: np.ndarray, idx: np.ndarray,
+                  level: np.ndarray, path: Sequence[str]) -> np.ndarray:
+        """A chase's latencies while ``request.hammer_sms`` load ``request.hammer``: each
+        access that reaches the path's sliced level (a hit there, or a miss through it) and
+        is homed in a slice they load waits :func:`~gpumem.sim.throughput.slice_wait`, that
+        wait drawn anew each time within +-20 % (a queue's length moves)."""
+        cfg = self.config
+        at = next((i for i, name in enumerate(path)
+                   if cfg.level(name).slice_bandwidth > 0), None)
+        if at is None:
+            raise ProbeUnsupported(f"simulated {cfg.name}'s '{request.path}' path reaches no "
+                                   "level with a slice queue (slice_bandwidth)")
+        lv = cfg.level(path[at])
+        base = cfg.base_address + PLACEMENT_PADS[request.placement]
+        home = lv.slice_of(base + np.asarray(request.hammer, np.int64), base,
+                           request.footprint)
+        rows = np.asarray(lv.slice_latency, float)
+        rows = rows[np.arange(cfg.sm_count) % len(rows)]
+        out = lat.astype(float, copy=True)
+        rng = np.random.default_rng(engine.stream_seed(cfg.seed, self.seed, request.seed,
+                                                       request.sm, 19))
+        mine = lv.slice_of(base + idx * request.element, base, request.footprint)
+        for s in np.unique(home):
+            wait = slice_wait(len(request.hammer_sms), HAMMER_INFLIGHT, lv.line,
+                              lv.slice_bandwidth,
+                              float(rows[list(request.hammer_sms), s].mean()))
+            hit = (level >= at) & (mine == s)
+            out[hit] += wait * rng.uniform(0.8, 1.2, int(hit.sum()))
+        return out
 
     def _timed(self, nbytes: int, rate: float, seed: int) -> StreamResult:
         """Seconds for ``nbytes`` at ``rate`` bytes/cycle, with the config's run-to-run noise."""

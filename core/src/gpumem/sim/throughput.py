@@ -336,3 +336,20 @@ def bulk_model(cfg: SimConfig, req: BulkRequest) -> float:
     efficiency = cfg.dram.bulk_efficiency or cfg.dram.efficiency
     return smooth_min(demand, _dram_rate(cfg, efficiency),
                       cfg.dram.bulk_sharpness or _dram_knee(cfg))
+
+
+def slice_wait(hammer_sms: int, inflight: int, line: int, bandwidth: float,
+               latency: float) -> float:
+    """Cycles a request waits in an L2 slice's queue while ``hammer_sms`` SMs load lines
+    homed there, each keeping ``inflight`` lines in flight against a round trip of
+    ``latency`` cycles, the slice serving ``bandwidth`` bytes a cycle. Asked for faster than
+    it serves, the slice holds every hammering request at once and serves one line every
+    ``line / bandwidth`` cycles, so a round trip takes that times their count (Little's
+    law) and the queue is what it adds to the unloaded trip; below that, the waiting time of
+    a queue with constant service (M/D/1) at the load asked for."""
+    if hammer_sms <= 0 or bandwidth <= 0:
+        return 0.0
+    service = line / bandwidth
+    queued = hammer_sms * inflight
+    load = min(queued * service / max(latency, service), 0.95)
+    return max(queued * service - latency, 0.0) + service * load / (2 * (1 - load))

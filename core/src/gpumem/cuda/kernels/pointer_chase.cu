@@ -251,6 +251,76 @@ GPUMEM_CHASE_ILP_KERNEL(pointer_chase_ca, gpumem_chain_t, GPUMEM_LD_CA, 8)
 GPUMEM_CHASE_ILP_KERNEL(pointer_chase_cg, gpumem_chain_t, GPUMEM_LD_CG, 8)
 GPUMEM_CHASE_ILP_KERNEL(pointer_chase_nc, gpumem_chain_t, GPUMEM_LD_NC, 8)
 
+// pointer_chase_cg_hammered: the L2-only chase (record in shared memory) on target_sm while
+// one block on each SM that hammer_on flags loads the lines `hammer` (n_hammer element
+// offsets) over and over through the L2 (ld.global.cg), a warp a whole line (32 lanes x 4 B:
+// one request of four sectors), four lines in flight per warp: an L2 slice that homes them
+// queues their requests, and a chased line homed there waits behind them (ChaseRequest
+// .hammer). The hammering blocks count themselves in sync[0] as they start; the chase waits
+// for `expect` of them (at most wait_cycles), says how many came in out_state[3], and sets
+// sync[1] once its record is taken; each hammering block stops then, or after max_cycles.
+// The grid is launched with more blocks than SMs: the first block on target_sm chases (by
+// *claim), the first on each flagged SM hammers (by sm_claim[smid]), the others return.
+extern "C" __global__ void pointer_chase_cg_hammered(
+        GPUMEM_CHASE_ARGS_SMEM(gpumem_chain_t), const unsigned int* hammer, int n_hammer,
+        const unsigned char* hammer_on, unsigned int* sm_claim, unsigned int* sync,
+        unsigned int expect, long long wait_cycles, long long max_cycles) {
+    __shared__ int role;  // 0: return, 1: chase, 2: hammer
+    __shared__ unsigned int lines[64];
+    if (threadIdx.x == 0) {
+        unsigned int smid;
+        asm volatile("mov.u32 %0, %%smid;" : "=r"(smid));
+        role = 0;
+        if ((int)smid == target_sm) {
+            if (atomicCAS(claim, 0u, 1u) == 0u) { role = 1; out_state[2] = smid; }
+        } else if (hammer_on[smid] && atomicCAS(sm_claim + smid, 0u, 1u) == 0u) {
+            role = 2;
+        }
+    }
+    __syncthreads();
+    if (role == 0) return;
+    if (role == 2) {
+        for (int i = threadIdx.x; i < n_hammer; i += blockDim.x) lines[i] = hammer[i];
+        __syncthreads();
+        if (threadIdx.x == 0) atomicAdd(sync, 1u);
+        const int lane = threadIdx.x & 31, warps = blockDim.x >> 5;
+        int k = (threadIdx.x >> 5) % n_hammer;
+        unsigned int acc = 0;
+        const long long t0 = clock64();
+        volatile unsigned int* stop = sync + 1;
+        for (int it = 0;; ++it) {
+            unsigned int v[4];
+            #pragma unroll
+            for (int u = 0; u < 4; ++u) {
+                GPUMEM_LD_CG(v[u], arr, lines[k] + lane);
+                k = (k + warps) % n_hammer;
+            }
+            #pragma unroll
+            for (int u = 0; u < 4; ++u) acc ^= v[u];
+            if ((it & 15) == 15) {
+                int s = 0;
+                if (lane == 0) s = *stop != 0u || clock64() - t0 > max_cycles;
+                if (__shfl_sync(0xffffffffu, s, 0)) break;
+            }
+        }
+        if (acc == 0x9E3779B9u) sync[2] = acc;
+        return;
+    }
+    if (threadIdx.x != 0) return;
+    {
+        const long long t0 = clock64();
+        volatile unsigned int* started = sync;
+        while (*started < expect && clock64() - t0 < wait_cycles) {}
+        out_state[3] = *started;
+    }
+    GPUMEM_CHASE_SMEM_RECORD_BUFFERS();
+    unsigned int j = start;
+    GPUMEM_CHASE_WARM(GPUMEM_LD_CG);
+    GPUMEM_CHASE_RECORD_SMEM(GPUMEM_LD_CG);
+    __threadfence();
+    atomicExch(sync + 1, 1u);
+}
+
 // Chain builders (device side, so an 8 GB chain never crosses PCIe).
 // Sequential: arr[i] = (i + s) mod n.
 extern "C" __global__ void chain_sequential(unsigned int* arr, unsigned long long n,

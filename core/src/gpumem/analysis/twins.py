@@ -1,0 +1,164 @@
+"""Slices latency cannot tell apart, told apart by contention (pure functions).
+
+Two L2 slices at the same latency from every SM (an H100 page's 8 pairs, an H200's 6-8)
+stay one group of the latency map however many SMs measure it. A slice serves a limited
+rate, so SMs that load the lines of one slice over and over fill its queue: a chased line
+homed in that slice then waits behind their requests, a line of its twin does not. One
+test hammers one class of a group's lines (a class: lines the hash never tells apart, so
+one slice) and times one line of every class of the group beside it, and a few lines of
+other groups as controls; the classes it slows are the hammered slice's. A group of ``k``
+slices takes ``k`` tests, each hammering a class no earlier test slowed: every class should
+then be slowed by exactly one test.
+
+A test's delays (hammered minus unhammered, per class) are cut in two on the first half of
+its repeats and judged on the second (:func:`gpumem.analysis.slices.separation`: a
+statistic judged on the data that drew the cut grows with noise alone).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from gpumem.analysis.slices import SPLIT_MIN, SPLIT_Z, separation, share_interval
+
+#: A probe's part in a test: a line of a class of the group, the hammered class's own line
+#: (a positive control: its slice is the hammered one), a line of another group (a
+#: negative control), or padding.
+GROUP, HAMMERED, CONTROL, PAD = 0, 1, 2, -1
+
+
+@dataclass
+class TwinTest:
+    """What one test says: the group's classes it slowed, by how much, how surely."""
+
+    group: int
+    hammered: int  # the class hammered
+    classes: np.ndarray  # the group's classes this test timed
+    slowed: np.ndarray  # bool per class: waited behind the hammer
+    delay: float  # median delay of the slowed classes beyond the others', cycles
+    delay_interval: tuple[float, float]
+    control: float  # median delay of the other groups' lines, cycles
+    separation: float  # held-out, in pooled standard deviations
+    split: bool
+    why: str  # why it did not split ("" where it did)
+
+
+def delays(base: np.ndarray, hammered: np.ndarray) -> np.ndarray:
+    """Per probe and repeat: the hammered latency minus the unhammered one (probes x
+    repeats, cycles)."""
+    return np.asarray(hammered, float) - np.asarray(base, float)
+
+
+def judge_test(group: int, hammered_class: int, classes: np.ndarray, roles: np.ndarray,
+               d: np.ndarray) -> TwinTest:
+    """One test from its probes' delays ``d`` (probes x repeats), the probes' ``classes``
+    and ``roles``. The cut is drawn on the median of the first half of the repeats and
+    judged on the second; the slowed side is the one of higher delay; a split needs the
+    held-out separation at SPLIT_Z, SPLIT_MIN classes on each side (a share of the group
+    can be a single slice's only then), the hammered class's own line on the slowed side
+    and every control line below the cut's middle (a delay every slice shows is the
+    crossbar's, not a slice's)."""
+    d = np.asarray(d, float)
+    reps = d.shape[1]
+    half = max(1, reps // 2)
+    fit = np.nanmedian(d[:, :half], axis=1)
+    test = np.nanmedian(d[:, half:], axis=1) if reps > 1 else fit
+    whole = np.nanmedian(d, axis=1)
+    mine = (roles == GROUP) | (roles == HAMMERED)
+    ctl = roles == CONTROL
+    cls = classes[mine]
+    ok = np.isfinite(fit[mine]) & np.isfinite(test[mine])
+    side = np.zeros(cls.size, bool)
+    sep = 0.0
+    if ok.sum() >= 2 * SPLIT_MIN:
+        s, sep = separation(fit[mine][ok][:, None], test[mine][ok][:, None])
+        if whole[mine][ok][s].mean() < whole[mine][ok][~s].mean():
+            s = ~s
+        side[ok] = s
+    slowed_d, other_d = whole[mine][side], whole[mine][~side & ok]
+    middle = (np.median(slowed_d) + np.median(other_d)) / 2 \
+        if slowed_d.size and other_d.size else np.inf
+    own = side[(roles[mine] == HAMMERED)]
+    control = float(np.nanmedian(whole[ctl])) if ctl.any() else float("nan")
+    why = ""
+    if sep < SPLIT_Z:
+        why = f"the delays fall in no two clusters (separation {sep:.1f} < {SPLIT_Z:g})"
+    elif min(side.sum(), (~side & ok).sum()) < SPLIT_MIN:
+        why = f"a side holds fewer than {SPLIT_MIN} classes"
+    elif own.size and not own.all():
+        why = "the hammered class's own line was not slowed"
+    elif ctl.any() and (whole[ctl] >= middle).any():
+        why = "lines of other groups were slowed as much"
+    delay = float(np.median(slowed_d) - np.median(other_d)) if slowed_d.size and \
+        other_d.size else float("nan")
+    lo, hi = _delay_interval(slowed_d, other_d)
+    return TwinTest(group, hammered_class, cls, side, delay, (lo, hi), control, sep,
+                    not why, why)
+
+
+def _delay_interval(a: np.ndarray, b: np.ndarray, draws: int = 400) -> tuple[float, float]:
+    """A bootstrap 95 % interval of median(a) - median(b) (seeded: the same file gives the
+    same interval)."""
+    if a.size < 2 or b.size < 2:
+        return float("nan"), float("nan")
+    rng = np.random.default_rng(44)
+    m = (np.median(rng.choice(a, (draws, a.size)), axis=1)
+         - np.median(rng.choice(b, (draws, b.size)), axis=1))
+    lo, hi = np.percentile(m, [2.5, 97.5])
+    return float(lo), float(hi)
+
+
+@dataclass
+class GroupSplit:
+    """A group's tests together: the slice each class falls in (the test that slowed it;
+    -1: none or several), how many slices the tests found, and how many classes exactly one
+    test slowed."""
+
+    group: int
+    held: int  # slices the map says the group holds
+    slice_of: dict[int, int]
+    found: int
+    placed: int
+    classes: int
+
+    @property
+    def agreement(self) -> tuple[float, tuple[float, float]]:
+        """The share of the group's classes exactly one test slowed, with its interval."""
+        return (self.placed / self.classes if self.classes else float("nan"),
+                share_interval(self.placed, self.classes) if self.classes else
+                (float("nan"), float("nan")))
+
+    @property
+    def split(self) -> bool:
+        """The tests found as many slices as the map counts, each class in one of them."""
+        return self.found == self.held and self.placed == self.classes
+
+
+def group_split(group: int, held: int, tests: list[TwinTest]) -> GroupSplit:
+    """The slices of a group from its tests (in the order they ran): each class goes to
+    the one split test that slowed it."""
+    classes = np.unique(np.concatenate([t.classes for t in tests])) if tests else \
+        np.empty(0, np.int64)
+    hits: dict[int, list[int]] = {int(c): [] for c in classes}
+    found = 0
+    for k, t in enumerate(tests):
+        if not t.split:
+            continue
+        found += 1
+        for c in t.classes[t.slowed]:
+            hits[int(c)].append(k)
+    slice_of = {c: (h[0] if len(h) == 1 else -1) for c, h in hits.items()}
+    placed = sum(v >= 0 for v in slice_of.values())
+    return GroupSplit(group, held, slice_of, found, placed, len(classes))
+
+
+def next_hammer(classes: np.ndarray, tests: list[TwinTest]) -> int | None:
+    """The class the next test of a group hammers: the first that no split test so far
+    slowed (None: every class placed, or an earlier test did not split)."""
+    if any(not t.split for t in tests):
+        return None
+    slowed = {int(c) for t in tests for c in t.classes[t.slowed]}
+    rest = [int(c) for c in classes if int(c) not in slowed]
+    return rest[0] if rest else None
