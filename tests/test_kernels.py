@@ -69,3 +69,21 @@ def test_core_chase_kernels_walk_a_warm_up_with_loads_in_flight(tmp_path):
     assert want and want <= entries, want - entries
     spills = [ln for ln in res.stderr.splitlines() if "spill" in ln]
     assert spills and all(" 0 bytes spill stores, 0 bytes spill loads" in ln for ln in spills)
+
+
+@pytest.mark.skipif(shutil.which("nvcc") is None, reason="nvcc not installed")
+def test_the_hammered_chase_builds_without_spills(tmp_path):
+    """ChaseRequest.hammer (probe slice_contention): core's chase source has the kernel
+    the CUDA device declares the probe by, and it builds for the oldest target unspilled."""
+    from importlib.resources import files
+
+    code = files("gpumem.cuda").joinpath("kernels/pointer_chase.cu").read_text()
+    cu = tmp_path / "pointer_chase.cu"
+    cu.write_text(code)
+    res = subprocess.run(["nvcc", f"-arch={OLDEST_TARGET}", "-cubin", "-Xptxas", "-v",
+                          "-o", str(tmp_path / "k.cubin"), str(cu)],
+                         capture_output=True, text=True)
+    assert res.returncode == 0, res.stderr
+    at = res.stderr.index("Compiling entry function 'pointer_chase_cg_hammered'")
+    props = res.stderr[at:].splitlines()[:4]
+    assert any(" 0 bytes spill stores, 0 bytes spill loads" in ln for ln in props), props

@@ -80,6 +80,8 @@ SM90_SMEM_PER_SM = 227 * 1024
 HAMMER_THREADS = HAMMER_INFLIGHT // 4 * 32
 HAMMER_WAIT_CYCLES = 4_000_000
 HAMMER_MAX_CYCLES = 2_000_000_000
+#: Entries of the kernel's per-SM flags and claims (its constant 1024).
+HAMMER_SM_FLAGS = 1024
 #: Dynamic shared memory of a DSMEM throughput block: over half an SM's, so that one block
 #: runs per SM and each block's own clock span is its SM's (clusters may run in waves).
 DSMEM_BLOCK_SMEM = 120 * 1024
@@ -451,10 +453,11 @@ class CudaDevice(Device):
         if max(req.hammer_sms) >= n:
             raise PointSkipped(f"hammer SM {max(req.hammer_sms)} does not exist ({n} SMs)")
         cp = self.cp
-        on = np.zeros(n, np.uint8)
+        on = np.zeros(HAMMER_SM_FLAGS, np.uint8)  # indexed by %smid, which may pass n
         on[list(req.hammer_sms)] = 1
         return (cp.asarray(np.asarray(req.hammer, np.int64) // 4, dtype=cp.uint32),
-                np.int32(len(req.hammer)), cp.asarray(on), cp.zeros(n, dtype=cp.uint32),
+                np.int32(len(req.hammer)), cp.asarray(on),
+                cp.zeros(HAMMER_SM_FLAGS, dtype=cp.uint32),
                 cp.zeros(4, dtype=cp.uint32), np.uint32(len(req.hammer_sms)),
                 np.int64(HAMMER_WAIT_CYCLES), np.int64(HAMMER_MAX_CYCLES))
 

@@ -260,7 +260,8 @@ GPUMEM_CHASE_ILP_KERNEL(pointer_chase_nc, gpumem_chain_t, GPUMEM_LD_NC, 8)
 // for `expect` of them (at most wait_cycles), says how many came in out_state[3], and sets
 // sync[1] once its record is taken; each hammering block stops then, or after max_cycles.
 // The grid is launched with more blocks than SMs: the first block on target_sm chases (by
-// *claim), the first on each flagged SM hammers (by sm_claim[smid]), the others return.
+// *claim), the first on each flagged SM hammers (by sm_claim[smid]), the others return;
+// hammer_on and sm_claim hold 1024 entries (an %smid beyond them never hammers).
 extern "C" __global__ void pointer_chase_cg_hammered(
         GPUMEM_CHASE_ARGS_SMEM(gpumem_chain_t), const unsigned int* hammer, int n_hammer,
         const unsigned char* hammer_on, unsigned int* sm_claim, unsigned int* sync,
@@ -273,7 +274,8 @@ extern "C" __global__ void pointer_chase_cg_hammered(
         role = 0;
         if ((int)smid == target_sm) {
             if (atomicCAS(claim, 0u, 1u) == 0u) { role = 1; out_state[2] = smid; }
-        } else if (hammer_on[smid] && atomicCAS(sm_claim + smid, 0u, 1u) == 0u) {
+        } else if (smid < 1024u && hammer_on[smid] &&
+                   atomicCAS(sm_claim + smid, 0u, 1u) == 0u) {
             role = 2;
         }
     }
