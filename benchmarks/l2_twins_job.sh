@@ -1,5 +1,11 @@
+#!/usr/bin/env bash
+# On any Hopper (or other CUDA GPU gpumem runs on): `gpumem run l2_twins` twice (a result seen
+# once is a hypothesis), then each run's findings and, per test, the delays of the group's
+# classes, the controls and the hammered class's own line, and how many hammering SMs came.
+#   bash benchmarks/l2_twins_job.sh OUT_DIR
+# OUT_DIR/pack.tgz holds both runs, their logs and the table. Changes no clock or mode.
 set -u
-out=$1; mkdir -p $out
+out=${1:?usage: l2_twins_job.sh OUT_DIR}; mkdir -p $out
 nvidia-smi --query-gpu=name,uuid --format=csv,noheader | tee $out/card.txt
 export OUTD=$out
 for i in 1 2; do

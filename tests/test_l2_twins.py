@@ -83,6 +83,7 @@ def test_a_queue_the_noise_hides_splits_nothing_and_says_why(cli, tmp_path, smal
     assert f["l2_twins.slices_seen"].value == 4  # the four slices alone in a group
     assert "not split: the delays fall in no two clusters" in f["l2_twins.groups_split"].note
     assert len(f["l2_twins.delay"].value) == 1  # no second test after one that did not split
+    assert abs(f["l2_twins.delay"].value[0]) < 5  # the group's lines waited as the others
 
 
 def test_a_device_without_a_slice_queue_skips_it_and_says_what_it_needs(cli, tmp_path,

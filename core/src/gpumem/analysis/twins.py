@@ -37,7 +37,9 @@ class TwinTest:
     hammered: int  # the class hammered
     classes: np.ndarray  # the group's classes this test timed
     slowed: np.ndarray  # bool per class: waited behind the hammer
-    delay: float  # median delay of the slowed classes beyond the others', cycles
+    #: median delay of the slowed classes beyond the others', cycles (a test that did not
+    #: split: of the group's classes beyond the control lines')
+    delay: float
     delay_interval: tuple[float, float]
     control: float  # median delay of the other groups' lines, cycles
     separation: float  # held-out, in pooled standard deviations
@@ -91,6 +93,8 @@ def judge_test(group: int, hammered_class: int, classes: np.ndarray, roles: np.n
         why = "the hammered class's own line was not slowed"
     elif ctl.any() and (whole[ctl] >= middle).any():
         why = "lines of other groups were slowed as much"
+    if why:  # no slice of its own: the group's lines against the other groups'
+        slowed_d, other_d = whole[mine][ok], whole[ctl][np.isfinite(whole[ctl])]
     delay = float(np.median(slowed_d) - np.median(other_d)) if slowed_d.size and \
         other_d.size else float("nan")
     lo, hi = _delay_interval(slowed_d, other_d)

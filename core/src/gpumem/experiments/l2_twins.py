@@ -235,7 +235,8 @@ class L2Twins(L2Hash):
         out += [
             Finding("l2_twins.delay", [_r(t.delay) for t in tests], "cycle", 0.9,
                     method + ": per test, the median delay of the group's lines the hammer "
-                    "slowed beyond the others' (index: test)", index=("test", ids),
+                    "slowed beyond the others' (a test that did not split: of the group's "
+                    "lines beyond the other groups') (index: test)", index=("test", ids),
                     interval=([_r(t.delay_interval[0]) for t in tests],
                               [_r(t.delay_interval[1]) for t in tests]), kind="measured",
                     note="controls' median delay: " + ", ".join(
