@@ -169,3 +169,45 @@ def test_a_test_whose_hammered_line_is_not_slowed_does_not_split():
     t = T.judge_test(0, 3, classes, roles, d)
     assert t.split and t.slowed[:10].all() and not t.slowed[10:].any()
     assert t.delay == pytest.approx(500, abs=3)
+
+
+def test_export_sim_takes_the_split_map_and_the_slice_queue_and_splits_again(cli, tmp_path,
+                                                                              small_pages):
+    """``export sim`` of an l2_twins run: six slices (the twins apart), each class's lines in
+    its own slice as the planted config homes them, and the slice's rate Little's law gives
+    from the delay within 10 % of the planted 32 B a cycle; l2_twins on the exported config
+    splits the twins again."""
+    from gpumem.sim.config import SimConfig
+
+    planted = balanced_sliced_l2(1, jitter=5.0, slice_bandwidth=32.0)
+    raw = planted_run(cli, tmp_path, planted, "l2_twins")
+    f = _findings(raw)
+    assert f["l2_slices.slices"].value == 6 and f["l2_slices.groups"].value == 6
+    assert f["l2_slices.group_slices"].value == [1] * 6
+    assert f["l2_slices.hash_accuracy"].value >= 0.99
+    assert 0.9 * 32 < f["l2_twins.slice_bandwidth"].value < 1.1 * 32
+    out = tmp_path / "exported"
+    res = cli("export", "sim", str(tmp_path / "run"), "--out", str(out))
+    assert res.code == 0, res.err
+    (toml,) = sorted(out.glob("*.toml"))
+    cfg = SimConfig.load(toml)
+    got, want = cfg.level(cfg.paths["cg"][0]), planted.config.caches[0]
+    assert got.slices == 6 and 0.9 * 32 < got.slice_bandwidth < 1.1 * 32
+    lines = np.arange(0, 256 << 10, 128)
+    a = got.slice_of(cfg.base_address + lines, cfg.base_address, 256 << 10)
+    b = want.slice_of(planted.config.base_address + lines, planted.config.base_address,
+                      256 << 10)
+    assert len(set(zip(a.tolist(), b.tolist(), strict=True))) == 6  # the same partition
+    again = tmp_path / "again"
+    again.mkdir()
+    res = cli("run", "l2_twins", "--device", "sim", "--sim-config", str(toml), "--arch",
+              "hopper", "--out", str(again / "run"))
+    assert res.code == 0, res.err
+    (nc,) = sorted((again / "run").rglob("l2_twins-*.nc"))
+    with xr.open_dataset(nc) as ds:
+        f2 = _findings(ds.load())
+    # the twins are two slices at one latency there too: latency merges them, contention
+    # splits them, at the same rate
+    assert f2["l2_twins.groups_tested"].value == 1 and f2["l2_twins.groups_split"].value == 1
+    assert f2["l2_slices.slices"].value == 6 and f2["l2_slices.groups"].value == 6
+    assert 0.9 * 32 < f2["l2_twins.slice_bandwidth"].value < 1.1 * 32

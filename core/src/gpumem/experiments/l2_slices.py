@@ -30,7 +30,7 @@ line's noise: :func:`gpumem.analysis.slices.split_groups`).
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any, ClassVar
 
 import numpy as np
@@ -174,6 +174,44 @@ def slice_map(raw: xr.Dataset, tol: float | None = None) -> SliceMap | None:
     parts = S.partitions_of(prof) if prof.shape[0] > 1 else np.zeros(prof.shape[0], np.int64)
     return SliceMap(sms, offsets, matrix, g, prof, parts, fit, held, 1 << buffer_bits,
                     classes)
+
+
+def split_by(m: SliceMap, slices: Mapping[int, Mapping[int, int]]) -> SliceMap:
+    """``m`` with each group of ``slices`` (group -> each of its classes' slice among the
+    group's, 0, 1, ...: what contention told apart, :mod:`gpumem.experiments.l2_twins`) cut
+    in one group per slice, and the hash fitted again to the finer groups. Every class of
+    such a group must be placed: a group with a class left out stays whole."""
+    if m.classes is None or not slices:
+        return m
+    labels = m.grouping.labels.copy()
+    per = m.grouping.slices.per_group.copy() if m.grouping.slices is not None else None
+    count = m.grouping.count
+    for group, slice_of in sorted(slices.items()):
+        mine = labels == group
+        classes = np.unique(m.classes[mine])
+        if any(slice_of.get(int(c), -1) < 0 for c in classes):
+            continue
+        parts = sorted({int(v) for v in slice_of.values()})
+        new = {p: (group if i == 0 else count + i - 1) for i, p in enumerate(parts)}
+        which = np.array([new[slice_of[int(c)]] for c in m.classes[mine]], np.int64)
+        labels[mine] = which
+        count += len(parts) - 1
+        if per is not None:
+            per = np.concatenate([per, np.ones(len(parts) - 1, per.dtype)])
+            per[group] = 1
+    if count == m.grouping.count:
+        return m
+    lo, hi = m.grouping.count_range
+    extra = count - m.grouping.count
+    g = replace(m.grouping, labels=labels, count=count, count_range=(lo + extra, hi + extra),
+                slices=None if per is None or m.grouping.slices is None else
+                replace(m.grouping.slices, per_group=per))
+    fit = S.fit_hash(m.offsets, labels, m.held_out, line_bits=LINE.bit_length() - 1,
+                     page_bits=m.fit.page_bits, buffer_bits=m.buffer.bit_length() - 1)
+    prof = S.profile(m.matrix, labels)
+    parts_of = S.partitions_of(prof) if prof.shape[0] > 1 else np.zeros(prof.shape[0],
+                                                                          np.int64)
+    return replace(m, grouping=g, fit=fit, profile=prof, partitions=parts_of)
 
 
 def _bits_of(attrs: Mapping[str, Any], offsets: np.ndarray) -> tuple[int, int]:
@@ -408,15 +446,18 @@ class L2Slices(Experiment):
 
     def analyze(self, raw: xr.Dataset) -> list[Finding]:
         m = slice_map(raw)
-        if m is None:
-            return []
+        return [] if m is None else self.map_findings(raw, m)
+
+    def map_findings(self, raw: xr.Dataset, m: SliceMap, how: str = "") -> list[Finding]:
+        """The findings of slice map ``m`` of ``raw`` (``how``: what refined it, said in
+        each finding's method)."""
         g, fit = m.grouping, m.fit
         page = 1 << _bits_of(raw.attrs, m.offsets)[0]
         pages = max(1, m.buffer // page)
         sampled = "every" if m.offsets.size >= pages * (page // LINE) else "random"
         method = (f"{m.offsets.size} {sampled} {LINE} B lines of {pages} x "
                   f"{page / (1 << 20):g} MB pages chased from {len(m.sms)} SMs ({ACCESSES} L2 "
-                  f"hits a line, .cg); grouped by latency at {g.tol:.1f} cycles")
+                  f"hits a line, .cg); grouped by latency at {g.tol:.1f} cycles{how}")
         ids = list(range(g.count))
         sizes = [int((g.labels == k).sum()) for k in ids]
         out = [

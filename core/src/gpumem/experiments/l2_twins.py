@@ -27,7 +27,7 @@ import numpy as np
 import xarray as xr
 
 from gpumem.analysis import twins as T
-from gpumem.contracts.device import HAMMER_MAX_LINES, ChaseRequest, Device
+from gpumem.contracts.device import HAMMER_INFLIGHT, HAMMER_MAX_LINES, ChaseRequest, Device
 from gpumem.contracts.errors import PointSkipped
 from gpumem.contracts.experiment import Plan, RunContext, repeat_count, repeat_seed
 from gpumem.contracts.findings import Finding
@@ -43,6 +43,7 @@ from gpumem.experiments.l2_slices import (
     sample_lines,
     slice_map,
     sm_order,
+    split_by,
 )
 
 #: Rounds of ``l2_hash``'s SMs the map is measured from (8 + 8: as many groups as 32 SMs
@@ -63,8 +64,11 @@ class L2Twins(L2Hash):
     in_all = False
     probes = ("pointer_chase", "slice_contention")
     version = "1"
+    #: its own, and ``l2_slices``' of the map with the groups it split cut (``export sim``
+    #: takes that map first)
     findings = ("l2_twins.groups_tested", "l2_twins.groups_split", "l2_twins.slices_seen",
-                "l2_twins.delay", "l2_twins.separation", "l2_twins.agreement")
+                "l2_twins.delay", "l2_twins.separation", "l2_twins.agreement",
+                "l2_twins.slice_bandwidth", *L2Hash.findings)
     references = ()
 
     def presentation(self) -> Presentation:
@@ -194,6 +198,14 @@ class L2Twins(L2Hash):
         m = slice_map(raw[[v for v in MAP_VARS if v in raw]])
         if m is None:
             return []
+        out, splits = self._twin_findings(raw, m)
+        cut = {s.group: s.slice_of for s in splits if s.split}
+        return out + self.map_findings(raw, split_by(m, cut), how=(
+            f"; {len(cut)} group{'s' if len(cut) != 1 else ''} of several slices cut in "
+            "theirs by contention (l2_twins)") if cut else "")
+
+    def _twin_findings(self, raw: xr.Dataset, m: SliceMap
+                       ) -> tuple[list[Finding], list[T.GroupSplit]]:
         g = m.grouping
         method = (f"a line of every class of each group of several slices (l2_hash's map "
                   f"from {len(m.sms)} SMs) timed by one SM alone and while "
@@ -202,7 +214,7 @@ class L2Twins(L2Hash):
         if g.slices is None:
             return [Finding("l2_twins.groups_tested", 0, "1", 0.9, method, kind="structural",
                             note="the map counts no slices (every line of the page, "
-                                 "grouped by class, is needed)")]
+                                 "grouped by class, is needed)")], []
         per = g.slices.per_group
         several = int((per > 1).sum())
         tests = _tests_from(raw)
@@ -231,7 +243,7 @@ class L2Twins(L2Hash):
                     note=f"l2_slices.slices counts {g.slices.count} from the groups' sizes"),
         ]
         if not tests:
-            return out
+            return out, splits
         out += [
             Finding("l2_twins.delay", [_r(t.delay) for t in tests], "cycle", 0.9,
                     method + ": per test, the median delay of the group's lines the hammer "
@@ -246,12 +258,42 @@ class L2Twins(L2Hash):
                     "standard deviations, cut on half the repeats, judged on the other half "
                     f"(a split needs {T.SPLIT_Z:g})", index=("test", ids), kind="measured"),
         ]
+        rate = _slice_rate(raw, m, tests)
+        if rate is not None:
+            out.append(rate)
         share, (lo, hi) = T.GroupSplit(-1, 0, {}, 0, placed, total).agreement
         out.append(Finding("l2_twins.agreement", round(share, 4), "1", 0.9,
                            method + ": the share of the tested groups' classes exactly one "
                            "test slowed", interval=(round(lo, 4), round(hi, 4)),
                            kind="measured", note=f"{placed} of {total} classes"))
-        return out
+        return out, splits
+
+
+def _slice_rate(raw: xr.Dataset, m: SliceMap, tests: list[T.TwinTest]) -> Finding | None:
+    """What a slice serves, from the tests that split: the hammering SMs kept their lines in
+    flight (HAMMER_INFLIGHT each) and each came back in the slowed lines' delay plus the
+    group's latency, so by Little's law the slice served that many lines in that time (where
+    the slice was not saturated, more than it served: a lower bound)."""
+    hammers = raw["test_hammer_sms"].values if "test_hammer_sms" in raw else []
+    vals, los, his = [], [], []
+    for i, t in enumerate(tests):
+        n = int(hammers[i]) if i < len(hammers) else 0
+        if not t.split or not 0 < n <= 1024 or not np.isfinite(t.delay):
+            continue
+        trip = float(np.nanmean(m.profile[t.group]))
+        moved = n * HAMMER_INFLIGHT * LINE
+        vals.append(moved / (t.delay + trip))
+        his.append(moved / (t.delay_interval[0] + trip))
+        los.append(moved / (t.delay_interval[1] + trip))
+    if not vals or not all(np.isfinite(x) and x > 0 for x in vals + los + his):
+        return None
+    return Finding(
+        "l2_twins.slice_bandwidth", round(float(np.median(vals)), 1), "byte/cycle", 0.7,
+        f"the tests that split: the hammering SMs' lines ({HAMMER_INFLIGHT} in flight an SM, "
+        f"{LINE} B) over the slowed lines' delay plus the group's latency (Little's law; a "
+        "lower bound where the slice was not saturated)",
+        interval=(round(min(los), 1), round(max(his), 1)), kind="measured",
+        note="per test: " + ", ".join(f"{x:.1f}" for x in vals))
 
 
 def _r(x: float) -> float | None:

@@ -245,9 +245,10 @@ def _slice_rows(src: Source, n_codes: int, exp: str) -> dict[int, list[float]] |
     return {sm: [r[c] for c in range(n_codes)] for sm, r in rows.items()}
 
 
-#: Where a run's slice map comes from, in order: every line of a page (its table whole),
-#: then the sparse sample.
-SLICE_MAPS = ("l2_hash", "l2_slices")
+#: Where a run's slice map comes from, in order: every line of a page with the slices
+#: contention told apart (l2_twins), every line of a page (its table whole), then the sparse
+#: sample.
+SLICE_MAPS = ("l2_twins", "l2_hash", "l2_slices")
 
 
 def _fit_slices(cfg: SimConfig, src: Source, put: Callable[..., None]) -> None:
@@ -255,7 +256,12 @@ def _fit_slices(cfg: SimConfig, src: Source, put: Callable[..., None]) -> None:
     of :data:`SLICE_MAPS` whose findings give one."""
     for exp in SLICE_MAPS:
         if _fit_slices_of(cfg, src, put, exp):
-            return
+            break
+    rate = positive(src.value("l2_twins", "l2_twins.slice_bandwidth"))
+    level = cfg.level(cfg.paths["cg"][0]) if cfg.paths.get("cg") else None
+    if rate is not None and rate < 1e6 and level is not None and level.slices > 1:
+        put(f"cache:{level.name}.slice_bandwidth", rate, "l2_twins",
+            "l2_twins.slice_bandwidth", "a slice's queue (the rate Little's law gives)")
 
 
 def _fit_slices_of(cfg: SimConfig, src: Source, put: Callable[..., None], exp: str) -> bool:
