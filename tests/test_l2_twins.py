@@ -105,6 +105,10 @@ def test_a_file_with_unknown_probe_roles_is_refused(cli, tmp_path, small_pages):
     bad["probe_role"].values[0, 0] = 7
     with pytest.raises(ValueError, match="probe_role"):
         tw.L2Twins().analyze(bad)
+    bad = raw.copy(deep=True)
+    bad["test_group"].values[0] = 99
+    with pytest.raises(ValueError, match="test_group names groups the map does not have"):
+        tw.L2Twins().analyze(bad)
 
 
 def test_the_simulated_queue_follows_littles_law():

@@ -217,7 +217,7 @@ class L2Twins(L2Hash):
                                  "grouped by class, is needed)")], []
         per = g.slices.per_group
         several = int((per > 1).sum())
-        tests = _tests_from(raw)
+        tests = _tests_from(raw, g.count)
         by_group: dict[int, list[T.TwinTest]] = {}
         for t in tests:
             by_group.setdefault(t.group, []).append(t)
@@ -355,14 +355,19 @@ def _tests_dataset(tests: list[dict[str, Any]]) -> xr.Dataset:
     }, coords={"test": np.arange(len(tests)), "twin_repeat": np.arange(reps)})
 
 
-def _tests_from(raw: xr.Dataset) -> list[T.TwinTest]:
+def _tests_from(raw: xr.Dataset, groups: int | None = None) -> list[T.TwinTest]:
     """The tests a raw file holds, judged again (a file's values are checked, not trusted:
-    the roles must be known codes)."""
+    the roles must be known codes, the groups the map's ``groups``)."""
     if "twin_base" not in raw:
         return []
     roles = raw["probe_role"].values
     if not np.isin(roles, (T.GROUP, T.HAMMERED, T.CONTROL, T.PAD)).all():
         raise ValueError("l2_twins: probe_role holds codes other than -1, 0, 1, 2")
+    tested = raw["test_group"].values
+    if groups is not None and tested.size and not (0 <= tested.min() and
+                                                   tested.max() < groups):
+        raise ValueError(f"l2_twins: test_group names groups the map does not have (it has "
+                         f"{groups})")
     out = []
     for i in range(raw.sizes["test"]):
         keep = roles[i] != T.PAD
