@@ -357,9 +357,10 @@ def _invariants(m: SliceMap, method: str) -> Finding:
 class L2Slices(Experiment):
     name = "l2_slices"
     summary = "L2 slices: each line's slice, each SM's latency to it, the address hash"
-    probes = ("pointer_chase",)
+    probes: ClassVar[tuple[str, ...]] = ("pointer_chase",)
     version = "1"
-    findings = ("l2_slices.groups", "l2_slices.unassigned", "l2_slices.slices",
+    findings: ClassVar[tuple[str, ...]] = (
+                "l2_slices.groups", "l2_slices.unassigned", "l2_slices.slices",
                 "l2_slices.group_slices", "l2_slices.group_lines",
                 "l2_slices.group_partition", "l2_slices.latency_min", "l2_slices.latency_max",
                 "l2_slices.hash_accuracy", "l2_slices.hash_masks",

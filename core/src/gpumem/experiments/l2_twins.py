@@ -69,7 +69,6 @@ class L2Twins(L2Hash):
     findings = ("l2_twins.groups_tested", "l2_twins.groups_split", "l2_twins.slices_seen",
                 "l2_twins.delay", "l2_twins.separation", "l2_twins.agreement",
                 "l2_twins.slice_bandwidth", *L2Hash.findings)
-    references = ()
 
     def presentation(self) -> Presentation:
         return Presentation(LATENCY, (), rank=5)  # its findings under the L2 map's, no figure
@@ -274,7 +273,7 @@ def _slice_rate(raw: xr.Dataset, m: SliceMap, tests: list[T.TwinTest]) -> Findin
     flight (HAMMER_INFLIGHT each) and each came back in the slowed lines' delay plus the
     group's latency, so by Little's law the slice served that many lines in that time (where
     the slice was not saturated, more than it served: a lower bound)."""
-    hammers = raw["test_hammer_sms"].values if "test_hammer_sms" in raw else []
+    hammers = raw["test_hammer_sms"].values if "test_hammer_sms" in raw else np.zeros(0)
     vals, los, his = [], [], []
     for i, t in enumerate(tests):
         n = int(hammers[i]) if i < len(hammers) else 0
