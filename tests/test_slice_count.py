@@ -118,9 +118,9 @@ def test_one_slice_of_twice_the_share_or_a_gap_within_the_noise_is_not_cut(gap):
 
 
 def test_identical_lines_are_not_two_clusters():
-    from gpumem.analysis.slices import _two_means, split_groups
+    from gpumem.analysis.slices import split_groups, two_means
 
-    assert _two_means(np.full((40, 8), 266.5))[1] == 0.0
+    assert two_means(np.full((40, 8), 266.5))[1] == 0.0
     matrix = np.full((352, 8), 266.5)
     cls = np.repeat(np.arange(44), 8)
     _, cuts = split_groups(matrix, cls, np.ones(352, bool), np.zeros(352, np.int64),

@@ -384,7 +384,7 @@ def _best_cut(p: np.ndarray) -> np.ndarray:
     return side
 
 
-def _two_means(points: np.ndarray, rounds: int = 20) -> np.ndarray:
+def two_means(points: np.ndarray, rounds: int = 20) -> np.ndarray:
     """``points`` (rows) in two clusters, the side each falls on: the best cut along the
     direction they spread most (their first principal axis), then each moved to the nearer
     of the two means until none moves (k-means: three clusters of equal spread have no first
@@ -403,13 +403,13 @@ def _two_means(points: np.ndarray, rounds: int = 20) -> np.ndarray:
 
 
 def separation(fit: np.ndarray, test: np.ndarray) -> tuple[np.ndarray, float]:
-    """The two clusters of ``fit`` (:func:`_two_means`), and how far apart they hold the
+    """The two clusters of ``fit`` (:func:`two_means`), and how far apart they hold the
     same rows of ``test``, an independent measurement of them: along the line between the
     fit's means, the test rows' means apart in pooled standard deviations (0 where the fit
     finds no two clusters). Fitted and judged on one measurement, the separation grows with
     the SMs (noise alone gives 7 over 132 SMs and 44 classes); judged on another it is
     noise's own, about sqrt(1/n1 + 1/n2)."""
-    side = _two_means(fit)
+    side = two_means(fit)
     if side.all() or not side.any():
         return side, 0.0
     d = fit[side].mean(axis=0) - fit[~side].mean(axis=0)
@@ -465,7 +465,7 @@ def split_groups(matrix: np.ndarray, classes: np.ndarray, use: np.ndarray,
         a, z_even = separation(even[both], odd[both])
         b, z_odd = separation(odd[both], even[both])
         z, agree = min(z_even, z_odd), max(np.mean(a == b), np.mean(a != b))
-        side = _two_means(full)
+        side = two_means(full)
         sizes = (int((~side).sum()), int(side.sum()))
         if z < SPLIT_Z or agree < SPLIT_AGREE or min(sizes) < max(SPLIT_MIN, unit / 2):
             continue

@@ -253,9 +253,10 @@ class L2Twins(L2Hash):
                     note="controls' median delay: " + ", ".join(
                         f"{t.control:.0f}" for t in tests)),
             Finding("l2_twins.separation", [_r(t.separation) for t in tests], "1", 0.9,
-                    method + ": per test, the slowed and unslowed classes apart in pooled "
-                    "standard deviations, cut on half the repeats, judged on the other half "
-                    f"(a split needs {T.SPLIT_Z:g})", index=("test", ids), kind="measured"),
+                    method + ": per test, how surely the classes a cut drawn on half the "
+                    "repeats calls slowed rank above the others in the other half "
+                    f"(Mann-Whitney's U as a z score; a split needs {T.SPLIT_Z:g})",
+                    index=("test", ids), kind="measured"),
         ]
         rate = _slice_rate(raw, m, tests)
         if rate is not None:
