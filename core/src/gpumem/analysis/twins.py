@@ -30,6 +30,9 @@ from gpumem.analysis.slices import SPLIT_MIN, SPLIT_Z, share_interval, two_means
 #: (a positive control: its slice is the hammered one), a line of another group (a
 #: negative control), or padding.
 GROUP, HAMMERED, CONTROL, PAD = 0, 1, 2, -1
+#: A class is slowed where its mean delay stands this many standard errors above the
+#: unslowed lines' (:func:`slowed`).
+CLASS_Z = 4.0
 
 
 @dataclass
@@ -79,8 +82,8 @@ def held_out_z(side: np.ndarray, test: np.ndarray) -> float:
 def judge_test(group: int, hammered_class: int, classes: np.ndarray, roles: np.ndarray,
                d: np.ndarray) -> TwinTest:
     """One test from its probes' delays ``d`` (probes x repeats), the probes' ``classes``
-    and ``roles``. The cut is drawn on the median of the first half of the repeats and
-    judged on the second; the slowed side is the one of higher delay; a split needs the
+    and ``roles``. The cut (:func:`slowed`) is drawn on the first half of the repeats and
+    judged on the second; a split needs the
     held-out rank statistic at SPLIT_Z, SPLIT_MIN classes on each side (a share of the group
     can be a single slice's only then), the hammered class's own line on the slowed side
     and every control line below the cut's middle (a delay every slice shows is the
@@ -88,21 +91,24 @@ def judge_test(group: int, hammered_class: int, classes: np.ndarray, roles: np.n
     d = np.asarray(d, float)
     reps = d.shape[1]
     half = max(1, reps // 2)
-    fit = np.nanmedian(d[:, :half], axis=1)
-    test = np.nanmedian(d[:, half:], axis=1) if reps > 1 else fit
-    whole = np.nanmedian(d, axis=1)
     mine = (roles == GROUP) | (roles == HAMMERED)
     ctl = roles == CONTROL
     cls = classes[mine]
+    # means over repeats: a queue's delay is heavy-tailed, and its mean over six repeats
+    # sorts an H100's classes as two runs agree (its median over them does not)
+    fit = np.nanmean(d[:, :half], axis=1)
+    test = np.nanmean(d[:, half:], axis=1) if reps > 1 else fit
+    whole = np.nanmean(d, axis=1)
     ok = np.isfinite(fit[mine]) & np.isfinite(test[mine])
     side = np.zeros(cls.size, bool)
     sep = 0.0
     if ok.sum() >= 2 * SPLIT_MIN:
-        # drawn on the first half, judged on the second; the classes then placed by the
-        # cut of all the repeats (oriented as the first: its upper side is the slowed one)
-        first = _oriented(two_means(fit[mine][ok][:, None]), fit[mine][ok])
+        # drawn on the first half, judged on the second; the classes then placed by all
+        # the repeats
+        g, c = d[mine][ok], d[ctl]
+        first = slowed(fit[mine][ok], g[:, :half], c[:, :half])
         sep = held_out_z(first, test[mine][ok])
-        side[ok] = _oriented(two_means(whole[mine][ok][:, None]), whole[mine][ok])
+        side[ok] = slowed(whole[mine][ok], g, c)
     slowed_d, other_d = whole[mine][side], whole[mine][~side & ok]
     middle = (np.median(slowed_d) + np.median(other_d)) / 2 \
         if slowed_d.size and other_d.size else np.inf
@@ -124,6 +130,23 @@ def judge_test(group: int, hammered_class: int, classes: np.ndarray, roles: np.n
     lo, hi = _delay_interval(slowed_d, other_d)
     return TwinTest(group, hammered_class, cls, side, delay, (lo, hi), control, sep,
                     not why, why)
+
+
+def slowed(means: np.ndarray, runs: np.ndarray, controls: np.ndarray) -> np.ndarray:
+    """Which classes a hammer slowed, from their mean delays ``means`` over ``runs``
+    (classes x repeats) and the control lines' ``controls`` (lines x repeats): above the
+    unslowed delays' centre by CLASS_Z standard errors of a mean of that many repeats. The
+    unslowed: the controls and the lower of the two clusters the means fall in; their
+    spread robustly (1.4826 median absolute deviations, at least half a cycle: the timer
+    counts whole cycles)."""
+    low = ~_oriented(two_means(means[:, None]), means)
+    null = np.concatenate([runs[low].ravel(), controls.ravel()])
+    null = null[np.isfinite(null)]
+    if null.size < 2:
+        return np.zeros(means.size, bool)
+    centre = float(np.median(null))
+    sd = max(0.5, 1.4826 * float(np.median(np.abs(null - centre))))
+    return means > centre + CLASS_Z * sd / np.sqrt(max(1, runs.shape[1]))
 
 
 def _oriented(side: np.ndarray, values: np.ndarray) -> np.ndarray:
