@@ -94,21 +94,21 @@ def judge_test(group: int, hammered_class: int, classes: np.ndarray, roles: np.n
     mine = (roles == GROUP) | (roles == HAMMERED)
     ctl = roles == CONTROL
     cls = classes[mine]
-    # means over repeats: a queue's delay is heavy-tailed, and its mean over six repeats
-    # sorts an H100's classes as two runs agree (its median over them does not)
-    fit = np.nanmean(d[:, :half], axis=1)
-    test = np.nanmean(d[:, half:], axis=1) if reps > 1 else fit
-    whole = np.nanmean(d, axis=1)
+    # means over repeats, the highest and the lowest left out: a queue's delay is
+    # heavy-tailed, and such a mean of six repeats sorts an H100's classes as two runs
+    # agree (their median does not), while a timer's outlier moves it little
+    fit = trimmed_mean(d[:, :half])
+    test = trimmed_mean(d[:, half:]) if reps > 1 else fit
+    whole = trimmed_mean(d)
     ok = np.isfinite(fit[mine]) & np.isfinite(test[mine])
     side = np.zeros(cls.size, bool)
     sep = 0.0
     if ok.sum() >= 2 * SPLIT_MIN:
         # drawn on the first half, judged on the second; the classes then placed by all
         # the repeats
-        g, c = d[mine][ok], d[ctl]
-        first = slowed(fit[mine][ok], g[:, :half], c[:, :half])
+        first = slowed(fit[mine][ok], fit[ctl])
         sep = held_out_z(first, test[mine][ok])
-        side[ok] = slowed(whole[mine][ok], g, c)
+        side[ok] = slowed(whole[mine][ok], whole[ctl])
     slowed_d, other_d = whole[mine][side], whole[mine][~side & ok]
     middle = (np.median(slowed_d) + np.median(other_d)) / 2 \
         if slowed_d.size and other_d.size else np.inf
@@ -132,21 +132,33 @@ def judge_test(group: int, hammered_class: int, classes: np.ndarray, roles: np.n
                     not why, why)
 
 
-def slowed(means: np.ndarray, runs: np.ndarray, controls: np.ndarray) -> np.ndarray:
-    """Which classes a hammer slowed, from their mean delays ``means`` over ``runs``
-    (classes x repeats) and the control lines' ``controls`` (lines x repeats): above the
-    unslowed delays' centre by CLASS_Z standard errors of a mean of that many repeats. The
+def trimmed_mean(x: np.ndarray) -> np.ndarray:
+    """Each row's mean without its highest and lowest finite value (three or more), NaN
+    for a row with none."""
+    x = np.asarray(x, float)
+    out = np.full(x.shape[0], np.nan)
+    for i, row in enumerate(x):
+        v = np.sort(row[np.isfinite(row)])
+        if v.size:
+            out[i] = v[1:-1].mean() if v.size >= 3 else v.mean()
+    return out
+
+
+def slowed(means: np.ndarray, controls: np.ndarray) -> np.ndarray:
+    """Which classes a hammer slowed, from their mean delays ``means`` and the control
+    lines' ``controls``: above the unslowed lines' centre by CLASS_Z of their spread. The
     unslowed: the controls and the lower of the two clusters the means fall in; their
-    spread robustly (1.4826 median absolute deviations, at least half a cycle: the timer
-    counts whole cycles)."""
+    spread, robustly (1.4826 median absolute deviations, at least half a cycle: the timer
+    counts whole cycles), is of the lines' means, not of one repeat's values: a line
+    unslowed may sit a cycle or two off from repeat to repeat alike (an H100's do)."""
     low = ~_oriented(two_means(means[:, None]), means)
-    null = np.concatenate([runs[low].ravel(), controls.ravel()])
+    null = np.concatenate([means[low], controls])
     null = null[np.isfinite(null)]
     if null.size < 2:
         return np.zeros(means.size, bool)
     centre = float(np.median(null))
     sd = max(0.5, 1.4826 * float(np.median(np.abs(null - centre))))
-    return means > centre + CLASS_Z * sd / np.sqrt(max(1, runs.shape[1]))
+    return means > centre + CLASS_Z * sd
 
 
 def _oriented(side: np.ndarray, values: np.ndarray) -> np.ndarray:
