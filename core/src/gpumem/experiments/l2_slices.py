@@ -325,7 +325,8 @@ def _slices(g: S.Grouping, method: str) -> list[Finding]:
                     f"; {g.split} group{'s' if g.split != 1 else ''} of several cut in two "
                     "below the tolerance (their classes in two clusters, alike from each half "
                     "of every class's lines)" if g.split else "") + (
-                    "; groups of more than one: slices no SM measured tells apart by latency"
+                    "; groups of more than one: slices no SM measured tells apart by latency "
+                    "(gpumem run l2_twins tells them apart by contention)"
                     if (sc.per_group > 1).any() else "")),
         Finding("l2_slices.group_slices", [int(n) for n in sc.per_group], "1", 0.9,
                 how + ": slices in each group", index=("group", list(range(g.count))),
