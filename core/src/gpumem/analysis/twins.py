@@ -11,11 +11,11 @@ slices takes ``k`` tests, each hammering a class no earlier test slowed: every c
 then be slowed by exactly one test.
 
 A test's delays (hammered minus unhammered, per class) are cut in two on the first half of
-its repeats and judged on the second, by rank (:func:`held_out_z`): a statistic judged on
-the data that drew the cut grows with noise alone, and a queue's delays are no normal
-noise (an H100's unslowed lines sit at 0 +- 2 cycles, its slowed ones anywhere from 0 to
-40 in one repeat, 4-20 in the median of six), which a pooled standard deviation would
-let the slowed side's spread swamp.
+its repeats (:func:`slowed`) and judged on the second, by rank (:func:`held_out_z`): a
+statistic judged on the data that drew the cut grows with noise alone, and a queue's
+delays are no normal noise (an H100's unslowed lines sit at 0 +- 2 cycles, its slowed ones
+anywhere from 0 to 40 in one repeat, 4-20 in the median of six; 70-97 on another card),
+which a pooled standard deviation would let the slowed side's spread swamp.
 """
 
 from __future__ import annotations
@@ -30,8 +30,8 @@ from gpumem.analysis.slices import SPLIT_MIN, SPLIT_Z, share_interval, two_means
 #: (a positive control: its slice is the hammered one), a line of another group (a
 #: negative control), or padding.
 GROUP, HAMMERED, CONTROL, PAD = 0, 1, 2, -1
-#: A class is slowed where its mean delay stands this many standard errors above the
-#: unslowed lines' (:func:`slowed`).
+#: A class is slowed where its mean delay stands this many of the unslowed lines' spreads
+#: above their centre (:func:`slowed`).
 CLASS_Z = 4.0
 
 
