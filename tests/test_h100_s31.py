@@ -12,7 +12,6 @@ from pathlib import Path
 import numpy as np
 import pytest
 import xarray as xr
-
 from gpumem.experiments import l2_twins as tw
 
 DATA = Path(__file__).parent / "data" / "h100-s31"
