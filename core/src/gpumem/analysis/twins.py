@@ -24,7 +24,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from gpumem.analysis.slices import SPLIT_MIN, SPLIT_Z, share_interval, two_means
+from gpumem.analysis.slices import SPLIT_MIN, SPLIT_Z, two_means
 
 #: A probe's part in a test: a line of a class of the group, the hammered class's own line
 #: (a positive control: its slice is the hammered one), a line of another group (a
@@ -192,13 +192,6 @@ class GroupSplit:
     found: int
     placed: int
     classes: int
-
-    @property
-    def agreement(self) -> tuple[float, tuple[float, float]]:
-        """The share of the group's classes exactly one test slowed, with its interval."""
-        return (self.placed / self.classes if self.classes else float("nan"),
-                share_interval(self.placed, self.classes) if self.classes else
-                (float("nan"), float("nan")))
 
     @property
     def split(self) -> bool:

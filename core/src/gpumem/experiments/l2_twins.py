@@ -27,9 +27,16 @@ import numpy as np
 import xarray as xr
 
 from gpumem.analysis import twins as T
+from gpumem.analysis.slices import share_interval
 from gpumem.contracts.device import HAMMER_INFLIGHT, HAMMER_MAX_LINES, ChaseRequest, Device
 from gpumem.contracts.errors import PointSkipped
-from gpumem.contracts.experiment import Plan, RunContext, repeat_count, repeat_seed
+from gpumem.contracts.experiment import (
+    Plan,
+    RunContext,
+    measure_point,
+    repeat_count,
+    repeat_seed,
+)
 from gpumem.contracts.findings import Finding
 from gpumem.contracts.presentation import Presentation
 from gpumem.experiments.figures import LATENCY
@@ -101,14 +108,12 @@ class L2Twins(L2Hash):
         ran = np.full((len(sms), reps), -1, np.int64)
         status = np.zeros(len(sms), np.int8)
         for i, sm in enumerate(sms):
-            for r in range(reps):
-                try:
-                    out = self.measure(device, {"sm": sm}, replace(ctx, repeat=r))
-                except PointSkipped:
-                    status[i] = 1
-                    break
-                lat[i, :, r], ovh[i, r], ran[i, r] = (out["latency"], out["timer_overhead"],
-                                                      out["ran_on"])
+            try:  # the grid runner's repeats: its seeds, its stopping rule
+                out = measure_point(self, device, {"sm": sm}, replace(ctx, repeats=reps))
+            except PointSkipped:
+                status[i] = 1
+            else:
+                lat[i], ovh[i], ran[i] = out["latency"], out["timer_overhead"], out["ran_on"]
             progress(1)
         return xr.Dataset(
             {"latency": (("sm", "line", "repeat"), lat,
@@ -261,7 +266,7 @@ class L2Twins(L2Hash):
         rate = _slice_rate(raw, m, tests)
         if rate is not None:
             out.append(rate)
-        share, (lo, hi) = T.GroupSplit(-1, 0, {}, 0, placed, total).agreement
+        share, (lo, hi) = placed / total, share_interval(placed, total)
         out.append(Finding("l2_twins.agreement", round(share, 4), "1", 0.9,
                            method + ": the share of the tested groups' classes exactly one "
                            "test slowed", interval=(round(lo, 4), round(hi, 4)),

@@ -213,6 +213,7 @@ def calibrate(base: SimConfig, src: Source) -> Calibrated:
     # bandwidth and look-ups were, they would rest on the base config's (a read 0.2 % off)
     _fit_dram(cfg, src, put)
     _fit_slices(cfg, src, put)
+    _fit_slice_queue(cfg, src, put)
     _shift_base_slices(cfg, base, out.sources, put)
     out.left = [f"{exp}/{name}" for exp, name in sorted(src.findings)
                 if (exp, name) not in out.used]
@@ -256,7 +257,11 @@ def _fit_slices(cfg: SimConfig, src: Source, put: Callable[..., None]) -> None:
     of :data:`SLICE_MAPS` whose findings give one."""
     for exp in SLICE_MAPS:
         if _fit_slices_of(cfg, src, put, exp):
-            break
+            return
+
+
+def _fit_slice_queue(cfg: SimConfig, src: Source, put: Callable[..., None]) -> None:
+    """The sliced L2's queue (``slice_bandwidth``) from the rate l2_twins' tests give."""
     rate = positive(src.value("l2_twins", "l2_twins.slice_bandwidth"))
     level = cfg.level(cfg.paths["cg"][0]) if cfg.paths.get("cg") else None
     if rate is not None and rate < 1e6 and level is not None and level.slices > 1:
