@@ -14,7 +14,7 @@ for i in $(seq 1 "${2:-2}"); do
 done
 python - <<'PY' > $out/table.txt
 import glob, xarray as xr, numpy as np, sys
-from gpumem.experiments.l2_twins import L2Twins, _tests_from
+from gpumem.experiments.l2_twins import L2Twins, tests_from
 import os
 for f in sorted(glob.glob(os.environ["OUTD"] + "/tw*/**/l2_twins-*.nc", recursive=True)):
     ds = xr.open_dataset(f).load()
@@ -23,7 +23,7 @@ for f in sorted(glob.glob(os.environ["OUTD"] + "/tw*/**/l2_twins-*.nc", recursiv
         if x.name.startswith("l2_twins.") or x.name in ("l2_slices.slices", "l2_slices.groups",
                                                          "l2_slices.hash_accuracy"):
             print(" ", x.name, x.value, x.interval, (x.note or "")[:600])
-    for i, t in enumerate(_tests_from(ds)):
+    for i, t in enumerate(tests_from(ds)):
         d = np.nanmedian(ds.twin_hammered.values[i] - ds.twin_base.values[i], axis=1)
         r = ds.probe_role.values[i]
         print("  test", i, "group", t.group, "sep %.1f" % t.separation, "split", t.split, t.why,

@@ -38,7 +38,7 @@ def runs():
 
 def _halves(raw: xr.Dataset) -> set[frozenset[int]]:
     """The sets of classes the tests slowed (one slice's each)."""
-    return {frozenset(t.classes[t.slowed].tolist()) for t in tw._tests_from(raw, 72)}
+    return {frozenset(t.classes[t.slowed].tolist()) for t in tw.tests_from(raw, 72)}
 
 
 def test_every_test_slows_exactly_half_of_its_pair(runs):
@@ -49,7 +49,7 @@ def test_every_test_slows_exactly_half_of_its_pair(runs):
             assert all(z >= 4.5 for z in f["l2_twins.separation"].value)
             lo, hi = DELAYS[card]
             assert all(lo <= d <= hi for d in f["l2_twins.delay"].value)
-            for t in tw._tests_from(raw, 72):
+            for t in tw.tests_from(raw, 72):
                 assert t.split, t.why
                 assert 2 * t.slowed.sum() == t.classes.size
                 assert abs(t.control) <= 1  # the other groups' lines: not slowed

@@ -40,7 +40,7 @@ def _classes_by_slice(planted, raw: xr.Dataset) -> tuple[dict[int, set[int]], di
     truth: dict[int, set[int]] = {}
     for c, s in zip(m.classes.tolist(), home.tolist(), strict=True):
         truth.setdefault(int(c), set()).add(int(s))
-    tests = tw._tests_from(raw)
+    tests = tw.tests_from(raw)
     (group,) = {t.group for t in tests}
     found = T.group_split(group, 2, tests).slice_of
     return truth, found

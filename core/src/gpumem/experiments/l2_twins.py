@@ -221,7 +221,7 @@ class L2Twins(L2Hash):
                                  "grouped by class, is needed)")], []
         per = g.slices.per_group
         several = int((per > 1).sum())
-        tests = _tests_from(raw, g.count)
+        tests = tests_from(raw, g.count)
         by_group: dict[int, list[T.TwinTest]] = {}
         for t in tests:
             by_group.setdefault(t.group, []).append(t)
@@ -360,7 +360,7 @@ def _tests_dataset(tests: list[dict[str, Any]]) -> xr.Dataset:
     }, coords={"test": np.arange(len(tests)), "twin_repeat": np.arange(reps)})
 
 
-def _tests_from(raw: xr.Dataset, groups: int | None = None) -> list[T.TwinTest]:
+def tests_from(raw: xr.Dataset, groups: int | None = None) -> list[T.TwinTest]:
     """The tests a raw file holds, judged again (a file's values are checked, not trusted:
     the roles must be known codes, the groups the map's ``groups``)."""
     if "twin_base" not in raw:
