@@ -22,17 +22,19 @@ from collections.abc import Iterable, Sequence
 from pathlib import Path
 from typing import Any
 
-from gpumem.contracts.allowances import CHOICES, CLASSES, card_sigma, finding_class
+from gpumem.contracts.allowances import (
+    CARD_SPECIFIC,
+    CHOICES,
+    CLASSES,
+    LABELLED,
+    card_sigma,
+    finding_class,
+)
 from gpumem.plugin.registry import Plugins
 
 #: Findings of the node rather than the card (peer access: which GPU is whose neighbour and
 #: over which link), left out of what cards of one model share.
 NODE_SPECIFIC = ("p2p.",)
-#: Findings indexed by labels a run's analysis gives (the L2 slice groups, numbered by size
-#: and then as found): element k of one run is not element k of another, so their spread
-#: says nothing. Two H200 pages grouped into 70 groups each gave l2_slices.slice_latency a
-#: "card to card" spread of 17 %, which became every latency finding's class allowance.
-LABELLED = ("l2_slices.slice_latency",)
 
 
 def _manifests(folder: Path) -> list[Path]:
@@ -236,6 +238,10 @@ def summarize(measurements: list[dict[str, Any]], dropped: dict[str, int],
         for name, f in m["findings"].items():
             if f.get("value") is None or f.get("status") == "contended" or \
                     name.startswith(NODE_SPECIFIC) or name in LABELLED:
+                continue
+            # a value known to be the card's (l2_twins.delay: 8x between two H100s) would
+            # make its class's allowance the card's spread; a structural one is only listed
+            if name in CARD_SPECIFIC and f.get("kind") != "structural":
                 continue
             # a choice on a grid was recorded as structural before it had an interval
             if f.get("kind") == "structural" and name not in CHOICES:

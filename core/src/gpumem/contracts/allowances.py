@@ -181,19 +181,39 @@ def allowance(name: str, units: str, data: dict[str, Any] | None = None,
     return None
 
 
+#: Findings indexed by labels a run's analysis gives (the L2 slice groups, numbered by size
+#: and then as found, and the tests made of them): element k of one run is not element k of
+#: another, so neither their spread (the learned data leave them out) nor one run's element
+#: k as another's expected value says anything. Two H200 pages grouped into 70 groups each
+#: gave l2_slices.slice_latency a "card to card" spread of 17 %, which became every latency
+#: finding's class allowance.
+LABELLED = {
+    "l2_slices.slice_latency": "indexed by the run's slice groups, and which slice a group "
+    "is the page the run drew decides: two runs of one H100 (GPU-b2cae46c, "
+    "tests/data/h100-s31) differ by up to 14.5 % at one index, two cards by 26.5 %",
+    "l2_twins.separation": "indexed by the run's tests, made of its slice groups (the "
+    "split they give is l2_twins.groups_split)",
+}
 #: Findings of one card that another card of the same product need not share, known
 #: without measuring several (besides those the learned data saw differ).
 CARD_SPECIFIC = {
     "l2.sm_partition": "which SMs sit near which L2 partition follows the card's disabled SMs",
+    "l2_twins.delay": "how long a hammered slice delays a line is the card's: 9-13 cycles on "
+    "one H100 (GPU-b2cae46c), 70-97 on another (GPU-a02e8aa4), the same pairs split in the "
+    "same halves with hammering SMs as far from the slice (tests/data/h100-s31); and it is "
+    "indexed by the run's tests",
+    "l2_twins.slice_bandwidth": "the rate a hammered slice served is the card's: 449 "
+    "byte/cycle on one H100 (GPU-b2cae46c), 363 on another (GPU-a02e8aa4), the hammering "
+    "SMs as far from the slice on both (tests/data/h100-s31)",
 }
 
 
 def card_specific(data: dict[str, Any] | None = None) -> dict[str, str]:
     """Findings no card's value is expected of another: the structural ones the learned data
-    saw differ between healthy cards of one model (each with the values seen), and
-    :data:`CARD_SPECIFIC`."""
+    saw differ between healthy cards of one model (each with the values seen),
+    :data:`LABELLED` and :data:`CARD_SPECIFIC`."""
     data = learned() if data is None else data
-    return {**data.get("card_specific", {}), **CARD_SPECIFIC}
+    return {**data.get("card_specific", {}), **LABELLED, **CARD_SPECIFIC}
 
 
 @dataclass(frozen=True)
