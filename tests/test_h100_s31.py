@@ -105,21 +105,27 @@ def test_export_sim_of_the_run_splits_the_pairs_again(cli, tmp_path):
     assert res.code == 0, res.err
     (nc,) = sorted((tmp_path / "sim").rglob("l2_twins-*.nc"))
     with xr.open_dataset(nc) as ds:
-        f = {x.name: x for x in tw.L2Twins().analyze(ds.load())}
+        sim = ds.load()
+    f = {x.name: x for x in tw.L2Twins().analyze(sim)}
     assert f["l2_twins.groups_split"].value == 8 and f["l2_twins.agreement"].value == 1.0
     assert 0.95 * 449 <= f["l2_twins.slice_bandwidth"].value <= 1.05 * 449
-    assert np.all(np.abs(np.array(f["l2_twins.delay"].value) - 11) <= 10)
+    # every SM but the chase's pair hammers now (130): the queue of a slice answering 449
+    # B/cycle holds a line a Little's-law wait, 130 x 64 x 128 B / 449 less its round trip
+    m = tw.slice_map(sim[[v for v in tw.MAP_VARS if v in sim]])
+    assert m is not None and set(sim["test_hammer_sms"].values) == {130}
+    trips = np.array([np.nanmean(m.profile[g]) for g in sim["test_group"].values])
+    wait = 130 * 64 * 128 / 449 - trips
+    assert np.all(np.abs(np.array(f["l2_twins.delay"].value) / wait - 1) <= 0.05)
 
 
-def test_a_plugin_made_from_one_cards_twins_runs_holds_the_others():
+def test_a_plugin_made_from_one_cards_twins_runs_holds_the_others_split():
     """``plugin new`` from one card's two runs, judged on the other card's (held out, as
     ``gpumem.authoring.held_out`` judges the H200 fleet): the split (groups split, slices
-    seen, the map's slice count) is expected exactly and holds; what is the card's (the
-    delay: 9-13 cycles against 70-97; the slice rate: 449 against 363 B/cycle) or indexed by
-    the run's own labels (per test, per slice group) is not expected, since any band on it
-    fails a healthy card or says nothing. Before they were left out, GPU-b2cae46c's plugin
-    failed GPU-a02e8aa4's runs on l2_twins.delay and l2_twins.slice_bandwidth. A run in
-    which a pair is no longer split still fails."""
+    seen, the map's slice count) is expected exactly and holds both ways; what is indexed by
+    the run's own labels (per test, per slice group) is not expected. The one failure is
+    version 1's slice rate, 16 SMs hammering: 449 B/cycle against 363, by where the 16 sat
+    against the chasing SM (tests/data/h100-s32: why version 2 hammers from every SM). A
+    run in which a pair is no longer split fails too."""
     from dataclasses import replace
 
     from gpumem.authoring.held_out import judge, plugin, whole_run
@@ -127,20 +133,20 @@ def test_a_plugin_made_from_one_cards_twins_runs_holds_the_others():
 
     runs = {c: [whole_run(p) for p in sorted((DATA / f"{c}-twins").glob("tw*/manifest.json"))]
             for c in ("gpub2cae", "gpua02e8")}
-    left = {"l2_twins.delay", "l2_twins.slice_bandwidth", "l2_twins.separation",
-            "l2_slices.slice_latency"}
+    left = {"l2_twins.delay", "l2_twins.separation", "l2_slices.slice_latency"}
     assert left <= set(card_specific())
     for made, judged_on in (("gpub2cae", "gpua02e8"), ("gpua02e8", "gpub2cae")):
         expected, versions = plugin(runs[made], None)
         assert not left & set(expected)
         assert {"l2_twins.groups_split", "l2_twins.slices_seen", "l2_twins.agreement",
-                "l2_slices.slices"} <= set(expected)
+                "l2_slices.slices", "l2_twins.slice_bandwidth"} <= set(expected)
         for run in runs[judged_on]:
             fails, judged = judge(expected, versions, run)
-            assert judged >= 10 and fails == [], (made, judged_on, fails)
+            assert judged >= 10 and [f[0] for f in fails] == ["l2_twins.slice_bandwidth"]
         key = ("l2_twins", "l2_twins.groups_split")
         run = runs[judged_on][0]
         broken = replace(run, source=replace(run.source, findings={
             **run.source.findings, key: replace(run.source.findings[key], value=7)}))
         fails, _ = judge(expected, versions, broken)
-        assert [f[0] for f in fails] == ["l2_twins.groups_split"]
+        assert sorted(f[0] for f in fails) == ["l2_twins.groups_split",
+                                               "l2_twins.slice_bandwidth"]

@@ -23,7 +23,6 @@ from pathlib import Path
 from typing import Any
 
 from gpumem.contracts.allowances import (
-    CARD_SPECIFIC,
     CHOICES,
     CLASSES,
     LABELLED,
@@ -238,10 +237,6 @@ def summarize(measurements: list[dict[str, Any]], dropped: dict[str, int],
         for name, f in m["findings"].items():
             if f.get("value") is None or f.get("status") == "contended" or \
                     name.startswith(NODE_SPECIFIC) or name in LABELLED:
-                continue
-            # a value known to be the card's (l2_twins.delay: 8x between two H100s) would
-            # make its class's allowance the card's spread; a structural one is only listed
-            if name in CARD_SPECIFIC and f.get("kind") != "structural":
                 continue
             # a choice on a grid was recorded as structural before it had an interval
             if f.get("kind") == "structural" and name not in CHOICES:

@@ -193,18 +193,14 @@ LABELLED = {
     "tests/data/h100-s31) differ by up to 14.5 % at one index, two cards by 26.5 %",
     "l2_twins.separation": "indexed by the run's tests, made of its slice groups (the "
     "split they give is l2_twins.groups_split)",
+    "l2_twins.delay": "indexed by the run's tests, made of its slice groups (their rate is "
+    "l2_twins.slice_bandwidth); l2_twins version 1, 16 SMs hammering, delayed 9-13 cycles on "
+    "one H100 (GPU-b2cae46c) and 70-97 on another (GPU-a02e8aa4), by where they sat",
 }
 #: Findings of one card that another card of the same product need not share, known
 #: without measuring several (besides those the learned data saw differ).
 CARD_SPECIFIC = {
     "l2.sm_partition": "which SMs sit near which L2 partition follows the card's disabled SMs",
-    "l2_twins.delay": "how long a hammered slice delays a line is the card's: 9-13 cycles on "
-    "one H100 (GPU-b2cae46c), 70-97 on another (GPU-a02e8aa4), the same pairs split in the "
-    "same halves with hammering SMs as far from the slice (tests/data/h100-s31); and it is "
-    "indexed by the run's tests",
-    "l2_twins.slice_bandwidth": "the rate a hammered slice served is the card's: 449 "
-    "byte/cycle on one H100 (GPU-b2cae46c), 363 on another (GPU-a02e8aa4), the hammering "
-    "SMs as far from the slice on both (tests/data/h100-s31)",
 }
 
 

@@ -8,8 +8,8 @@ and a line homed there waits behind them while a line of its twin does not.
 
 The measurement: first the page's latency map from the first rounds of ``l2_hash``'s SMs
 (its chases, its repeats), grouped by class; then for each group of several slices, tests:
-one block on each of ``HAMMER_SMS`` other SMs loads the lines of one class of the group
-(one slice: the hash never tells a class's lines apart) through the L2 only while one SM
+one block on every other SM (but the chasing SM's pair) loads the lines of one class of the
+group (one slice: the hash never tells a class's lines apart) through the L2 only while one SM
 chases one line of every class of the group, the hammered class's own line among them,
 and a line of each of ``CONTROLS`` other groups; each probe's delay is its latency
 hammered minus its latency alone, both taken in each repeat. The next test hammers a class
@@ -49,16 +49,20 @@ from gpumem.experiments.l2_slices import (
     batches,
     sample_lines,
     slice_map,
-    sm_order,
     split_by,
 )
 
 #: Rounds of ``l2_hash``'s SMs the map is measured from (8 + 8: as many groups as 32 SMs
 #: give on the H100 pages kept in tests/data), and its timed runs.
 MAP_ROUNDS, MAP_REPEATS = 2, 6
-#: SMs that hammer, lines of other groups timed as controls, most groups tested, and the
-#: timed runs of each test (each a chase alone and one hammered).
-HAMMER_SMS, CONTROLS, MAX_GROUPS, TWIN_REPEATS = 16, 8, 16, 6
+#: Lines of other groups timed as controls, most groups tested, and the timed runs of each
+#: test (each a chase alone and one hammered). Every SM but the chasing SM's pair hammers:
+#: what a hammered slice delays a chase by depends on where the hammering SMs sit against
+#: the chasing one, not only on how many there are (an H100, benchmarks/twins_placement.py:
+#: 16 SMs delayed it 6, 19 or 269 cycles by which 16, and the same 16 delayed a chase from
+#: another SM 260; every SM, 1,436-1,488 from any order), and nothing tells a card's places
+#: before it is measured.
+CONTROLS, MAX_GROUPS, TWIN_REPEATS = 8, 16, 6
 #: Map variables (sm, line, repeat), as ``l2_hash`` keeps them, and the tests'.
 MAP_VARS = ("latency", "timer_overhead", "ran_on", "point_status")
 
@@ -70,7 +74,7 @@ class L2Twins(L2Hash):
     summary = "L2 slices at one latency from every SM, told apart by loading one of them"
     in_all = False
     probes = ("pointer_chase", "slice_contention")
-    version = "1"
+    version = "2"  # 2: every SM hammers (1: 16, whose delay was where they sat)
     #: its own, and ``l2_slices``' of the map with the groups it split cut (``export sim``
     #: takes that map first)
     findings = ("l2_twins.groups_tested", "l2_twins.groups_split", "l2_twins.slices_seen",
@@ -87,7 +91,7 @@ class L2Twins(L2Hash):
     def plan(self, ctx: RunContext) -> Plan:
         return Plan(axes=[], variables=[], attrs={
             "footprint": self.page * self.pages, "page": self.page, "accesses": ACCESSES,
-            "path": "cg", "chase_lines": CHASE_LINES, "hammer_sms": HAMMER_SMS,
+            "path": "cg", "chase_lines": CHASE_LINES,
             "controls": CONTROLS, "max_groups": MAX_GROUPS})
 
     def sweep(self, device: Device, ctx: RunContext, progress: Callable[[int], None]
@@ -138,8 +142,8 @@ class L2Twins(L2Hash):
         controls = [_first_line(m, k) for k in singles[:: max(1, len(singles) // CONTROLS)]]
         controls = controls[:CONTROLS]
         chase_sm = m.sms[0]
-        hammer_sms = [s for s in sm_order(max(1, device.info.sm_count))
-                      if s not in (chase_sm, chase_sm ^ 1)][:HAMMER_SMS]
+        hammer_sms = [s for s in range(max(1, device.info.sm_count))
+                      if s not in (chase_sm, chase_sm ^ 1)]
         out: list[dict[str, Any]] = []
         for k in [k for k in range(g.count) if per[k] > 1][:MAX_GROUPS]:
             classes = np.unique(m.classes[g.labels == k])
@@ -211,10 +215,12 @@ class L2Twins(L2Hash):
     def _twin_findings(self, raw: xr.Dataset, m: SliceMap
                        ) -> tuple[list[Finding], list[T.GroupSplit]]:
         g = m.grouping
+        counts = sorted({int(x) for x in raw["test_hammer_sms"].values}) \
+            if "test_hammer_sms" in raw else []
         method = (f"a line of every class of each group of several slices (l2_hash's map "
                   f"from {len(m.sms)} SMs) timed by one SM alone and while "
-                  f"{int(raw.attrs.get('plan_hammer_sms', HAMMER_SMS))} other SMs load one "
-                  f"class's lines through the L2 (.cg)")
+                  f"{'/'.join(map(str, counts)) or 'other'} other SMs load one class's lines "
+                  f"through the L2 (.cg)")
         if g.slices is None:
             return [Finding("l2_twins.groups_tested", 0, "1", 0.9, method, kind="structural",
                             note="the map counts no slices (every line of the page, "
@@ -275,17 +281,20 @@ class L2Twins(L2Hash):
 
 
 def _slice_rate(raw: xr.Dataset, m: SliceMap, tests: list[T.TwinTest]) -> Finding | None:
-    """What a slice serves, from the tests that split: the hammering SMs kept their lines in
+    """What a slice answers, from the tests that split: the hammering SMs kept their lines in
     flight (HAMMER_INFLIGHT each) and each came back in the slowed lines' delay plus the
-    group's latency, so by Little's law the slice served that many lines in that time (where
-    the slice was not saturated, more than it served: a lower bound)."""
+    group's latency, so by Little's law the slice answered that many lines in that time.
+    With every SM loading it the slice is saturated (an H100: delays of 1,450-1,520 cycles,
+    five round trips) and the rate is the slice's; a test whose delay is under one round
+    trip may not have saturated it, and its rate is a lower bound (the note counts them)."""
     hammers = raw["test_hammer_sms"].values if "test_hammer_sms" in raw else np.zeros(0)
-    vals, los, his = [], [], []
+    vals, los, his, short = [], [], [], 0
     for i, t in enumerate(tests):
         n = int(hammers[i]) if i < len(hammers) else 0
         if not t.split or not 0 < n <= 1024 or not np.isfinite(t.delay):
             continue
         trip = float(np.nanmean(m.profile[t.group]))
+        short += t.delay < trip
         moved = n * HAMMER_INFLIGHT * LINE
         vals.append(moved / (t.delay + trip))
         his.append(moved / (t.delay_interval[0] + trip))
@@ -295,10 +304,13 @@ def _slice_rate(raw: xr.Dataset, m: SliceMap, tests: list[T.TwinTest]) -> Findin
     return Finding(
         "l2_twins.slice_bandwidth", round(float(np.median(vals)), 1), "byte/cycle", 0.7,
         f"the tests that split: the hammering SMs' lines ({HAMMER_INFLIGHT} in flight an SM, "
-        f"{LINE} B) over the slowed lines' delay plus the group's latency (Little's law; a "
-        "lower bound where the slice was not saturated)",
+        f"{LINE} B) over the slowed lines' delay plus the group's latency (Little's law), "
+        "every SM but the chasing one's pair loading one class's lines: what one slice "
+        "answers saturated",
         interval=(round(min(los), 1), round(max(his), 1)), kind="measured",
-        note="per test: " + ", ".join(f"{x:.1f}" for x in vals))
+        note=(f"{short} of {len(vals)} tests waited less than a round trip: the slice may not "
+              "have been saturated, their rates are lower bounds; " if short else "") +
+        "per test: " + ", ".join(f"{x:.1f}" for x in vals))
 
 
 def _r(x: float) -> float | None:
