@@ -109,6 +109,13 @@ def test_a_file_with_unknown_probe_roles_is_refused(cli, tmp_path, small_pages):
     bad["test_group"].values[0] = 99
     with pytest.raises(ValueError, match="test_group names groups the map does not have"):
         tw.L2Twins().analyze(bad)
+    # a hammer count that is no number: that test gives no rate, the others still do
+    bad = raw.copy(deep=True)
+    bad["test_hammer_sms"] = bad["test_hammer_sms"].astype(float)
+    bad["test_hammer_sms"].values[:] = np.nan
+    f = _findings(bad)
+    assert f["l2_twins.groups_split"].value == 1 and "l2_twins.slice_bandwidth" not in f
+    assert "while other SMs load" in f["l2_twins.groups_split"].method
 
 
 def test_the_simulated_queue_follows_littles_law():

@@ -215,12 +215,12 @@ class L2Twins(L2Hash):
     def _twin_findings(self, raw: xr.Dataset, m: SliceMap
                        ) -> tuple[list[Finding], list[T.GroupSplit]]:
         g = m.grouping
-        counts = sorted({int(x) for x in raw["test_hammer_sms"].values}) \
-            if "test_hammer_sms" in raw else []
+        counts = sorted({int(x) for x in np.asarray(raw["test_hammer_sms"].values, float)
+                         if np.isfinite(x)}) if "test_hammer_sms" in raw else []
         method = (f"a line of every class of each group of several slices (l2_hash's map "
                   f"from {len(m.sms)} SMs) timed by one SM alone and while "
-                  f"{'/'.join(map(str, counts)) or 'other'} other SMs load one class's lines "
-                  f"through the L2 (.cg)")
+                  f"{'/'.join(map(str, counts)) + ' other' if counts else 'other'} SMs load "
+                  "one class's lines through the L2 (.cg)")
         if g.slices is None:
             return [Finding("l2_twins.groups_tested", 0, "1", 0.9, method, kind="structural",
                             note="the map counts no slices (every line of the page, "
@@ -287,10 +287,11 @@ def _slice_rate(raw: xr.Dataset, m: SliceMap, tests: list[T.TwinTest]) -> Findin
     With every SM loading it the slice is saturated (an H100: delays of 1,450-1,520 cycles,
     five round trips) and the rate is the slice's; a test whose delay is under one round
     trip may not have saturated it, and its rate is a lower bound (the note counts them)."""
-    hammers = raw["test_hammer_sms"].values if "test_hammer_sms" in raw else np.zeros(0)
+    hammers = np.asarray(raw["test_hammer_sms"].values, float) if "test_hammer_sms" in raw \
+        else np.zeros(0)
     vals, los, his, short = [], [], [], 0
     for i, t in enumerate(tests):
-        n = int(hammers[i]) if i < len(hammers) else 0
+        n = int(hammers[i]) if i < len(hammers) and np.isfinite(hammers[i]) else 0
         if not t.split or not 0 < n <= 1024 or not np.isfinite(t.delay):
             continue
         trip = float(np.nanmean(m.profile[t.group]))
@@ -304,9 +305,9 @@ def _slice_rate(raw: xr.Dataset, m: SliceMap, tests: list[T.TwinTest]) -> Findin
     return Finding(
         "l2_twins.slice_bandwidth", round(float(np.median(vals)), 1), "byte/cycle", 0.7,
         f"the tests that split: the hammering SMs' lines ({HAMMER_INFLIGHT} in flight an SM, "
-        f"{LINE} B) over the slowed lines' delay plus the group's latency (Little's law), "
-        "every SM but the chasing one's pair loading one class's lines: what one slice "
-        "answers saturated",
+        f"{LINE} B) over the slowed lines' delay plus the group's latency (Little's law): "
+        "what one slice answers, saturated by every SM but the chasing one's pair (version "
+        "2; version 1's 16 SMs saturated it or not by where they sat)",
         interval=(round(min(los), 1), round(max(his), 1)), kind="measured",
         note=(f"{short} of {len(vals)} tests waited less than a round trip: the slice may not "
               "have been saturated, their rates are lower bounds; " if short else "") +
