@@ -5,8 +5,8 @@ Version 1 hammered from 16 SMs: the pairs split on every card, but the delay (9-
 and the slice rate from it (363-449 B/cycle) moved card to card. ``benchmarks/
 twins_placement.py`` on two more H100s: which 16 SMs hammer, and from which SM the chase
 runs, moves the delay 0-288 cycles; with every SM hammering it is 1,430-1,506 cycles from
-any order, and the rate 595-635 B/cycle on both cards. Version 2 (GPU-d60683ca, two runs):
-every pair split, the rate 603-605."""
+any order, and the rate 595-635 B/cycle on both cards. Version 2 (GPU-d60683ca and
+GPU-a2f55277, two runs each): every pair split, the rate 603-605 on both."""
 
 from __future__ import annotations
 
@@ -86,21 +86,23 @@ def _runs(card: str) -> list[xr.Dataset]:
 
 
 def test_version_2_splits_every_pair_at_one_rate():
-    """GPU-d60683ca's two runs by version 2 (every SM but the chase's pair hammering): 8 of
+    """Two cards' two runs each by version 2 (every SM but the chase's pair hammering): 8 of
     8 pairs split, 408 of 408 classes, slowed lines 1,440-1,520 cycles, controls 0 (within
-    2.5), the slice rate 603-605 B/cycle; GPU-120f410b's two by version 1 (16 SMs) split the
-    same but at 442-443."""
-    for raw in _runs("gpud6068-all"):
+    3.5, a little faster if anything), the slice rate 602-606 B/cycle; GPU-120f410b's two by version 1 (16 SMs) split the
+    same but at 442-443. GPU-a2f55277's runs split 7 of 8 under the first cut of version 2
+    (one unslowed class 2 cycles above its fellows, 4 of their spreads, called slowed):
+    :func:`gpumem.analysis.twins.slowed` also asks a fifth of the way to the slowed."""
+    for raw in _runs("gpud6068-all") + _runs("gpua2f55-all"):
         assert set(raw["test_hammer_sms"].values) == {130}
         f = {x.name: x for x in tw.L2Twins().analyze(raw)}
         assert f["l2_twins.groups_split"].value == 8
         assert f["l2_twins.agreement"].note == "408 of 408 classes"
         assert all(1440 <= d <= 1520 for d in f["l2_twins.delay"].value)
-        assert 600 <= f["l2_twins.slice_bandwidth"].value <= 610
+        assert 602 <= f["l2_twins.slice_bandwidth"].value <= 606
         assert "lower bound" not in f["l2_twins.slice_bandwidth"].note
         d = raw["twin_hammered"].values - raw["twin_base"].values
         ctl = np.median(d[raw["probe_role"].values == 2], axis=1)
-        assert np.all(np.abs(ctl) <= 2.5)
+        assert np.all(np.abs(ctl) <= 3.5)
     for raw in _runs("gpu120f4-k16"):
         assert set(raw["test_hammer_sms"].values) == {16}
         f = {x.name: x for x in tw.L2Twins().analyze(raw)}
@@ -124,3 +126,41 @@ def test_a_plugin_from_version_2_runs_holds_the_other_cards_rate(placements):
     for rate in other:
         assert status_of(rate, e, None, None) == "pass", (rate, e.value, e.rel_tol)
         assert status_of(0.9 * rate, e, None, None) == "fail"
+
+
+def test_a_plugin_from_one_cards_version_2_runs_holds_the_others():
+    """Held out (``gpumem.authoring.held_out``), both ways between GPU-d60683ca and
+    GPU-a2f55277 (version 2's runs, re-judged by today's analysis; GPU-d60683ca's manifests
+    say version 1: they ran version 2's code before its number was raised, README): nothing
+    fails, the rate among what is judged; a run whose rate is 10 % lower fails."""
+    from dataclasses import replace
+
+    from gpumem.authoring.held_out import judge, plugin, whole_run
+    from gpumem.contracts.findings import Finding
+
+    def runs(card: str) -> list:
+        out = []
+        for p in sorted((DATA / card).glob("tw*/manifest.json")):
+            run = whole_run(p)
+            (nc,) = sorted(p.parent.glob("*/l2_twins-*.nc"))
+            with xr.open_dataset(nc) as ds:
+                found = {("l2_twins", f.name): f for f in tw.L2Twins().analyze(ds.load())}
+            out.append(replace(run, versions={"l2_twins": "2"},
+                               source=replace(run.source, findings=found)))
+        return out
+
+    cards = {c: runs(c) for c in ("gpud6068-all", "gpua2f55-all")}
+    for made, other in (("gpud6068-all", "gpua2f55-all"), ("gpua2f55-all", "gpud6068-all")):
+        expected, versions = plugin(cards[made], None)
+        assert "l2_twins.slice_bandwidth" in expected
+        for run in cards[other]:
+            fails, judged = judge(expected, versions, run)
+            assert judged >= 10 and fails == [], (made, other, fails)
+            key = ("l2_twins", "l2_twins.slice_bandwidth")
+            f: Finding = run.source.findings[key]
+            lower = replace(f, value=0.9 * f.value,
+                            interval=(0.9 * f.interval[0], 0.9 * f.interval[1]))
+            worse = replace(run, source=replace(run.source, findings={
+                **run.source.findings, key: lower}))
+            fails, _ = judge(expected, versions, worse)
+            assert [x[0] for x in fails] == ["l2_twins.slice_bandwidth"]

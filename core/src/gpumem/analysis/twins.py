@@ -31,8 +31,9 @@ from gpumem.analysis.slices import SPLIT_MIN, SPLIT_Z, two_means
 #: negative control), or padding.
 GROUP, HAMMERED, CONTROL, PAD = 0, 1, 2, -1
 #: A class is slowed where its mean delay stands this many of the unslowed lines' spreads
-#: above their centre (:func:`slowed`).
-CLASS_Z = 4.0
+#: above their centre, and this share of the way to the slowed cluster's median
+#: (:func:`slowed`).
+CLASS_Z, GAP_SHARE = 4.0, 0.2
 
 
 @dataclass
@@ -150,7 +151,10 @@ def slowed(means: np.ndarray, controls: np.ndarray) -> np.ndarray:
     unslowed: the controls and the lower of the two clusters the means fall in; their
     spread, robustly (1.4826 median absolute deviations, at least half a cycle: the timer
     counts whole cycles), is of the lines' means, not of one repeat's values: a line
-    unslowed may sit a cycle or two off from repeat to repeat alike (an H100's do)."""
+    unslowed may sit a cycle or two off from repeat to repeat alike (an H100's do). And at
+    least GAP_SHARE of the way to the higher cluster's median: with every SM hammering the
+    slowed wait some 1,450 cycles, and one unslowed class 2 cycles above its fellows stood
+    4 of their spreads off (GPU-a2f55277, tests/data/h100-s32)."""
     low = ~_oriented(two_means(means[:, None]), means)
     null = np.concatenate([means[low], controls])
     null = null[np.isfinite(null)]
@@ -158,7 +162,9 @@ def slowed(means: np.ndarray, controls: np.ndarray) -> np.ndarray:
         return np.zeros(means.size, bool)
     centre = float(np.median(null))
     sd = max(0.5, 1.4826 * float(np.median(np.abs(null - centre))))
-    return means > centre + CLASS_Z * sd
+    high = means[~low & np.isfinite(means)]
+    gap = float(np.median(high)) - centre if high.size else 0.0
+    return means > centre + max(CLASS_Z * sd, GAP_SHARE * gap)
 
 
 def _oriented(side: np.ndarray, values: np.ndarray) -> np.ndarray:
