@@ -2,8 +2,9 @@
 slices of each of the 8 pairs that latency leaves in one group of an H100 page. GPU-b2cae46c
 and GPU-a02e8aa4 ran the whole procedure twice each (two tests a pair: every pair split,
 every class placed); GPU-f6e0b707's two runs hold one test a pair (the judgement then in use
-called none a split). The delay is the card's: 8.6-13.2 cycles on two, 70-97 on the third,
-which splits the same classes."""
+called none a split). The delay: 8.6-13.2 cycles on two, 70-97 on the third, which splits
+the same classes: where the 16 hammering SMs sat against the chasing one (tests/data/
+h100-s32, why l2_twins version 2 hammers from every SM)."""
 
 from __future__ import annotations
 

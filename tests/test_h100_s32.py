@@ -88,8 +88,8 @@ def _runs(card: str) -> list[xr.Dataset]:
 def test_version_2_splits_every_pair_at_one_rate():
     """Two cards' two runs each by version 2 (every SM but the chase's pair hammering): 8 of
     8 pairs split, 408 of 408 classes, slowed lines 1,440-1,520 cycles, controls 0 (within
-    3.5, a little faster if anything), the slice rate 602-606 B/cycle; GPU-120f410b's two by version 1 (16 SMs) split the
-    same but at 442-443. GPU-a2f55277's runs split 7 of 8 under the first cut of version 2
+    3.5, a little faster if anything), the slice rate 602-606 B/cycle; GPU-120f410b's two
+    by version 1 (16 SMs) split the same but at 442-443. GPU-a2f55277's runs split 7 of 8 under the first cut of version 2
     (one unslowed class 2 cycles above its fellows, 4 of their spreads, called slowed):
     :func:`gpumem.analysis.twins.slowed` also asks a fifth of the way to the slowed."""
     for raw in _runs("gpud6068-all") + _runs("gpua2f55-all"):
