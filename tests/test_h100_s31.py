@@ -14,6 +14,7 @@ import numpy as np
 import pytest
 import xarray as xr
 from gpumem.experiments import l2_twins as tw
+from helpers import twins_on_exported_sim
 
 DATA = Path(__file__).parent / "data" / "h100-s31"
 CARDS = ("gpub2cae", "gpua02e8", "gpuf6e0b")
@@ -88,25 +89,12 @@ def test_runs_and_cards_slow_the_same_classes(runs):
 
 
 def test_export_sim_of_the_run_splits_the_pairs_again(cli, tmp_path):
-    """``export sim`` of GPU-b2cae46c's run: 80 slices (the pairs apart, at one latency
-    each) and a slice queue at its rate; ``l2_twins`` on the simulated card then splits every
-    pair again, its delays within 10 cycles of the card's (the model's queue adds its
-    constant-service wait to Little's law's: 10.7-18.2 against 9.3-12.8)."""
-    from gpumem.sim.config import SimConfig
-
-    out = tmp_path / "exported"
-    res = cli("export", "sim", str(DATA / "gpub2cae-twins" / "tw1"), "--out", str(out))
-    assert res.code == 0, res.err
-    (toml,) = sorted(out.glob("*.toml"))
-    cfg = SimConfig.load(toml)
-    l2 = cfg.level(cfg.paths["cg"][0])
+    """``export sim`` of GPU-b2cae46c's run (version 1): 80 slices (the pairs apart, at one
+    latency each) and a slice queue at its rate; ``l2_twins`` (now every SM hammering) on
+    the simulated card splits every pair again, at the rate, each line waiting the queue's
+    Little's-law time."""
+    l2, sim = twins_on_exported_sim(cli, tmp_path, DATA / "gpub2cae-twins" / "tw1")
     assert l2.slices == 80 and 440 <= l2.slice_bandwidth <= 460
-    res = cli("run", "l2_twins", "--device", "sim", "--sim-config", str(toml), "--arch",
-              "hopper", "--out", str(tmp_path / "sim"))
-    assert res.code == 0, res.err
-    (nc,) = sorted((tmp_path / "sim").rglob("l2_twins-*.nc"))
-    with xr.open_dataset(nc) as ds:
-        sim = ds.load()
     f = {x.name: x for x in tw.L2Twins().analyze(sim)}
     assert f["l2_twins.groups_split"].value == 8 and f["l2_twins.agreement"].value == 1.0
     assert 0.95 * 449 <= f["l2_twins.slice_bandwidth"].value <= 1.05 * 449

@@ -17,6 +17,7 @@ import numpy as np
 import pytest
 import xarray as xr
 from gpumem.experiments import l2_twins as tw
+from helpers import twins_on_exported_sim
 
 DATA = Path(__file__).parent / "data" / "h100-s32"
 
@@ -171,21 +172,9 @@ def test_export_sim_of_a_version_2_run_reproduces_its_rate(cli, tmp_path):
     (603.6 B/cycle); ``l2_twins`` on the simulated card splits every pair again and reads
     the rate back within 5 %, its delays (the simulated queue's Little's-law wait) within 5 %
     of the card's."""
-    from gpumem.sim.config import SimConfig
-
-    out = tmp_path / "exported"
-    res = cli("export", "sim", str(DATA / "gpua2f55-all" / "tw1"), "--out", str(out))
-    assert res.code == 0, res.err
-    (toml,) = sorted(out.glob("*.toml"))
-    cfg = SimConfig.load(toml)
-    l2 = cfg.level(cfg.paths["cg"][0])
+    l2, sim = twins_on_exported_sim(cli, tmp_path, DATA / "gpua2f55-all" / "tw1")
     assert l2.slices == 80 and 598 <= l2.slice_bandwidth <= 610
-    res = cli("run", "l2_twins", "--device", "sim", "--sim-config", str(toml), "--arch",
-              "hopper", "--out", str(tmp_path / "sim"))
-    assert res.code == 0, res.err
-    (nc,) = sorted((tmp_path / "sim").rglob("l2_twins-*.nc"))
-    with xr.open_dataset(nc) as ds:
-        f = {x.name: x for x in tw.L2Twins().analyze(ds.load())}
+    f = {x.name: x for x in tw.L2Twins().analyze(sim)}
     card = _runs("gpua2f55-all")[0]
     c = {x.name: x for x in tw.L2Twins().analyze(card)}
     assert f["l2_twins.groups_split"].value == 8 and f["l2_twins.agreement"].value == 1.0
