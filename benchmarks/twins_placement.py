@@ -46,13 +46,11 @@ def main() -> int:
     ap.add_argument("--sim-config", type=Path, help="rehearse on this simulated GPU")
     a = ap.parse_args()
     import xarray as xr
-    from gpumem.contracts.device import HAMMER_INFLIGHT
-    from gpumem.experiments.l2_slices import LINE, slice_map, sm_order
-    from gpumem.experiments.l2_twins import L2Twins, tests_from
+    from gpumem.experiments.l2_slices import sm_order
+    from gpumem.experiments.l2_twins import L2Twins, littles_rate, map_of, tests_from
 
     raw = xr.open_dataset(a.run).load()
-    m = slice_map(raw[[v for v in ("latency", "timer_overhead", "ran_on", "point_status")
-                       if v in raw]])
+    m = map_of(raw)
     assert m is not None and m.classes is not None
     tests = tests_from(raw, m.grouping.count)
     exp = L2Twins()
@@ -74,7 +72,7 @@ def main() -> int:
     def chase(probes: list[int], sm: int, hammer: tuple[int, ...] = (),
               sms: tuple[int, ...] = ()) -> tuple[np.ndarray, int]:
         seed[0] += 1
-        return exp._chase(dev, probes, seed[0], sm, hammer, sms)
+        return exp.chase_probes(dev, probes, seed[0], sm, hammer, sms)
 
     def delays(probes: list[int], sm: int, hammer: tuple[int, ...], sms: list[int]) -> dict:
         d, came = [], []
@@ -117,7 +115,7 @@ def main() -> int:
                 r = delays(probes, chase_sm, hammer, sms)
                 trip = float(np.mean(to_a[sms]))
                 r.update(how=how, k=k, chase_sm=chase_sm, hammer_trip=round(trip, 1),
-                         offered=round(k * HAMMER_INFLIGHT * LINE / trip, 1))
+                         offered=round(littles_rate(k, 0.0, trip), 1))
                 rows.append(r)
         # 4. the lines hammered: one line, the class's 7 (as l2_twins), 63 of slice A's
         # classes (distinct lines: requests for one line in flight at once may be merged)
@@ -157,7 +155,7 @@ def main() -> int:
         for r in p["rows"]:
             d = np.array(r["delay"])
             da = float(np.median(d[roles == "A"]))
-            rate = r["k"] * 64 * 128 / (r["hammer_trip"] + max(da, 0.0))
+            rate = littles_rate(r["k"], max(da, 0.0), r["hammer_trip"])
             print(f"  {r['how']:10s} k={r['k']:3d} sm={r['chase_sm']:3d} trip "
                   f"{r['hammer_trip']:6.1f}  A {da:6.1f}  rate {rate:6.1f}  "
                   f"B {np.median(d[roles == 'B']):5.1f}  C {np.median(d[roles == 'C']):5.1f}"

@@ -100,10 +100,10 @@ def test_export_sim_of_the_run_splits_the_pairs_again(cli, tmp_path):
     assert 0.95 * 449 <= f["l2_twins.slice_bandwidth"].value <= 1.05 * 449
     # every SM but the chase's pair hammers now (130): the queue of a slice answering 449
     # B/cycle holds a line a Little's-law wait, 130 x 64 x 128 B / 449 less its round trip
-    m = tw.slice_map(sim[[v for v in tw.MAP_VARS if v in sim]])
+    m = tw.map_of(sim)
     assert m is not None and set(sim["test_hammer_sms"].values) == {130}
     trips = np.array([np.nanmean(m.profile[g]) for g in sim["test_group"].values])
-    wait = 130 * 64 * 128 / 449 - trips
+    wait = 130 * tw.HAMMER_INFLIGHT * tw.LINE / 449 - trips
     assert np.all(np.abs(np.array(f["l2_twins.delay"].value) / wait - 1) <= 0.05)
 
 

@@ -33,7 +33,7 @@ def _placement(card: str) -> list[dict]:
             others = np.array(r["delay"])[roles != "A"]
             out.append({"group": p["group"], "how": r["how"], "k": r["k"],
                         "chase": r["chase_sm"], "delay": delay, "others": others,
-                        "rate": r["k"] * 64 * 128 / (r["hammer_trip"] + max(delay, 0.0)),
+                        "rate": tw.littles_rate(r["k"], max(delay, 0.0), r["hammer_trip"]),
                         "came": min(r["came"])})
     return out
 

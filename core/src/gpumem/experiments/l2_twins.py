@@ -68,6 +68,17 @@ CONTROLS, MAX_GROUPS, TWIN_REPEATS = 8, 16, 6
 MAP_VARS = ("latency", "timer_overhead", "ran_on", "point_status")
 
 
+def map_of(raw: xr.Dataset) -> SliceMap | None:
+    """The page's slice map from a run's map variables alone (the tests' are not the map's)."""
+    return slice_map(raw[[v for v in MAP_VARS if v in raw]])
+
+
+def littles_rate(hammer_sms: float, delay: float, trip: float) -> float:
+    """Bytes a cycle a slice answered (Little's law): each of ``hammer_sms`` SMs kept
+    HAMMER_INFLIGHT lines in flight, each back in ``delay`` plus one round trip ``trip``."""
+    return hammer_sms * HAMMER_INFLIGHT * LINE / (delay + trip)
+
+
 class L2Twins(L2Hash):
     """``l2_hash``'s map, then the groups of several slices told apart by contention."""
 
@@ -178,16 +189,16 @@ class L2Twins(L2Hash):
         hit = np.full((len(probes), reps), np.nan, np.float32)
         came = np.zeros(reps, np.int64)
         for r in range(reps):  # seeds of their own: two measurements, not one twice
-            base[:, r], _ = self._chase(device, probes, repeat_seed(ctx, 2 * r), chase_sm,
+            base[:, r], _ = self.chase_probes(device, probes, repeat_seed(ctx, 2 * r), chase_sm,
                                         (), ())
-            hit[:, r], came[r] = self._chase(device, probes, repeat_seed(ctx, 2 * r + 1),
+            hit[:, r], came[r] = self.chase_probes(device, probes, repeat_seed(ctx, 2 * r + 1),
                                              chase_sm, hammer, tuple(hammer_sms))
         return {"group": group, "hammer_class": hammered, "probe_line": probes,
                 "probe_class": np.array(probe_class), "probe_role": np.array(roles),
                 "base": base, "hammered": hit, "hammer_started": came, "chase_sm": chase_sm,
                 "hammer_lines": len(hammer), "hammer_sms": len(hammer_sms)}
 
-    def _chase(self, device: Device, probes: list[int], seed: int, sm: int,
+    def chase_probes(self, device: Device, probes: list[int], seed: int, sm: int,
                hammer: tuple[int, ...], hammer_sms: tuple[int, ...]
                ) -> tuple[np.ndarray, int]:
         """Each probe line's median over its ACCESSES visits (cycles, timer overhead
@@ -204,7 +215,7 @@ class L2Twins(L2Hash):
         return lat, res.hammered
 
     def analyze(self, raw: xr.Dataset) -> list[Finding]:
-        m = slice_map(raw[[v for v in MAP_VARS if v in raw]])
+        m = map_of(raw)
         if m is None:
             return []
         out, splits = self._twin_findings(raw, m)
@@ -297,10 +308,9 @@ def _slice_rate(raw: xr.Dataset, m: SliceMap, tests: list[T.TwinTest]) -> Findin
             continue
         trip = float(np.nanmean(m.profile[t.group]))
         short += t.delay < trip
-        moved = n * HAMMER_INFLIGHT * LINE
-        vals.append(moved / (t.delay + trip))
-        his.append(moved / (t.delay_interval[0] + trip))
-        los.append(moved / (t.delay_interval[1] + trip))
+        vals.append(littles_rate(n, t.delay, trip))
+        his.append(littles_rate(n, t.delay_interval[0], trip))
+        los.append(littles_rate(n, t.delay_interval[1], trip))
     if not vals or not all(np.isfinite(x) and x > 0 for x in vals + los + his):
         return None
     # the median's interval from the tests' spread (the slices differ a little: 595-616 on
