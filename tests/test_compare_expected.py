@@ -213,3 +213,33 @@ def test_a_simulated_h200_run_carries_the_reference_values(tmp_path):
     kepler = _findings(_run(tmp_path / "kepler", "kepler", "smem_latency"))
     assert kepler and not any(f["expected_source"].startswith(("REFERENCE", "gpumem on healthy"))
                               for f in kepler.values())
+
+
+def test_a_config_exported_from_an_h100_run_is_no_simulated_h200(tmp_path):
+    """An H100's run exported onto the packaged hopper config (an H200's) once kept the
+    base's name, ``h200-calibrated``: its simulated runs were judged by the H200 fleet's
+    values and its file described an H200. It is named and described after the run's GPU."""
+    run = ROOT / "tests" / "data" / "h100-s32" / "gpua2f55-all" / "tw1"
+    assert main(["export", "sim", str(run), "--out", str(tmp_path / "exp")]) == 0
+    (toml,) = (tmp_path / "exp").glob("*.toml")
+    assert toml.name == "h100-80gb-hbm3-calibrated.toml"
+    text = toml.read_text()
+    assert 'name = "h100-80gb-hbm3-calibrated"' in text
+    assert 'description = "NVIDIA H100 80GB HBM3 calibrated from a gpumem run' in text
+    found = _findings(_run(tmp_path / "sim", "hopper", "smem_latency", "--sim-config",
+                           str(toml)))
+    assert found and not any(f["expected_source"].startswith(("REFERENCE", "gpumem on healthy H200"))
+                             for f in found.values())
+
+
+@pytest.mark.parametrize("device, name", [
+    ("NVIDIA H200", "h200"), ("NVIDIA H100 80GB HBM3", "h100-80gb-hbm3"),
+    ("NVIDIA GH200 480GB", "gh200-480gb"), ("NVIDIA H200 NVL", "h200-nvl"),
+    ("../../etc/passwd", "etc-passwd"), ('a"\nsm_count = 7', "a-sm-count-7"), ("NVIDIA", ""),
+    ("  ", ""), ("Ünïcode GPU", "n-code-gpu"), ("x" * 80, "x" * 40)])
+def test_config_names_from_a_runs_gpu_name(device, name):
+    """The exported config's name (and file name) from a run's device name, which is the
+    run's to say: letters, digits and hyphens only, never a path."""
+    from gpumem.interop.calibrate import config_name
+
+    assert config_name(device) == name

@@ -796,8 +796,24 @@ def calibrated(plugins: PluginSet, src: Source, arch: str
                               f"and none can be built from the run: {e}") from None
     name = base.name
     cal = calibrate(base, src)
-    cal.config.name = f"{name}-calibrated"
+    model = config_name(src.device.name) if src.device is not None else ""
+    cal.config.name = f"{model or name}-calibrated"
+    if model and model != name:
+        # the base modelled another GPU: its description would name that one
+        cal.config.description = (f"{src.device.name} calibrated from a gpumem run; every "
+                                  f"parameter not measured is the '{name}' config's")
     return cal, name, assumed
+
+
+def config_name(device: str) -> str:
+    """A simulator config's name for a GPU named ``device`` (a run's, so anything): lower
+    case letters, digits and single hyphens, the vendor's word dropped, at most 40
+    characters; ``NVIDIA H200`` gives ``h200``, as the packaged H200's config is named, and
+    ``NVIDIA H100 80GB HBM3`` gives ``h100-80gb-hbm3``; "" where nothing is left. The
+    name becomes a file's, and plugins read it (``sim h200-...`` gets an H200's values), so
+    an H100's export must not keep the H200 base's name."""
+    words = re.sub(r"[^a-z0-9]+", "-", device.lower()).strip("-")
+    return words.removeprefix("nvidia-").removeprefix("nvidia")[:40].strip("-")
 
 
 class SimFormat(Format):
