@@ -53,8 +53,16 @@ def test_the_committed_runs_cover_enough_cards(runs):
 
 def test_the_shipped_z_is_the_held_out_one():
     z = learned()["band_z"]
-    assert band_z() == z["value"] and 2.0 <= z["value"] <= 4.0
-    assert all(int(n) > 0 for n in z["healthy_fails_at_smaller"].values())
+    assert band_z() == z["value"] == max(z["by_class"].values())
+    assert all(2.0 <= x <= 4.0 for x in z["by_class"].values())
+    assert band_z(cls="latency") == z["by_class"]["latency"]
+    # each class's Z is the first at which its findings held: at the candidate before it,
+    # some did not
+    for cls, x in z["by_class"].items():
+        if x > 2.0:
+            before = z["healthy_fails_at_smaller"][str(round(x - 0.1, 1))]
+            assert before.get(cls, 0) > 0, (cls, x, before)
+    assert not z["healthy_fails"]
 
 
 def test_a_plugin_from_each_cards_pair_passes_every_other_cards_runs(judged):

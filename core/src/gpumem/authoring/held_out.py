@@ -20,7 +20,7 @@ from typing import Any
 
 from gpumem.authoring.learn import card_of, summarize, versions_beside
 from gpumem.authoring.new import derive_values
-from gpumem.contracts.allowances import band_z
+from gpumem.contracts.allowances import CLASSES, band_z, finding_class
 from gpumem.contracts.device import DeviceInfo
 from gpumem.contracts.findings import Expected, from_dict, status_of
 from gpumem.interop.compare import Source
@@ -123,11 +123,13 @@ def spreads_without(measurements: list[dict[str, Any]], dropped: dict[str, int],
 
 
 def held_out(measurements: list[dict[str, Any]], dropped: dict[str, int],
-             runs: list[WholeRun], z: float | None = None, *,
+             runs: list[WholeRun], z: float | dict[str, Any] | None = None, *,
              learnts: dict[str, dict[str, Any]] | None = None,
              regressions: bool = True) -> dict[str, Any]:
     """Every card's plugin judged on every other card's runs (see the module docstring),
-    at band Z ``z`` (default: the learned one): healthy failures by finding, and (with
+    at band Z ``z`` (one for every class, or by finding class: ``{"value": ...,
+    "by_class": ...}`` as the learned data hold it; default: the learned one): healthy
+    failures by finding, and (with
     ``regressions``) for each of :data:`REGRESSIONS` the (plugin card, run) pairs whose
     10 %-worse run passed. ``learnts``: :func:`spreads_without`, when already known."""
     learnts = learnts if learnts is not None else spreads_without(measurements, dropped, runs)
@@ -136,7 +138,8 @@ def held_out(measurements: list[dict[str, Any]], dropped: dict[str, int],
     missed: dict[str, list[tuple[str, str]]] = {n: [] for n in REGRESSIONS}
     tried: dict[str, int] = {n: 0 for n in REGRESSIONS}
     for card, pair in pairs(runs).items():
-        learnt = {**learnts[card], "band_z": {"value": band_z() if z is None else z}}
+        zs = z if isinstance(z, dict) else {"value": band_z() if z is None else z}
+        learnt = {**learnts[card], "band_z": zs}
         expected, versions = plugin(pair, learnt)
         for other in runs:
             if other.card == card:
@@ -157,24 +160,38 @@ def held_out(measurements: list[dict[str, Any]], dropped: dict[str, int],
 
 def learn_z(measurements: list[dict[str, Any]], dropped: dict[str, int],
             runs: list[WholeRun]) -> dict[str, Any]:
-    """The smallest of :data:`CANDIDATES` at which no healthy run of another card fails its
-    held-out plugins, with what that Z does (how many 10 %-worse runs still pass); the
-    largest candidate where none holds every run."""
+    """For each finding class, the smallest of :data:`CANDIDATES` at which no healthy run of
+    another card fails its held-out plugins in a finding of that class (the largest where
+    none holds every run), with what those Zs do (how many 10 %-worse runs still pass):
+    classes differ in their tails (an H100's latencies depend on where the chasing SM
+    sits), and one class's tail should not widen another's bands."""
     learnts = spreads_without(measurements, dropped, runs)
-    tried = []
-    for z in CANDIDATES:  # healthy runs only: the regressions are judged at the Z taken
+    units = {n: f.units for r in runs for (_x, n), f in r.source.findings.items()}
+    tried: list[tuple[float, dict[str, int]]] = []
+    for z in CANDIDATES:  # healthy runs only: the regressions are judged at the Zs taken
         got = held_out(measurements, dropped, runs, z, learnts=learnts, regressions=False)
-        tried.append((z, sum(got["healthy_fails"].values())))
-        if not got["healthy_fails"]:
+        by: dict[str, int] = {}
+        for name, n in got["healthy_fails"].items():
+            cls = finding_class(name, units.get(name, ""))
+            by[cls] = by.get(cls, 0) + n
+        tried.append((z, by))
+        if not by:
             break
-    got = held_out(measurements, dropped, runs, z, learnts=learnts)
+    by_class = {}
+    for cls in CLASSES:
+        holds = [z for z, by in tried if not by.get(cls)]
+        by_class[cls] = holds[0] if holds else tried[-1][0]
+    zs = {"value": max(by_class.values()), "by_class": by_class}
+    got = held_out(measurements, dropped, runs, zs, learnts=learnts)
     cards = sorted(pairs(runs))
-    return {"value": z,
-            "rule": "the smallest Z (2.0, 2.1, ...) at which every card's plugin, made from "
-                    "two of its runs with the spreads learned from the other cards only, "
-                    "holds every whole run of every other card",
+    return {**zs,
+            "rule": "for each finding class, the smallest Z (2.0, 2.1, ...) at which every "
+                    "card's plugin, made from two of its runs with the spreads learned from "
+                    "the other cards only, holds every whole run of every other card in the "
+                    "findings of that class (value: the largest)",
             "cards": cards,
             "healthy_fails_at_smaller": {str(a): b for a, b in tried if b},
+            "healthy_fails": got["healthy_fails"],
             "judged": got["judged"],
             "missed_regressions": {n: len(v) for n, v in got["missed"].items()},
             "regressions_judged": got["tried"]}

@@ -32,7 +32,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
-from gpumem.contracts.allowances import card_specific, model_band
+from gpumem.contracts.allowances import card_specific, learned_for, model_band
 from gpumem.contracts.errors import Interrupted, UsageError
 from gpumem.contracts.findings import NOT_MODELLED, Expected, Finding, kind_of, status_of
 from gpumem.contracts.generic import is_compute_capability, is_generic
@@ -97,11 +97,11 @@ class NewPlugin:
     def learned_from(self) -> str:
         """Whose cards the card-to-card allowances were learned from: this product's, or
         another model's (the one gpumem has measured on several cards)."""
-        from gpumem.contracts.allowances import learned
+        from gpumem.contracts.device import product_slug
 
-        data = learned()
+        data = learned_for(self.products)
         model = str(data.get("product", ""))
-        slugs = {re.sub(r"[^a-z0-9]+", "-", x.lower()).strip("-") for x in self.products}
+        slugs = {product_slug(x) for x in self.products}
         n = len(data.get("cards", []))
         if model in slugs:
             return f"gpumem's runs on {n} cards of this model ({model})"
@@ -318,7 +318,10 @@ def derive_values(sources: list[Source], allowances: dict[str, Any] | None = Non
 
     The band is :func:`gpumem.contracts.allowances.model_band`'s: the runs' own 95 %
     intervals + run to run + card to card, each part named in the value's source;
-    ``allowances``: the learned spreads to use (default: the shipped ones)."""
+    ``allowances``: the learned spreads to use (default: the shipped ones of the runs' GPU
+    model, :func:`gpumem.contracts.allowances.learned_for`)."""
+    if allowances is None:
+        allowances = learned_for(s.device.name for s in sources if s.device is not None)
     n = len(sources)
     cards = sorted({s.device.uuid[:12] for s in sources if s.device is not None})
     product = ", ".join(sorted({s.device.name for s in sources if s.device is not None}))

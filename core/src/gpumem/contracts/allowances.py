@@ -23,6 +23,12 @@ with ``Z`` = :data:`BAND_Z`, each part named in the value's source:
   with the runs given (each weighted by its degrees of freedom: two runs alone say little of
   a spread).
 
+Each GPU model has its own spreads: H100 SXMs' L2 latencies lie 277-290 cycles over ten cards
+(by where the chasing SM sits, as l2_twins found for contention) where H200s' lie within
+1.8 %, and plugins made from H100 runs with the H200s' spreads failed other healthy H100s 77
+times. A product gpumem has learned on its cards has its own file (:data:`PRODUCT_FILE`,
+:func:`learned`); any other takes the default's, the H200s', and says whose they are.
+
 The learned numbers ship as data (:data:`ALLOWANCES_FILE`, written by
 ``benchmarks/card_allowances.py`` from the committed multi-card runs, listing which cards
 and runs each number comes from), per finding where the data have it and per finding
@@ -31,9 +37,14 @@ re-derived as more cards are measured. A structural finding (a line size, a coun
 entries) has no band: it must be the same on every healthy card; the data list the
 structural findings that differed between cards of one model.
 
-Why ``Z`` = 2.6, and what it cannot do. Judged held out (each card's plugin made from two of
-its runs with the spreads learned from the other cards only, ``tests/test_plugin_bands.py``),
-on the committed runs of 2026-12-04 (nine cards' whole runs): at 2.6 no healthy run of another
+Why ``Z``, and what it cannot do. It is learned for each finding class, as the spreads are
+(:func:`gpumem.authoring.held_out.learn_z`; H200s: latencies 2.3, bandwidths and ratios 2.5,
+capacities and choices 2.0; H100s: latencies 4.0, the largest tried, choices 2.2, the rest
+2.0): one class's tail (an H100's latencies by where the chasing SM sits) should not widen
+another's bands. What follows is the single Z of 2026-12-04. Judged held out (each card's
+plugin made from two of its runs with the spreads learned from the other cards only,
+``tests/test_plugin_bands.py``), on the committed runs of 2026-12-04 (nine cards' whole
+runs): at 2.6 no healthy run of another
 card fails (0 of 8808 judgements; 3 fail at 2.4, all cp.async's low-occupancy speed-up, 21 at
 2.0), and a run made 10 % worse fails in lat.l2, lat.dram, bw.l1 and bw.l2 under every card's
 plugin. bw.dram_read is the exception: on one card gpumem read 4377-4546 GB/s in six
@@ -53,13 +64,23 @@ from __future__ import annotations
 
 import json
 import math
+import re
+from collections.abc import Iterable
 from dataclasses import dataclass
 from functools import cache
 from importlib import resources
 from typing import Any
 
-#: The learned allowances, beside this module.
+from gpumem.contracts.device import product_slug
+
+#: The learned allowances, beside this module: of the product gpumem has measured on the most
+#: cards (an H200), the default for any other; and ``allowances-PRODUCT.json`` of each other
+#: product it has measured on several cards (PRODUCT as
+#: :func:`gpumem.contracts.device.product_slug` spells it): H100s' L2 latencies differ by
+#: 4.6 % card to card where H200s' differ by 1.8 %, so spreads learned on H200s failed healthy
+#: H100s (tests/test_h100_runs.py).
 ALLOWANCES_FILE = "allowances.json"
+PRODUCT_FILE = "allowances-{}.json"
 #: d2(k): the expected range of k standard normal samples (k = 2 .. 15).
 D2 = {2: 1.128, 3: 1.693, 4: 2.059, 5: 2.326, 6: 2.534, 7: 2.704, 8: 2.847, 9: 2.970,
       10: 3.078, 11: 3.173, 12: 3.258, 13: 3.336, 14: 3.407, 15: 3.472}
@@ -69,11 +90,14 @@ D2 = {2: 1.128, 3: 1.693, 4: 2.059, 5: 2.326, 6: 2.534, 7: 2.704, 8: 2.847, 9: 2
 BAND_Z = 2.6
 
 
-def band_z(data: dict[str, Any] | None = None) -> float:
-    """The band's Z: the learned data's (``band_z.value``), else :data:`BAND_Z`."""
+def band_z(data: dict[str, Any] | None = None, cls: str = "") -> float:
+    """The band's Z: the learned data's for finding class ``cls`` (``band_z.by_class``:
+    each class's tails are its own; an H100's latencies need 4.0 where its bandwidths hold
+    at 2.0), else theirs for every class (``band_z.value``), else :data:`BAND_Z`."""
     data = learned() if data is None else data
     try:
-        z = float((data.get("band_z") or {}).get("value", BAND_Z))
+        learnt = data.get("band_z") or {}
+        z = float((learnt.get("by_class") or {}).get(cls, learnt.get("value", BAND_Z)))
     except (TypeError, ValueError, AttributeError):
         return BAND_Z
     return z if math.isfinite(z) and z > 0 else BAND_Z
@@ -138,17 +162,38 @@ class Allowance:
         unit, scale = ("", 1) if self.absolute else (" %", 100)
         return (f"sigma card to card {self.card_sigma * scale:.3g}{unit}, run to run "
                 f"{self.run_sigma * scale:.3g}{unit}: {of} over {self.cards} {self.product} "
-                f"cards, {self.runs} runs (gpumem's multi-card data, {ALLOWANCES_FILE})")
+                f"cards, {self.runs} runs (gpumem's multi-card data, {file_of(self.product)})")
+
+
+def file_of(product: str) -> str:
+    """The shipped file that holds ``product``'s learned allowances."""
+    default = learned().get("product")
+    return ALLOWANCES_FILE if not product or product == default else PRODUCT_FILE.format(product)
 
 
 @cache
-def learned() -> dict[str, Any]:
-    """The shipped allowances (:data:`ALLOWANCES_FILE`); empty where it is missing."""
-    try:
-        text = resources.files("gpumem.contracts").joinpath(ALLOWANCES_FILE).read_text()
-    except (FileNotFoundError, OSError):
-        return {}
-    return json.loads(text)
+def learned(product: str = "") -> dict[str, Any]:
+    """The shipped allowances of ``product`` (a :func:`~gpumem.contracts.device.product_slug`):
+    its own (:data:`PRODUCT_FILE`) where gpumem learned them on its cards, else the default
+    (:data:`ALLOWANCES_FILE`, whose ``product`` says whose they are); empty where neither is
+    there."""
+    names = [ALLOWANCES_FILE]
+    if product and re.fullmatch(r"[a-z0-9]+(-[a-z0-9]+)*", product):
+        names.insert(0, PRODUCT_FILE.format(product))
+    for name in names:
+        try:
+            text = resources.files("gpumem.contracts").joinpath(name).read_text()
+        except (FileNotFoundError, OSError):
+            continue
+        return json.loads(text)
+    return {}
+
+
+def learned_for(products: Iterable[str]) -> dict[str, Any]:
+    """The allowances for runs of the GPUs named ``products``: their model's where they are
+    of one model and gpumem learned it, else the default."""
+    slugs = {product_slug(p) for p in products}
+    return learned(slugs.pop() if len(slugs) == 1 else "")
 
 
 def allowance(name: str, units: str, data: dict[str, Any] | None = None,
@@ -291,7 +336,7 @@ def model_band(name: str, units: str, center: Any, runs: list[Any],
     band in its units (grid steps). ``experiment``: the one that measured the runs
     (:func:`allowance`)."""
     learnt = allowance(name, units, data, experiment)
-    z = band_z(data)
+    z = band_z(data, finding_class(name, units))
     absolute = finding_class(name, units) == "choice"
     n = max(1, len(runs))
     own_sd = _sd(runs, center, absolute)
@@ -350,7 +395,7 @@ def fleet_band(name: str, units: str, data: dict[str, Any] | None = None) -> Ban
     learnt = allowance(name, units, data)
     if not own or learnt is None or learnt.basis != "finding":
         return None
-    k, n, z = learnt.cards, learnt.runs, band_z(data)
+    k, n, z = learnt.cards, learnt.runs, band_z(data, finding_class(name, units))
     model = z * math.sqrt(learnt.card_sigma ** 2 * (1 + 1 / k)
                                + learnt.run_sigma ** 2 * (1 + 1 / n))
     # at least every healthy card seen: its median's distance from the center plus a run's
@@ -392,14 +437,19 @@ def fleet_values(data: dict[str, Any] | None = None) -> list[dict[str, Any]]:
 
 
 def fleet_expected(source: str, beside: dict[str, str] | None = None,
-                   data: dict[str, Any] | None = None) -> list[Any]:
+                   data: dict[str, Any] | None = None, product: str = "") -> list[Any]:
     """Expected values of the product gpumem's multi-card data measured (:func:`fleet_values`,
     measured findings only: nothing card-specific): each the median of its cards' medians
     with :func:`fleet_band`'s band, ``source`` then the cards and runs and each part of the
     band in its source, and what others published for it (``beside``: finding -> text)
-    after it."""
+    after it. ``product`` (a :func:`~gpumem.contracts.device.product_slug`): that product's
+    data, none where gpumem has not learned that product on its cards."""
     from gpumem.contracts.findings import Expected
 
+    if product:
+        data = learned(product)
+        if data.get("product") != product:
+            return []
     out = []
     for v in fleet_values(data):
         band: Band = v["band"]
@@ -428,7 +478,7 @@ def published_expected(name: str, value: Any, units: str, source: str, *,
     from gpumem.contracts.findings import Expected
 
     learnt = allowance(name, units, data)
-    z = band_z(data)
+    z = band_z(data, finding_class(name, units))
     sc = learnt.card_sigma if learnt else 0.0
     sr = learnt.run_sigma if learnt else 0.0
     cards = z * math.sqrt(2 * sc ** 2 + 2 * sr ** 2)

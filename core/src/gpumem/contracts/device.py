@@ -60,6 +60,12 @@ STREAM_KINDS = ("read", "write", "copy")
 LOAD_PATHS = ("ca", "cg", "nc", "tex")
 
 
+def product_slug(name: str) -> str:
+    """A GPU model's name as device keys and the learned allowances spell it (``NVIDIA H100
+    80GB HBM3``: ``nvidia-h100-80gb-hbm3``): letters and digits, hyphens between."""
+    return re.sub(r"[^A-Za-z0-9]+", "-", name).strip("-").lower()
+
+
 @dataclass(frozen=True)
 class DeviceInfo:
     """Static properties of a device, measured devices and simulated ones alike.
@@ -96,9 +102,14 @@ class DeviceInfo:
     extra: dict[str, Any] = field(default_factory=dict, hash=False, compare=False)
 
     @property
+    def product(self) -> str:
+        """The GPU model as the learned allowances name it (:func:`product_slug`)."""
+        return product_slug(self.name)
+
+    @property
     def key(self) -> str:
         """Filesystem-safe identifier: kind, index or config, name and UUID prefix."""
-        slug = re.sub(r"[^A-Za-z0-9]+", "-", self.name).strip("-").lower()
+        slug = product_slug(self.name)
         if slug.startswith(self.kind + "-"):
             slug = slug[len(self.kind) + 1:]
         tail = re.sub(r"[^A-Za-z0-9]", "", self.uuid.removeprefix(self.kind + "-"))[:8].lower()

@@ -796,11 +796,12 @@ def calibrated(plugins: PluginSet, src: Source, arch: str
                               f"and none can be built from the run: {e}") from None
     name = base.name
     cal = calibrate(base, src)
-    model = config_name(src.device.name) if src.device is not None else ""
+    device = src.device.name if src.device is not None else ""
+    model = config_name(device)
     cal.config.name = f"{model or name}-calibrated"
     if model and model != name:
         # the base modelled another GPU: its description would name that one
-        cal.config.description = (f"{src.device.name} calibrated from a gpumem run; every "
+        cal.config.description = (f"{device} calibrated from a gpumem run; every "
                                   f"parameter not measured is the '{name}' config's")
     return cal, name, assumed
 

@@ -4,13 +4,17 @@
   every measured finding gpumem's multi-card data have (:func:`gpumem.api.fleet_expected`):
   the median of the healthy H200s' medians (today fourteen cards,
   core/src/gpumem/contracts/allowances.json, re-derived from the committed runs by
-  benchmarks/card_allowances.py), its band 2.4 standard deviations of a run of another card
-  about that median, the card-to-card and run-to-run spreads learned from the same runs; the
-  figures others published for the H200 or its GH100 die (RRZE gpu-benches, Luo et al.)
-  kept beside each in its source. Plus the structural values every healthy H200 gave
+  benchmarks/card_allowances.py), its band Z standard deviations of a run of another card
+  about that median (Z learned for the finding's class, 2.0-2.5) and at least as far as
+  every healthy card seen strayed, the card-to-card and run-to-run spreads learned from the
+  same runs; the figures others published for the H200 or its GH100 die (RRZE gpu-benches,
+  Luo et al.) kept beside each in its source. Plus the structural values every healthy H200 gave
   (the TLB's geometry, the L2 fill unit) and the L2 slices ``l2_hash`` counted on two (94):
   exact.
-* **H100** (a CUDA device named "H100"): the figures Manjunath & Ramachandra, "Concurrency
+* **H100 SXM** (a CUDA device named "NVIDIA H100 80GB HBM3"): as the H200, from gpumem's
+  runs on ten healthy H100s (allowances-nvidia-h100-80gb-hbm3.json), the figures below kept
+  beside each in its source and taken where the fleet is silent.
+* **Another H100** (a CUDA device named "H100"): the figures Manjunath & Ramachandra, "Concurrency
   Response of Plain Global Loads on the NVIDIA H100" (2026), published (the latency ladder in
   ns, the K = 8 over K = 2 drop, the share of the datasheet bandwidth streaming reads reach)
   and MT4G's H100 L1 capacity, each band from the same model
@@ -153,6 +157,7 @@ NOT_SIMULATED: dict[str, str] = {
 }
 
 FLEET = "gpumem on healthy H200 SXM cards"
+FLEET_H100 = "gpumem on healthy H100 SXM cards"
 
 
 def _die_values() -> list[Expected]:
@@ -200,6 +205,13 @@ def _property_values(device: DeviceInfo) -> list[Expected]:
 
 
 def _h100_values(device: DeviceInfo) -> list[Expected]:
+    """:func:`_h100_published`, the share of the datasheet's bandwidth where the device
+    states one."""
+    return [e for e in _h100_published()
+            if device.peak_bandwidth_gbs or e.name != "bw.dram_read_fraction"]
+
+
+def _h100_published() -> list[Expected]:
     """The H100 study's published figures (and MT4G's L1), bands from the model."""
     tool, why = tool_allowance()
     study = H100_STUDY
@@ -227,11 +239,15 @@ def _h100_values(device: DeviceInfo) -> list[Expected]:
                            "256 KB L1 + shared memory at maximum L1", tool=tool, tool_why=why),
     ]
     out.append(Expected("l2_slices.slices", 80, H100_SLICES, "1", rel_tol=0.0))
-    if device.peak_bandwidth_gbs:
-        out.append(published_expected("bw.dram_read_fraction", 0.925, "1", study + ": "
-                                      "streaming reads reach 91-94 % of the datasheet",
-                                      spread=0.016, tool=tool, tool_why=why))
+    out.append(published_expected("bw.dram_read_fraction", 0.925, "1", study + ": "
+                                  "streaming reads reach 91-94 % of the datasheet",
+                                  spread=0.016, tool=tool, tool_why=why))
     return out
+
+
+def _published_h100() -> dict[str, str]:
+    """The H100 figures others published, by finding, kept beside the H100 fleet's values."""
+    return {e.name: e.source.split(" (band", 1)[0] for e in _h100_published()}
 
 
 def _gh200_values() -> list[Expected]:
@@ -252,7 +268,14 @@ def expected_values(device: DeviceInfo) -> list[Expected]:
         have = {e.name for e in out}  # the device's properties only where the fleet is silent
         out += [e for e in _property_values(device) if e.name not in have]
     elif "H100" in device.name.upper():
-        out += _h100_values(device) + _property_values(device)
+        # a real card of the model gpumem measured on several: its fleet's values, the
+        # published figures where the fleet is silent
+        fleet = fleet_expected(FLEET_H100, beside=_published_h100(),
+                               product=device.product) if device.kind == "cuda" else []
+        out += fleet
+        have = {e.name for e in out}
+        out += [e for e in _h100_values(device) + _property_values(device)
+                if e.name not in have]
     elif "GH200" in device.name.upper():
         out += _gh200_values()
         out += _property_values(device)
