@@ -187,3 +187,48 @@ def test_the_farthest_card_seen_stays_inside_the_fleet_band():
             "band_z": {"value": 2.5}}
     band = fleet_band("dsmem.remote_extra", "cycle", data)
     assert band is not None and center * (1 + band.rel_tol) >= 178.1
+
+
+def test_a_model_gpumem_has_not_learned_takes_the_widest_spreads_of_those_it_has():
+    """Runs of a GPU model no learned data describe (an A100 here) get, finding by finding,
+    the spreads of whichever learned model strays furthest (H100s' L2 latency, H200s' DRAM
+    bandwidth), each named with its model and file, and every class's largest Z: H100s'
+    cards stray twice as far as H200s' in places, so one model's spreads are no floor for
+    another's."""
+    from gpumem.contracts.allowances import band_z, learned_for, learned_products, widest
+
+    products = learned_products()
+    assert products[0] == "nvidia-h200" and "nvidia-h100-80gb-hbm3" in products
+    data = learned_for(["NVIDIA A100-SXM4-80GB"])
+    assert data is widest() and data["widest"] == products
+    models = [learned(p) for p in products]
+    for name, entry in data["findings"].items():
+        mine = allowance(name, entry.get("units", ""), data)
+        for other in models:
+            theirs = allowance(name, entry.get("units", ""), other)
+            if mine is None or theirs is None or theirs.basis != "finding":
+                continue
+            assert 2 * mine.card_sigma ** 2 + mine.run_sigma ** 2 >= \
+                2 * theirs.card_sigma ** 2 + theirs.run_sigma ** 2 - 1e-12, name
+    lat = allowance("lat.l2", "cycle", data)
+    assert lat is not None and "nvidia-h100-80gb-hbm3 cards" in lat.text("lat.l2")
+    assert "allowances-nvidia-h100-80gb-hbm3.json" in lat.text("lat.l2")
+    for cls in ("latency", "bandwidth", "capacity"):
+        assert band_z(data, cls) == max(band_z(m, cls) for m in models)
+    # a model gpumem learned gets its own; runs of two models, the widest; a name is no path
+    assert learned_for(["NVIDIA H200"])["product"] == "nvidia-h200"
+    assert learned_for(["NVIDIA H100 80GB HBM3"])["product"] == "nvidia-h100-80gb-hbm3"
+    assert learned_for(["NVIDIA H200", "NVIDIA H100 80GB HBM3"]) is widest()
+    assert learned("../../contracts/allowances") == learned()
+
+
+@pytest.mark.parametrize("products, says", [
+    (["NVIDIA H100 80GB HBM3"], "cards of this model (nvidia-h100-80gb-hbm3)"),
+    (["NVIDIA H200"], "cards of this model (nvidia-h200)"),
+    (["NVIDIA A100-SXM4-80GB"], "each spread the widest of theirs (nvidia-h200, "
+                                "nvidia-h100-80gb-hbm3): none of this model")])
+def test_a_generated_plugin_says_whose_spreads_its_bands_take(tmp_path, products, says):
+    from gpumem.authoring.new import NewPlugin
+
+    p = NewPlugin("x", tmp_path, "9.0", products, ["gpu1"], ["run1"], [], [], "", "0")
+    assert says in p.learned_from

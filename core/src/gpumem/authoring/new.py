@@ -95,8 +95,8 @@ class NewPlugin:
 
     @property
     def learned_from(self) -> str:
-        """Whose cards the card-to-card allowances were learned from: this product's, or
-        another model's (the one gpumem has measured on several cards)."""
+        """Whose cards the card-to-card allowances were learned from: this model's, or,
+        where gpumem has learned none of it, the widest of the models it has learned."""
         from gpumem.contracts.device import product_slug
 
         data = learned_for(self.products)
@@ -105,6 +105,9 @@ class NewPlugin:
         n = len(data.get("cards", []))
         if model in slugs:
             return f"gpumem's runs on {n} cards of this model ({model})"
+        if data.get("widest"):
+            return (f"gpumem's runs on {n} cards of other models, each spread the widest of "
+                    f"theirs ({', '.join(data['widest'])}): none of this model")
         return f"gpumem's runs on {n} cards of another model ({model or 'none'})"
 
     @property

@@ -27,7 +27,8 @@ Each GPU model has its own spreads: H100 SXMs' L2 latencies lie 277-290 cycles o
 (by where the chasing SM sits, as l2_twins found for contention) where H200s' lie within
 1.8 %, and plugins made from H100 runs with the H200s' spreads failed other healthy H100s 77
 times. A product gpumem has learned on its cards has its own file (:data:`PRODUCT_FILE`,
-:func:`learned`); any other takes the default's, the H200s', and says whose they are.
+:func:`learned`); runs of any other take, finding by finding, the widest any learned model
+shows (:func:`widest`), each named with its model.
 
 The learned numbers ship as data (:data:`ALLOWANCES_FILE`, written by
 ``benchmarks/card_allowances.py`` from the committed multi-card runs, listing which cards
@@ -191,9 +192,64 @@ def learned(product: str = "") -> dict[str, Any]:
 
 def learned_for(products: Iterable[str]) -> dict[str, Any]:
     """The allowances for runs of the GPUs named ``products``: their model's where they are
-    of one model and gpumem learned it, else the default."""
+    of one model and gpumem learned it, else :func:`widest` (a model gpumem has not
+    measured on several cards may stray as far as any it has)."""
     slugs = {product_slug(p) for p in products}
-    return learned(slugs.pop() if len(slugs) == 1 else "")
+    if len(slugs) == 1:
+        (slug,) = slugs
+        data = learned(slug)
+        if data.get("product") == slug:
+            return data
+    return widest()
+
+
+def learned_products() -> list[str]:
+    """The GPU models gpumem learned allowances of: the default's first."""
+    names = [f.name for f in resources.files("gpumem.contracts").iterdir()]
+    others = sorted(n[len("allowances-"):-len(".json")] for n in names
+                    if n.startswith("allowances-") and n.endswith(".json"))
+    default = str(learned().get("product", ""))
+    return [p for p in [default, *others] if p]
+
+
+@cache
+def widest() -> dict[str, Any]:
+    """Every learned model's allowances merged, each the widest any model shows (each
+    finding's and class's spreads, card to card and run to run as that model's runs gave
+    them, naming it; each class's Z; the card-specific findings of all): for runs of a model
+    gpumem has not learned, whose cards may stray as far as an H100's do where an H200's
+    stay within 1.8 %."""
+    datas = [learned(p) for p in learned_products()]
+    if len(datas) < 2:
+        return learned()
+    out: dict[str, Any] = {"product": " / ".join(str(d.get("product")) for d in datas),
+                           "widest": [str(d.get("product")) for d in datas],
+                           "cards": sorted({c for d in datas for c in d.get("cards", [])}),
+                           "findings": {}, "classes": {}, "card_specific": {}}
+
+    def wider(entries: list[tuple[str, dict[str, Any]]]) -> dict[str, Any]:
+        """The entry whose run of another card strays furthest: 2 card**2 + run**2."""
+        def spread(pe: tuple[str, dict[str, Any]]) -> float:
+            e = pe[1]
+            x = e.get("card_sigma")
+            card = -1.0 if x is None else float(x)
+            run = max(float(e.get("run_sigma") or 0.0),
+                      float(e.get("run_max") or 0.0) / RUN_MAX_SIGMAS)
+            return 2 * card ** 2 + run ** 2 if math.isfinite(card) and card >= 0 else -1.0
+        product, best = max(entries, key=spread)
+        return {**best, "product": product}
+
+    for part in ("findings", "classes"):
+        for name in sorted({n for d in datas for n in d.get(part, {})}):
+            out[part][name] = wider([(str(d.get("product")), d[part][name]) for d in datas
+                                     if name in d.get(part, {})])
+    for d in datas:
+        out["card_specific"].update(d.get("card_specific", {}))
+    zs = [d.get("band_z") or {} for d in datas]
+    classes = {c for z in zs for c in (z.get("by_class") or {})}
+    out["band_z"] = {"value": max(band_z(d) for d in datas),
+                     "by_class": {c: max(band_z(d, c) for d in datas) for c in classes}}
+    return out
 
 
 def allowance(name: str, units: str, data: dict[str, Any] | None = None,
@@ -204,7 +260,6 @@ def allowance(name: str, units: str, data: dict[str, Any] | None = None,
     random lines, so l2_slices' spread says nothing of its own), else its class's; ``None``
     where the data know neither."""
     data = learned() if data is None else data
-    product = str(data.get("product", ""))
     own = data.get("findings", {}).get(name)
     if own and experiment and own.get("experiments") and \
             experiment not in own["experiments"]:
@@ -218,12 +273,17 @@ def allowance(name: str, units: str, data: dict[str, Any] | None = None,
         # a heavy tail (one slow run in a dozen) the standard deviation underestimates: the
         # largest deviation of a dozen or more runs is at least two of it
         run = max(run, float(own.get("run_max", 0.0) or 0.0) / RUN_MAX_SIGMAS)
-        return Allowance(float(own["card_sigma"]), run,
-                         int(own["cards"]), int(own["runs"]), "finding", product, absolute)
+        return Allowance(float(own["card_sigma"]), run, int(own["cards"]), int(own["runs"]),
+                         "finding", _product(own, data), absolute)
     if c:
         return Allowance(float(c["card_sigma"]), float(c["run_sigma"]),
-                         int(c["cards"]), int(c["runs"]), cls, product, absolute)
+                         int(c["cards"]), int(c["runs"]), cls, _product(c, data), absolute)
     return None
+
+
+def _product(entry: dict[str, Any], data: dict[str, Any]) -> str:
+    """The model whose runs a learned spread is from (:func:`widest` names each its own)."""
+    return str(entry.get("product") or data.get("product", ""))
 
 
 #: Findings indexed by labels a run's analysis gives (the L2 slice groups, numbered by size
