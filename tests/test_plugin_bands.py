@@ -132,3 +132,16 @@ def test_a_finding_from_a_manifest_round_trips():
     g = from_dict("lat.l2", f.as_dict())
     assert (g.value, g.interval, g.units, g.kind) == (284.0, (283.0, 285.0), "cycle",
                                                       "measured")
+
+
+def test_the_fleets_values_made_without_a_card_hold_its_runs(runs):
+    """hopper's H200 values are the fleet's (the median of the cards' medians): made from
+    every card but one, at the fleet Zs learned so (``band_z.fleet_by_class``), they hold
+    every whole run of the card left out."""
+    from gpumem.authoring.held_out import fleet_held_out
+    from gpumem.authoring.learn import read_runs
+
+    mod = _script()
+    measurements, dropped = read_runs(get_plugins(), mod.default_folders())
+    got = fleet_held_out(measurements, dropped, runs, learned()["band_z"])
+    assert got["judged"] >= 1000 and not got["healthy_fails"], got["healthy_fails"]

@@ -20,7 +20,7 @@ from typing import Any
 
 from gpumem.authoring.learn import card_of, summarize, versions_beside
 from gpumem.authoring.new import derive_values
-from gpumem.contracts.allowances import CLASSES, band_z, finding_class
+from gpumem.contracts.allowances import CLASSES, band_z, finding_class, fleet_expected
 from gpumem.contracts.device import DeviceInfo
 from gpumem.contracts.findings import Expected, from_dict, status_of
 from gpumem.interop.compare import Source
@@ -87,7 +87,7 @@ def worse(name: str) -> float:
     return 1.1 if name.startswith("lat.") else 0.9
 
 
-def judge(expected: dict[str, tuple[str, Expected]], versions: dict[str, str],
+def judge(expected: dict[str, tuple[str, Expected]], versions: dict[str, str] | None,
           run: WholeRun, shift: dict[str, float] | None = None
           ) -> tuple[list[tuple], int]:
     """(fails, judged) of ``run`` against ``expected``, only experiments measured at one
@@ -156,6 +156,63 @@ def held_out(measurements: list[dict[str, Any]], dropped: dict[str, int],
                     if not any(x[0] == name for x in worse_bad):
                         missed[name].append((card, other.source.label))
     return {"judged": judged, "healthy_fails": fails, "missed": missed, "tried": tried}
+
+
+def fleet_held_out(measurements: list[dict[str, Any]], dropped: dict[str, int],
+                   runs: list[WholeRun], z: float | dict[str, Any], *,
+                   learnts: dict[str, dict[str, Any]] | None = None) -> dict[str, Any]:
+    """Each card's whole runs judged by the fleet's values (:func:`gpumem.contracts.
+    allowances.fleet_expected`, what hopper judges a card of the model by) made from every
+    *other* card's measurements, at fleet Z ``z`` (one for every class, or as the learned
+    data hold them): the healthy failures by finding."""
+    cards = sorted({r.card for r in runs})
+    learnts = learnts if learnts is not None else {
+        card: summarize([m for m in measurements if m["card"] != card], dropped)
+        for card in cards}
+    fails: dict[str, int] = {}
+    judged = 0
+    for card in cards:
+        data = {**learnts[card], "band_z": z if isinstance(z, dict) else {"value": z}}
+        expected = {e.name: (e.experiment, e) for e in fleet_expected("", data=data)}
+        for run in (r for r in runs if r.card == card):
+            bad, n = judge(expected, None, run)
+            judged += n
+            for name, *_rest in bad:
+                fails[name] = fails.get(name, 0) + 1
+    return {"judged": judged, "healthy_fails": fails}
+
+
+def learn_fleet_z(measurements: list[dict[str, Any]], dropped: dict[str, int],
+                  runs: list[WholeRun]) -> dict[str, Any]:
+    """For each finding class, the smallest of :data:`CANDIDATES` at which the fleet's
+    values made without a card hold every whole run of it (:func:`fleet_held_out`; the
+    largest where none does): an eleventh H100 read l2.near_size 9.5 % above ten cards'
+    center, where their farthest lay 6.0 % from it."""
+    cards = sorted({r.card for r in runs})
+    learnts = {card: summarize([m for m in measurements if m["card"] != card], dropped)
+               for card in cards}
+    units = {n: f.units for r in runs for (_x, n), f in r.source.findings.items()}
+    tried: list[tuple[float, dict[str, int], int]] = []
+    for z in CANDIDATES:
+        got = fleet_held_out(measurements, dropped, runs, z, learnts=learnts)
+        by: dict[str, int] = {}
+        for name, n in got["healthy_fails"].items():
+            cls = finding_class(name, units.get(name, ""))
+            by[cls] = by.get(cls, 0) + n
+        tried.append((z, by, got["judged"]))
+        if not by:
+            break
+    by_class = {}
+    for cls in CLASSES:
+        holds = [z for z, by, _n in tried if not by.get(cls)]
+        by_class[cls] = holds[0] if holds else tried[-1][0]
+    return {"fleet_by_class": by_class,
+            "fleet_rule": "for each finding class, the smallest Z (2.0, 2.1, ...) at which the "
+                          "fleet's values made from every other card hold every whole run of "
+                          "a card in the findings of that class",
+            "fleet_cards": cards,
+            "fleet_fails_at_smaller": {str(a): b for a, b, _n in tried if b},
+            "fleet_judged": tried[-1][2]}
 
 
 def learn_z(measurements: list[dict[str, Any]], dropped: dict[str, int],

@@ -23,9 +23,9 @@ with ``Z`` = :data:`BAND_Z`, each part named in the value's source:
   with the runs given (each weighted by its degrees of freedom: two runs alone say little of
   a spread).
 
-Each GPU model has its own spreads: H100 SXMs' L2 latencies lie 277-290 cycles over ten cards
+Each GPU model has its own spreads: H100 SXMs' L2 latencies lie 277-290 cycles over eleven cards
 (by where the chasing SM sits, as l2_twins found for contention) where H200s' lie within
-1.8 %, and plugins made from H100 runs with the H200s' spreads failed other healthy H100s 77
+1.8 %, and plugins made from H100 runs with the H200s' spreads failed other healthy H100s 114
 times. A product gpumem has learned on its cards has its own file (:data:`PRODUCT_FILE`,
 :func:`learned`); runs of any other take, finding by finding, the widest any learned model
 shows (:func:`widest`), each named with its model.
@@ -91,14 +91,18 @@ D2 = {2: 1.128, 3: 1.693, 4: 2.059, 5: 2.326, 6: 2.534, 7: 2.704, 8: 2.847, 9: 2
 BAND_Z = 2.6
 
 
-def band_z(data: dict[str, Any] | None = None, cls: str = "") -> float:
+def band_z(data: dict[str, Any] | None = None, cls: str = "", fleet: bool = False) -> float:
     """The band's Z: the learned data's for finding class ``cls`` (``band_z.by_class``:
     each class's tails are its own; an H100's latencies need 4.0 where its bandwidths hold
-    at 2.0), else theirs for every class (``band_z.value``), else :data:`BAND_Z`."""
+    at 2.0; with ``fleet``, ``band_z.fleet_by_class``: the fleet's values judged on a card
+    left out of them), else theirs for every class (``band_z.value``), else
+    :data:`BAND_Z`."""
     data = learned() if data is None else data
     try:
         learnt = data.get("band_z") or {}
-        z = float((learnt.get("by_class") or {}).get(cls, learnt.get("value", BAND_Z)))
+        table = (learnt.get("fleet_by_class") if fleet else None) or \
+            learnt.get("by_class") or {}
+        z = float(table.get(cls, learnt.get("value", BAND_Z)))
     except (TypeError, ValueError, AttributeError):
         return BAND_Z
     return z if math.isfinite(z) and z > 0 else BAND_Z
@@ -455,7 +459,7 @@ def fleet_band(name: str, units: str, data: dict[str, Any] | None = None) -> Ban
     learnt = allowance(name, units, data)
     if not own or learnt is None or learnt.basis != "finding":
         return None
-    k, n, z = learnt.cards, learnt.runs, band_z(data, finding_class(name, units))
+    k, n, z = learnt.cards, learnt.runs, band_z(data, finding_class(name, units), fleet=True)
     model = z * math.sqrt(learnt.card_sigma ** 2 * (1 + 1 / k)
                                + learnt.run_sigma ** 2 * (1 + 1 / n))
     # at least every healthy card seen: its median's distance from the center plus a run's
