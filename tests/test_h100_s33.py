@@ -109,3 +109,38 @@ def test_its_slices_split_at_the_other_cards_rate():
         assert judged >= 10 and not fails, fails
         fails, _n = judge(expected, versions, run, {"l2_twins.slice_bandwidth": 0.9})
         assert [x[0] for x in fails] == ["l2_twins.slice_bandwidth"]
+
+
+HELD_OUT = Path(__file__).parent / "data" / "h100-s33" / "held-out" / "gpu98a43-job"
+
+
+def test_a_twelfth_card_no_band_learned_from_passes_them_and_its_regressions_fail(h100):
+    """GPU-98a439bb, in no learned data: both runs pass hopper's H100 fleet values and every
+    one-card H100 plugin (H100 spreads; with the H200s' they failed it), and each made 10 %
+    worse fails the fleet's values, and every plugin but in the L2 latency (4 of 12)."""
+    from gpumem.contracts.allowances import learned as learned_data
+    from gpumem.contracts.device import DeviceInfo
+
+    _m, _d, runs = h100
+    mine = [whole_run(p) for p in sorted(HELD_OUT.glob("all*/manifest.json"))]
+    assert len(mine) == 2 and {r.card for r in mine} == {"gpu98a43"}
+    assert "gpu98a43" not in learned_data(H100)["cards"]
+    device = DeviceInfo(kind="cuda", name="NVIDIA H100 80GB HBM3", compute_capability="9.0",
+                        sm_count=132, l2_bytes=50 << 20, memory_bytes=80 << 30,
+                        clock_mhz=1980.0, peak_bandwidth_gbs=3352.3)
+    fleet = {e.name: ("", e) for e in get_plugins().expected_values("hopper", device)}
+    missed = dict.fromkeys(REGRESSIONS, 0)
+    for run in mine:
+        fails, judged = judge(fleet, None, run)
+        assert judged >= 70 and not fails, fails
+        for name in REGRESSIONS:
+            bad, _n = judge(fleet, None, run, {name: worse(name)})
+            assert any(x[0] == name for x in bad), (run.source.label, name)
+        for card, pair in pairs(runs).items():
+            expected, versions = plugin(pair, None)
+            fails, _n = judge(expected, versions, run)
+            assert not fails, (card, fails)
+            for name in REGRESSIONS:
+                bad, _n = judge(expected, versions, run, {name: worse(name)})
+                missed[name] += not any(x[0] == name for x in bad)
+    assert missed["lat.l2"] <= 5 and not any(missed[n] for n in REGRESSIONS if n != "lat.l2")
