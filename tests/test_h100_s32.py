@@ -17,7 +17,7 @@ import numpy as np
 import pytest
 import xarray as xr
 from gpumem.experiments import l2_twins as tw
-from helpers import twins_on_exported_sim
+from helpers import twins_on_exported_sim, twins_runs_reanalysed
 
 DATA = Path(__file__).parent / "data" / "h100-s32"
 
@@ -136,21 +136,10 @@ def test_a_plugin_from_one_cards_version_2_runs_holds_the_others():
     fails, the rate among what is judged; a run whose rate is 10 % lower fails."""
     from dataclasses import replace
 
-    from gpumem.authoring.held_out import judge, plugin, whole_run
+    from gpumem.authoring.held_out import judge, plugin
     from gpumem.contracts.findings import Finding
 
-    def runs(card: str) -> list:
-        out = []
-        for p in sorted((DATA / card).glob("tw*/manifest.json")):
-            run = whole_run(p)
-            (nc,) = sorted(p.parent.glob("*/l2_twins-*.nc"))
-            with xr.open_dataset(nc) as ds:
-                found = {("l2_twins", f.name): f for f in tw.L2Twins().analyze(ds.load())}
-            out.append(replace(run, versions={"l2_twins": "2"},
-                               source=replace(run.source, findings=found)))
-        return out
-
-    cards = {c: runs(c) for c in ("gpud6068-all", "gpua2f55-all")}
+    cards = {c: twins_runs_reanalysed(DATA / c) for c in ("gpud6068-all", "gpua2f55-all")}
     for made, other in (("gpud6068-all", "gpua2f55-all"), ("gpua2f55-all", "gpud6068-all")):
         expected, versions = plugin(cards[made], None)
         assert "l2_twins.slice_bandwidth" in expected

@@ -4,11 +4,9 @@ Z is now learned on cards left out of the fleet."""
 
 from __future__ import annotations
 
-from dataclasses import replace
 from pathlib import Path
 
 import pytest
-import xarray as xr
 from gpumem.authoring.held_out import (
     REGRESSIONS,
     fleet_held_out,
@@ -20,9 +18,8 @@ from gpumem.authoring.held_out import (
 )
 from gpumem.authoring.learn import read_runs, summarize
 from gpumem.contracts.allowances import learned
-from gpumem.experiments import l2_twins as tw
 from gpumem.plugin.registry import get_plugins
-from helpers import benchmark_script
+from helpers import benchmark_script, twins_runs_reanalysed
 
 DATA = Path(__file__).parent / "data" / "h100-s33" / "gpu85425-job"
 CARD = "gpu85425"
@@ -82,27 +79,15 @@ def test_the_ten_cards_fleet_failed_its_l2_near_size_and_the_learned_fleet_z_hol
     assert "l2.near_size" not in at["healthy_fails"]
 
 
-def _twins(folder: Path) -> list:
-    out = []
-    for p in sorted(folder.glob("tw*/manifest.json")):
-        run = whole_run(p)
-        (nc,) = sorted(p.parent.glob("*/l2_twins-*.nc"))
-        with xr.open_dataset(nc) as ds:
-            found = {("l2_twins", f.name): f for f in tw.L2Twins().analyze(ds.load())}
-        out.append(replace(run, versions={"l2_twins": "2"},
-                           source=replace(run.source, findings=found)))
-    return out
-
-
 def test_its_slices_split_at_the_other_cards_rate():
     """l2_twins version 2 on a third card: every pair split, the slice answering 604-606
     B/cycle, and the plugin from GPU-a2f55277's two runs holds both runs."""
-    mine = _twins(DATA / "twins")
+    mine = twins_runs_reanalysed(DATA / "twins")
     for run in mine:
         f = {n: x for (_e, n), x in run.source.findings.items()}
         assert f["l2_twins.groups_split"].value == 8 and f["l2_twins.agreement"].value == 1.0
         assert 600 <= f["l2_twins.slice_bandwidth"].value <= 610
-    other = _twins(Path(__file__).parent / "data" / "h100-s32" / "gpua2f55-all")
+    other = twins_runs_reanalysed(Path(__file__).parent / "data" / "h100-s32" / "gpua2f55-all")
     expected, versions = plugin(other, None)
     for run in mine:
         fails, judged = judge(expected, versions, run)
