@@ -2,7 +2,7 @@
 each; tests/data/h100-s27: a third card, two runs with l2_bandwidth; 2026-12-06, the tool
 gave H100s for H200 calls), and the H100s' own learned spreads
 (allowances-nvidia-h100-80gb-hbm3.json, from the whole runs of tests/data/h100-s26..s29 and
-h100-s33: eleven cards), which a plugin made from H100 runs takes and hopper's H100 fleet values are.
+h100-s33: twelve cards), which a plugin made from H100 runs takes and hopper's H100 fleet values are.
 
 The first H100 runs gpumem made under ``--check`` failed one published value on every run:
 the H100 study's K = 8 over K = 2 drop (-35 %) was judged on the coalesced ordering, which
@@ -61,7 +61,7 @@ def test_the_ilp_drop_is_judged_on_the_ordering_that_shows_it():
     assert any(n == "ilp.k8_vs_k2" for n, *_ in fails)
 
 
-# -- the H100s' own spreads (2026-12-06): eleven cards' whole runs, learned as the H200s' are --
+# -- the H100s' own spreads (2026-12-06): twelve cards' whole runs, learned as the H200s' are --
 
 def _h100_whole_runs():
     mod = benchmark_script("card_allowances")
@@ -82,7 +82,7 @@ def h100_held_out():
 
 def test_the_h100s_spreads_are_their_own():
     """A plugin made from H100 runs takes the H100s' learned spreads, not the H200s': H100s'
-    L2 latencies lie 277-290 cycles over eleven cards (4.6 %), H200s' within 1.8 %."""
+    L2 latencies lie 277-290 cycles over twelve cards (4.6 %), H200s' within 1.8 %."""
     h100, h200 = learned(H100.product), learned()
     assert h100["product"] == "nvidia-h100-80gb-hbm3" and len(h100["cards"]) >= 10
     assert h200["product"] == "nvidia-h200"
@@ -103,7 +103,7 @@ def test_the_h100s_spreads_are_their_own():
 
 def test_the_h200s_spreads_failed_healthy_h100s():
     """Why: each H100 card's plugin made with the H200s' spreads failed other healthy
-    H100s' runs (114 judgements over eleven cards; L2 latency 288-290 against 277-280)."""
+    H100s' runs (135 judgements over twelve cards; L2 latency 288-290 against 277-280)."""
     from gpumem.authoring.held_out import pairs, plugin
 
     _mod, runs = _h100_whole_runs()
@@ -118,13 +118,15 @@ def test_the_h200s_spreads_failed_healthy_h100s():
 
 def test_a_plugin_from_an_h100_holds_the_other_h100s(h100_held_out):
     """At the Zs learned held out on them (latencies 4.0, the largest tried; bandwidths,
-    ratios and capacities 2.0; choices 2.2): of 7,694 judgements one fails, by half a
-    cycle: GPU-fd311's L2 near latency from the SM map, 455 cycles on both its runs where
-    the ten other cards read 459-460, is no card's but its own."""
+    ratios and capacities 2.0; choices 2.3): of 10,193 judgements two fail, both
+    GPU-d9505's distributed shared memory latency (216.3 cycles where the plugin of
+    GPU-6cc50, 209.3, allows 7 less): a card unlike any other in one finding. (With eleven
+    cards it was GPU-fd311's SM-map near latency, 455 cycles where ten read 459-460.)"""
     _runs, got = h100_held_out
-    assert got["judged"] >= 5000
-    assert set(got["healthy_fails"]) <= {"l2.sm_map_near_latency"}
-    assert sum(got["healthy_fails"].values()) <= 1
+    assert got["judged"] >= 10000
+    assert set(got["healthy_fails"]) <= {"l2.sm_map_near_latency", "lat.dsmem",
+                                         "dsmem.remote_extra"}
+    assert sum(got["healthy_fails"].values()) <= 2
 
 
 @pytest.mark.parametrize("name", [n for n in REGRESSIONS if n != "lat.l2"])
@@ -136,7 +138,7 @@ def test_an_h100_run_ten_percent_worse_fails_under_every_h100_plugin(h100_held_o
 def test_an_l2_latency_ten_percent_longer_is_caught_by_most_h100_plugins(h100_held_out):
     """H100s' L2 latencies lie 277-290 cycles card to card, and at the Z that holds every
     healthy H100 a plugin's band is 8-9 % wide, so a run 10 % longer can still reach into
-    it: 20 of 90 such runs are undecided or pass under a one-card plugin (the H100 fleet's
+    it: 24 of 119 such runs are undecided or pass under a one-card plugin (the H100 fleet's
     values, hopper's, catch them: below)."""
     _runs, got = h100_held_out
     assert len(got["missed"]["lat.l2"]) <= 0.35 * got["tried"]["lat.l2"]

@@ -23,6 +23,8 @@ from helpers import benchmark_script, twins_runs_reanalysed
 
 DATA = Path(__file__).parent / "data" / "h100-s33" / "gpu85425-job"
 CARD = "gpu85425"
+#: the card measured after it, learned from since (its second run's l2.size failed too)
+NEXT = "gpu43e88"
 H100 = "nvidia-h100-80gb-hbm3"
 
 
@@ -36,7 +38,7 @@ def h100():
 
 
 def test_the_card_is_learned_from_now():
-    assert CARD in learned(H100)["cards"] and len(learned(H100)["cards"]) == 11
+    assert {CARD, NEXT} <= set(learned(H100)["cards"]) and len(learned(H100)["cards"]) == 12
 
 
 def test_every_other_cards_plugin_held_it_when_it_was_unseen(h100):
@@ -44,10 +46,10 @@ def test_every_other_cards_plugin_held_it_when_it_was_unseen(h100):
     before this one (the other nine): none fails either run of it, and each run made 10 %
     worse fails but in the L2 latency (4 of 10 missed: the H100s' 4.6 % card to card)."""
     measurements, dropped, runs = h100
-    before = [m for m in measurements if m["card"] != CARD]
+    before = [m for m in measurements if m["card"] not in (CARD, NEXT)]
     mine = [r for r in runs if r.card == CARD]
     judged, missed = 0, dict.fromkeys(REGRESSIONS, 0)
-    for card, pair in pairs([r for r in runs if r.card != CARD]).items():
+    for card, pair in pairs([r for r in runs if r.card not in (CARD, NEXT)]).items():
         spreads = summarize([m for m in before if m["card"] != card], dropped)
         spreads["band_z"] = learned(H100)["band_z"]
         expected, versions = plugin(pair, spreads)
@@ -66,17 +68,18 @@ def test_the_ten_cards_fleet_failed_its_l2_near_size_and_the_learned_fleet_z_hol
     """The fleet's values from the ten cards before it, at Z 2.1 (the capacities' Z those ten
     gave held out), failed its second run: l2.near_size 27,104,896 B where the ten cards'
     farthest median lay 6.0 % from their center 24,763,072. Learned on eleven cards left out
-    one at a time, the capacities' fleet Z is 2.5, and every card's runs hold."""
+    one at a time, the capacities' fleet Z was 2.5, and on twelve 3.2 (the next card's
+    l2.size read 52.2 MB, then 56.4); every card's runs hold the capacities."""
     measurements, dropped, runs = h100
     mine = [r for r in runs if r.card == CARD]
-    ten = summarize([m for m in measurements if m["card"] != CARD], dropped)
+    ten = summarize([m for m in measurements if m["card"] not in (CARD, NEXT)], dropped)
     got = fleet_held_out(measurements, dropped, mine, 2.1,
                          learnts={CARD: ten})
     assert got["healthy_fails"] == {"l2.near_size": 1}
     zs = learned(H100)["band_z"]
-    assert zs["fleet_by_class"]["capacity"] == 2.5
-    at = fleet_held_out(measurements, dropped, runs, zs["fleet_by_class"]["capacity"])
-    assert "l2.near_size" not in at["healthy_fails"]
+    assert zs["fleet_by_class"]["capacity"] == 3.2
+    at = fleet_held_out(measurements, dropped, runs, zs)
+    assert not {"l2.near_size", "l2.size"} & set(at["healthy_fails"])
 
 
 def test_its_slices_split_at_the_other_cards_rate():
@@ -129,3 +132,20 @@ def test_a_twelfth_card_no_band_learned_from_passes_them_and_its_regressions_fai
                 bad, _n = judge(expected, versions, run, {name: worse(name)})
                 missed[name] += not any(x[0] == name for x in bad)
     assert missed["lat.l2"] <= 5 and not any(missed[n] for n in REGRESSIONS if n != "lat.l2")
+
+
+def test_the_thirteenth_cards_second_run_read_its_l2_8_percent_larger(h100):
+    """GPU-43e8863b, judged by the twelve cards before it: run 1 passes the fleet's values,
+    run 2 fails l2.size (56.4 MB where run 1 read 52.2; the latency ladder's far knee, its
+    interval 0.3 % wide, moved 8 % between two runs of one card) under the fleet's values
+    and six of the seven one-card plugins: capacities stray run to run further than the
+    cards before showed (their largest deviation 1.8 %). Learned from since."""
+    measurements, dropped, runs = h100
+    mine = [r for r in runs if r.card == NEXT]
+    f = {r.source.label: {n: x for (_e, n), x in r.source.findings.items()} for r in mine}
+    assert f["all2"]["l2.size"].value / f["all1"]["l2.size"].value > 1.07
+    before = summarize([m for m in measurements if m["card"] != NEXT], dropped)
+    got = fleet_held_out(measurements, dropped, mine,
+                         {"value": 4.0, "fleet_by_class": {"capacity": 2.5}},
+                         learnts={NEXT: before})
+    assert got["healthy_fails"] == {"l2.size": 1}

@@ -23,9 +23,9 @@ with ``Z`` = :data:`BAND_Z`, each part named in the value's source:
   with the runs given (each weighted by its degrees of freedom: two runs alone say little of
   a spread).
 
-Each GPU model has its own spreads: H100 SXMs' L2 latencies lie 277-290 cycles over eleven cards
+Each GPU model has its own spreads: H100 SXMs' L2 latencies lie 277-290 cycles over twelve cards
 (by where the chasing SM sits, as l2_twins found for contention) where H200s' lie within
-1.8 %, and plugins made from H100 runs with the H200s' spreads failed other healthy H100s 114
+1.8 %, and plugins made from H100 runs with the H200s' spreads failed other healthy H100s 135
 times. A product gpumem has learned on its cards has its own file (:data:`PRODUCT_FILE`,
 :func:`learned`); runs of any other take, finding by finding, the widest any learned model
 shows (:func:`widest`), each named with its model.
@@ -40,8 +40,9 @@ structural findings that differed between cards of one model.
 
 Why ``Z``, and what it cannot do. It is learned for each finding class, as the spreads are
 (:func:`gpumem.authoring.held_out.learn_z`; H200s: latencies 2.3, bandwidths and ratios 2.5,
-capacities and choices 2.0; H100s: latencies 4.0, the largest tried, choices 2.2, the rest
-2.0): one class's tail (an H100's latencies by where the chasing SM sits) should not widen
+capacities and choices 2.0; H100s: latencies 4.0, the largest tried, choices 2.3, the rest
+2.0; the fleet's values, :func:`fleet_band`, their own: ``band_z.fleet_by_class``): one
+class's tail (an H100's latencies by where the chasing SM sits) should not widen
 another's bands. What follows is the single Z of 2026-12-04. Judged held out (each card's
 plugin made from two of its runs with the spreads learned from the other cards only,
 ``tests/test_plugin_bands.py``), on the committed runs of 2026-12-04 (nine cards' whole
