@@ -5,8 +5,9 @@
 
 With no RUN_DIR: for each product gpumem has measured on several cards (:data:`PRODUCTS`:
 healthy H200s, healthy H100s; ``--product`` names one), its committed run folders, written as
-the file :mod:`gpumem.contracts.allowances` reads for that product (an H200's is the default
-for every other product), which every generated expected value's band reads; ``--check``
+the file :mod:`gpumem.contracts.allowances` reads for that product (runs of a model with
+none take, finding by finding, the widest of them), which every generated expected value's
+band reads; ``--check``
 writes nothing and exits 1 where a shipped file differs from what the runs give (tests run
 it). Add the folders of new cards' runs and run it again: the allowances are re-derived from
 all of them.
@@ -40,8 +41,9 @@ DEFAULT = ("tests/data/h200-fleet/*", "tests/data/h200-session17/*", "tests/data
 #: The folders of whole runs (every experiment), on which the band's Z is learned held out.
 WHOLE = ("tests/data/h200-fleet/*", "tests/data/h200-session17/*")
 #: The committed whole runs of healthy H100s (2026-12-06, twelve cards: the tool gave H100s
-#: for H200 calls), every one also a whole run the band's Z is learned on. h100-s33's card
-#: was first judged held out: it failed the ten cards' fleet values in l2.near_size.
+#: for H200 calls), every one also a whole run the band's Z is learned on. h100-s33's two
+#: cards were first judged held out (each failed one capacity in one run); h100-s33/held-out
+#: is in no pattern: the card the learned bands are judged on.
 H100 = ("tests/data/h100-s26/*/all*", "tests/data/h100-s27/*/all*",
         "tests/data/h100-s28/*/all*", "tests/data/h100-s29/*/all*",
         "tests/data/h100-s33/*/all*")
