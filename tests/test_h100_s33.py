@@ -1,6 +1,7 @@
-"""An eleventh H100 (GPU-854251bf, tests/data/h100-s33), first judged held out of every learned
-band, then learned from: what the bands did on a card they had not seen, and that the fleet's
-Z is now learned on cards left out of the fleet."""
+"""Three H100s measured after the first ten (tests/data/h100-s33), each judged by bands learned
+without it: GPU-854251bf and GPU-43e8863b (each failed one capacity in one run, then joined
+the learned data), GPU-98a439bb (passed everything; in no learned data). And the fleet's Z,
+since learned on cards left out of the fleet."""
 
 from __future__ import annotations
 
