@@ -6,7 +6,7 @@
   core/src/gpumem/contracts/allowances.json, re-derived from the committed runs by
   benchmarks/card_allowances.py), its band Z standard deviations of a run of another card
   about that median (Z learned for the finding's class on cards left out of the fleet,
-  2.0-3.2) and at least as far as
+  2.0-2.9) and at least as far as
   every healthy card seen strayed, the card-to-card and run-to-run spreads learned from the
   same runs; the figures others published for the H200 or its GH100 die (RRZE gpu-benches,
   Luo et al.) kept beside each in its source. Plus the structural values every healthy H200 gave
