@@ -171,6 +171,24 @@ def held_out(measurements: list[dict[str, Any]], dropped: dict[str, int],
     return {"judged": judged, "healthy_fails": fails, "missed": missed, "tried": tried}
 
 
+def _by_class(fails: dict[str, int], units: dict[str, str]) -> dict[str, int]:
+    """Healthy failures by finding, summed by finding class."""
+    by: dict[str, int] = {}
+    for name, n in fails.items():
+        cls = finding_class(name, units.get(name, ""))
+        by[cls] = by.get(cls, 0) + n
+    return by
+
+
+def _first_holding(tried: list[tuple[float, dict[str, int]]]) -> dict[str, float]:
+    """Each class's first Z tried with no failure of its own (the last tried where none)."""
+    out = {}
+    for cls in CLASSES:
+        holds = [z for z, by in tried if not by.get(cls)]
+        out[cls] = holds[0] if holds else tried[-1][0]
+    return out
+
+
 def fleet_held_out(measurements: list[dict[str, Any]], dropped: dict[str, int],
                    runs: list[WholeRun], z: float | dict[str, Any], *,
                    learnts: dict[str, dict[str, Any]] | None = None) -> dict[str, Any]:
@@ -208,17 +226,11 @@ def learn_fleet_z(measurements: list[dict[str, Any]], dropped: dict[str, int],
     tried: list[tuple[float, dict[str, int], int]] = []
     for z in CANDIDATES:
         got = fleet_held_out(measurements, dropped, runs, z, learnts=learnts)
-        by: dict[str, int] = {}
-        for name, n in got["healthy_fails"].items():
-            cls = finding_class(name, units.get(name, ""))
-            by[cls] = by.get(cls, 0) + n
+        by = _by_class(got["healthy_fails"], units)
         tried.append((z, by, got["judged"]))
         if not by:
             break
-    by_class = {}
-    for cls in CLASSES:
-        holds = [z for z, by, _n in tried if not by.get(cls)]
-        by_class[cls] = holds[0] if holds else tried[-1][0]
+    by_class = _first_holding([(z, by) for z, by, _n in tried])
     return {"fleet_by_class": by_class,
             "fleet_rule": "for each finding class, the smallest Z (2.0, 2.1, ...) at which the "
                           "fleet's values made from every other card hold every whole run of "
@@ -240,17 +252,11 @@ def learn_z(measurements: list[dict[str, Any]], dropped: dict[str, int],
     tried: list[tuple[float, dict[str, int]]] = []
     for z in CANDIDATES:  # healthy runs only: the regressions are judged at the Zs taken
         got = held_out(measurements, dropped, runs, z, learnts=learnts, regressions=False)
-        by: dict[str, int] = {}
-        for name, n in got["healthy_fails"].items():
-            cls = finding_class(name, units.get(name, ""))
-            by[cls] = by.get(cls, 0) + n
+        by = _by_class(got["healthy_fails"], units)
         tried.append((z, by))
         if not by:
             break
-    by_class = {}
-    for cls in CLASSES:
-        holds = [z for z, by in tried if not by.get(cls)]
-        by_class[cls] = holds[0] if holds else tried[-1][0]
+    by_class = _first_holding(tried)
     zs = {"value": max(by_class.values()), "by_class": by_class}
     got = held_out(measurements, dropped, runs, zs, learnts=learnts)
     cards = sorted(pairs(runs))
