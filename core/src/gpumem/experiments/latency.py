@@ -47,7 +47,7 @@ from gpumem.analysis.plateaus import (
 )
 from gpumem.contracts.device import PLACEMENT_PADS, ChaseRequest, Device
 from gpumem.contracts.errors import PointSkipped, ProbeUnsupported
-from gpumem.contracts.estimates import order_interval
+from gpumem.contracts.estimates import least_draw_sd, order_interval, student_t_975
 from gpumem.contracts.experiment import Axis, Experiment, Plan, RunContext, Var
 from gpumem.contracts.findings import Finding, unresolved
 from gpumem.contracts.presentation import Presentation, ReportFigure
@@ -349,7 +349,9 @@ class LatencyLadder(Experiment):
         def capacity(name: str, k: int, method: str) -> Finding:
             cap = caps[k]
             res = self._knee_resolution(raw.attrs, cap[0]) if cap else 0.0
-            return _capacity(name, cap, method, halves[k], res)
+            placed = _placement_knees(x, samples, levels[k], levels[k + 1].latency, raw.attrs,
+                                      cap) if cap else []
+            return _capacity(name, cap, method, halves[k], res, placed)
 
         method = "latency ladder, sequential chase, stride 128 B"
         i = 0
@@ -612,15 +614,48 @@ def _ramp_size(name: str, ramp: _Ramp, method: str) -> Finding:
                    note=note, interval=(lo, hi), kind="measured")
 
 
+def _placement_knees(x: np.ndarray, samples: np.ndarray, lower: Plateau, high: float,
+                     attrs: Mapping[str, Any], knee: tuple[float, float]) -> list[float]:
+    """Where each placement's own chase leaves ``lower`` (the last footprint on it), for a
+    knee among the placed footprints: the pooled knee is where the first of them leaves, and
+    on a hashed cache that moves with the physical pages the chase was given (an H200's near
+    L2, four placements of one process: 23.7, 26.9, 29.3 and 31.1 MB). ``[]`` where the
+    footprints around the knee ran on one placement."""
+    placements = int(attrs.get("plan_placements", 1))
+    placed_from = float(attrs.get("plan_placed_from", 0))
+    placed_to = float(attrs.get("plan_placed_to", 0))
+    width = samples.shape[1] // placements if placements > 1 else 0
+    if not width or not placed_from < knee[0] <= placed_to:
+        return []
+    out = []
+    for k in range(placements):
+        br = knee_bracket(x, samples[:, k * width:(k + 1) * width], lower, high)
+        if br is not None:
+            out.append(br[0])
+    return out
+
+
 def _capacity(name: str, bracket: tuple[float, float] | None, method: str,
-              half: float | None = None, resolution: float = 0.0) -> Finding:
+              half: float | None = None, resolution: float = 0.0,
+              placed: list[float] | None = None) -> Finding:
     """A capacity from a knee: the last footprint on the level (exact for a cache that
     overflows set by set, as LRU with a modulo index does). Its interval runs to where half
     the accesses have left the level: on a hashed cache the knee moves with where the first
     conflicts fall (an H200's near L2, placements pooled: 25.9-29.1 MB over three processes),
     the half crossing much less (31.28-31.37 MB); but on a modulo-indexed W-way cache the half
     crossing lies C / (2W + 1) past the capacity C, so the knee is the value. A measured
-    quantity."""
+    quantity.
+
+    Where the footprints were chased on several placements (``placed``: where each left the
+    level), the knee is the first of them to leave, and a rerun's first lands elsewhere: an
+    H200's near-L2 knee read 26.1-29.9 MB over four processes of one card, each with an
+    interval to its half crossing that held 19 of the 40 other runs' knees. So the interval
+    also spans every placement's knee and the knee +- t x the spread the first of them has
+    (:func:`least_draw_sd` x the placements' standard deviation, t Student's 97.5 % point
+    for that standard deviation's P - 1 degrees of freedom: 3.18 for four): on those runs
+    37 of 40 near-L2 intervals and 31 of 40 far ones held another run's knee
+    (tests/test_latency_knees.py), as a 95 % interval of a value that strays as much as a
+    rerun's should hold about four in five."""
     lo, hi = bracket  # type: ignore[misc]  # optional in the signature; callers pass a knee
     resolved = hi - lo <= max(STRIDE, resolution * lo)  # bisected as far as it is meant to
     conf = 1.0 if resolved else float(np.clip(STRIDE / (hi - lo), 0.05, 0.95))
@@ -629,5 +664,16 @@ def _capacity(name: str, bracket: tuple[float, float] | None, method: str,
     if half is not None and half > 1.02 * hi:
         note = (note + "; " if note else "") + \
             f"misses ramp: half the accesses have left the level at {int(half)} B"
+    bottom = lo
+    if placed and len(placed) >= 2 and max(placed) - min(placed) > STRIDE:
+        wander = student_t_975(len(placed) - 1) * least_draw_sd(len(placed)) * \
+            float(np.std(placed, ddof=1))
+        bottom = min(lo, min(placed), lo - wander)
+        top = max(top, max(placed), lo + wander)
+        note = (note + "; " if note else "") + \
+            (f"the {len(placed)} placements left the level at "
+             f"{', '.join(str(int(v)) for v in sorted(placed))} B (a hashed level's first "
+             f"conflicts move with the physical pages): a rerun's knee strays over the interval")
     return Finding(name, int(lo), "byte", conf, method, note=note,
-                   interval=(float(int(lo)), float(int(top))), kind="measured")
+                   interval=(float(int(max(bottom, STRIDE))), float(int(top))),
+                   kind="measured")
