@@ -46,6 +46,11 @@ BULK_RUNS = tuple(sorted(p for p in (ROOT / "tests" / "data" / "h200-dram-v3").g
 #: GPU-ae2f9ce6 (2026-12-04), whose class table places 97.85 % of held-out lines: the packaged
 #: config's slice table, slice latencies per SM and the table's page come from it.
 SLICE_RUN = ROOT / "tests" / "data" / "h200-s23" / "dense"
+#: A slice's queue (``slice_bandwidth``): the two l2_twins runs of GPU-1589473f (2026-12-06,
+#: tests/data/h200-s33), pooled; of them only ``l2_twins.slice_bandwidth`` is taken (605.8
+#: and 604.3 B/cycle, as three H100s' slices: 602.6-605.6), the map stays the dense page's.
+TWINS_RUNS = tuple(ROOT / "tests" / "data" / "h200-s33" / "gpu15894-job" / "twins" / name
+                   for name in ("tw1", "tw2"))
 #: The other runs of the calibration card, pooled into the calibration with run1.
 HELD_OUT = ("run2", "run3", "run4", "run5")
 #: Whole runs on four other H200s, kept as their manifests (tests/data/h200-session17: every
@@ -60,7 +65,8 @@ def calibration_source() -> Any:
     """What the packaged config is calibrated from: the five runs of the calibration card
     pooled (each finding the median run's: one run's TLB miss penalty read 8 cycles, the
     others 10-11), their ``bandwidth_levels`` findings replaced by :data:`BANDWIDTH_RUN`'s
-    and their ``bulk_copy`` findings by :data:`BULK_RUNS`' pooled (the packaged config is
+    and their ``bulk_copy`` findings by :data:`BULK_RUNS`' pooled, the L2 slice map from
+    :data:`SLICE_RUN` and a slice's queue from :data:`TWINS_RUNS` (the packaged config is
     ``gpumem.interop.calibrate.calibrate`` of this: a fixed point, tests/test_sim_vs_h200)."""
     from gpumem.interop.compare import Source
 
@@ -75,8 +81,12 @@ def calibration_source() -> Any:
     bulk = {k: f for k, f in bulk_runs.findings.items() if k[0] == "bulk_copy"}
     dense = load_source(SLICE_RUN, reanalyze_with=plugins)
     slices = {k: f for k, f in dense.findings.items() if k[0] == "l2_slices"}
+    twins = median_source([load_source(p, reanalyze_with=plugins) for p in TWINS_RUNS],
+                          "h200-s33-twins")
+    queue = {k: f for k, f in twins.findings.items() if k == ("l2_twins",
+                                                              "l2_twins.slice_bandwidth")}
     return Source(pooled.label, pooled.arch, pooled.device,
-                  {**pooled.findings, **cache_bw, **bulk, **slices})
+                  {**pooled.findings, **cache_bw, **bulk, **slices, **queue})
 
 
 def simulate(out: Path) -> None:

@@ -5,6 +5,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
+
 from gpumem.authoring.held_out import fleet_held_out, whole_run
 from gpumem.contracts.allowances import learned
 from helpers import twins_runs_reanalysed
@@ -44,3 +46,22 @@ def test_the_fleet_without_it_failed_its_l2_latency_and_the_learned_fleet_holds_
     assert zs["fleet_by_class"]["latency"] == 2.9
     held = fleet_held_out(measurements, dropped, mine, zs, learnts={"gpu15894": others})
     assert "lat.l2" not in held["healthy_fails"]
+
+
+@pytest.mark.slow  # l2_twins on the packaged H200 simulator: 15-20 s
+def test_the_packaged_h200_simulator_queues_a_hammered_slice_as_the_card_does(cli, tmp_path):
+    """The packaged config's slice queue is this card's rate (604.3 B/cycle, the median
+    run's): on it l2_twins hammers each of the map's 8 groups of two slices and every line of
+    a group waits 1,490-1,500 cycles, the card's slowed lines 1,458-1,517 (both runs). The
+    map's pairs are one slice each (no SM told them apart by latency), so none splits: the
+    simulator says so rather than inventing a split."""
+    from gpumem.interop.compare import load_source
+    from gpumem.plugin.registry import get_plugins
+
+    cfg = get_plugins().hook.gpumem_simulator_config(arch="hopper", simulator="sim")
+    (l2,) = [c for c in cfg.caches if c.slices > 1]
+    assert l2.slice_bandwidth == 604.3
+    assert cli("run", "l2_twins", "--arch", "hopper", "--out", str(tmp_path)).code == 0
+    f = {n: x for (_e, n), x in load_source(tmp_path).findings.items()}
+    assert f["l2_twins.groups_tested"].value == 8 and f["l2_twins.groups_split"].value == 0
+    assert all(1458 <= d <= 1517 for d in f["l2_twins.delay"].value)
