@@ -102,19 +102,32 @@ def test_a_finding_the_data_lack_takes_its_class_and_says_so():
 
 def test_a_finding_another_experiment_measured_takes_its_class_not_that_spread():
     """l2_hash reports l2_slices' findings from every line of a page: the spread the fleet
-    learned of l2_slices.hash_accuracy (random lines, 0.10) is not its own."""
+    learned of l2_slices.latency_min (the nearest group of 256 random lines) is not its own."""
     from gpumem.contracts.allowances import learned
 
     data = learned()
-    assert data["findings"]["l2_slices.hash_accuracy"]["experiments"] == ["l2_slices"]
-    own = allowance("l2_slices.hash_accuracy", "1", data, "l2_slices")
-    other = allowance("l2_slices.hash_accuracy", "1", data, "l2_hash")
+    assert data["findings"]["l2_slices.latency_min"]["experiments"] == ["l2_slices"]
+    own = allowance("l2_slices.latency_min", "cycle", data, "l2_slices")
+    other = allowance("l2_slices.latency_min", "cycle", data, "l2_hash")
     assert own is not None and own.basis == "finding"
-    assert other is not None and other.basis == "ratio"
-    assert allowance("l2_slices.hash_accuracy", "1", data).basis == "finding"  # unsaid: own
-    band = model_band("l2_slices.hash_accuracy", "1", 1.0, [1.0, 1.0], [None, None], 1,
-                      data, "l2_hash")
-    assert "its class's (ratio)" in band.text
+    assert other is not None and other.basis == "latency"
+    assert allowance("l2_slices.latency_min", "cycle", data).basis == "finding"  # unsaid: own
+    band = model_band("l2_slices.latency_min", "cycle", 245.0, [245.0, 245.0], [None, None],
+                      1, data, "l2_hash")
+    assert "its class's (latency)" in band.text
+
+
+def test_a_hash_no_run_found_is_learned_by_no_model():
+    """The sparse l2_slices of `all` fits no hash on Hopper (its best fit put 10-16 % of the
+    held-out lines right): the runs recorded that accuracy as a value, which learning skips,
+    so no fleet judges it (it set the H100s' ratio class spread before: 7.3 % card to card,
+    2.4 % without it)."""
+    from gpumem.contracts.allowances import learned, learned_products
+
+    for product in learned_products():
+        data = learned(product)
+        assert "l2_slices.hash_accuracy" not in data["findings"]
+        assert "hash_accuracy" not in data["classes"]["ratio"]["from"]
 
 
 def test_runs_on_two_cards_widen_the_card_part_to_what_they_show():

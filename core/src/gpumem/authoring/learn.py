@@ -29,6 +29,7 @@ from gpumem.contracts.allowances import (
     card_sigma,
     finding_class,
 )
+from gpumem.contracts.findings import NOT_FOUND
 from gpumem.plugin.registry import Plugins
 
 #: Findings of the node rather than the card (peer access: which GPU is whose neighbour and
@@ -236,7 +237,8 @@ def summarize(measurements: list[dict[str, Any]], dropped: dict[str, int],
         runs.add(m["run"])
         for name, f in m["findings"].items():
             if f.get("value") is None or f.get("status") == "contended" or \
-                    name.startswith(NODE_SPECIFIC) or name in LABELLED:
+                    name.startswith(NODE_SPECIFIC) or name in LABELLED or \
+                    NOT_FOUND in str(f.get("note") or ""):
                 continue
             # a choice on a grid was recorded as structural before it had an interval
             if f.get("kind") == "structural" and name not in CHOICES:

@@ -34,6 +34,10 @@ import xarray as xr
 NOT_MODELLED = "not modelled"
 #: ``undecided``: the value lies outside the expected band but its interval reaches into it.
 UNDECIDED = "undecided"
+#: In a finding's note: what the analysis searched for was not found (l2_slices' hash). Such
+#: a finding is unresolved; files written before (2026-12-06) gave it a value all the same,
+#: which learners skip (:func:`gpumem.authoring.learn.summarize`).
+NOT_FOUND = "; not found: "
 #: ``contended``: measured while another process used the GPU; the note says what was seen
 #: (it starts with :data:`CONTENDED_PREFIX`). Neither pass nor fail, but ``--check`` fails.
 CONTENDED = "contended"
