@@ -239,9 +239,13 @@ def test_a_model_gpumem_has_not_learned_takes_the_widest_spreads_of_those_it_has
     (["NVIDIA H100 80GB HBM3"], "cards of this model (nvidia-h100-80gb-hbm3)"),
     (["NVIDIA H200"], "cards of this model (nvidia-h200)"),
     (["NVIDIA A100-SXM4-80GB"], "each spread the widest of theirs (nvidia-h200, "
-                                "nvidia-h100-80gb-hbm3): none of this model")])
+                                "nvidia-h100-80gb-hbm3): none of this model"),
+    (["NVIDIA H200", "NVIDIA H100 80GB HBM3"],
+     "these runs are of 2 models (nvidia-h100-80gb-hbm3, nvidia-h200)")])
 def test_a_generated_plugin_says_whose_spreads_its_bands_take(tmp_path, products, says):
     from gpumem.authoring.new import NewPlugin
 
     p = NewPlugin("x", tmp_path, "9.0", products, ["gpu1"], ["run1"], [], [], "", "0")
     assert says in p.learned_from
+    if len(products) > 1:  # true of neither model alone
+        assert "none of this model" not in p.learned_from

@@ -96,7 +96,8 @@ class NewPlugin:
     @property
     def learned_from(self) -> str:
         """Whose cards the card-to-card allowances were learned from: this model's, or,
-        where gpumem has learned none of it, the widest of the models it has learned."""
+        where gpumem has learned none of it or the runs are of several models, the widest of
+        the models it has learned."""
         from gpumem.contracts.device import product_slug
 
         data = learned_for(self.products)
@@ -105,6 +106,12 @@ class NewPlugin:
         n = len(data.get("cards", []))
         if model in slugs:
             return f"gpumem's runs on {n} cards of this model ({model})"
+        if data.get("widest") and len(slugs) > 1:
+            # no one model's spreads are these runs': neither "this model" nor "none of it"
+            return (f"gpumem's runs on {n} cards of the models it learned, each spread the "
+                    f"widest of theirs ({', '.join(data['widest'])}): these runs are of "
+                    f"{len(slugs)} models ({', '.join(sorted(slugs))}), whose cards may "
+                    f"stray as far as any")
         if data.get("widest"):
             return (f"gpumem's runs on {n} cards of other models, each spread the widest of "
                     f"theirs ({', '.join(data['widest'])}): none of this model")
