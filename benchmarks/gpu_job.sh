@@ -64,6 +64,16 @@ clearing_after_free() {
         --json "$out_dir/scrub.json" --gib 4,16 --max-s 8 2>&1 | tee "$out_dir/scrub.txt"
     mark "scrub done"
 }
+# h200_steps: issue 44's steps only an H200 answers, after `all_runs` (compare needs all1):
+# the L2 reference and `compare`, an l2_hash page, the clearing after a free, each packed.
+h200_steps() {
+    reference_compare
+    pack
+    hash_page
+    pack
+    clearing_after_free
+    pack
+}
 # runs_summary: the card, the job's times, the whole runs' verdicts and their L2 bandwidth and
 # slice findings (with the l2_hash page's), for the table a job prints last.
 runs_summary() {

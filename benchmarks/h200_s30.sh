@@ -29,12 +29,7 @@ source "$here/gpu_job.sh"
 gpu_job_start "$out"
 pack() { pack_runs "l2_bandwidth-*.nc" "bandwidth_levels-*.nc" "l2_slices-*.nc" "l2_hash-*.nc"; }
 all_runs 2
-reference_compare
-pack
-hash_page
-pack
-clearing_after_free
-pack
+h200_steps
 runs_summary
 cat "$out/compare.txt"
 tail -12 "$out/scrub.txt"
