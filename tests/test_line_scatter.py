@@ -108,7 +108,8 @@ def test_l2_line_behind_near_and_far_partitions(line):
     # whole sets of the new line (the measured sizes are whole sets of 128-B lines); another
     # line without the slice map (its classes are of 128-B lines)
     unsliced = {} if line == 128 else {"slices": 1, "slice_kernel": [], "slice_table": [],
-                                       "slice_latency": [], "slice_footprint": 0}
+                                       "slice_latency": [], "slice_footprint": 0,
+                                       "slice_bandwidth": 0.0}
     caches = [dataclasses.replace(c, line=line, size=c.size // (line * c.ways) * line * c.ways,
                                   **unsliced)
               if c.name.startswith("l2") else c for c in cfg.caches]

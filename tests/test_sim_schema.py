@@ -220,7 +220,8 @@ def _hopper_without_slices() -> dict:
     copy's form, on an L2 with one near latency."""
     data = tomllib.loads(HOPPER.read_text())
     near = next(c for c in data["cache"] if c["name"] == "l2")
-    for key in ("slices", "slice_kernel", "slice_table", "slice_footprint", "slice_latency"):
+    for key in ("slices", "slice_kernel", "slice_table", "slice_footprint", "slice_latency",
+                "slice_bandwidth"):
         near.pop(key, None)
     return data
 

@@ -854,8 +854,8 @@ class CacheLevel:
         near = dataclasses.replace(self, size=self.near_size, partitions=1, partition_masks=[],
                                    far_latency=0.0, sm_partition=[], slices=1, slice_masks=[],
                                    slice_kernel=[], slice_table=[], slice_footprint=0,
-                                   slice_latency=[], near_size=0, home_latency=0.0,
-                                   far_slow_share=0.0, far_slow_latency=0.0)
+                                   slice_latency=[], slice_bandwidth=0.0, near_size=0,
+                                   home_latency=0.0, far_slow_share=0.0, far_slow_latency=0.0)
         far = dataclasses.replace(
             self, name=f"{self.name}_far", hit_latency=self.home_latency or self.far_latency,
             bandwidth=0.0, requests_per_cycle=0.0, fill_lookups=1.0, near_size=0,
