@@ -76,7 +76,7 @@ DATA_A = {"product": "gpu-x", "cards": ["a", "b", "c", "d"],
                                   "runs": 8}}}
 
 
-def test_a_band_is_the_intervals_plus_z_times_the_spread_of_a_run_from_another_card():
+def test_a_band_is_the_intervals_in_quadrature_with_z_times_a_runs_spread_from_another_card():
     # two runs 1 % apart, each known to +-0.5 %: 100 +- 0.5 and 102 +- 0.51
     band = model_band("lat.l2", "cycle", 101.0, [100.0, 102.0], [(99.5, 100.5), (101.5, 102.5)],
                       1, DATA_A)
@@ -84,7 +84,7 @@ def test_a_band_is_the_intervals_plus_z_times_the_spread_of_a_run_from_another_c
     # the learned run sigma is at least half the largest run deviation seen (0.01 / 2)
     learnt_run = max(0.002, 0.01 / RUN_MAX_SIGMAS)
     pooled = math.sqrt((4 * learnt_run ** 2 + 1 * own_sd ** 2) / 5)
-    want = 0.5 / 101.0 + BAND_Z * math.sqrt(2 * 0.01 ** 2 + pooled ** 2 * 1.5)
+    want = math.hypot(0.5 / 101.0, BAND_Z * math.sqrt(2 * 0.01 ** 2 + pooled ** 2 * 1.5))
     assert band.rel_tol == pytest.approx(want, abs=1e-5) and band.abs_tol == 2.0
     for part in ("the runs' own 95 % intervals", "card to card", "run to run",
                  "lat.l2's over 4 gpu-x cards, 8 runs"):

@@ -6,7 +6,7 @@ architecture's or any other's) it derives
 
 * the expected values: per finding, the median of the runs, with a band that holds on any
   healthy card of the model (:func:`gpumem.contracts.allowances.model_band`: the runs' own
-  intervals + their run-to-run spread + a card-to-card allowance learned from gpumem's
+  intervals in quadrature with their run-to-run spread and a card-to-card allowance from gpumem's
   multi-card data; each value's source names the parts, the cards and the runs), plus what
   the device's own properties say for any other card of the compute capability
   (:func:`gpumem.contracts.generic.expected_values`);
@@ -34,7 +34,14 @@ from typing import Any
 
 from gpumem.contracts.allowances import card_specific, learned_for, model_band
 from gpumem.contracts.errors import Interrupted, UsageError
-from gpumem.contracts.findings import NOT_MODELLED, Expected, Finding, kind_of, status_of
+from gpumem.contracts.findings import (
+    NOT_FOUND,
+    NOT_MODELLED,
+    Expected,
+    Finding,
+    kind_of,
+    status_of,
+)
 from gpumem.contracts.generic import is_compute_capability, is_generic
 from gpumem.interop.compare import (
     Source,
@@ -327,7 +334,7 @@ def derive_values(sources: list[Source], allowances: dict[str, Any] | None = Non
     """Per finding of the runs: its expected value (median, band, source), or why none.
 
     The band is :func:`gpumem.contracts.allowances.model_band`'s: the runs' own 95 %
-    intervals + run to run + card to card, each part named in the value's source;
+    intervals (+) run to run and card to card (in quadrature), each part named in the value's source;
     ``allowances``: the learned spreads to use (default: the shipped ones of the runs' GPU
     model, :func:`gpumem.contracts.allowances.learned_for`)."""
     if allowances is None:
@@ -350,7 +357,8 @@ def derive_values(sources: list[Source], allowances: dict[str, Any] | None = Non
         if len(found) < len(maybe):
             left.append(Left(name, exp, "not in every run"))
             continue
-        if any(not f.resolved for f in found):
+        if any(not f.resolved or NOT_FOUND in (f.note or "") for f in found):
+            # a run recorded before an unfound search was unresolved gave it a value
             left.append(Left(name, exp, "unresolved in at least one run"))
             continue
         if any(f.status == "contended" for f in found):

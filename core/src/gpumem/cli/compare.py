@@ -270,4 +270,6 @@ def agreement_line(s: dict) -> str:
             f"{s['structural_equal']} of {s['structural']} structural findings equal"
             + (f"; {undecided} undecided ('?': inside {s['reference']}'s own 95 % interval, "
                f"wider than {s['tolerance']:.0%})" if undecided else "")
-            + (f"; {only} finding(s) in one run only" if only else ""))
+            + (f"; {only} finding(s) in one run only" if only else "")
+            + (f"; {unresolved} unresolved in one of them (no value to compare)"
+               if (unresolved := len(s.get("unresolved", ()))) else ""))

@@ -5,12 +5,19 @@ still catch a real regression. A new run ``x`` of card B against the median ``m`
 runs of card A differs by ``(c_B - c_A) + e_x - mean(e_A)``: the two cards' own values apart,
 plus the runs' scatter about their card's value. Its band (:func:`model_band`) is therefore
 
-    the runs' own 95 % intervals + Z x sqrt(2 sigma_card**2 + sigma_run**2 (1 + 1/n))
+    sqrt(I**2 + (Z x sqrt(2 sigma_card**2 + sigma_run**2 (1 + 1/n)))**2)
 
-with ``Z`` = :data:`BAND_Z`, each part named in the value's source:
+with ``Z`` learned (:func:`band_z`), each part named in the value's source:
 
-* **the runs' own intervals**: how well each run knew its value (the 95 % interval's
-  half-width, the largest over the runs);
+* **the runs' own intervals** ``I``: how well each run knew its value (the 95 % interval's
+  half-width, the largest over the runs). It adds in quadrature, not linearly: a run's own
+  scatter is part of the run-to-run spread already, and a latency ladder's knee, whose
+  interval spans where its four placements left the level (an H200's near L2: 9-57 % wide),
+  made a band of +-47.7 % added linearly from two runs of one card (+-34.7 % in quadrature,
+  tests/test_plugin_new.py). Learned held out as before,
+  the Zs the quadrature needs: H200s ratio 2.6 (2.5), the rest unchanged, a 10 % slower DRAM
+  read missed in 2 of 208 runs (9); H100s bandwidth 2.1, capacity 2.4, ratio 2.3 (2.0 each),
+  a 10 % longer L2 latency missed in 18 of 119 (24);
 * **card to card**, ``sigma_card``: the standard deviation of a card's value over healthy
   cards of one model, from gpumem's own runs on several cards (the range of their medians
   over ``d2(k)``, the expected range of k normal samples: with few cards the range
@@ -40,9 +47,9 @@ entries) has no band: it must be the same on every healthy card; the data list t
 structural findings that differed between cards of one model.
 
 Why ``Z``, and what it cannot do. It is learned for each finding class, as the spreads are
-(:func:`gpumem.authoring.held_out.learn_z`; H200s: latencies 2.4, bandwidths and ratios 2.5,
-capacities and choices 2.0; H100s: latencies 4.0, the largest tried, choices 2.3, the rest
-2.0; the fleet's values, :func:`fleet_band`, their own: ``band_z.fleet_by_class``): one
+(:func:`gpumem.authoring.held_out.learn_z`; H200s: latencies 2.4, bandwidths 2.5, ratios 2.6,
+capacities and choices 2.0; H100s: latencies 4.0, the largest tried, capacities 2.4, ratios and
+choices 2.3, bandwidths 2.1, with the intervals in quadrature; the fleet's values, :func:`fleet_band`, their own: ``band_z.fleet_by_class``): one
 class's tail (an H100's latencies by where the chasing SM sits) should not widen
 another's bands. What follows is the single Z of 2026-12-04. Judged held out (each card's
 plugin made from two of its runs with the spreads learned from the other cards only,
@@ -395,8 +402,8 @@ def model_band(name: str, units: str, center: Any, runs: list[Any],
                intervals: list[Any], cards: int, data: dict[str, Any] | None = None,
                experiment: str = "") -> Band:
     """The band of an expected value ``center``, the median of ``runs`` (each run's value,
-    its 95 % interval in ``intervals``) on ``cards`` cards: the runs' own intervals +
-    :data:`BAND_Z` x sqrt(2 sigma_card**2 + sigma_run**2 (1 + 1/n)) (see the module
+    its 95 % interval in ``intervals``) on ``cards`` cards: the runs' own intervals in
+    quadrature with Z x sqrt(2 sigma_card**2 + sigma_run**2 (1 + 1/n)) (see the module
     docstring), each part named in ``text``; at least :data:`MIN_BAND` (relative), and
     :data:`MIN_CYCLES` for a latency in cycles. A choice (:data:`CHOICES`) gets an absolute
     band in its units (grid steps). ``experiment``: the one that measured the runs
@@ -419,11 +426,11 @@ def model_band(name: str, units: str, center: Any, runs: list[Any],
         sigma_card = max(sigma_card, own_card)
     spread = z * math.sqrt(2 * sigma_card ** 2 + sigma_run ** 2 * (1 + 1 / n))
     interval = _interval_part(intervals, center, absolute)
-    total = interval + spread
+    total = math.hypot(interval, spread)
     pct = (lambda x: f"{x:.3g}") if absolute else (lambda x: f"{x:.2%}")
-    head = (f"the runs' own 95 % intervals {pct(interval)} + {z:g} x sqrt(2 x (card to "
-            f"card {pct(sigma_card)})^2 + (run to run {pct(sigma_run)})^2 x (1 + 1/{n})) "
-            f"= {pct(spread)}")
+    head = (f"sqrt((the runs' own 95 % intervals {pct(interval)})^2 + ({z:g} x sqrt(2 x (card "
+            f"to card {pct(sigma_card)})^2 + (run to run {pct(sigma_run)})^2 x (1 + 1/{n})) "
+            f"= {pct(spread)})^2) = {pct(total)}")
     notes = []
     if own_sd:
         notes.append(f"run to run pooled with the {n} runs' own standard deviation "

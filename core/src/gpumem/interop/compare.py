@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable, Collection, Mapping
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -33,6 +34,7 @@ from gpumem.contracts.device import DeviceInfo
 from gpumem.contracts.errors import ResultsFileError, UsageError
 from gpumem.contracts.experiment import analyse
 from gpumem.contracts.findings import (
+    NOT_FOUND,
     Expected,
     Finding,
     band_of,
@@ -341,6 +343,10 @@ def compare_sources(plugins: PluginSet, pairs: list[tuple[Source, str]],
                 continue
             row["units"] = row["units"] or f.units
             row.setdefault("kind", kind_of(f))
+            if NOT_FOUND in (f.note or "") and f.resolved:
+                # recorded before an unfound search was unresolved: its value is no result
+                f = replace(f, value=None, status="unresolved", interval=None,
+                            candidates=[f.value])
             row["values"][label] = f.as_dict()["value"]
             if f.interval is not None:  # scalars: [lo, hi]; lists: [lo list, hi list]
                 row.setdefault("intervals", {})[label] = plain_band(f.interval) \
@@ -460,13 +466,19 @@ def agreement_summary(rows: list[dict[str, Any]], first: str, second: str
     95 % interval, wider than the tolerance, is ``undecided`` (counted apart, ``agrees``
     None); each row both runs have gets its ``error`` and ``agrees`` (and, under
     ``second``'s label, ``errors`` and ``agrees_per_run``, which several calls for several
-    compared runs fill side by side). Findings only one run has are counted apart."""
+    compared runs fill side by side). Findings only one run has are counted apart, and so
+    are those unresolved in either (``unresolved``: no value to compare)."""
     measured = structural = measured_ok = structural_ok = 0
     only: list[str] = []
     undecided: list[str] = []
+    unresolved: list[str] = []
     for row in rows:
         if first not in row["values"] or second not in row["values"]:
             only.append(f"{row['experiment']}/{row['finding']}")
+            continue
+        if row["values"][first] is None or row["values"][second] is None:
+            # unresolved in one of them (a search that found nothing): no value to compare
+            unresolved.append(f"{row['experiment']}/{row['finding']}")
             continue
         err = row_error(row, first, second)
         row["error"] = err
@@ -487,7 +499,7 @@ def agreement_summary(rows: list[dict[str, Any]], first: str, second: str
     return {"reference": first, "compared": second, "tolerance": AGREEMENT_TOL,
             "measured": measured, "measured_within": measured_ok,
             "structural": structural, "structural_equal": structural_ok,
-            "in_one_run_only": only, "undecided": undecided}
+            "in_one_run_only": only, "undecided": undecided, "unresolved": unresolved}
 
 
 def _within_own_spread(row: dict[str, Any], first: str, second: str) -> bool:
