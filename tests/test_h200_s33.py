@@ -6,7 +6,6 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-
 from gpumem.authoring.held_out import fleet_held_out, whole_run
 from gpumem.contracts.allowances import learned
 from helpers import twins_runs_reanalysed

@@ -127,9 +127,9 @@ what the device's own properties say of any GPU of compute capability {p.compute
 
 Written by `gpumem plugin new {p.name}` (gpumem {p.gpumem_version}, {today}) from {n} run(s) on
 {len(p.cards)} card(s) (RUNS: card, date, id). Each MEASURED value is the median of those runs;
-its band = the runs' own 95 % intervals (+) their run-to-run spread and a card-to-card allowance
-((+): in quadrature)
-learned from gpumem's multi-card data (its source names each part, the cards and the runs).
+its band = the runs' own 95 % intervals in quadrature with their run-to-run spread and a
+card-to-card allowance learned from gpumem's multi-card data (its source names each part, the
+cards and the runs).
 {one}They apply to a CUDA device of these products and, where the calibrated simulator
 reproduces them (``sim`` True), to this package's simulator config. Any other device of the
 compute capability gets the device-property values only.
@@ -263,8 +263,8 @@ gpumem plugin check {p.name}              # the plugin's own consistency checks
 
 Median of the runs; band: the relative tolerance of a pass (a value passes inside the median
 +/- it, fails where neither it nor its interval reaches that band, and is undecided between),
-the runs' own 95 % intervals combined in quadrature with their run-to-run spread and a card-to-card allowance
-learned from gpumem's multi-card data (`src/{p.package}/expected.py` gives each part);
+the runs' own 95 % intervals in quadrature with their run-to-run spread and a card-to-card
+allowance learned from gpumem's multi-card data (`src/{p.package}/expected.py` gives each part);
 runs: each run's value; simulator: whether the calibrated simulator reproduces it, in a full
 run and in the quick run that `gpumem plugin check` makes (else what it gives: a quick run's
 smaller grid cannot show some values; "not modelled": the config leaves unset what would).

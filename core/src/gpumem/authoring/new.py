@@ -334,7 +334,8 @@ def derive_values(sources: list[Source], allowances: dict[str, Any] | None = Non
     """Per finding of the runs: its expected value (median, band, source), or why none.
 
     The band is :func:`gpumem.contracts.allowances.model_band`'s: the runs' own 95 %
-    intervals (+) run to run and card to card (in quadrature), each part named in the value's source;
+    intervals in quadrature with run to run and card to card, each part named in the value's
+    source;
     ``allowances``: the learned spreads to use (default: the shipped ones of the runs' GPU
     model, :func:`gpumem.contracts.allowances.learned_for`)."""
     if allowances is None:

@@ -49,7 +49,8 @@ structural findings that differed between cards of one model.
 Why ``Z``, and what it cannot do. It is learned for each finding class, as the spreads are
 (:func:`gpumem.authoring.held_out.learn_z`; H200s: latencies 2.4, bandwidths 2.5, ratios 2.6,
 capacities and choices 2.0; H100s: latencies 4.0, the largest tried, capacities 2.4, ratios and
-choices 2.3, bandwidths 2.1, with the intervals in quadrature; the fleet's values, :func:`fleet_band`, their own: ``band_z.fleet_by_class``): one
+choices 2.3, bandwidths 2.1, with the intervals in quadrature; the fleet's values,
+:func:`fleet_band`, their own: ``band_z.fleet_by_class``): one
 class's tail (an H100's latencies by where the chasing SM sits) should not widen
 another's bands. What follows is the single Z of 2026-12-04. Judged held out (each card's
 plugin made from two of its runs with the spreads learned from the other cards only,
