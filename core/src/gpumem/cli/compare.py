@@ -271,5 +271,5 @@ def agreement_line(s: dict) -> str:
             + (f"; {undecided} undecided ('?': inside {s['reference']}'s own 95 % interval, "
                f"wider than {s['tolerance']:.0%})" if undecided else "")
             + (f"; {only} finding(s) in one run only" if only else "")
-            + (f"; {unresolved} unresolved in one of them (no value to compare)"
+            + (f"; {unresolved} unresolved in {s['reference']} (no value to reach)"
                if (unresolved := len(s.get("unresolved", ()))) else ""))

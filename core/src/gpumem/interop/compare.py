@@ -467,7 +467,7 @@ def agreement_summary(rows: list[dict[str, Any]], first: str, second: str
     None); each row both runs have gets its ``error`` and ``agrees`` (and, under
     ``second``'s label, ``errors`` and ``agrees_per_run``, which several calls for several
     compared runs fill side by side). Findings only one run has are counted apart, and so
-    are those unresolved in either (``unresolved``: no value to compare)."""
+    are those the first run left unresolved (``unresolved``: no value to reach)."""
     measured = structural = measured_ok = structural_ok = 0
     only: list[str] = []
     undecided: list[str] = []
@@ -476,8 +476,9 @@ def agreement_summary(rows: list[dict[str, Any]], first: str, second: str
         if first not in row["values"] or second not in row["values"]:
             only.append(f"{row['experiment']}/{row['finding']}")
             continue
-        if row["values"][first] is None or row["values"][second] is None:
-            # unresolved in one of them (a search that found nothing): no value to compare
+        if row["values"][first] is None:
+            # the reference has no value (a search that found nothing): nothing to reach;
+            # one the second lacks where the first has one is a miss, counted as such
             unresolved.append(f"{row['experiment']}/{row['finding']}")
             continue
         err = row_error(row, first, second)

@@ -507,7 +507,7 @@ def agreement_section(series: Sequence[Series], order: Sequence[str] = ()) -> st
             f"structural findings equal; {len(summary['undecided'])} undecided (inside the "
             f"first run's own 95 % interval, wider than {AGREEMENT_TOL:.0%}); "
             f"{len(summary['in_one_run_only'])} in one run only; "
-            f"{len(summary.get('unresolved', ()))} unresolved in one of them.")
+            f"{len(summary.get('unresolved', ()))} unresolved in the first run.")
     return ('<section id="agreement"><h2>Agreement of the two runs</h2>'
             f"<p>{text}</p>\n<table><tr><th>experiment</th><th>finding</th>"
             f"<th>{escape(first.label)}</th><th>{escape(second.label)}</th><th>error</th>"
