@@ -36,6 +36,34 @@ def test_the_summary_counts_measured_within_5_percent_and_structural_equal():
     assert rows[1]["error"] == 0.06
 
 
+def test_what_the_reference_left_unresolved_is_counted_apart_what_the_other_lacks_misses():
+    # the hardware's sparse hash was not found (no value): nothing for the simulator to reach;
+    # a value the hardware has and the simulator does not give is a miss
+    rows = [_row("hash", None, None), _row("lat", 100.0, None), _row("bw", 100.0, 101.0)]
+    s = agreement_summary(rows, "hw", "sim")
+    assert s["unresolved"] == ["x/hash"]
+    assert (s["measured"], s["measured_within"]) == (2, 1)
+
+
+def test_a_recorded_not_found_value_is_read_as_unresolved(tmp_path):
+    """A run recorded before an unfound hash was unresolved gave its accuracy a value with
+    "not found" in the note: compared, it is no value to reach."""
+    from gpumem.contracts.findings import NOT_FOUND, Finding
+    from gpumem.contracts.formats import Source
+    from gpumem.interop.compare import compare_sources
+
+    old = Finding("l2_slices.hash_accuracy", 0.15, "1", 0.9, "m", kind="measured",
+                  interval=(0.12, 0.19), note="linear: XOR masks" + NOT_FOUND + "under 50 %")
+    new = Finding("l2_slices.hash_accuracy", 0.16, "1", 0.9, "m", kind="measured",
+                  interval=(0.13, 0.2))
+    a = Source("old", "", None, {("l2_slices", old.name): old})
+    b = Source("new", "", None, {("l2_slices", new.name): new})
+    res = compare_sources(None, [(a, "old"), (b, "new")], False)
+    (row,) = res["rows"]
+    assert row["values"]["old"] is None and row["candidates"]["old"] == [0.15]
+    assert res["agreement"]["unresolved"] == ["l2_slices/l2_slices.hash_accuracy"]
+
+
 def test_a_run_against_itself_agrees_everywhere(capsys, tmp_path):
     assert main(["compare", str(H200_RUN), str(H200_RUN), "--json"]) == 0
     data = json.loads(capsys.readouterr().out)
