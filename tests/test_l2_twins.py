@@ -70,6 +70,10 @@ def test_planted_twins_are_split_every_class_in_its_slice(cli, tmp_path, small_p
                       f["l2_twins.delay"].note.split(": ")[1].split(", "), strict=True):
         assert 0.8 * wait < d < 1.2 * wait
         assert abs(float(ctl)) < 3 * max(jitter, 1.0)
+    # each split's separation, with its interval, clears what a split needs
+    sep = f["l2_twins.separation"]
+    for z, lo, hi in zip(sep.value, *sep.interval, strict=True):
+        assert T.SPLIT_Z <= lo <= z <= hi
 
 
 def test_a_queue_the_noise_hides_splits_nothing_and_says_why(cli, tmp_path, small_pages):
@@ -84,6 +88,9 @@ def test_a_queue_the_noise_hides_splits_nothing_and_says_why(cli, tmp_path, smal
     assert "not split: the delays fall in no two clusters" in f["l2_twins.groups_split"].note
     assert len(f["l2_twins.delay"].value) == 1  # no second test after one that did not split
     assert abs(f["l2_twins.delay"].value[0]) < 5  # the group's lines waited as the others
+    # the separation carries its interval: a cut of noise reaches well under a split's
+    (z,), ((lo,), (hi,)) = f["l2_twins.separation"].value, f["l2_twins.separation"].interval
+    assert lo <= z <= hi and lo < T.SPLIT_Z
 
 
 def test_a_device_without_a_slice_queue_skips_it_and_says_what_it_needs(cli, tmp_path,

@@ -52,6 +52,8 @@ class TwinTest:
     separation: float  # held out: Mann-Whitney's z (:func:`held_out_z`)
     split: bool
     why: str  # why it did not split ("" where it did)
+    #: the separation's bootstrap 95 % interval over the group's classes (NaN: none judged)
+    separation_interval: tuple[float, float] = (float("nan"), float("nan"))
 
 
 def delays(base: np.ndarray, hammered: np.ndarray) -> np.ndarray:
@@ -103,12 +105,13 @@ def judge_test(group: int, hammered_class: int, classes: np.ndarray, roles: np.n
     whole = trimmed_mean(d)
     ok = np.isfinite(fit[mine]) & np.isfinite(test[mine])
     side = np.zeros(cls.size, bool)
-    sep = 0.0
+    sep, sep_iv = 0.0, (float("nan"), float("nan"))
     if ok.sum() >= 2 * SPLIT_MIN:
         # drawn on the first half, judged on the second; the classes then placed by all
         # the repeats
         first = slowed(fit[mine][ok], fit[ctl])
         sep = held_out_z(first, test[mine][ok])
+        sep_iv = _separation_interval(first, test[mine][ok])
         side[ok] = slowed(whole[mine][ok], whole[ctl])
     slowed_d, other_d = whole[mine][side], whole[mine][~side & ok]
     middle = (np.median(slowed_d) + np.median(other_d)) / 2 \
@@ -130,7 +133,7 @@ def judge_test(group: int, hammered_class: int, classes: np.ndarray, roles: np.n
         other_d.size else float("nan")
     lo, hi = _delay_interval(slowed_d, other_d)
     return TwinTest(group, hammered_class, cls, side, delay, (lo, hi), control, sep,
-                    not why, why)
+                    not why, why, sep_iv)
 
 
 def trimmed_mean(x: np.ndarray) -> np.ndarray:
@@ -183,6 +186,23 @@ def _delay_interval(a: np.ndarray, b: np.ndarray, draws: int = 400) -> tuple[flo
     m = (np.median(rng.choice(a, (draws, a.size)), axis=1)
          - np.median(rng.choice(b, (draws, b.size)), axis=1))
     lo, hi = np.percentile(m, [2.5, 97.5])
+    return float(lo), float(hi)
+
+
+def _separation_interval(side: np.ndarray, test: np.ndarray, draws: int = 400
+                         ) -> tuple[float, float]:
+    """A bootstrap 95 % interval of :func:`held_out_z`: the classes on each side of the cut
+    drawn again with replacement, as many as it put there (seeded: the same file gives the
+    same interval). Which classes a group holds is the sample; a cut that put every slowed
+    class above every other keeps near its largest z, one that split noise spans zero."""
+    a, b = test[side], test[~side]
+    if a.size < 2 or b.size < 2:
+        return float("nan"), float("nan")
+    rng = np.random.default_rng(44)
+    mark = np.r_[np.ones(a.size, bool), np.zeros(b.size, bool)]
+    zs = [held_out_z(mark, np.r_[rng.choice(a, a.size), rng.choice(b, b.size)])
+          for _ in range(draws)]
+    lo, hi = np.percentile(zs, [2.5, 97.5])
     return float(lo), float(hi)
 
 

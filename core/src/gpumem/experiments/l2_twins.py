@@ -279,7 +279,10 @@ class L2Twins(L2Hash):
                     method + ": per test, how surely the classes a cut drawn on half the "
                     "repeats calls slowed rank above the others in the other half "
                     f"(Mann-Whitney's U as a z score; a split needs {T.SPLIT_Z:g})",
-                    index=("test", ids), kind="measured"),
+                    index=("test", ids), kind="measured",
+                    interval=([_r(t.separation_interval[0]) for t in tests],
+                              [_r(t.separation_interval[1]) for t in tests]),
+                    note="interval: the classes of each side drawn again (bootstrap)"),
         ]
         rate = _slice_rate(raw, m, tests)
         if rate is not None:
