@@ -48,12 +48,15 @@ def test_what_the_reference_left_unresolved_is_counted_apart_what_the_other_lack
 def test_a_recorded_not_found_value_is_read_as_unresolved(tmp_path):
     """A run recorded before an unfound hash was unresolved gave its accuracy a value with
     "not found" in the note: compared, it is no value to reach."""
-    from gpumem.contracts.findings import NOT_FOUND, Finding
+    from gpumem.contracts.findings import NOT_FOUND, Finding, from_dict
     from gpumem.contracts.formats import Source
     from gpumem.interop.compare import compare_sources
 
-    old = Finding("l2_slices.hash_accuracy", 0.15, "1", 0.9, "m", kind="measured",
-                  interval=(0.12, 0.19), note="linear: XOR masks" + NOT_FOUND + "under 50 %")
+    # as a manifest of then recorded it
+    old = from_dict("l2_slices.hash_accuracy", {
+        "value": 0.15, "units": "1", "confidence": 0.9, "method": "m", "kind": "measured",
+        "interval": [0.12, 0.19], "status": "pass",
+        "note": "linear: XOR masks" + NOT_FOUND + "under 50 %"})
     new = Finding("l2_slices.hash_accuracy", 0.16, "1", 0.9, "m", kind="measured",
                   interval=(0.13, 0.2))
     a = Source("old", "", None, {("l2_slices", old.name): old})

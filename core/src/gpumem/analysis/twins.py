@@ -20,6 +20,7 @@ which a pooled standard deviation would let the slowed side's spread swamp.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 
 import numpy as np
@@ -177,33 +178,32 @@ def _oriented(side: np.ndarray, values: np.ndarray) -> np.ndarray:
     return side if values[side].mean() >= values[~side].mean() else ~side
 
 
-def _delay_interval(a: np.ndarray, b: np.ndarray, draws: int = 400) -> tuple[float, float]:
-    """A bootstrap 95 % interval of median(a) - median(b) (seeded: the same file gives the
-    same interval)."""
+def _bootstrap(a: np.ndarray, b: np.ndarray,
+               statistic: Callable[[np.ndarray, np.ndarray], np.ndarray],
+               draws: int = 400) -> tuple[float, float]:
+    """A bootstrap 95 % interval of ``statistic`` of two samples, each drawn again with
+    replacement, as many as it holds (``statistic`` takes the draws x size resamples of
+    each, one statistic per row; seeded: the same file gives the same interval)."""
     if a.size < 2 or b.size < 2:
         return float("nan"), float("nan")
     rng = np.random.default_rng(44)
-    m = (np.median(rng.choice(a, (draws, a.size)), axis=1)
-         - np.median(rng.choice(b, (draws, b.size)), axis=1))
-    lo, hi = np.percentile(m, [2.5, 97.5])
+    got = statistic(rng.choice(a, (draws, a.size)), rng.choice(b, (draws, b.size)))
+    lo, hi = np.percentile(got, [2.5, 97.5])
     return float(lo), float(hi)
 
 
-def _separation_interval(side: np.ndarray, test: np.ndarray, draws: int = 400
-                         ) -> tuple[float, float]:
+def _delay_interval(a: np.ndarray, b: np.ndarray) -> tuple[float, float]:
+    """A bootstrap 95 % interval of median(a) - median(b)."""
+    return _bootstrap(a, b, lambda x, y: np.median(x, axis=1) - np.median(y, axis=1))
+
+
+def _separation_interval(side: np.ndarray, test: np.ndarray) -> tuple[float, float]:
     """A bootstrap 95 % interval of :func:`held_out_z`: the classes on each side of the cut
-    drawn again with replacement, as many as it put there (seeded: the same file gives the
-    same interval). Which classes a group holds is the sample; a cut that put every slowed
+    drawn again. Which classes a group holds is the sample; a cut that put every slowed
     class above every other keeps near its largest z, one that split noise spans zero."""
-    a, b = test[side], test[~side]
-    if a.size < 2 or b.size < 2:
-        return float("nan"), float("nan")
-    rng = np.random.default_rng(44)
-    mark = np.r_[np.ones(a.size, bool), np.zeros(b.size, bool)]
-    zs = [held_out_z(mark, np.r_[rng.choice(a, a.size), rng.choice(b, b.size)])
-          for _ in range(draws)]
-    lo, hi = np.percentile(zs, [2.5, 97.5])
-    return float(lo), float(hi)
+    mark = np.r_[np.ones(int(side.sum()), bool), np.zeros(int((~side).sum()), bool)]
+    return _bootstrap(test[side], test[~side], lambda x, y: np.array(
+        [held_out_z(mark, np.r_[p, q]) for p, q in zip(x, y, strict=True)]))
 
 
 @dataclass

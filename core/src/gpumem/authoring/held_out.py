@@ -163,11 +163,12 @@ def held_out(measurements: list[dict[str, Any]], dropped: dict[str, int],
                 fails[name] = fails.get(name, 0) + 1
             has = {n_ for _x, n_ in other.source.findings} if regressions else set()
             for name in (x for x in REGRESSIONS if x in has):
+                if not judges(expected, versions, other, name):
+                    continue
+                tried[name] += 1
                 worse_bad, _m = judge(expected, versions, other, {name: worse(name)})
-                if judges(expected, versions, other, name):
-                    tried[name] += 1
-                    if not any(x[0] == name for x in worse_bad):
-                        missed[name].append((card, other.source.label))
+                if not any(x[0] == name for x in worse_bad):
+                    missed[name].append((card, other.source.label))
     return {"judged": judged, "healthy_fails": fails, "missed": missed, "tried": tried}
 
 

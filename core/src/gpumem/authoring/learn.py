@@ -29,7 +29,7 @@ from gpumem.contracts.allowances import (
     card_sigma,
     finding_class,
 )
-from gpumem.contracts.findings import NOT_FOUND
+from gpumem.contracts.findings import from_dict
 from gpumem.plugin.registry import Plugins
 
 #: Findings of the node rather than the card (peer access: which GPU is whose neighbour and
@@ -135,8 +135,8 @@ def read_runs(plugins: Plugins, folders: Iterable[Path]) -> tuple[list[dict[str,
         raw = _raw_file(manifest, e)
         if raw is not None and raw.exists():
             findings = {f.name: f.as_dict() for f in analyze_file(plugins, raw)[1]}
-        else:
-            findings = dict(e.get("findings") or {})
+        else:  # as recorded, read as any reader reads them (contracts.findings.from_dict)
+            findings = {n: from_dict(n, d).as_dict() for n, d in (e.get("findings") or {}).items()}
         if version != current[e["experiment"]]:  # its findings a bump since left alone
             kept = {n: f for n, f in findings.items() if cls.means_the_same(n, version)}
             dropped["findings an experiment's later version changed"] += len(findings) - \
@@ -237,8 +237,7 @@ def summarize(measurements: list[dict[str, Any]], dropped: dict[str, int],
         runs.add(m["run"])
         for name, f in m["findings"].items():
             if f.get("value") is None or f.get("status") == "contended" or \
-                    name.startswith(NODE_SPECIFIC) or name in LABELLED or \
-                    NOT_FOUND in str(f.get("note") or ""):
+                    name.startswith(NODE_SPECIFIC) or name in LABELLED:
                 continue
             # a choice on a grid was recorded as structural before it had an interval
             if f.get("kind") == "structural" and name not in CHOICES:

@@ -34,14 +34,7 @@ from typing import Any
 
 from gpumem.contracts.allowances import card_specific, learned_for, model_band
 from gpumem.contracts.errors import Interrupted, UsageError
-from gpumem.contracts.findings import (
-    NOT_FOUND,
-    NOT_MODELLED,
-    Expected,
-    Finding,
-    kind_of,
-    status_of,
-)
+from gpumem.contracts.findings import NOT_MODELLED, Expected, Finding, kind_of, status_of
 from gpumem.contracts.generic import is_compute_capability, is_generic
 from gpumem.interop.compare import (
     Source,
@@ -358,8 +351,7 @@ def derive_values(sources: list[Source], allowances: dict[str, Any] | None = Non
         if len(found) < len(maybe):
             left.append(Left(name, exp, "not in every run"))
             continue
-        if any(not f.resolved or NOT_FOUND in (f.note or "") for f in found):
-            # a run recorded before an unfound search was unresolved gave it a value
+        if any(not f.resolved for f in found):
             left.append(Left(name, exp, "unresolved in at least one run"))
             continue
         if any(f.status == "contended" for f in found):

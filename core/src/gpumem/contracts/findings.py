@@ -36,7 +36,7 @@ NOT_MODELLED = "not modelled"
 UNDECIDED = "undecided"
 #: In a finding's note: what the analysis searched for was not found (l2_slices' hash). Such
 #: a finding is unresolved; files written before (2026-12-06) gave it a value all the same,
-#: which learners skip (:func:`gpumem.authoring.learn.summarize`).
+#: which reading them turns back into an unresolved one (:func:`recorded`).
 NOT_FOUND = "; not found: "
 #: ``contended``: measured while another process used the GPU; the note says what was seen
 #: (it starts with :data:`CONTENDED_PREFIX`). Neither pass nor fail, but ``--check`` fails.
@@ -352,6 +352,15 @@ class Finding:
 MEASURED_UNITS = ("cycle", "ns", "GB/s")
 
 
+def recorded(f: Finding) -> Finding:
+    """A finding as read from a file: one whose note says its search found nothing
+    (:data:`NOT_FOUND`) but which a file written before gave a value is unresolved, its value
+    the candidate, so nothing judges, learns or compares it."""
+    if f.resolved and NOT_FOUND in f.note:
+        return replace(f, value=None, status="unresolved", interval=None, candidates=[f.value])
+    return f
+
+
 def from_dict(name: str, d: dict[str, Any]) -> Finding:
     """A finding back from its :meth:`Finding.as_dict` (a manifest's record of it, when the
     raw file is not kept): value, units, interval, index, kind, status, note, precision."""
@@ -366,11 +375,12 @@ def from_dict(name: str, d: dict[str, Any]) -> Finding:
                               math.inf if rel == "inf" else
                               (math.nan if rel is None else float(rel)),
                               str(p.get("stopped", "")))
-    return Finding(name, d.get("value"), str(d.get("units", "")),
-                   float(d.get("confidence", 1.0)), str(d.get("method", "")), index=index,
-                   note=str(d.get("note", "")), status=str(d.get("status", "n/a")),
-                   candidates=d.get("candidates"), interval=interval,
-                   kind=str(d.get("kind", "")), precision=precision)
+    return recorded(Finding(name, d.get("value"), str(d.get("units", "")),
+                            float(d.get("confidence", 1.0)), str(d.get("method", "")),
+                            index=index, note=str(d.get("note", "")),
+                            status=str(d.get("status", "n/a")),
+                            candidates=d.get("candidates"), interval=interval,
+                            kind=str(d.get("kind", "")), precision=precision))
 
 
 def kind_of(f: Finding) -> str:
@@ -845,7 +855,7 @@ def from_dataset(ds: xr.Dataset) -> list[Finding]:
         if "precision_stopped" in a:  # files before the stopping rule: None
             f = replace(f, precision=_precision_attrs(a))
         stored = str(a.get("kind", ""))
-        out.append(replace(f, kind=stored) if stored and stored != kind_of(f) else f)
+        out.append(recorded(replace(f, kind=stored) if stored and stored != kind_of(f) else f))
     return out
 
 

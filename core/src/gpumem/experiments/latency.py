@@ -668,7 +668,7 @@ def _capacity(name: str, bracket: tuple[float, float] | None, method: str,
     if placed and len(placed) >= 2 and max(placed) - min(placed) > STRIDE:
         wander = student_t_975(len(placed) - 1) * least_draw_sd(len(placed)) * \
             float(np.std(placed, ddof=1))
-        bottom = min(lo, min(placed), lo - wander)
+        bottom = min(min(placed), lo - wander)
         top = max(top, max(placed), lo + wander)
         note = (note + "; " if note else "") + \
             (f"the {len(placed)} placements left the level at "

@@ -22,7 +22,6 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable, Collection, Mapping
-from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -34,7 +33,6 @@ from gpumem.contracts.device import DeviceInfo
 from gpumem.contracts.errors import ResultsFileError, UsageError
 from gpumem.contracts.experiment import analyse
 from gpumem.contracts.findings import (
-    NOT_FOUND,
     Expected,
     Finding,
     band_of,
@@ -343,10 +341,6 @@ def compare_sources(plugins: PluginSet, pairs: list[tuple[Source, str]],
                 continue
             row["units"] = row["units"] or f.units
             row.setdefault("kind", kind_of(f))
-            if NOT_FOUND in (f.note or "") and f.resolved:
-                # recorded before an unfound search was unresolved: its value is no result
-                f = replace(f, value=None, status="unresolved", interval=None,
-                            candidates=[f.value])
             row["values"][label] = f.as_dict()["value"]
             if f.interval is not None:  # scalars: [lo, hi]; lists: [lo list, hi list]
                 row.setdefault("intervals", {})[label] = plain_band(f.interval) \
