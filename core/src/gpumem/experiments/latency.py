@@ -23,7 +23,9 @@ on each: a knee is where the first placement leaves the level, and the half cros
 half the accesses of all of them have, whatever the process was given.
 
 Findings: ``lat.l1``, ``lat.l2``, ``lat.l2_far``, ``lat.dram``, ``lat.dram_tlb_miss`` (cycles,
-each with an ``_ns`` twin), ``l1d.size``, ``l2.size``, ``l2.near_size``, ``l2.partitions``.
+each with an ``_ns`` twin), ``l1d.size``, ``l2.size``, ``l2.near_size``, ``l2.partitions``, and
+each capacity read at its half crossing (``l1d.size_at_half``, ...): stabler run to run, so a
+shrunk cache fails there where its knee's interval leaves the run undecided.
 """
 
 from __future__ import annotations
@@ -83,6 +85,9 @@ WARM_ILP = 8
 #: placements leaves a hashed level moves by more than that from process to process (an H200's
 #: near L2: 24.7-27.8 MB over three), and stride-exact bisection there cost 15 s a run.
 PLACED_RESOLUTION = 0.005
+#: Parts of an unplaced record whose half crossings say how well the pooled one is known
+#: (:func:`_part_halves`).
+HALF_PARTS = 4
 #: On a slow device (``RunContext.slow``): accesses timed per chase, and how far knees are
 #: bisected (each round of a 60 MB knee costs Accel-Sim's H200 config about 3 minutes).
 SLOW_RECORD, SLOW_RESOLUTION = 64, 0.01
@@ -123,7 +128,8 @@ class LatencyLadder(Experiment):
     changed_in = {"3": ()}
     findings = ("lat.l1", "lat.l1_ns", "lat.l2", "lat.l2_ns", "lat.l2_far", "lat.l2_far_ns",
                 "lat.dram", "lat.dram_ns", "lat.dram_tlb_miss", "lat.dram_tlb_miss_ns",
-                "l1d.size", "l2.near_size", "l2.size", "l2.partitions")
+                "l1d.size", "l2.near_size", "l2.size", "l2.partitions", "l1d.size_at_half",
+                "l2.near_size_at_half", "l2.size_at_half")
     references = ("Mei & Chu, Dissecting GPU Memory Hierarchy through Microbenchmarking, "
                   "IEEE TPDS 28(1), 2017; gpu-benches gpu-latency (RRZE)")
 
@@ -338,27 +344,33 @@ class LatencyLadder(Experiment):
                                    if iv else None))
 
         caps: list[tuple[float, float] | None] = []
-        halves: list[float | None] = []
+        halves: list[tuple[float, float, float] | None] = []
         for lower, upper in pairwise(levels):
             caps.append(knee_bracket(x, samples, lower, upper.latency))
-            half = half_crossing(x, samples, lower, upper)
-            halves.append(half[2] if half else None)
+            halves.append(half_crossing(x, samples, lower, upper))
         caps.append(None)
         halves.append(None)
 
-        def capacity(name: str, k: int, method: str) -> Finding:
+        def capacity(name: str, k: int, method: str) -> list[Finding]:
+            """The level's capacity at its knee, then (where its accesses cross half) at
+            its half crossing."""
             cap = caps[k]
             res = self._knee_resolution(raw.attrs, cap[0]) if cap else 0.0
             placed = _placement_knees(x, samples, levels[k], levels[k + 1].latency, raw.attrs,
                                       cap) if cap else []
-            return _capacity(name, cap, method, halves[k], res, placed)
+            half = halves[k]
+            found = [_capacity(name, cap, method, half[2] if half else None, res, placed)]
+            if half is not None:
+                parts = _part_halves(x, samples, levels[k], levels[k + 1], raw.attrs)
+                found.append(_half_size(name + "_at_half", half, parts, method))
+            return found
 
         method = "latency ladder, sequential chase, stride 128 B"
         i = 0
         cap0 = caps[0]
         if cap0 is not None and cap0[0] < l2_bytes / 4:
             lat("l1", levels[0], method + ", first plateau")
-            out.append(capacity("l1d.size", 0, "first knee of the " + method))
+            out.extend(capacity("l1d.size", 0, "first knee of the " + method))
             i = 1
         l2_levels = []
         ramp = _l2_ramp(x, samples, levels, l2_bytes)
@@ -389,13 +401,13 @@ class LatencyLadder(Experiment):
             if len(l2_levels) >= 2:
                 far = l2_levels[1]
                 lat("l2_far", levels[far], method + ", second L2 plateau")
-                out.append(capacity("l2.near_size", l2_levels[0],
+                out.extend(capacity("l2.near_size", l2_levels[0],
                                     "knee between the near and far L2 plateaus"))
-                out.append(capacity("l2.size", far, "knee of the far L2 plateau"))
+                out.extend(capacity("l2.size", far, "knee of the far L2 plateau"))
             elif ramp is not None:
                 out.append(_ramp_size("l2.size", ramp, method))
             else:
-                out.append(capacity("l2.size", l2_levels[0], "knee of the L2 plateau" + mixed))
+                out.extend(capacity("l2.size", l2_levels[0], "knee of the L2 plateau" + mixed))
             out.append(Finding("l2.partitions", min(len(l2_levels), 2), "1",
                                0.9, "distinct L2 latency plateaus"))
         reached = float(x.max())
@@ -633,6 +645,58 @@ def _placement_knees(x: np.ndarray, samples: np.ndarray, lower: Plateau, high: f
         if br is not None:
             out.append(br[0])
     return out
+
+
+def _part_halves(x: np.ndarray, samples: np.ndarray, lower: Plateau, upper: Plateau,
+                 attrs: Mapping[str, Any]) -> list[float]:
+    """The half crossing of each part of the record: the placements' (a quarter each, where
+    the footprints around it were placed), else :data:`HALF_PARTS` runs of the chase's own
+    accesses. How far they scatter is how well the pooled crossing is known: a process given
+    other pages reads another (an H200's far L2: 60.6-62.7 MB over fourteen processes on
+    four cards, its four placements in one process 57.9-61.9)."""
+    parts = int(attrs.get("plan_placements", 1))
+    parts = parts if parts > 1 else HALF_PARTS
+    width = samples.shape[1] // parts
+    if width < 2:
+        return []
+    out = []
+    for k in range(parts):
+        part = samples[:, k * width:(k + 1) * width]
+        if np.isfinite(part).any(axis=1).mean() < 0.5:  # a record of one mean a point
+            continue
+        h = half_crossing(x, part, lower, upper)
+        if h is not None:
+            out.append(h[2])
+    return out
+
+
+def _half_size(name: str, half: tuple[float, float, float], parts: list[float],
+               method: str) -> Finding:
+    """A level's size read at its half crossing: the footprint where half the accesses that
+    will leave it have (``LEVEL.size_at_half``), beside the knee where the first do. On a
+    hashed cache the knee moves with the pages a process is given and the crossing, set by the
+    bulk of the accesses, much less: over the fourteen committed H200 ladders of four cards
+    the far L2's knee read 56.5-60.8 MB and its crossing 60.6-62.7, the L1's 201-218 KB and
+    235-239 KB. So a shrunk cache shows here first. The interval is the bisected bracket and
+    the crossing +- t x the standard error of the parts' crossings (:func:`_part_halves`;
+    Student's t for P - 1 degrees of freedom): it held a rerun's crossing for 37 of 40 pairs
+    of runs of one card at the L1, 36 at the far L2 and 31 at the near L2
+    (tests/test_latency_knees.py)."""
+    lo, hi, v = half
+    bottom, top = lo, hi
+    note = f"half the accesses have left the level between {int(lo)} and {int(hi)} B"
+    if len(parts) >= 2:
+        se = student_t_975(len(parts) - 1) * float(np.std(parts, ddof=1)) / np.sqrt(len(parts))
+        bottom, top = min(lo, v - se), max(hi, v + se)
+        note += (f"; {len(parts)} parts of the record crossed at "
+                 f"{', '.join(str(int(p)) for p in sorted(parts))} B")
+    resolved = hi - lo <= max(STRIDE, HALF_RESOLUTION * lo)
+    conf = 1.0 if resolved else float(np.clip(HALF_RESOLUTION * lo / (hi - lo), 0.05, 0.95))
+    return Finding(name, int(v), "byte", conf,
+                   "latency ladder, sequential chase: where half the accesses have left the "
+                   "level, log-interpolated (its knee: " + method + ")",
+                   note=note, interval=(float(int(max(bottom, STRIDE))), float(int(top))),
+                   kind="measured")
 
 
 def _capacity(name: str, bracket: tuple[float, float] | None, method: str,

@@ -95,6 +95,10 @@ def expected_values(device: DeviceInfo) -> list[Expected]:
               "array at 4 B stride, 1 access in 8 misses")
     out += [
         Expected("l2.size", 1536 << 10, f"{SPEC}: L2 1536 KB", "byte", rel_tol=0.10),
+        Expected("l2.size_at_half", 1536 << 10, f"{SPEC}: L2 1536 KB; half the accesses leave a "
+                 "W-way LRU cache indexed modulo its sets C / (2W + 1) past its size C "
+                 "(3 % at 16 ways)",
+                 "byte", rel_tol=0.10),
         exact("l2.line", 32, l2line, "byte"),
         exact("l2.fill_unit", 32, f"{l2line}: a miss fills the 32 B line", "byte"),
         exact("l2.sector", 32, f"{l2line}: the 32 B line is the smallest unit", "byte"),
