@@ -41,7 +41,8 @@ def _ladder_curve(ds: xr.Dataset, order: str) -> tuple[np.ndarray, np.ndarray]:
 
 @finished
 def latency_ladder(series: Sequence[Series]) -> Figure | None:
-    """Median latency over footprint, sequential and random chains, knees and levels marked."""
+    """Median latency over footprint, sequential and random chains, knees, half crossings
+    and levels marked."""
     data = with_raw(series, "latency")
     if not data:
         return None
@@ -71,6 +72,12 @@ def latency_ladder(series: Sequence[Series]) -> Figure | None:
                 ax.annotate(f"{text} knee {size_label(v)}", (v, 0.99 - 0.2 * (i % 4)),
                             xycoords=("data", "axes fraction"), rotation=90, va="top",
                             ha="right", fontsize=7, color=s.colour)
+            h = s.value("latency", name + "_at_half")
+            if h:  # where half the accesses have left the level: what a rerun reproduces
+                ax.axvline(h, color=s.colour, ls=(0, (1, 4)), lw=1, alpha=0.7)
+                ax.annotate(f"{text} half {size_label(h)}", (h, 0.99 - 0.2 * (i % 4)),
+                            xycoords=("data", "axes fraction"), rotation=90, va="top",
+                            ha="left", fontsize=7, color=s.colour, alpha=0.8)
         for name, text in _REACH:
             v = s.value("tlb_structure", name)
             if v and v <= 2 * xmax:
