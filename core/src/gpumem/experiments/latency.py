@@ -649,9 +649,9 @@ def _placement_knees(x: np.ndarray, samples: np.ndarray, lower: Plateau, high: f
 
 def _part_halves(x: np.ndarray, samples: np.ndarray, lower: Plateau, upper: Plateau,
                  attrs: Mapping[str, Any]) -> list[float]:
-    """The half crossing of each part of the record: the placements' (a quarter each, where
-    the footprints around it were placed), else :data:`HALF_PARTS` runs of the chase's own
-    accesses. How far they scatter is how well the pooled crossing is known: a process given
+    """The half crossing of each part of the record, split as its placements split it (a
+    quarter each; below the placed footprints, as an L1's, four runs of one chase's
+    accesses), or into :data:`HALF_PARTS` where none was placed. How far they scatter is how well the pooled crossing is known: a process given
     other pages reads another (an H200's far L2: 60.6-62.7 MB over fourteen processes on
     four cards, its four placements in one process 57.9-61.9)."""
     parts = int(attrs.get("plan_placements", 1))
