@@ -6,7 +6,8 @@
 # H200, before the ladders, issue 44's H200-only steps (benchmarks/h200_s30.sh's: the L2
 # reference and `compare`, an l2_hash page, the clearing after a free). Packed after each
 # step, so a job cut short keeps what it measured.
-#   [ALL_RUNS=N] bash benchmarks/knee_job.sh OUT_DIR [RUNS]   (RUNS: 6, ALL_RUNS: 2 unless given)
+#   [ALL_RUNS=N] [H200_STEPS=0] bash benchmarks/knee_job.sh OUT_DIR [RUNS]
+#   (RUNS: 6, ALL_RUNS: 2 unless given; H200_STEPS=0 leaves the H200-only steps out)
 # OUT_DIR/pack.tgz holds it all. Changes no clock, power or mode setting.
 set -uo pipefail
 out=${1:?usage: knee_job.sh OUT_DIR [RUNS]}
@@ -31,7 +32,7 @@ ladders() {
 }
 # the whole runs' ladders are kept too; on an H200 its own steps come before more ladders
 all_runs "${ALL_RUNS:-2}"
-if grep -q "H200" "$out_dir/smi_before.csv"; then
+if [ "${H200_STEPS:-1}" != 0 ] && grep -q "H200" "$out_dir/smi_before.csv"; then
     h200_steps
 fi
 ladders "${2:-6}"
