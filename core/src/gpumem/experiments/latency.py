@@ -651,9 +651,10 @@ def _part_halves(x: np.ndarray, samples: np.ndarray, lower: Plateau, upper: Plat
                  attrs: Mapping[str, Any]) -> list[float]:
     """The half crossing of each part of the record, split as its placements split it (a
     quarter each; below the placed footprints, as an L1's, four runs of one chase's
-    accesses), or into :data:`HALF_PARTS` where none was placed. How far they scatter is how well the pooled crossing is known: a process given
-    other pages reads another (an H200's far L2: 60.6-62.7 MB over fourteen processes on
-    four cards, its four placements in one process 57.9-61.9)."""
+    accesses), or into :data:`HALF_PARTS` where none was placed. How far they scatter is how
+    well the pooled crossing is known: a process given other pages reads another (an H200's
+    far L2: 60.6-62.7 MB over fourteen processes on four cards, its four placements in one
+    process 57.9-61.9)."""
     parts = int(attrs.get("plan_placements", 1))
     parts = parts if parts > 1 else HALF_PARTS
     width = samples.shape[1] // parts
