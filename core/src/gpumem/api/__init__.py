@@ -65,7 +65,7 @@ from gpumem.contracts.experiment import (
     repeat_seed,
     repeated,
 )
-from gpumem.contracts.findings import Expected, Finding, exact, latency_pair
+from gpumem.contracts.findings import Expected, Finding, exact, l2_size_pair, latency_pair
 from gpumem.contracts.generic import expected_values as device_property_expected
 from gpumem.contracts.presentation import Presentation, ReportFigure, ReportSection
 from gpumem.plugin.arch import ArchitecturePlugin
@@ -77,7 +77,8 @@ __all__ = [
     "ChaseRequest", "ChaseResult", "Device", "DeviceInfo", "device_property_expected",
     "DeviceUnavailable", "dram_copy_expected", "exact", "Expected", "Experiment", "Finding",
     "fleet_expected", "published_expected",
-    "GpumemError", "hookimpl", "latency_pair", "load_plugins", "median_over_repeats",
+    "GpumemError", "hookimpl", "l2_size_pair", "latency_pair", "load_plugins",
+    "median_over_repeats",
     "MEI_CHU", "mei_chu_data", "MEI_CHU_REPO", "pattern_expected", "PLACEMENT_PADS", "Plan",
     "Plugins", "point_medians", "PointSkipped", "Presentation", "ProbeUnsupported",
     "repeat_count", "repeat_seed", "repeated", "ReportFigure", "ReportSection", "run",

@@ -250,6 +250,16 @@ def exact(name: str, value: Value, source: str, units: str = "1") -> Expected:
     return Expected(name, value, source, units, rel_tol=0.0)
 
 
+def l2_size_pair(size: int, source: str, rel_tol: float = 0.10) -> list[Expected]:
+    """``l2.size`` and ``l2.size_at_half`` from one published L2 size (a datasheet's): where
+    half the accesses leave a W-way LRU cache indexed modulo its sets lies C / (2W + 1) past
+    its size C (3 % at 16 ways), inside a 10 % band."""
+    return [Expected("l2.size", size, source, "byte", rel_tol=rel_tol),
+            Expected("l2.size_at_half", size, f"{source}; half the accesses leave a W-way LRU "
+                     "cache indexed modulo its sets C / (2W + 1) past its size C (3 % at 16 "
+                     "ways)", "byte", rel_tol=rel_tol)]
+
+
 def latency_pair(name: str, cycles: float, source: str, clock_mhz: float, clock: str,
                  rel_tol: float = 0.05) -> list[Expected]:
     """``lat.NAME`` in cycles and its ``lat.NAME_ns`` twin at ``clock_mhz`` (``clock`` says

@@ -599,6 +599,14 @@ def _confidence(p: Plateau) -> float:
     return float(np.clip((1 - 5 * p.spread) * min(1.0, p.count / 3), 0, 1))
 
 
+def _half_confidence(lo: float, hi: float) -> float:
+    """A half crossing's confidence: 1 once bisected to :data:`HALF_RESOLUTION` (or one
+    stride), less the wider its bracket still is."""
+    if hi - lo <= max(STRIDE, HALF_RESOLUTION * lo):
+        return 1.0
+    return float(np.clip(HALF_RESOLUTION * lo / (hi - lo), 0.05, 0.95))
+
+
 def _ramp_size(name: str, ramp: _Ramp, method: str) -> Finding:
     """The size of a single L2 whose misses ramp (:func:`_l2_ramp`): the half crossing of its
     miss share, where half the accesses miss, not the knee, where the first does.
@@ -612,8 +620,7 @@ def _ramp_size(name: str, ramp: _Ramp, method: str) -> Finding:
     sits at the capacity whatever the sample (C (1 - 1/(3W)) for W ways; 0.974 +- 0.017 with
     1,024 recorded lines over draws of the slices: tests/data/accelsim/runs/README.md)."""
     lo, hi = ramp.lo, ramp.hi
-    resolved = hi - lo <= max(STRIDE, HALF_RESOLUTION * lo)
-    conf = 1.0 if resolved else float(np.clip(HALF_RESOLUTION * lo / (hi - lo), 0.05, 0.95))
+    conf = _half_confidence(lo, hi)
     note = (f"misses ramp: {int(RAMP_EDGE * 100)}-{int(100 - RAMP_EDGE * 100)} % of the "
             f"accesses miss from {int(ramp.first)} to {int(ramp.last)} B, half between "
             f"{int(lo)} and {int(hi)} B")
@@ -636,15 +643,20 @@ def _placement_knees(x: np.ndarray, samples: np.ndarray, lower: Plateau, high: f
     placements = int(attrs.get("plan_placements", 1))
     placed_from = float(attrs.get("plan_placed_from", 0))
     placed_to = float(attrs.get("plan_placed_to", 0))
-    width = samples.shape[1] // placements if placements > 1 else 0
-    if not width or not placed_from < knee[0] <= placed_to:
+    if placements < 2 or not placed_from < knee[0] <= placed_to:
         return []
     out = []
-    for k in range(placements):
-        br = knee_bracket(x, samples[:, k * width:(k + 1) * width], lower, high)
+    for part in _record_parts(samples, placements):
+        br = knee_bracket(x, part, lower, high)
         if br is not None:
             out.append(br[0])
     return out
+
+
+def _record_parts(samples: np.ndarray, parts: int) -> list[np.ndarray]:
+    """The record's columns in ``parts`` equal runs (a placement's each, where placed)."""
+    width = samples.shape[1] // parts
+    return [samples[:, k * width:(k + 1) * width] for k in range(parts)] if width else []
 
 
 def _part_halves(x: np.ndarray, samples: np.ndarray, lower: Plateau, upper: Plateau,
@@ -657,12 +669,10 @@ def _part_halves(x: np.ndarray, samples: np.ndarray, lower: Plateau, upper: Plat
     process 57.9-61.9)."""
     parts = int(attrs.get("plan_placements", 1))
     parts = parts if parts > 1 else HALF_PARTS
-    width = samples.shape[1] // parts
-    if width < 2:
+    if samples.shape[1] // parts < 2:
         return []
     out = []
-    for k in range(parts):
-        part = samples[:, k * width:(k + 1) * width]
+    for part in _record_parts(samples, parts):
         if np.isfinite(part).any(axis=1).mean() < 0.5:  # a record of one mean a point
             continue
         h = half_crossing(x, part, lower, upper)
@@ -691,9 +701,7 @@ def _half_size(name: str, half: tuple[float, float, float], parts: list[float],
         bottom, top = min(lo, v - se), max(hi, v + se)
         note += (f"; {len(parts)} parts of the record crossed at "
                  f"{', '.join(str(int(p)) for p in sorted(parts))} B")
-    resolved = hi - lo <= max(STRIDE, HALF_RESOLUTION * lo)
-    conf = 1.0 if resolved else float(np.clip(HALF_RESOLUTION * lo / (hi - lo), 0.05, 0.95))
-    return Finding(name, int(v), "byte", conf,
+    return Finding(name, int(v), "byte", _half_confidence(lo, hi),
                    "latency ladder, sequential chase: where half the accesses have left the "
                    "level, log-interpolated (its knee: " + method + ")",
                    note=note, interval=(float(int(max(bottom, STRIDE))), float(int(top))),

@@ -33,6 +33,7 @@ from gpumem.api import (
     Expected,
     dram_copy_expected,
     exact,
+    l2_size_pair,
     latency_pair,
     mei_chu_data,
     pattern_expected,
@@ -94,11 +95,7 @@ def expected_values(device: DeviceInfo) -> list[Expected]:
     l2line = (f"{PAPER}, sec. 4; {data('Kepler_L2_cacheline_stride4byte.xlsx')}: 1 GB cold "
               "array at 4 B stride, 1 access in 8 misses")
     out += [
-        Expected("l2.size", 1536 << 10, f"{SPEC}: L2 1536 KB", "byte", rel_tol=0.10),
-        Expected("l2.size_at_half", 1536 << 10, f"{SPEC}: L2 1536 KB; half the accesses leave a "
-                 "W-way LRU cache indexed modulo its sets C / (2W + 1) past its size C "
-                 "(3 % at 16 ways)",
-                 "byte", rel_tol=0.10),
+        *l2_size_pair(1536 << 10, f"{SPEC}: L2 1536 KB"),
         exact("l2.line", 32, l2line, "byte"),
         exact("l2.fill_unit", 32, f"{l2line}: a miss fills the 32 B line", "byte"),
         exact("l2.sector", 32, f"{l2line}: the 32 B line is the smallest unit", "byte"),

@@ -37,6 +37,7 @@ from gpumem.api import (
     Expected,
     dram_copy_expected,
     exact,
+    l2_size_pair,
     latency_pair,
     mei_chu_data,
     pattern_expected,
@@ -120,11 +121,7 @@ def expected_values(device: DeviceInfo) -> list[Expected]:
 
     # ---- L2 ----
     out += [
-        Expected("l2.size", 2048 << 10, f"{SPEC}: L2 2048 KB", "byte", rel_tol=0.10),
-        Expected("l2.size_at_half", 2048 << 10, f"{SPEC}: L2 2048 KB; half the accesses leave a "
-                 "W-way LRU cache indexed modulo its sets C / (2W + 1) past its size C "
-                 "(3 % at 16 ways)",
-                 "byte", rel_tol=0.10),
+        *l2_size_pair(2048 << 10, f"{SPEC}: L2 2048 KB"),
         exact("l2.partitions", 1, f"{PATTERNS}: a single L2-hit latency class (P5); no "
                "near/far L2 reported (inference)"),
         exact("l2.sm_groups", 1, f"ASSUMED: no per-SM L2 latency structure is reported for "
