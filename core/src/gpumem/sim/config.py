@@ -58,7 +58,10 @@ else:  # pragma: no cover - exercised on 3.10 only
     import tomli as tomllib
 
 POLICIES = ("lru", "fifo", "random", "weighted")
-INDEX_FUNCTIONS = ("modulo", "bits", "xor", "table", "hashed")
+INDEX_FUNCTIONS = ("modulo", "bits", "xor", "table", "hashed", "spread")
+#: Windows of ``sets`` blocks an ``index = "spread"`` table holds, each its own permutation
+#: of the sets (the pattern repeats every SPREAD_WINDOWS x sets blocks).
+SPREAD_WINDOWS = 64
 SCOPES = ("sm", "gpu")
 _UNIONS = (Union, getattr(types, "UnionType", Union))
 
@@ -391,6 +394,15 @@ class SetIndex:
     known but whose behaviour is a hash's: a footprint below capacity already overflows the
     sets it loads more than the others (an H200's L1: half of a sequential chase misses at
     93 % of the capacity its latency ladder shows, as balls in bins predict for 4 ways).
+    ``spread``: each run of ``sets`` consecutive blocks is its own pseudo-random permutation
+    of the sets (seed ``index_seed``): a footprint loads the sets nearly as evenly as modulo
+    does (one line apart where a run is whole, two where two runs are cut), but consecutive
+    lines land far apart and the lines past the capacity in sets unrelated to the first
+    ones', so a sequential chase past the capacity overflows the sets one at a time and any
+    stretch of it misses as often as the whole: the miss share ramps over a few per cent of
+    the capacity, from where each placement first conflicts (an H200's L2: half its
+    accesses leave 2-6 % past the knee, where a modulo index takes every recorded access
+    with the first overflowing sets, the first lines of the chase).
     """
 
     function: Annotated[str, spec("how an address picks a set", enum=INDEX_FUNCTIONS)] = \
@@ -405,7 +417,8 @@ class SetIndex:
     table: Annotated[list[Annotated[int, Field(ge=0)]], spec(
         "index = 'table': the set of each block number mod the table's length",
         unset="empty: only with another index")] = field(default_factory=list)
-    seed: Annotated[int, spec("index = 'hashed': the seed of the pseudo-random mapping")] = 0
+    seed: Annotated[int, spec("index = 'hashed' or 'spread': the seed of the pseudo-random "
+                              "mapping")] = 0
 
     def hashed_table(self, sets: int, blocks: int) -> list[int]:
         """The ``hashed`` function as a table: a period of at least four times the level's
@@ -418,6 +431,19 @@ class SetIndex:
         for rank, b in enumerate(order):
             table[b] = rank % sets
         return table
+
+    def spread_table(self, sets: int) -> np.ndarray:
+        """The ``spread`` function as a table: :data:`SPREAD_WINDOWS` runs of ``sets``
+        entries, run ``k`` the sets ranked by a 64-bit mix of the position, the seed and
+        ``k`` (splitmix64's output function): every run a permutation, deterministic."""
+        pos = np.arange(sets, dtype=np.uint64)
+        runs = []
+        for k in range(SPREAD_WINDOWS):
+            salt = np.uint64(splitmix64((self.seed << 8) ^ (k + 1)))
+            rank = np.empty(sets, np.int64)
+            rank[np.argsort(mix_vec(pos ^ salt), kind="stable")] = np.arange(sets)
+            runs.append(rank)
+        return np.concatenate(runs)
 
     def validate(self, where: str, sets: int) -> None:
         """The rules between the index and the level's set count (ranges are declared)."""
@@ -834,9 +860,10 @@ class CacheLevel:
         if self.near_size % (self.line * self.ways) or self.near_size >= self.size:
             _fail(f"{where}.near_size", f"must be a multiple of line x ways = "
                   f"{self.line * self.ways}, below size ({self.size})")
-        if self.index.function not in ("modulo", "hashed"):
-            _fail(f"{where}.index", "a level with a near copy needs index 'modulo' or "
-                  "'hashed' (the copy and the whole level have different set counts)")
+        if self.index.function not in ("modulo", "hashed", "spread"):
+            _fail(f"{where}.index", "a level with a near copy needs index 'modulo', "
+                  "'hashed' or 'spread' (the copy and the whole level have different set "
+                  "counts)")
         if self.far_latency < self.hit_latency:
             _fail(f"{where}.far_latency", "must be >= hit_latency (the near copy is nearest)")
         if self.home_latency and not (self.hit_latency <= self.home_latency

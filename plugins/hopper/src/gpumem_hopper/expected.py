@@ -150,12 +150,11 @@ NOT_SIMULATED: dict[str, str] = {
     "l1d.half_miss_size": "the model gives 240 KB: its L1 is indexed modulo the sets (the "
                           "H200's is hashed), so half its accesses miss only past the capacity",
     "ro.half_miss_size": "the model gives 240 KB (the read-only path shares the modulo L1)",
-    "l2.size_at_half": "the model gives 59.4 MB, 0.1 % past its knee: its sets overflow "
-                       "together; on the cards half the accesses leave 2-6 % past the knee "
-                       "(60.6-62.7 MB), the L2's hashed sets overflowing one by one",
     "l2.near_size_at_half": "the model gives 28.0 MB, at its knee: its near level overflows "
                             "at one footprint; the cards' near L2 loses half its accesses "
-                            "from 29.3 to 33.6 MB",
+                            "from 29.3 to 33.6 MB (spread as the whole L2 is and sized at the "
+                            "cards' 32.1 MB, the model's far plateau falls to its own "
+                            "partition's hits, 457 cycles against 478-554)",
     "ilp.l2_best_k": "the model gives [1, 1, 1]: it has no mechanism for the H200's "
                      "warp-contiguous loads climbing to K = 5 from the L2",
     "bulk.inflight_per_sm": "a quick run's grid (2 chunks x 2 stages x 2 blocks) puts the "
