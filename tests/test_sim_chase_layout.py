@@ -48,6 +48,7 @@ class _Level:
         f = lv.index.function
         self.table = lv.index.hashed_table(len(ways), sum(ways)) if f == "hashed" else \
             lv.index.table
+        self.order = lv.index.spread_table(self.line) if f == "spread" else None
 
     def set_of(self, addr: int) -> int:
         block, idx, n = addr // self.line, self.lv.index, len(self.sets)
@@ -57,6 +58,8 @@ class _Level:
             return sum(((addr >> b) & 1) << i for i, b in enumerate(idx.bits))
         if idx.function == "xor":
             return sum(_parity(addr & m) << i for i, m in enumerate(idx.masks))
+        if idx.function == "spread":
+            return int(idx.spread_sets(np.array([block]), self.line, n, self.order)[0])
         return self.table[block % len(self.table)]
 
     def access(self, addr: int, now: int) -> bool:
@@ -168,14 +171,15 @@ def _config(seed: int) -> SimConfig:
         pol = str(rng.choice(["lru", "lru", "fifo", "random", "weighted"]))
         nw = max(ways) if isinstance(ways, list) else ways
         weights = [float(x) + 0.5 for x in rng.integers(0, 4, nw)] if pol == "weighted" else []
-        fn = str(rng.choice(["modulo", "modulo", "hashed", "bits", "xor", "table"]))
+        fn = str(rng.choice(["modulo", "modulo", "hashed", "spread", "bits", "xor", "table"]))
         if fn in ("bits", "xor") and (isinstance(ways, list) or sets & (sets - 1)):
             fn = "table"  # address bits index a power of two of equal sets
-        if sets == 1 and fn != "hashed":
+        if sets == 1 and fn not in ("hashed", "spread"):
             fn = "modulo"
         shift = line.bit_length() - 1
         nb = sets.bit_length() - 1
         index = {"modulo": SetIndex(), "hashed": SetIndex("hashed", seed=seed),
+                 "spread": SetIndex("spread", seed=seed),
                  "bits": SetIndex("bits", bits=[shift + 2 * i + 1 for i in range(nb)]),
                  "xor": SetIndex("xor", masks=[(0x2F1 << (shift + i)) | (1 << (shift + i))
                                                for i in range(nb)]),

@@ -1,17 +1,18 @@
 """The simulator's mechanisms for what the H200 shows (issue 19, item 2), each with planted
 ground truth: L2 lookups per cycle (the ILP drop by address order), plain loads bounded by
 their destination registers against cp.async groups, the DRAM's knee, bulk copies (engine
-rate, issue interval, their own DRAM ceiling), a hashed set index, and the distributed
+rate, issue interval, their own DRAM ceiling), a hashed and a spread set index, and the distributed
 shared memory's rate by cluster size. Defaults change nothing."""
 
 from __future__ import annotations
 
 import dataclasses
 
+import numpy as np
 import pytest
 from gpumem.contracts.device import BulkRequest, DsmemRequest, StreamRequest
 from gpumem.sim import CacheLevel, Dram, SharedMemory, SimConfig, Throughput, TlbLevel
-from gpumem.sim.config import SetIndex, SimConfigError
+from gpumem.sim.config import SPREAD_PAGE, SetIndex, SimConfigError
 from gpumem.sim.throughput import bulk_model, dsmem_model, smooth_min, stream_model, warp_sectors
 
 CLOCK = 1000.0  # MHz: 1 byte/cycle = 1 GB/s
@@ -180,6 +181,57 @@ def test_a_hashed_l1_overflows_before_its_capacity(tmp_path):
         return float((r.latency > 100).mean())
     assert misses("modulo") == 0.0
     assert misses("hashed") > 0.05
+
+
+def test_a_spread_index_scrambles_each_pages_lines_and_round_trips():
+    idx = SetIndex("spread", seed=5)
+    order = idx.spread_table(128)
+    assert sorted(order) == list(range(SPREAD_PAGE // 128))   # a permutation of a page
+    assert (order[:64] != range(64)).any()
+    assert (order == SetIndex("spread", seed=5).spread_table(128)).all()
+    assert (order != SetIndex("spread", seed=6).spread_table(128)).any()
+    c = cfg()
+    c.level("l2").index = idx
+    assert SimConfig.from_toml(c.to_toml()).level("l2").index == idx
+    with pytest.raises(SimConfigError, match="spread"):
+        cfg(tlbs=[TlbLevel("tlb_l1", 2 << 20, 16, 16, 10.0, index=SetIndex("spread"))])
+
+
+def test_a_spread_l2_overflows_set_by_set_where_modulo_drops_every_recorded_line():
+    """Planted: a 16 MB, 16-way L2 (8,192 sets, eight 2 MB pages of lines) chased
+    sequentially e lines past its capacity. Indexed modulo, the e extra lines load the sets
+    of the chase's first e lines, the very lines a record of the next lap times: all of them
+    miss at once. Spread, a line's set is its page's start plus its place in the page's
+    scrambled order, modulo the sets: the extra lines overload the sets of their places, and
+    a recorded line misses exactly where its own set is one of them, so the record's misses
+    rise with e (an H200's L2: half its accesses leave 2-6 % past the knee)."""
+    from gpumem.contracts.device import ChaseRequest
+    from gpumem.sim.device import SimDevice
+
+    size = 16 << 20
+
+    def record(function: str, extra: int) -> np.ndarray:
+        c = cfg(caches=[CacheLevel("l1d", 16384, 128, 4, 30.0, sector=32),
+                        CacheLevel("l2", size, 128, 16, 200.0, sector=32, scope="gpu",
+                                   translate=True, index=SetIndex(function))])
+        lines = size // 128 + extra
+        r = SimDevice(c, "m").pointer_chase(ChaseRequest(
+            footprint=lines * 128, stride=128, path="cg", warmup=lines, record=1024))
+        return np.asarray(r.latency) > 350  # the L2 hits in 200 cycles, DRAM in 500
+
+    idx, sets = SetIndex("spread"), size // 128 // 16
+    assert not record("spread", 0).any() and not record("modulo", 0).any()
+    shares = []
+    for extra in (1310, 3932, 6553, 13107):  # 1, 3, 5 and 10 % past the capacity
+        assert record("modulo", extra).all()
+        missed = record("spread", extra)
+        base = (1 << 40) // 128  # the simulated buffer's first line
+        mine = idx.spread_sets(np.arange(base, base + 1024), 128, sets)
+        extra_sets = idx.spread_sets(np.arange(base + 16 * sets, base + 16 * sets + extra),
+                                     128, sets)
+        assert (missed == np.isin(mine, extra_sets)).all()
+        shares.append(missed.mean())
+    assert shares[0] < 0.25 < shares[1] < 0.55 < shares[2] < 0.8 < shares[3]
 
 
 def test_a_loop_iterations_cycles_are_shared_by_its_k_plain_loads():

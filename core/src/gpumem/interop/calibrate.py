@@ -125,7 +125,9 @@ def calibrate(base: SimConfig, src: Source) -> Calibrated:
         put(f"cache:{far.name}.far_latency", far_lat, "l2_sm_map", "l2.sm_map_far_latency",
             "a hit in the other partition")
         _fit_slow_far(cfg, src, put, far, far_lat)
-    # capacities the ladder measured: a set-associative level holds whole sets of whole lines
+    # capacities the ladder measured: a set-associative level holds whole sets of whole
+    # lines, and its first miss (the knee) is where they are full, modulo or spread (whose
+    # misses then ramp over about a page, as a hashed L2's do)
     partitioned = far.name if far is not None else None
     for level, name in (("l1d", "l1d.size"), ("l2", "l2.near_size"),
                         (partitioned or "", "l2.size")):
@@ -133,7 +135,7 @@ def calibrate(base: SimConfig, src: Source) -> Calibrated:
         if v is None or level not in names:
             continue
         lv = cfg.level(level)
-        if isinstance(lv.ways, list) or lv.index.function != "modulo":
+        if isinstance(lv.ways, list) or lv.index.function not in ("modulo", "spread"):
             continue  # an unequal or hashed geometry: its size is not one number to scale
         unit = lv.line * lv.ways
         put(f"cache:{level}.size", max(unit, int(round(v / unit)) * unit), "latency", name,

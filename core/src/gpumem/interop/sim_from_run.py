@@ -23,6 +23,7 @@ from typing import TYPE_CHECKING, Any
 from gpumem.sim.config import (
     CacheLevel,
     Dram,
+    SetIndex,
     SharedMemory,
     SimConfig,
     Throughput,
@@ -130,11 +131,14 @@ def _l2(src: Source, assumed: Assumed, device_l2: int) -> list[CacheLevel]:
     assumed["cache:l2_far.partition_masks"] = ("ASSUMED: home = parity of address bits 12, "
                                                "17 and 22 (the GPU's hash is not measured; "
                                                "any balanced one behaves alike)")
+    # the whole L2 spreads each page's lines over the sets (past its knee its sets overflow
+    # one at a time, and half the accesses leave about a page later, as a hashed L2's do)
     return [CacheLevel("l2", _whole_sets(near, ways, line), line, ways, hit, sector=sector,
                        scope="gpu", translate=True),
             CacheLevel("l2_far", _whole_sets(size, ways, line), line, ways, far_hit,
                        sector=32, scope="gpu", translate=True, partitions=2,
-                       partition_masks=list(PARTITION_MASKS), far_latency=max(far_lat, far_hit))]
+                       partition_masks=list(PARTITION_MASKS), far_latency=max(far_lat, far_hit),
+                       index=SetIndex("spread"))]
 
 
 def _tlbs(src: Source, assumed: Assumed) -> list[TlbLevel]:

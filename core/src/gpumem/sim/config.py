@@ -59,9 +59,9 @@ else:  # pragma: no cover - exercised on 3.10 only
 
 POLICIES = ("lru", "fifo", "random", "weighted")
 INDEX_FUNCTIONS = ("modulo", "bits", "xor", "table", "hashed", "spread")
-#: Windows of ``sets`` blocks an ``index = "spread"`` table holds, each its own permutation
-#: of the sets (the pattern repeats every SPREAD_WINDOWS x sets blocks).
-SPREAD_WINDOWS = 64
+#: The pages whose lines an ``index = "spread"`` level scrambles: 2 MiB, the pages within
+#: which a Hopper's virtual and physical addresses agree (issue 44).
+SPREAD_PAGE = 2 << 20
 SCOPES = ("sm", "gpu")
 _UNIONS = (Union, getattr(types, "UnionType", Union))
 
@@ -394,15 +394,15 @@ class SetIndex:
     known but whose behaviour is a hash's: a footprint below capacity already overflows the
     sets it loads more than the others (an H200's L1: half of a sequential chase misses at
     93 % of the capacity its latency ladder shows, as balls in bins predict for 4 ways).
-    ``spread``: each run of ``sets`` consecutive blocks is its own pseudo-random permutation
-    of the sets (seed ``index_seed``): a footprint loads the sets nearly as evenly as modulo
-    does (one line apart where a run is whole, two where two runs are cut), but consecutive
-    lines land far apart and the lines past the capacity in sets unrelated to the first
-    ones', so a sequential chase past the capacity overflows the sets one at a time and any
-    stretch of it misses as often as the whole: the miss share ramps over a few per cent of
-    the capacity, from where each placement first conflicts (an H200's L2: half its
-    accesses leave 2-6 % past the knee, where a modulo index takes every recorded access
-    with the first overflowing sets, the first lines of the chase).
+    ``spread``: the lines of each 2 MiB page (:data:`SPREAD_PAGE`) in a pseudo-random order
+    (a fixed one, seed ``index_seed``, XOR a mix of the page's number), then modulo the sets:
+    consecutive pages take the sets one after another as modulo does, so a footprint of whole
+    pages loads them within one line of each other, but a page's consecutive lines land far
+    apart, and not where another page's do (:meth:`spread_sets`). Past the capacity the sets
+    overflow one at a time and any stretch of a sequential chase misses as often as the
+    whole: its miss share ramps over about a page from the capacity (an H200's L2: half the
+    accesses leave 2-6 % past the knee), where modulo takes every recorded access at once
+    with the first overflowing sets, the first lines of the chase, which a record times.
     """
 
     function: Annotated[str, spec("how an address picks a set", enum=INDEX_FUNCTIONS)] = \
@@ -432,21 +432,32 @@ class SetIndex:
             table[b] = rank % sets
         return table
 
-    def spread_table(self, sets: int) -> np.ndarray:
-        """The ``spread`` function as a table: :data:`SPREAD_WINDOWS` runs of ``sets``
-        entries, run ``k`` the sets ranked by a 64-bit mix of the position, the seed and
-        ``k`` (splitmix64's output function): every run a permutation, deterministic."""
-        pos = np.arange(sets, dtype=np.uint64)
-        runs = []
-        for k in range(SPREAD_WINDOWS):
-            salt = np.uint64(splitmix64((self.seed << 8) ^ (k + 1)))
-            rank = np.empty(sets, np.int64)
-            rank[np.argsort(mix_vec(pos ^ salt), kind="stable")] = np.arange(sets)
-            runs.append(rank)
-        return np.concatenate(runs)
+    def spread_table(self, line: int) -> np.ndarray:
+        """The ``spread`` function's order of a page's lines: entry ``k`` the place of line
+        ``k`` of every page, the lines ranked by a 64-bit mix of their number and the seed
+        (splitmix64's output function): a permutation, deterministic."""
+        lines = SPREAD_PAGE // line
+        keys = mix_vec(np.arange(lines, dtype=np.uint64) ^ np.uint64(splitmix64(self.seed)))
+        order = np.empty(lines, np.int64)
+        order[np.argsort(keys, kind="stable")] = np.arange(lines)
+        return order
 
-    def validate(self, where: str, sets: int) -> None:
-        """The rules between the index and the level's set count (ranges are declared)."""
+    def spread_sets(self, blocks: np.ndarray, line: int, sets: int,
+                    order: np.ndarray | None = None) -> np.ndarray:
+        """The sets of ``blocks`` (addresses // line) under ``spread``: each block's page
+        start plus its place in the page (:meth:`spread_table`'s, XOR the low bits of
+        splitmix64's output function of the page number), modulo the sets (what the
+        simulator's kernel computes, :func:`gpumem.sim.model.set_index`); ``order``: the
+        table, where the caller keeps it."""
+        order = self.spread_table(line) if order is None else order
+        n = order.size
+        b = np.asarray(blocks, dtype=np.int64)
+        shift = (mix_vec((b // n).astype(np.uint64)) & np.uint64(n - 1)).astype(np.int64)
+        return ((b - b % n) | (order[b % n] ^ shift)) % sets
+
+    def validate(self, where: str, sets: int, line: int = 0) -> None:
+        """The rules between the index and the level's set count and line (ranges are
+        declared)."""
         if self.function == "bits":
             if not self.bits:
                 _fail(f"{where}.index_bits", "required when index = 'bits'")
@@ -456,6 +467,10 @@ class SetIndex:
         if self.function == "xor" and 2 ** len(self.masks) != sets:
             _fail(f"{where}.xor_masks",
                   f"{len(self.masks)} masks select {2 ** len(self.masks)} sets, not {sets}")
+        if self.function == "spread" and (line <= 0 or SPREAD_PAGE % line
+                                          or SPREAD_PAGE // line < 2):
+            _fail(f"{where}.index", f"'spread' scrambles the lines of {SPREAD_PAGE}-byte "
+                  "pages: a line of at most half that, dividing it")
         if self.function == "table":
             if not self.table:
                 _fail(f"{where}.index_table", "required when index = 'table'")
@@ -680,7 +695,7 @@ class CacheLevel:
         self._validate_slow_far(where)
         self._validate_slices(where)
         self._validate_shared_reads(where)
-        self.index.validate(where, self.sets)
+        self.index.validate(where, self.sets, self.line)
 
     def _validate_partitions(self, where: str) -> None:
         if self.sm_partition and self.partitions == 1:
@@ -921,7 +936,7 @@ class TlbLevel:
         """The rules between the level's fields (each field's range is declared)."""
         _validate_ways(where, self.ways, self.entries, "entries")
         _validate_policy(where, self.policy, self.way_weights, _max_ways(self.ways))
-        self.index.validate(where, self.sets)
+        self.index.validate(where, self.sets, self.page)
 
 
 #: A fraction in (0, 1].

@@ -23,7 +23,7 @@ from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 
 POLICY_CODES = {"lru": 0, "fifo": 1, "random": 2, "weighted": 3}
-INDEX_CODES = {"modulo": 0, "bits": 1, "xor": 2, "table": 3}
+INDEX_CODES = {"modulo": 0, "bits": 1, "xor": 2, "table": 3, "spread": 4}
 ORDER_CODES = {"sequential": 0, "random": 1, "pattern": 2, "scattered": 3}
 
 # Columns of the per-level metadata table ``Hierarchy.meta``.
@@ -205,7 +205,7 @@ def set_index(s: Src, L: Level, src: str, blk: str, out: str, kind: int | None =
     if kind is None:
         s("kind = meta[lv, IDX_KIND]")
         for k, head in enumerate(("if kind == 0:", "elif kind == 1:", "elif kind == 2:",
-                                  "else:")):
+                                  "elif kind == 3:", "else:")):
             with s.block(head):
                 set_index(s, L, src, blk, out, k, quot)
         return
@@ -242,8 +242,14 @@ def set_index(s: Src, L: Level, src: str, blk: str, out: str, kind: int | None =
                 s(f"{out} |= {bit('idx_param[meta[lv, IDX_OFF] + b]')} << b")
         else:
             s(f"{out} = {_bits(bit, L.key[1])}")
-    else:  # a table indexed by block % its length
+    elif kind == 3:  # a table indexed by block % its length
         s(f"{out} = idx_param[_P({L.e(IDX_OFF)} + {blk} % {L.e(IDX_LEN)})]")
+    else:  # spread: the block's place in its page, the table's (a power of two long) XOR
+        # its page's mix, then modulo the sets (SetIndex.spread_sets says it once more)
+        n = L.e(IDX_LEN)
+        s(f"pb = ({blk} & ~np.int64({n} - 1)) | (idx_param[_P({L.e(IDX_OFF)} + ({blk} & "
+          f"({n} - 1)))] ^ np.int64(_mix(_U({blk} // {n})) & _U({n} - 1)))")
+        set_index(s, L, src, "pb", out, 0)
 
 
 def _front(s: Src, L: Level, ways: str, simd: list[int], f: str, word: str) -> None:
