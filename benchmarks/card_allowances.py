@@ -46,7 +46,10 @@ WHOLE = ("tests/data/h200-fleet/*", "tests/data/h200-session17/*", "tests/data/h
 #: is in no pattern: the card the learned bands are judged on.
 H100 = ("tests/data/h100-s26/*/all*", "tests/data/h100-s27/*/all*",
         "tests/data/h100-s28/*/all*", "tests/data/h100-s29/*/all*",
-        "tests/data/h100-s33/*/all*")
+        "tests/data/h100-s33/*/all*", "tests/data/h100-s36/*/all*")
+#: H100 runs of the latency ladder alone, each a fresh process with its raw chases kept
+#: (2026-12-07, h100-s36: a thirteenth card, its whole run first judged held out)
+H100_LADDERS = ("tests/data/h100-s36/*/lat*",)
 #: Run folders the patterns match that measured otherwise than gpumem does now, though no
 #: experiment's version says so.
 LEFT_OUT = {
@@ -56,7 +59,7 @@ LEFT_OUT = {
 #: product -> (its run folders, the whole runs among them, the file they ship as)
 PRODUCTS = {
     "nvidia-h200": (DEFAULT, WHOLE, SHIPPED),
-    "nvidia-h100-80gb-hbm3": (H100, H100, SHIPPED.with_name(
+    "nvidia-h100-80gb-hbm3": (H100 + H100_LADDERS, H100, SHIPPED.with_name(
         "allowances-nvidia-h100-80gb-hbm3.json")),
 }
 

@@ -26,6 +26,8 @@ DATA = Path(__file__).parent / "data" / "h100-s33" / "gpu85425-job"
 CARD = "gpu85425"
 #: the card measured after it, learned from since (its second run's l2.size failed too)
 NEXT = "gpu43e88"
+#: cards measured later still (h100-s36), left out where the test replays what was known then
+LATER = ("gpu2dbfa",)
 H100 = "nvidia-h100-80gb-hbm3"
 
 
@@ -33,13 +35,15 @@ H100 = "nvidia-h100-80gb-hbm3"
 def h100():
     mod = benchmark_script("card_allowances")
     folders = mod.default_folders(mod.H100)
-    measurements, dropped = read_runs(get_plugins(), folders)
+    # what the H100 allowances learn from: the whole runs and the ladders' runs
+    measurements, dropped = read_runs(get_plugins(),
+                                      mod.default_folders(mod.H100 + mod.H100_LADDERS))
     runs = [whole_run(f / "manifest.json") for f in folders]
     return measurements, dropped, runs
 
 
 def test_the_card_is_learned_from_now():
-    assert {CARD, NEXT} <= set(learned(H100)["cards"]) and len(learned(H100)["cards"]) == 12
+    assert {CARD, NEXT} <= set(learned(H100)["cards"]) and len(learned(H100)["cards"]) == 13
 
 
 @pytest.mark.parametrize("spreads_of", ["nine", "eleven"])
@@ -52,7 +56,7 @@ def test_every_other_cards_plugin_holds_it_with_the_other_cards_spreads(h100, sp
     844 judgements fails: GPU-6cc50's plugin, 23.9 MB +- 12.4 %, against its second run's
     near L2, 27.1 MB. Bands learned on few cards hold few."""
     measurements, dropped, runs = h100
-    pool = [m for m in measurements if m["card"] != CARD and
+    pool = [m for m in measurements if m["card"] not in (CARD, *LATER) and
             (spreads_of == "eleven" or m["card"] != NEXT)]
     mine = [r for r in runs if r.card == CARD]
     judged, missed, failed = 0, dict.fromkeys(REGRESSIONS, 0), []
@@ -76,16 +80,19 @@ def test_the_ten_cards_fleet_failed_its_l2_near_size_and_the_learned_fleet_z_hol
     """The fleet's values from the ten cards before it, at Z 2.1 (the capacities' Z those ten
     gave held out), failed its second run: l2.near_size 27,104,896 B where the ten cards'
     farthest median lay 6.0 % from their center 24,763,072. Learned on eleven cards left out
-    one at a time, the capacities' fleet Z was 2.5, and on twelve 3.2 (the next card's
-    l2.size read 52.2 MB, then 56.4); every card's runs hold the capacities."""
+    one at a time, the capacities' fleet Z was 2.5, on twelve 3.2 (the next card's l2.size
+    read 52.2 MB, then 56.4), and on thirteen 2.0, the smallest tried: the thirteenth card's
+    eight ladder processes (h100-s36) widened the capacities' run-to-run spread (l2.size
+    2.5 -> 2.9 %, l2.near_size 3.7 -> 4.3 %); every card's runs hold the capacities."""
     measurements, dropped, runs = h100
     mine = [r for r in runs if r.card == CARD]
-    ten = summarize([m for m in measurements if m["card"] not in (CARD, NEXT)], dropped)
+    ten = summarize([m for m in measurements if m["card"] not in (CARD, NEXT, *LATER)],
+                    dropped)
     got = fleet_held_out(measurements, dropped, mine, 2.1,
                          learnts={CARD: ten})
     assert got["healthy_fails"] == {"l2.near_size": 1}
     zs = learned(H100)["band_z"]
-    assert zs["fleet_by_class"]["capacity"] == 3.2
+    assert zs["fleet_by_class"]["capacity"] == 2.0
     at = fleet_held_out(measurements, dropped, runs, zs)
     assert not {"l2.near_size", "l2.size"} & set(at["healthy_fails"])
 
@@ -152,7 +159,7 @@ def test_the_thirteenth_cards_second_run_read_its_l2_8_percent_larger(h100):
     mine = [r for r in runs if r.card == NEXT]
     f = {r.source.label: {n: x for (_e, n), x in r.source.findings.items()} for r in mine}
     assert f["all2"]["l2.size"].value / f["all1"]["l2.size"].value > 1.07
-    before = summarize([m for m in measurements if m["card"] != NEXT], dropped)
+    before = summarize([m for m in measurements if m["card"] not in (NEXT, *LATER)], dropped)
     got = fleet_held_out(measurements, dropped, mine,
                          {"value": 4.0, "fleet_by_class": {"capacity": 2.5}},
                          learnts={NEXT: before})
