@@ -202,7 +202,7 @@ def compile_hierarchy(cfg: SimConfig, seed: int) -> tuple[Hierarchy, dict[str, i
             total_ways += w
         fn = lv.index.function
         p = (lv.index.hashed_table(len(ways), sum(ways)) if fn == "hashed" else
-             lv.index.spread_table(lv.line).tolist() if fn == "spread" else
+             lv.index.spread_table(1 << int(m[LINE_SHIFT])).tolist() if fn == "spread" else
              {"modulo": [], "bits": lv.index.bits, "xor": lv.index.masks,
               "table": lv.index.table}[fn])
         m[IDX_KIND] = INDEX_CODES["table" if fn == "hashed" else fn]
