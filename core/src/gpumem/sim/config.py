@@ -405,8 +405,12 @@ class SetIndex:
     with the first overflowing sets, the first lines of the chase, which a record times.
     """
 
-    function: Annotated[str, spec("how an address picks a set", enum=INDEX_FUNCTIONS)] = \
-        "modulo"
+    function: Annotated[str, spec(
+        "how an address picks a set: modulo (the line number modulo the sets), bits (the "
+        "index_bits), xor (parities of xor_masks), table (index_table), hashed (a pseudo-"
+        "random balanced mapping: sets overflow before the capacity, as balls in bins), "
+        "spread (each 2 MiB page's lines scrambled, then modulo: past the capacity the sets "
+        "overflow one at a time)", enum=INDEX_FUNCTIONS)] = "modulo"
     bits: Annotated[list[Annotated[int, Field(ge=0, le=62)]], spec(
         "index = 'bits': the address bits (LSB first) that form the set number",
         unset="empty: only with another index")] = field(default_factory=list)
