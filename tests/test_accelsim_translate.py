@@ -239,6 +239,18 @@ def test_export_is_the_calibrated_config_translated(h200_export):
                for w in h200_export.warnings)
 
 
+def test_a_set_index_accel_sim_lacks_is_named_with_the_index_written(h200_export):
+    """The packaged H200's whole L2 spreads each page's lines over its sets (the sim's
+    ``spread``), which no Accel-Sim set index is: the warning names the index the L2
+    string carries, here the base config's XOR hash, not one it does not."""
+    written = h200_export.config.cache("-gpgpu_cache:dl2").set_index
+    assert written == "X"
+    said = [w for w in h200_export.warnings if "set index 'spread'" in w]
+    assert said == ["cache 'l2_far': set index 'spread' cannot be expressed; 'X' (XOR hash, "
+                    "the base config's) is written"]
+    assert not any("set index" in w and "'l1d'" in w for w in h200_export.warnings)  # modulo
+
+
 def test_without_a_packaged_simconfig_the_base_is_calibrated():
     """An architecture that ships no built-in simulator config: its Accel-Sim base, read as
     a SimConfig, is what is calibrated."""

@@ -623,9 +623,6 @@ def _policy_warnings(c: CacheLevel, warn: list[str]) -> None:
     if isinstance(c.ways, list):
         warn.append(f"cache '{c.name}': unequal sets {c.ways} cannot be expressed; "
                     f"{max(c.ways)} ways per set are written")
-    if c.index.function not in ("modulo",):
-        warn.append(f"cache '{c.name}': set index '{c.index.function}' cannot be expressed; "
-                    f"the linear index 'L' is written")
     if c.sm_offsets:
         warn.append(f"cache '{c.name}': per-SM latency offsets cannot be expressed")
 
@@ -705,7 +702,7 @@ class _Writer:
         ways = max(c.way_list)
         sets = c.size // (line * ways)
         sets, ways = _pow2_sets(sets, ways, c.name, warn)
-        cs = _string(base, kind, sets, line, ways, c.policy, warn, c.name)
+        cs = _string(base, kind, sets, line, ways, c.policy, warn, c.name, c.index.function)
         self.set(_L1, cs.format(), why + f": {c.size} B = {sets} sets x {line} B x {ways} ways")
 
     def l2(self, c: CacheLevel, why: str, warn: list[str]) -> None:
@@ -719,7 +716,7 @@ class _Writer:
         if sets * line * ways * slices != c.size:
             warn.append(f"L2 of {c.size} B does not split into {slices} equal slices of whole "
                         f"sets; {sets * line * ways * slices} B is written")
-        cs = _string(base, kind, sets, line, ways, c.policy, warn, c.name)
+        cs = _string(base, kind, sets, line, ways, c.policy, warn, c.name, c.index.function)
         self.set(_L2, cs.format(), why + f": {slices} slices x {sets} sets x {line} B x "
                                          f"{ways} ways = {sets * line * ways * slices} B")
 
@@ -750,10 +747,24 @@ def _pow2_sets(sets: int, ways: int, name: str, warn: list[str],
 
 
 def _string(base: CacheString | None, kind: str, sets: int, line: int, ways: int,
-            policy: str, warn: list[str], name: str) -> CacheString:
+            policy: str, warn: list[str], name: str, index: str = "modulo") -> CacheString:
     """The base's cache string with a new geometry. The base's set-index function is kept
     where it allows the new set count (Fermi and IPOLY hashes need 16-64 sets), else the
-    linear index is written."""
+    linear index is written; a level indexed otherwise than modulo (``index``, the
+    SimConfig's function) is warned of, naming the index written."""
+    cs = _geometry_string(base, kind, sets, line, ways, policy, warn, name)
+    if index != "modulo":
+        kept = ", the base config's" if base is not None and cs.set_index == base.set_index \
+            else ""
+        warn.append(f"cache '{name}': set index '{index}' cannot be expressed; "
+                    f"'{cs.set_index}' ({_INDEX_NAMES.get(cs.set_index, 'unknown')}{kept}) "
+                    f"is written")
+    return cs
+
+
+def _geometry_string(base: CacheString | None, kind: str, sets: int, line: int, ways: int,
+                     policy: str, warn: list[str], name: str) -> CacheString:
+    """:func:`_string`'s cache string, before its index warning."""
     rp = "F" if policy == "fifo" else "L"
     if base is None:  # a read-only, allocate-on-miss cache with a modest MSHR
         return CacheString(kind, sets, line, ways, rp, "R", "m", "N", "L",
