@@ -152,9 +152,10 @@ NOT_SIMULATED: dict[str, str] = {
     "ro.half_miss_size": "the model gives 240 KB (the read-only path shares the modulo L1)",
     "l2.near_size_at_half": "the model gives 28.0 MB, at its knee: its near level overflows "
                             "at one footprint; the cards' near L2 loses half its accesses "
-                            "from 29.3 to 33.6 MB (spread as the whole L2 is and sized at the "
-                            "cards' 32.1 MB, the model's far plateau falls to its own "
-                            "partition's hits, 457 cycles against 478-554)",
+                            "from 29.3 to 33.6 MB, 15 % past its knee; spread as the whole "
+                            "L2 is, the model's crossing lies 5 % past its knee (28.7 MB "
+                            "sized at the knee; sized at the cards' 32.1 MB crossing, its "
+                            "knee moves to 31.4 against the cards' 28.0)",
     "ilp.l2_best_k": "the model gives [1, 1, 1]: it has no mechanism for the H200's "
                      "warp-contiguous loads climbing to K = 5 from the L2",
     "bulk.inflight_per_sm": "a quick run's grid (2 chunks x 2 stages x 2 blocks) puts the "
