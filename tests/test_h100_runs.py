@@ -77,8 +77,8 @@ def h100_held_out():
 
     mod, runs = _h100_whole_runs()
     # what the H100 allowances learn from: the whole runs and the ladders' runs
-    measurements, dropped = read_runs(get_plugins(),
-                                      mod.default_folders(mod.H100 + mod.H100_LADDERS))
+    folders, _whole, _out = mod.PRODUCTS[H100.product]
+    measurements, dropped = read_runs(get_plugins(), mod.default_folders(folders))
     return runs, held_out(measurements, dropped, runs, learned(H100.product)["band_z"])
 
 

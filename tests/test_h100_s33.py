@@ -36,8 +36,7 @@ def h100():
     mod = benchmark_script("card_allowances")
     folders = mod.default_folders(mod.H100)
     # what the H100 allowances learn from: the whole runs and the ladders' runs
-    measurements, dropped = read_runs(get_plugins(),
-                                      mod.default_folders(mod.H100 + mod.H100_LADDERS))
+    measurements, dropped = read_runs(get_plugins(), mod.default_folders(mod.PRODUCTS[H100][0]))
     runs = [whole_run(f / "manifest.json") for f in folders]
     return measurements, dropped, runs
 

@@ -459,7 +459,7 @@ class SetIndex:
         shift = (mix_vec((b // n).astype(np.uint64)) & np.uint64(n - 1)).astype(np.int64)
         return ((b - b % n) | (order[b % n] ^ shift)) % sets
 
-    def validate(self, where: str, sets: int, line: int = 0) -> None:
+    def validate(self, where: str, sets: int, line: int) -> None:
         """The rules between the index and the level's set count and line (ranges are
         declared)."""
         if self.function == "bits":
