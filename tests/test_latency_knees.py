@@ -55,12 +55,63 @@ def test_each_placements_knee_is_read_from_its_own_part_of_the_record():
     x, samples, attrs = _planted([31.0, 24.0, 29.0, 27.0])
     meds = np.median(samples, axis=1)
     lower, upper = find_plateaus(x, meds)[:2]
-    placed = _placement_knees(x, samples, lower, upper.latency, attrs, (24 * MB, 24.1 * MB))
+    placed = _placement_knees(x, samples, lower, upper, attrs, (24 * MB, 24.1 * MB))
     assert [v / MB for v in placed] == pytest.approx([31.0, 24.0, 29.0, 27.0], abs=0.01)
     # a knee outside the placed footprints, or a file with one placement: none
-    assert _placement_knees(x, samples, lower, upper.latency, attrs, (2 * MB, 3 * MB)) == []
-    assert _placement_knees(x, samples, lower, upper.latency, {**attrs, "plan_placements": 1},
+    assert _placement_knees(x, samples, lower, upper, attrs, (2 * MB, 3 * MB)) == []
+    assert _placement_knees(x, samples, lower, upper, {**attrs, "plan_placements": 1},
                             (24 * MB, 24.1 * MB)) == []
+
+
+def test_a_placement_that_leaves_early_is_judged_on_its_own_stretch_of_the_level():
+    """One placement leaves a far-L2-like level (8 % of accesses slow) at 59 MB, half its
+    accesses slow past it; the other three stay on it to 62 MB, so the pooled plateau of
+    medians runs to 62 MB with most of its points past the early one's knee. Against that
+    plateau's share of slow accesses the early placement 'left' only on DRAM's noise (an
+    H200 ladder: at 6 GB, and ``l2.size``'s interval read 128 B-6.8 GB)."""
+    rng = np.random.default_rng(3)
+    # the level's points as a ladder bisects them: most of them where the knees are
+    level = [*np.geomspace(33, 59, 6), *np.linspace(59.8, 62, 8)]
+    x = np.round(np.array([*level, *np.geomspace(67, 8192, 14)]) * MB)
+    width = 256
+    knees = [59.5, 62.5, 62.5, 62.5]
+    samples = np.empty((x.size, width * 4))
+    for k, knee in enumerate(knees):
+        for i, xi in enumerate(x):
+            slow = 0.08 if xi <= knee * MB else (0.5 if xi <= 62.5 * MB else 0.58)
+            slow += 0.06 if xi > 5000 * MB else 0.0  # DRAM's far tail, a TLB's misses
+            cols = samples[i, k * width:(k + 1) * width]
+            cols[:] = np.where(rng.random(width) < slow, 690.0, 500.0)
+            if xi > 62.5 * MB:  # on DRAM: most accesses there, medians at its level
+                cols[:] = np.where(rng.random(width) < 0.9, 690.0, 500.0) * \
+                    np.where(rng.random(width) < slow, 1.0, 0.97)
+    attrs = {"plan_placements": 4, "plan_placed_from": 8 * MB, "plan_placed_to": 120 * MB}
+    lower, upper = find_plateaus(x, np.median(samples, axis=1), min_span=1.15)[:2]
+    assert lower.last_x > 61 * MB  # the pooled level runs past the early placement's knee
+    placed = _placement_knees(x, samples, lower, upper, attrs, (58 * MB, 59 * MB))
+    assert [round(v / MB) for v in placed] == [59, 62, 62, 62]
+    # a knee past the placed footprints is no placement's: none is read there
+    assert _placement_knees(x, samples, lower, upper, {**attrs, "plan_placed_to": 62.2 * MB},
+                            (58 * MB, 59 * MB)) == placed[:1]
+
+
+def test_a_fifth_cards_ladders_keep_their_intervals_where_a_cache_can_end():
+    """GPU-cdafb632's eight ladders (two whole runs, six alone, 2026-12-07): two read
+    ``l2.size``'s interval as 128 B-6.8 GB and 128 B-3.4 GB before each placement was judged
+    on its own stretch of the level; now every one lies within 45-75 MB and holds the
+    values of the card's other runs at least as often as the four cards' runs above do."""
+    found = [{f.name: f for f in LatencyLadder().analyze(xr.load_dataset(f))}
+             for f in sorted((DATA / "h200-s37").glob("*/*/*/latency-*.nc"))]
+    assert len(found) == 8
+    for r in found:
+        lo, hi = r["l2.size"].interval
+        assert 45e6 < lo < r["l2.size"].value < hi < 75e6
+        lo, hi = r["l2.near_size"].interval
+        assert 15e6 < lo and hi < 40e6
+    pairs = list(permutations(found, 2))
+    inside = sum(a["l2.size"].interval[0] <= b["l2.size"].value <= a["l2.size"].interval[1]
+                 for a, b in pairs)
+    assert inside >= 0.75 * len(pairs)
 
 
 def test_placements_that_agree_leave_the_knees_interval_as_it_was():

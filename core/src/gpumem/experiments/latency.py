@@ -356,7 +356,7 @@ class LatencyLadder(Experiment):
             its half crossing."""
             cap = caps[k]
             res = self._knee_resolution(raw.attrs, cap[0]) if cap else 0.0
-            placed = _placement_knees(x, samples, levels[k], levels[k + 1].latency, raw.attrs,
+            placed = _placement_knees(x, samples, levels[k], levels[k + 1], raw.attrs,
                                       cap) if cap else []
             half = halves[k]
             found = [_capacity(name, cap, method, half[2] if half else None, res, placed)]
@@ -633,13 +633,21 @@ def _ramp_size(name: str, ramp: _Ramp, method: str) -> Finding:
                    note=note, interval=(lo, hi), kind="measured")
 
 
-def _placement_knees(x: np.ndarray, samples: np.ndarray, lower: Plateau, high: float,
+def _placement_knees(x: np.ndarray, samples: np.ndarray, lower: Plateau, upper: Plateau,
                      attrs: Mapping[str, Any], knee: tuple[float, float]) -> list[float]:
     """Where each placement's own chase leaves ``lower`` (the last footprint on it), for a
     knee among the placed footprints: the pooled knee is where the first of them leaves, and
     on a hashed cache that moves with the physical pages the chase was given (an H200's near
     L2, four placements of one process: 23.7, 26.9, 29.3 and 31.1 MB). ``[]`` where the
-    footprints around the knee ran on one placement."""
+    footprints around the knee ran on one placement.
+
+    Each placement's level ends where its own medians leave it (:func:`_part_level`): the
+    pooled plateau runs as far as most placements stay on it, and a placement that left early
+    has most of that plateau's points past its knee, so their share of slow accesses is no
+    baseline (one H200 ladder: a placement left the far L2 at 59.1 MB of a plateau that ran
+    to 62.2, half its points 50 % slow; against that baseline it "left" at 6 GB, and
+    ``l2.size``'s interval read 128 B-6.8 GB). Past the placed footprints a part is a run of
+    one chase's accesses, no placement's, so a knee found there is none."""
     placements = int(attrs.get("plan_placements", 1))
     placed_from = float(attrs.get("plan_placed_from", 0))
     placed_to = float(attrs.get("plan_placed_to", 0))
@@ -647,10 +655,25 @@ def _placement_knees(x: np.ndarray, samples: np.ndarray, lower: Plateau, high: f
         return []
     out = []
     for part in _record_parts(samples, placements):
-        br = knee_bracket(x, part, lower, high)
-        if br is not None:
+        br = knee_bracket(x, part, _part_level(x, part, lower), upper.latency)
+        if br is not None and placed_from < br[0] and br[1] <= placed_to:
             out.append(br[0])
     return out
+
+
+def _part_level(x: np.ndarray, part: np.ndarray, lower: Plateau) -> Plateau:
+    """``lower`` cut where one part of the record leaves it: before the first of its
+    footprints whose median, and the next one's, lie above the level by more than the plateau
+    tolerance. ``lower`` itself where the part stays on it."""
+    order = np.argsort(x)
+    xs, meds = x[order], _median(part[order])
+    on = (xs >= lower.first_x) & (xs <= lower.last_x)
+    idx = np.nonzero(on)[0]
+    high = meds > lower.latency * (1 + PLATEAU_TOL)
+    for a, b in pairwise(idx):
+        if high[a] and high[b] and a > idx[0]:
+            return replace(lower, last_x=float(xs[a - 1]))
+    return lower
 
 
 def _record_parts(samples: np.ndarray, parts: int) -> list[np.ndarray]:
