@@ -35,11 +35,13 @@ SHIPPED = REPO / "core" / "src" / "gpumem" / "contracts" / "allowances.json"
 DEFAULT = ("tests/data/h200-fleet/*", "tests/data/h200-session17/*", "tests/data/h200-dram-v3/*",
            "tests/data/h200-v4-runs/*", "tests/data/h200-cards/*/*", "tests/data/h200-reruns/*",
            "tests/data/h200-tlb-reruns/*", "tests/data/h200x2-run", "tests/data/h200-s23/gpu*",
-           "tests/data/h200-s24/gpu*", "tests/data/h200-s25/*", "tests/data/h200-s33/*/all*")
+           "tests/data/h200-s24/gpu*", "tests/data/h200-s25/*", "tests/data/h200-s33/*/all*",
+           "tests/data/h200-s37/*/all*", "tests/data/h200-s37/*/lat*")
 
 
 #: The folders of whole runs (every experiment), on which the band's Z is learned held out.
-WHOLE = ("tests/data/h200-fleet/*", "tests/data/h200-session17/*", "tests/data/h200-s33/*/all*")
+WHOLE = ("tests/data/h200-fleet/*", "tests/data/h200-session17/*", "tests/data/h200-s33/*/all*",
+         "tests/data/h200-s37/*/all*")
 #: The committed whole runs of healthy H100s (2026-12-06, twelve cards: the tool gave H100s
 #: for H200 calls), every one also a whole run the band's Z is learned on. h100-s33's two
 #: cards were first judged held out (each failed one capacity in one run); h100-s33/held-out

@@ -3,8 +3,8 @@ confidence, and where latency alone cannot split two slices, saying so).
 
 A slice hash spreads a page's lines evenly over its slices, so group sizes come in whole
 shares: four H100s' dense pages (``gpumem run l2_hash``) gave 30 groups of 25-26 classes
-and 25 of 50-52, 80 slices (its 50 MB L2 in 640 KB slices); two H200s' pages 46 and 24 of
-21-22 and 42-44, 94 slices; the same classes in the same groups on every card of a model. Planted on the simulator: six slices by a balanced
+and 25 of 50-52, 80 slices (its 50 MB L2 in 640 KB slices); three H200s' pages 46 and 24 of
+21-22 and 42-44 (48 and 23 on the third), 94 slices; the same classes in the same groups on every card of a model. Planted on the simulator: six slices by a balanced
 table, two at one spot of the grid (no SM tells them apart by latency).
 """
 
@@ -190,18 +190,19 @@ def test_the_sparse_run_counts_no_slices_and_says_what_would():
     assert "gpumem run l2_hash" in f["l2_slices.groups"].note
 
 
-# --- four cards' dense pages ---------------------------------------------------------------
+# --- seven cards' dense pages --------------------------------------------------------------
 
 PAGES = {
     "h200-ae2f9": "h200-s23/dense/cuda0-nvidia-h200-gpuae2f9",
     "h200-af95c": "h200-s24/dense/cuda0-nvidia-h200-gpuaf95c",
+    "h200-cdafb": "h200-s37/gpucdafb-job1/hash/cuda0-nvidia-h200-gpucdafb",
     "h100-6cc50": "h100-s29/gpu6cc50-job/hash/cuda0-nvidia-h100-80gb-hbm3-gpu6cc50",
     "h100-f0085": "h100-s29/gpuf0085-job/hash/cuda0-nvidia-h100-80gb-hbm3-gpuf0085",
     "h100-e68d5": "h100-s29/gpue68d5-job/hash/cuda0-nvidia-h100-80gb-hbm3-gpue68d5",
     "h100-6115c": "h100-s29/gpu6115c-job/hash/cuda0-nvidia-h100-80gb-hbm3-gpu6115c",
 }
 slow = pytest.mark.skipif(not os.environ.get("GPUMEM_TEST_SLOW"),
-                          reason="six dense pages, some 15 s each (GPUMEM_TEST_SLOW=1)")
+                          reason="seven dense pages, some 15 s each (GPUMEM_TEST_SLOW=1)")
 
 
 @pytest.fixture(scope="module")
@@ -226,14 +227,15 @@ def _class_groups(m) -> np.ndarray:
 
 #: Groups, groups of two slices and groups cut in two below the tolerance
 #: (slices.split_groups) per page: the SMs a card measured split more or fewer pairs.
-GROUPS = {"h200-ae2f9": (86, 8, 16), "h200-af95c": (88, 6, 18), "h100-6cc50": (72, 8, 17),
+GROUPS = {"h200-ae2f9": (86, 8, 16), "h200-af95c": (88, 6, 18), "h200-cdafb": (88, 6, 17),
+          "h100-6cc50": (72, 8, 17),
           "h100-f0085": (72, 8, 17), "h100-e68d5": (72, 8, 17), "h100-6115c": (72, 8, 17)}
 
 
 @slow
 @pytest.mark.parametrize("model,slices", [("h200", 94), ("h100", 80)])
 def test_cards_of_a_model_count_the_same_slices_in_the_same_groups(maps, model, slices):
-    """Two H200s (32 SMs each) and four H100s (32, 32, 16 and 32 SMs: the third stopped
+    """Three H200s (32 SMs each; GPU-cdafb632's an l2_hash run, 2026-12-07) and four H100s (32, 32, 16 and 32 SMs: the third stopped
     adding SMs when 16 split no more groups than 8). Every card counts the same slices; the
     groups of any two cards never cross (each group of one card is a group of the other, or
     one of two halves of it): cards differ only in the pairs of slices their SMs split."""

@@ -2,7 +2,7 @@
 
 * **H200** (a CUDA device named "H200", or a simulated H200, :func:`models_reference_card`):
   every measured finding gpumem's multi-card data have (:func:`gpumem.api.fleet_expected`):
-  the median of the healthy H200s' medians (today fourteen cards,
+  the median of the healthy H200s' medians (today up to seventeen cards a finding,
   core/src/gpumem/contracts/allowances.json, re-derived from the committed runs by
   benchmarks/card_allowances.py), its band Z standard deviations of a run of another card
   about that median (Z learned for the finding's class on cards left out of the fleet,
@@ -10,7 +10,7 @@
   every healthy card seen strayed, the card-to-card and run-to-run spreads learned from the
   same runs; the figures others published for the H200 or its GH100 die (RRZE gpu-benches,
   Luo et al.) kept beside each in its source. Plus the structural values every healthy H200 gave
-  (the TLB's geometry, the L2 fill unit) and the L2 slices ``l2_hash`` counted on two (94):
+  (the TLB's geometry, the L2 fill unit) and the L2 slices ``l2_hash`` counted on three (94):
   exact.
 * **H100 SXM** (a CUDA device named "NVIDIA H100 80GB HBM3"): as the H200, from gpumem's
   runs on thirteen healthy H100s (allowances-nvidia-h100-80gb-hbm3.json), the figures below kept
@@ -46,10 +46,11 @@ MT4G_H100 = ("MT4G on an H100 SXM (github.com/caps-tum/mt4g, sample_results/"
              "NVIDIA H100 80GB HBM3.json)")
 H100_STUDY = ("Manjunath & Ramachandra, \"Concurrency Response of Plain Global Loads on the "
               "NVIDIA H100\" (2026)")
-H200_SLICES = ("gpumem on two H200 SXM cards, every line of one 2 MB page each (l2_slices over "
-               "a whole page, what gpumem run l2_hash is; tests/data/h200-s23/dense and "
-               "h200-s24/dense): 94 slices on each, in 86 and 88 groups (the pairs of slices "
-               "their SMs split; the L2 reports 60 MB, 96 slices of 640 KB); exact")
+H200_SLICES = ("gpumem on three H200 SXM cards, every line of one 2 MB page each (l2_slices over "
+               "a whole page, what gpumem run l2_hash is; tests/data/h200-s23/dense, "
+               "h200-s24/dense and h200-s37/gpucdafb-job1/hash): 94 slices on each, in 86, 88 "
+               "and 88 groups (the pairs of slices their SMs split; the L2 reports 60 MB, 96 "
+               "slices of 640 KB); exact")
 H100_SLICES = ("gpumem on six H100 SXM cards, every line of one 2 MB page each (gpumem run "
                "l2_hash; tests/data/h100-s29, 2026-12-06): 80 slices on each (in the same 72 "
                "groups on the four whose pages are kept), the 50 MB L2 in 640 KB slices; "
