@@ -55,11 +55,11 @@ def test_each_placements_knee_is_read_from_its_own_part_of_the_record():
     x, samples, attrs = _planted([31.0, 24.0, 29.0, 27.0])
     meds = np.median(samples, axis=1)
     lower, upper = find_plateaus(x, meds)[:2]
-    placed = _placement_knees(x, samples, lower, upper, attrs, (24 * MB, 24.1 * MB))
+    placed = _placement_knees(x, samples, lower, upper.latency, attrs, (24 * MB, 24.1 * MB))
     assert [v / MB for v in placed] == pytest.approx([31.0, 24.0, 29.0, 27.0], abs=0.01)
     # a knee outside the placed footprints, or a file with one placement: none
-    assert _placement_knees(x, samples, lower, upper, attrs, (2 * MB, 3 * MB)) == []
-    assert _placement_knees(x, samples, lower, upper, {**attrs, "plan_placements": 1},
+    assert _placement_knees(x, samples, lower, upper.latency, attrs, (2 * MB, 3 * MB)) == []
+    assert _placement_knees(x, samples, lower, upper.latency, {**attrs, "plan_placements": 1},
                             (24 * MB, 24.1 * MB)) == []
 
 
@@ -88,10 +88,11 @@ def test_a_placement_that_leaves_early_is_judged_on_its_own_stretch_of_the_level
     attrs = {"plan_placements": 4, "plan_placed_from": 8 * MB, "plan_placed_to": 120 * MB}
     lower, upper = find_plateaus(x, np.median(samples, axis=1), min_span=1.15)[:2]
     assert lower.last_x > 61 * MB  # the pooled level runs past the early placement's knee
-    placed = _placement_knees(x, samples, lower, upper, attrs, (58 * MB, 59 * MB))
+    placed = _placement_knees(x, samples, lower, upper.latency, attrs, (58 * MB, 59 * MB))
     assert [round(v / MB) for v in placed] == [59, 62, 62, 62]
     # a knee past the placed footprints is no placement's: none is read there
-    assert _placement_knees(x, samples, lower, upper, {**attrs, "plan_placed_to": 62.2 * MB},
+    early = {**attrs, "plan_placed_to": 62.2 * MB}
+    assert _placement_knees(x, samples, lower, upper.latency, early,
                             (58 * MB, 59 * MB)) == placed[:1]
 
 

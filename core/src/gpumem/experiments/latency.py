@@ -356,7 +356,7 @@ class LatencyLadder(Experiment):
             its half crossing."""
             cap = caps[k]
             res = self._knee_resolution(raw.attrs, cap[0]) if cap else 0.0
-            placed = _placement_knees(x, samples, levels[k], levels[k + 1], raw.attrs,
+            placed = _placement_knees(x, samples, levels[k], levels[k + 1].latency, raw.attrs,
                                       cap) if cap else []
             half = halves[k]
             found = [_capacity(name, cap, method, half[2] if half else None, res, placed)]
@@ -633,7 +633,7 @@ def _ramp_size(name: str, ramp: _Ramp, method: str) -> Finding:
                    note=note, interval=(lo, hi), kind="measured")
 
 
-def _placement_knees(x: np.ndarray, samples: np.ndarray, lower: Plateau, upper: Plateau,
+def _placement_knees(x: np.ndarray, samples: np.ndarray, lower: Plateau, high: float,
                      attrs: Mapping[str, Any], knee: tuple[float, float]) -> list[float]:
     """Where each placement's own chase leaves ``lower`` (the last footprint on it), for a
     knee among the placed footprints: the pooled knee is where the first of them leaves, and
@@ -655,7 +655,7 @@ def _placement_knees(x: np.ndarray, samples: np.ndarray, lower: Plateau, upper: 
         return []
     out = []
     for part in _record_parts(samples, placements):
-        br = knee_bracket(x, part, _part_level(x, part, lower), upper.latency)
+        br = knee_bracket(x, part, _part_level(x, part, lower), high)
         if br is not None and placed_from < br[0] and br[1] <= placed_to:
             out.append(br[0])
     return out
@@ -664,7 +664,8 @@ def _placement_knees(x: np.ndarray, samples: np.ndarray, lower: Plateau, upper: 
 def _part_level(x: np.ndarray, part: np.ndarray, lower: Plateau) -> Plateau:
     """``lower`` cut where one part of the record leaves it: before the first of its
     footprints whose median, and the next one's, lie above the level by more than the plateau
-    tolerance. ``lower`` itself where the part stays on it."""
+    tolerance (only its end moves: :func:`knee_bracket` reads a level's span and latency).
+    ``lower`` itself where the part stays on it."""
     order = np.argsort(x)
     xs, meds = x[order], _median(part[order])
     on = (xs >= lower.first_x) & (xs <= lower.last_x)
