@@ -124,6 +124,46 @@ def test_points_whose_device_spec_was_lost_are_submitted_again(cluster):
     assert all(status == POINT_OK for status, _reason, _values in got.values()), got
 
 
+@pytest.mark.slow  # the LocalCluster above
+def test_a_broadcast_that_meets_a_killed_worker_is_tried_again(cluster, monkeypatch):
+    """CI lost a run this way: re-scattering the spec right after a worker was killed failed
+    on its closed connection ("CommClosedError: in <TCP (closed) ConnectionPool.scatter
+    ...>: Stream is closed"). The broadcast is tried again, a second apart, a few times; a
+    cluster that keeps failing still ends the run with the error."""
+    from distributed import Client
+    from distributed.comm.core import CommClosedError
+    from gpumem.contracts.experiment import RunContext
+    from gpumem.experiments.latency import LatencyLadder
+    from gpumem.results.schema import POINT_OK
+    from gpumem.run import executors
+    from gpumem.sim.device import SimDevice
+
+    monkeypatch.setattr(executors, "SCATTER_WAIT_S", 0.01, raising=False)
+    cfg = get_plugins().hook.gpumem_simulator_config(arch="hopper", simulator="sim")
+    dev = SimDevice(cfg, "hopper")
+    pts = [{"order": "sequential", "footprint": f} for f in (4096, 65536)]
+    with Client(cluster.scheduler_address, set_as_default=False) as client:
+        real = client.scatter
+        fails = {"left": 2}
+
+        def flaky(*args, **kwargs):
+            if fails["left"]:
+                fails["left"] -= 1
+                raise CommClosedError("in <TCP (closed) ConnectionPool.scatter>: Stream is "
+                                      "closed")
+            return real(*args, **kwargs)
+
+        monkeypatch.setattr(client, "scatter", flaky)
+        points = executors.DaskPoints(client, dev.reopen_spec())
+        got = points.run(LatencyLadder(), pts, RunContext("hopper", dev.info, quick=True),
+                         lambda: None)
+        assert fails["left"] == 0
+        assert all(status == POINT_OK for status, _reason, _values in got.values()), got
+        fails["left"] = executors.SPEC_LOSSES + 1  # never comes back: the error, not a hang
+        with pytest.raises(CommClosedError):
+            executors.DaskPoints(client, dev.reopen_spec())
+
+
 def test_bad_scheduler_is_one_line_exit_2_and_writes_nothing(cli, tmp_path, monkeypatch):
     import distributed
 

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import hashlib
 import pickle
+import time
 from collections.abc import Callable, Mapping
 from typing import Any
 
@@ -26,6 +27,8 @@ from gpumem.run.point import PointOutcome, PointResult, point_outcome, result_of
 _devices: dict[str, Any] = {}   # per worker process: spec digest -> open device
 #: Times the device's spec may be lost with a killed worker before a run gives up.
 SPEC_LOSSES = 3
+#: Seconds between tries of a broadcast that met a closed connection (a worker just killed).
+SCATTER_WAIT_S = 1.0
 
 
 def connect(address: str | None) -> Any:
@@ -71,7 +74,21 @@ class DaskPoints:
 
     def __init__(self, client: Any, spec: dict[str, Any]) -> None:
         self.client, self.spec = client, spec
-        self._spec_future = client.scatter(spec, broadcast=True)
+        self._spec_future = self._scatter()
+
+    def _scatter(self) -> Any:
+        """The device's spec on every worker. A broadcast that reaches a worker as it is
+        killed fails on a closed connection (CI: "CommClosedError: in <TCP (closed)
+        ConnectionPool.scatter ...>: Stream is closed", the run lost) until the scheduler
+        has dropped it: tried again, up to :data:`SPEC_LOSSES` times, a second apart."""
+        for attempt in range(SPEC_LOSSES + 1):
+            try:
+                return self.client.scatter(self.spec, broadcast=True)
+            except OSError:  # distributed's CommClosedError is one
+                if attempt == SPEC_LOSSES:
+                    raise
+                time.sleep(SCATTER_WAIT_S)
+        raise AssertionError("unreachable")
 
     def run(self, experiment: Experiment, pts: list[dict[str, Any]], ctx: RunContext,
             on_done: Callable[[], None]) -> dict[tuple, PointResult]:
@@ -88,7 +105,7 @@ class DaskPoints:
         submitted = 0
         for attempt in range(SPEC_LOSSES + 1):
             if attempt:  # the spec was lost with a worker: scatter it again
-                self._spec_future = self.client.scatter(self.spec, broadcast=True)
+                self._spec_future = self._scatter()
             futures: dict[Any, tuple] = {}  # distributed's Future -> the point's key
             for p in pts:
                 if point_key(p) in results:
