@@ -48,10 +48,12 @@ WHOLE = ("tests/data/h200-fleet/*", "tests/data/h200-session17/*", "tests/data/h
 #: is in no pattern: the card the learned bands are judged on.
 H100 = ("tests/data/h100-s26/*/all*", "tests/data/h100-s27/*/all*",
         "tests/data/h100-s28/*/all*", "tests/data/h100-s29/*/all*",
-        "tests/data/h100-s33/*/all*", "tests/data/h100-s36/*/all*")
+        "tests/data/h100-s33/*/all*", "tests/data/h100-s36/*/all*",
+        "tests/data/h100-s37/*/all*")
 #: H100 runs of the latency ladder alone, each a fresh process with its raw chases kept
-#: (2026-12-07, h100-s36: a thirteenth card, its whole run first judged held out)
-H100_LADDERS = ("tests/data/h100-s36/*/lat*",)
+#: (2026-12-07: h100-s36, a thirteenth card, and h100-s37, a fourteenth, each whole run first
+#: judged held out): two cards' raw ladders, so the half crossings have fleet values
+H100_LADDERS = ("tests/data/h100-s36/*/lat*", "tests/data/h100-s37/*/lat*")
 #: Run folders the patterns match that measured otherwise than gpumem does now, though no
 #: experiment's version says so.
 LEFT_OUT = {
