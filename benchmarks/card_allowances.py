@@ -49,13 +49,14 @@ WHOLE = ("tests/data/h200-fleet/*", "tests/data/h200-session17/*", "tests/data/h
 H100 = ("tests/data/h100-s26/*/all*", "tests/data/h100-s27/*/all*",
         "tests/data/h100-s28/*/all*", "tests/data/h100-s29/*/all*",
         "tests/data/h100-s33/*/all*", "tests/data/h100-s36/*/all*",
-        "tests/data/h100-s37/*/all*", "tests/data/h100-s38/*/all*")
+        "tests/data/h100-s37/*/all*", "tests/data/h100-s38/*/all*",
+        "tests/data/h100-s39/*/all*")
 #: H100 runs of the latency ladder alone, each a fresh process with its raw chases kept
-#: (2026-12-07: h100-s36, a thirteenth card, h100-s37, a fourteenth, and h100-s38, a
-#: fifteenth, each whole run first judged held out): three cards' raw ladders, so the half
-#: crossings have fleet values
+#: (2026-12-07: h100-s36, a thirteenth card, h100-s37, a fourteenth, h100-s38, a fifteenth,
+#: and h100-s39, a sixteenth and seventeenth, each whole run first judged held out): five
+#: cards' raw ladders, so the half crossings have fleet values
 H100_LADDERS = ("tests/data/h100-s36/*/lat*", "tests/data/h100-s37/*/lat*",
-                "tests/data/h100-s38/*/lat*")
+                "tests/data/h100-s38/*/lat*", "tests/data/h100-s39/*/lat*")
 #: Run folders the patterns match that measured otherwise than gpumem does now, though no
 #: experiment's version says so.
 LEFT_OUT = {

@@ -84,7 +84,7 @@ def h100_held_out():
 
 def test_the_h100s_spreads_are_their_own():
     """A plugin made from H100 runs takes the H100s' learned spreads, not the H200s': H100s'
-    L2 latencies lie 277-290 cycles over fifteen cards (4.6 %), fifteen H200s' within 1.8 %
+    L2 latencies lie 277-290 cycles over seventeen cards (4.6 %), fifteen H200s' within 1.8 %
     (3.2 % with a sixteenth, GPU-1589473f at 292)."""
     h100, h200 = learned(H100.product), learned()
     assert h100["product"] == "nvidia-h100-80gb-hbm3" and len(h100["cards"]) >= 10
@@ -122,8 +122,8 @@ def test_the_h200s_spreads_failed_healthy_h100s():
 def test_a_plugin_from_an_h100_holds_the_other_h100s(h100_held_out):
     """At the Zs learned held out on them, each run's interval in quadrature with the spread
     (latencies 4.0, the largest tried; ratios and capacities 2.6, choices 2.5, bandwidths
-    2.2; fifteen cards, the ladder processes of the thirteenth to fifteenth among the
-    spreads' runs, as the allowances learn them): of 11,856 judgements two fail, both
+    2.2; seventeen cards, the ladder processes of the thirteenth to seventeenth among the
+    spreads' runs, as the allowances learn them): of 13,044 judgements two fail, both
     GPU-d9505's distributed shared memory latency (216.3 cycles where the plugin of
     GPU-6cc50, 209.3, allows 7 less): a card unlike any other in one finding. (With eleven
     cards it was GPU-fd311's SM-map near latency, 455 cycles where ten read 459-460.)"""

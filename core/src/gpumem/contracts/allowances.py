@@ -30,7 +30,7 @@ with ``Z`` learned (:func:`band_z`), each part named in the value's source:
   with the runs given (each weighted by its degrees of freedom: two runs alone say little of
   a spread).
 
-Each GPU model has its own spreads: H100 SXMs' L2 latencies lie 277-290 cycles over fifteen cards
+Each GPU model has its own spreads: H100 SXMs' L2 latencies lie 277-290 cycles over seventeen cards
 (by where the chasing SM sits, as l2_twins found for contention) where fifteen H200s' lay
 within 1.8 % (a sixteenth, 2.5 % out, has joined them), and plugins made from H100 runs with
 the H200s' spreads failed other healthy H100s 135 times. A product gpumem has learned on its

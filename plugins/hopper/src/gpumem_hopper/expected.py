@@ -13,7 +13,7 @@
   (the TLB's geometry, the L2 fill unit) and the L2 slices ``l2_hash`` counted on three (94):
   exact.
 * **H100 SXM** (a CUDA device named "NVIDIA H100 80GB HBM3"): as the H200, from gpumem's
-  runs on fifteen healthy H100s (allowances-nvidia-h100-80gb-hbm3.json), the figures below kept
+  runs on seventeen healthy H100s (allowances-nvidia-h100-80gb-hbm3.json), the figures below kept
   beside each in its source and taken where the fleet is silent.
 * **Another H100** (a CUDA device named "H100"): the figures Manjunath & Ramachandra, "Concurrency
   Response of Plain Global Loads on the NVIDIA H100" (2026), published (the latency ladder in
