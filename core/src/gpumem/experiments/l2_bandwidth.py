@@ -16,6 +16,11 @@ mechanisms of an H100/H200's L2 lie between them, both measured with Nsight Comp
   serve). gpu-l2-cache's 11.87 TB/s at 1.5 MB is of this kind: 22.5 % of its sectors were
   merged on an H200 (GPU-cb0e3c21), its slices serving 9.35 TB/s.
 
+Lines read by one SM each cannot be placed to beat ``bw.l2``: where each SM read only the lines
+its own partition holds, three H100s read half of what lines of both partitions give (3.5-4.0
+against 6.3-7.3 TB/s), as for the other partition's lines alone or one side's SMs alone
+(benchmarks/l2_near_peak.py): the rate follows the (SM side, partition) pairs in use.
+
 Each share is read over the footprints up to half the L2 (every two octaves) and kernel
 shapes, with 16-byte ``.cg`` loads in order ``block``, runs sized to last
 :data:`~gpumem.experiments.bandwidth_levels.RUN_S` as ``bandwidth_levels``' are.
