@@ -229,7 +229,7 @@ BENCH_EXPECTED = {
         "lat.l2_ns": 141.616, "lat.dram_tlb_miss": 689.2, "lat.dram_tlb_miss_ns": 348.081}),
     "gpu-stream-h200-like.txt": ("bandwidth", {
         "bw.dram_read": 2106.0, "bw.dram_write": 3876.0, "bw.dram_copy": 3017.0}),
-    "gpu-l2-cache-h200-like.txt": ("bandwidth_levels", {"bw.l2": 10400.0}),
+    "gpu-l2-cache-h200-like.txt": ("bandwidth_levels", {"bw.l2_gpu_l2_cache": 10400.0}),
 }
 
 
@@ -294,6 +294,24 @@ def test_gpu_benches_result_compares_with_a_measured_run(cli, tmp_path):
     rows = {(r["experiment"], r["finding"]): r["values"] for r in json.loads(res.out)["rows"]}
     assert rows[("latency", "lat.l2")] == {"gl": 280.4,
                                            "h200-run": _h200_findings()[("latency", "lat.l2")]}
+
+
+def test_gpu_l2_cache_is_never_lined_up_with_bw_l2(cli, tmp_path):
+    """gpu-l2-cache's blocks share lines (part of its figure merged before the L2's slices),
+    gpumem's bw.l2 reads each block's own: compare keeps them on rows of their own rather
+    than print a "difference" between two different measurements."""
+    cli("import", "gpu-benches", str(BENCH / "gpu-l2-cache-h200-like.txt"), "--out",
+        str(tmp_path / "gl"))
+    res = cli("compare", str(tmp_path / "gl"), str(H200_RUN), "--json")
+    assert res.code == 0, res.err
+    rows = {(r["experiment"], r["finding"]): r for r in json.loads(res.out)["rows"]}
+    mine = rows[("bandwidth_levels", "bw.l2")]
+    assert set(mine["values"]) == {"h200-run"} and "difference" not in mine
+    theirs = rows[("bandwidth_levels", "bw.l2_gpu_l2_cache")]
+    assert theirs["values"] == {"gl": 10400.0} and "difference" not in theirs
+    how = load_source(tmp_path / "gl").findings[("bandwidth_levels",
+                                                 "bw.l2_gpu_l2_cache")].method
+    assert "not bw.l2" in how
 
 
 def test_a_line_of_another_benchmark_is_named(cli, tmp_path):
