@@ -18,8 +18,10 @@ merge across SMs), and the lines are chosen by where they sit:
 2. **Bandwidth.** For a footprint F (the buffer's first F bytes), each SM gets its own share
    of lines by ``mode``: ``near`` (lines of its side, shared out over its side's SMs), ``far``
    (the other side's), ``mixed`` (all lines shuffled, shared out over all SMs: what
-   ``bw.l2``'s kernel reads, but line by line) and ``contiguous`` (all lines, each SM a run of
-   consecutive lines, as ``bw.l2``'s blocks read). Each block on an SM (by ``%smid`` and a
+   ``bw.l2``'s kernel reads, but line by line), ``contiguous`` (all lines, each SM a run of
+   consecutive lines, as ``bw.l2``'s blocks read) and ``side0`` (all lines, read by SM 0's
+   side alone, the other side idle). ``--split median`` puts half the lines on each side
+   (the difference's median, not zero, divides them). Each block on an SM (by ``%smid`` and a
    per-SM counter) reads its part of the SM's share: 16-byte ``ld.global.cg.v4`` loads, eight
    threads a line, four loads in flight, passes over the share until ~``TARGET_BYTES`` are
    read; bytes counted in the kernel, time by CUDA events, the SM clock from ``%clock64``
