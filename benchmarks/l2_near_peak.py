@@ -175,8 +175,7 @@ def place(mod, buf, sms: int, split: str = "sign") -> dict:  # noqa: ANN001
     d = from0 - fromo
     line_side = (d > (np.median(d) if split == "median" else 0.0)).astype(int)
     return {"sm_side": side, "corr": corr, "opposite": opposite, "line_side": line_side,
-            "d": d, "from0": from0, "fromo": fromo,
-            "ambiguous": float(np.mean(np.abs(d) < AMBIGUOUS))}
+            "d": d, "ambiguous": float(np.mean(np.abs(d) < AMBIGUOUS))}
 
 
 def shares(mode: str, n_lines: int, sm_side: np.ndarray, line_side: np.ndarray,
@@ -223,7 +222,7 @@ def bandwidth(mod, buf, lines: np.ndarray, offs: np.ndarray, sms: int, per_sm: i
     sink = cp.zeros(threads, dtype=cp.uint32)
     tbs, mhz = [], []
     for trial in range(TRIALS + 1):  # the first one warms (and compiles)
-        count = cp.zeros(sms + 64, dtype=cp.int32)
+        count = cp.zeros(sms, dtype=cp.int32)  # blocks per SM (an id >= sms returns)
         moved = cp.zeros(1, dtype=cp.uint64)
         clocks = cp.zeros(2, dtype=cp.uint64)
         start, stop = cp.cuda.Event(), cp.cuda.Event()
